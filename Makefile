@@ -1,0 +1,40 @@
+# Heads & Masks. The two commands of README:
+#   make lab    create the environment if needed, then open the course in JupyterLab
+#   make test   create the environment if needed, then run every test
+# and, for authors and instructors:
+#   make notebooks   regenerate solutions/ and notebooks/ from authoring/ (deterministic)
+#   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
+
+PYTHON ?= python3
+# An active conda environment (environment.yml) is used as it is; otherwise a venv in the repo.
+ifdef CONDA_PREFIX
+VENV := $(CONDA_PREFIX)
+STAMP := $(CONDA_PREFIX)/.heads-and-masks-ready
+else
+VENV := .venv
+STAMP := .venv/.ready
+endif
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: lab test notebooks bench env
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Heads & Masks needs Python 3.11 or newer; found " + sys.version.split()[0])'
+	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about a minute, once)"; $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
+	@touch $@
+
+lab: $(STAMP)
+	$(BIN)/python tools/lab.py $(LAB_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/build_notebooks.py
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench.py $(BENCH_ARGS)

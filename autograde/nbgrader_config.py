@@ -1,0 +1,31 @@
+"""nbgrader configuration of the course, wired to the repository's layout.
+
+    solutions/<assignment>/          the source (instructor version, with solutions and hidden tests)
+    notebooks/<assignment>/          the release (student version), committed
+    autograde/submitted|autograded|feedback|solution/<student>/<assignment>/   runtime, never committed
+    autograde/gradebook.db           the gradebook, runtime, never committed
+
+Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
+"""
+import os
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+here = os.path.dirname(os.path.abspath(__file__))
+c.CourseDirectory.course_id = "heads-and-masks"
+c.CourseDirectory.root = os.path.dirname(here)
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "notebooks"
+c.CourseDirectory.submitted_directory = "autograde/submitted"
+c.CourseDirectory.autograded_directory = "autograde/autograded"
+c.CourseDirectory.feedback_directory = "autograde/feedback"
+c.CourseDirectory.solution_directory = "autograde/solution"
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
+
+# A test cell that a student deleted is put back and run, instead of silently scoring nothing.
+c.OverwriteCells.add_missing_cells = True
+# Each cell gets its own time limit; a cell that loops forever is interrupted, the rest still run.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}

@@ -1,0 +1,212 @@
+"""Building blocks of the checks: strict result types, comparisons with a measured difference,
+calls that record warnings and in-place changes, and diagnosis of known misconceptions.
+
+The functions this module compares with are bound when it is imported, so a learner's code that
+later replaces ``np.allclose`` (or anything else on numpy) does not change how it is graded.
+"""
+from __future__ import annotations
+
+import builtins
+import contextlib
+import math
+import warnings
+
+import numpy as np
+
+from .._guard import ReferenceUsedError, locked
+
+# Bound at import time: learner code that patches numpy afterwards does not reach these.
+_type, _isinstance, _len, _repr = builtins.type, builtins.isinstance, builtins.len, builtins.repr
+_ndarray, _float64, _bool = np.ndarray, np.float64, np.bool_
+_array, _abs, _max, _isnan, _isfinite = np.array, np.abs, np.max, np.isnan, np.isfinite
+_array_equal, _issubdtype, _number, _argmax, _unravel = np.array_equal, np.issubdtype, np.number, np.argmax, np.unravel_index
+_errstate, _catch_warnings, _simplefilter = np.errstate, warnings.catch_warnings, warnings.simplefilter
+_floor, _isclose_scalar = math.floor, math.isclose
+
+
+class CheckFailed(AssertionError):
+    """A check found a wrong answer; the message is written for the learner."""
+
+
+def exercise_check(function):
+    """Decorator for every ``check_*`` function: the check itself never prints a warning.
+
+    nbgrader takes the points of a test cell that wrote anything to stderr, so the computations of
+    the check (references, diagnoses of wrong variants) run with warnings silenced. The learner's
+    own code is still watched: :func:`call` records its warnings separately.
+    """
+    import functools
+
+    @functools.wraps(function)
+    def quiet(*args, **kwargs):
+        __tracebackhide__ = True
+        with _catch_warnings(), _errstate(all="ignore"):
+            _simplefilter("ignore")
+            return function(*args, **kwargs)
+
+    return quiet
+
+
+def fail(message: str):
+    __tracebackhide__ = True
+    raise CheckFailed(message)
+
+
+def passed(message: str) -> None:
+    print(f"✓ {message}")
+
+
+def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
+    """The learner's result as a fresh plain numpy array, or a failure saying what came back.
+
+    Only a real ``numpy.ndarray`` of numbers (or bools) is accepted: subclasses and objects with a
+    custom ``__eq__`` or ``__array__`` are refused, so nothing can pretend to be equal.
+    """
+    __tracebackhide__ = True
+    if _type(result) is not _ndarray:
+        fail(f"{what} should return a numpy array, but it returned {_type(result).__name__}"
+             + (" (did you forget the `return`?)" if result is None else ""))
+    if result.dtype.kind not in "biuf":
+        fail(f"{what} should return an array of numbers, but its dtype is {result.dtype}")
+    return _array(result, dtype=dtype, copy=True)
+
+
+def plain_bool_array(result, *, what: str) -> np.ndarray:
+    __tracebackhide__ = True
+    if _type(result) is not _ndarray:
+        fail(f"{what} should return a numpy array of booleans, but it returned {_type(result).__name__}")
+    if result.dtype != np.bool_:
+        fail(f"{what} should return a boolean array (True = may attend), but its dtype is {result.dtype}: "
+             "an additive float mask (0 and -inf) or 0/1 numbers are a different convention")
+    return _array(result, dtype=bool, copy=True)
+
+
+def plain_int(result, *, what: str) -> int:
+    __tracebackhide__ = True
+    if _type(result) is bool or not (_type(result) is int or _isinstance(result, np.integer)):
+        fail(f"{what} should return a whole number (an int), but it returned {_repr(result)} "
+             f"({_type(result).__name__})" + (": use // or int(...) if you divided" if _isinstance(result, float) else ""))
+    return int(result)
+
+
+def plain_float(result, *, what: str) -> float:
+    __tracebackhide__ = True
+    if _type(result) not in (int, float) and not _isinstance(result, (np.floating, np.integer)):
+        fail(f"{what} should return a number, but it returned {_type(result).__name__}")
+    return float(result)
+
+
+def max_difference(actual: np.ndarray, expected: np.ndarray) -> float:
+    both_nan = _isnan(actual) & _isnan(expected)
+    with _errstate(invalid="ignore", over="ignore"):
+        diff = _abs(actual - expected)
+    diff[both_nan] = 0.0
+    diff[_isnan(diff)] = np.inf
+    return float(_max(diff)) if diff.size else 0.0
+
+
+def is_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-6, atol=1e-9) -> bool:
+    if actual.shape != expected.shape:
+        return False
+    with _errstate(invalid="ignore", over="ignore"):
+        tolerance = atol + rtol * _abs(expected)
+        diff = _abs(actual - expected)
+    ok = (diff <= tolerance) | (_isnan(actual) & _isnan(expected))
+    return bool(ok.all())
+
+
+def expect_shape(actual: np.ndarray, shape: tuple, *, what: str, hint: str = "") -> None:
+    __tracebackhide__ = True
+    if actual.shape != tuple(shape):
+        fail(f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""))
+
+
+def expect_close(actual: np.ndarray, expected: np.ndarray, *, what: str, diagnoses=(), rtol=1e-6, atol=1e-9,
+                 hint: str = "") -> None:
+    """Fail unless ``actual`` equals ``expected`` within tolerance; name a matching misconception.
+
+    ``diagnoses`` is a sequence of ``(wrong_result, explanation)``: when the answer matches one of
+    these known wrong results, the explanation is added to the message. The verdict never depends
+    on them: they only make the message more useful.
+    """
+    __tracebackhide__ = True
+    expect_shape(actual, expected.shape, what=what, hint=hint)
+    if is_close(actual, expected, rtol=rtol, atol=atol):
+        return
+    if _isnan(actual).any() and not _isnan(expected).any():
+        where = tuple(int(i) for i in _unravel(_argmax(_isnan(actual)), actual.shape))
+        message = f"{what} contains NaN (first at index {where}) where a number was expected."
+    else:
+        difference = max_difference(actual, expected)
+        with _errstate(invalid="ignore", over="ignore"):
+            where = tuple(int(i) for i in _unravel(_argmax(_abs(actual - expected)), actual.shape)) if actual.size else ()
+        message = (f"{what} is wrong: it differs from the expected values by up to {difference:.3g} "
+                   f"(at index {where}: expected {expected[where]:.6g}, got {actual[where]:.6g}).")
+    for wrong, explanation in diagnoses:
+        wrong = _array(wrong, dtype=actual.dtype)
+        if wrong.shape == actual.shape and is_close(actual, wrong, rtol=1e-5, atol=1e-8):
+            message += f" Likely cause: {explanation}"
+            break
+    else:
+        if hint:
+            message += f" {hint}"
+    fail(message)
+
+
+def copies(*arrays):
+    """Fresh copies of the inputs, to hand to the learner's function and detect in-place changes."""
+    return tuple(_array(a, copy=True) if a is not None else None for a in arrays)
+
+
+def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
+    """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
+
+    ``lock`` names the course's reference functions that the answer must not call. Warnings are
+    recorded instead of printed (a warning on stderr would cost points in nbgrader); with
+    ``allow_warnings=False`` a warning is a failure with its text.
+    """
+    __tracebackhide__ = True
+    originals = [a for a in args]
+    given = [(_array(a, copy=True) if _type(a) is _ndarray else a) for a in args]
+    with _catch_warnings(record=True) as caught, _errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
+        _simplefilter("always")
+        try:
+            with locked(*lock):
+                result = function(*given, **kwargs)
+        except ReferenceUsedError as error:
+            fail(f"{what}: {error}")
+        except CheckFailed:
+            raise
+        except Exception as error:  # the learner's crash, reported in words
+            fail(f"{what} raised {_type(error).__name__}: {error}")
+    for original, handed in zip(originals, given):
+        if _type(original) is _ndarray and _type(handed) is _ndarray and not _array_equal(original, handed, equal_nan=True):
+            fail(f"{what} changed its input array in place; copy it first (for example `scores = scores.copy()` "
+                 "or use np.where, which returns a new array): the caller's data must stay as it was")
+    if caught and not allow_warnings:
+        first = caught[0]
+        fail(f"{what} emitted a warning: {first.category.__name__}: {first.message}. A correct answer computes "
+             "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)")
+    return result
+
+
+def expect_value_error(function, *args, what: str, why: str, lock=()):
+    """The learner's function must refuse these arguments with a ValueError."""
+    __tracebackhide__ = True
+    with _catch_warnings(), _errstate(all="ignore"):
+        _simplefilter("ignore")
+        try:
+            with locked(*lock):
+                result = function(*args)
+        except ValueError:
+            return
+        except ReferenceUsedError as error:
+            fail(f"{what}: {error}")
+        except Exception as error:
+            fail(f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}")
+    fail(f"{what} should raise ValueError ({why}), but it returned a result "
+         f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}")
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)

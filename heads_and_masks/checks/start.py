@@ -1,0 +1,81 @@
+"""Checks for notebook 00: single-head scaled dot-product attention."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import attention as reference_attention
+from ..attention import masked_softmax as reference_softmax
+from .core import call, exercise_check, expect_close, expect_shape, passed, plain_array, rng
+
+_LOCK = ("attention", "masked_softmax", "multi_head_attention", "grouped_query_attention")
+
+
+def _wrong_attentions(q, k, v, mask):
+    """What the usual mistakes produce on these inputs (used only to name the mistake)."""
+    d = q.shape[-1]
+    raw = q @ np.swapaxes(k, -1, -2)
+    allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
+    def soft(s, m=allowed):
+        return reference_softmax(s, m)
+    yield soft(raw) @ v, "the scores are not divided by sqrt(d) (the head size)."
+    yield soft(raw / d) @ v, "the scores are divided by d instead of sqrt(d)."
+    e = np.exp(raw / np.sqrt(d) - raw.max())
+    yield (e / e.sum(axis=-2, keepdims=True) * allowed) @ v, "softmax normalised over the queries (axis -2) instead of the keys (last axis)."
+    yield (raw / np.sqrt(d)) @ v, "softmax is missing: the raw scores were used as weights."
+    if mask is not None:
+        yield soft(raw / np.sqrt(d), np.ones_like(allowed)) @ v, "the mask is ignored."
+        yield soft(raw / np.sqrt(d), ~allowed) @ v, "the mask polarity is flipped: in this course True means *may attend*."
+        yield reference_softmax(np.where(allowed, raw / np.sqrt(d), 0.0)) @ v, (
+            "forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number).")
+        full = reference_softmax(raw / np.sqrt(d))
+        yield (full * allowed) @ v, "the mask was applied after softmax, so rows no longer sum to 1."
+
+
+def _probe(attention, q, k, v, mask, label):
+    __tracebackhide__ = True
+    what = f"attention(q, k, v{', mask' if mask is not None else ''}) {label}"
+    out = plain_array(call(attention, q, k, v, *(() if mask is None else (mask,)), what=what, lock=_LOCK,
+                           allow_warnings=False), what=what)
+    expected = reference_attention(q, k, v, mask)
+    expect_shape(out, expected.shape, what=what,
+                 hint="The output has one row per query and the width of v: (..., n_q, d_v).")
+    expect_close(out, expected, what=what, diagnoses=_wrong_attentions(q, k, v, mask))
+
+
+@exercise_check
+def check_attention(attention, seed: int = 0, thorough: bool = False) -> None:
+    """Compare the learner's ``attention(q, k, v, mask=None)`` with the reference on many inputs."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    shapes = [(3, 4, 2, 5)] + ([(1, 1, 3, 1), (5, 2, 7, 3), (6, 6, 16, 4)] if thorough else [])
+    for n_q, n_k, d, d_v in shapes:
+        q, k, v = r.normal(size=(n_q, d)), r.normal(size=(n_k, d)), r.normal(size=(n_k, d_v))
+        _probe(attention, q, k, v, None, f"with q {q.shape}, k {k.shape}, v {v.shape}")
+    passed("attention without a mask matches the reference")
+
+    n, d = (4, 8) if not thorough else (6, 3)
+    q, k, v = (r.normal(size=(n, d)) * 2 for _ in range(3))
+    causal = np.tril(np.ones((n, n), bool))
+    _probe(attention, q, k, v, causal, f"with a causal mask (n = {n}, d = {d})")
+    passed("attention with a causal mask matches the reference")
+
+    batch = r.normal(size=(2, 3, n, d)), r.normal(size=(2, 3, n, d)), r.normal(size=(2, 3, n, 2))
+    _probe(attention, *batch, causal, "with leading batch axes (2, 3) and an (n, n) mask broadcast over them")
+    passed("attention works over leading batch/head axes")
+
+    # A query that may attend to nothing: zero weights, zero output, no NaN and no warning.
+    mask = causal.copy()
+    mask[0, :] = False
+    _probe(attention, q, k, v, mask, "with a fully masked first query row (its output must be all zeros)")
+    # Scores far beyond exp's range: subtract the row maximum before exp.
+    q_big = q * 300.0
+    _probe(attention, q_big, k, v, causal, "with very large scores (|q·k| in the thousands)")
+    passed("attention handles a fully masked row and very large scores without NaN or warnings")
+
+    if thorough:
+        for _ in range(3):
+            b, n_q, n_k, d = r.integers(1, 4), r.integers(1, 7), r.integers(1, 7), r.integers(1, 9)
+            q, k, v = r.normal(size=(b, n_q, d)), r.normal(size=(b, n_k, d)), r.normal(size=(b, n_k, 3))
+            mask = r.random((b, n_q, n_k)) < 0.6
+            _probe(attention, q, k, v, mask, f"with a random mask of shape {mask.shape}")
+        passed("attention matches the reference on random shapes and masks")

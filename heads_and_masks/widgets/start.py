@@ -1,0 +1,46 @@
+"""Notebook 00's widget: one query, four keys, and how scores become attention weights."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..attention import attention_weights, row_entropy_bits
+from .base import CourseWidget
+
+KEYS = np.array([[1.0, 0.2], [0.1, 1.0], [-1.0, 0.3], [0.2, -1.0]])  # four 2-D keys
+VALUES = np.array([[2.0, 0.5], [0.5, 2.0], [-2.0, 0.8], [0.4, -2.0]])  # what each key hands back
+KEY_NAMES = ["east", "north", "west", "south"]
+
+
+class QueryWidget(CourseWidget):
+    """Turn a query around and lengthen it: watch the weights sharpen and the output move."""
+
+    figsize = (7.5, 3.4)
+
+    def setup(self):
+        self.controls["angle"] = widgets.IntSlider(value=30, min=0, max=359, step=1, description="query angle°",
+                                                   continuous_update=True)
+        self.controls["length"] = widgets.FloatSlider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length")
+        self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
+        ax = self.ax_space
+        ax.set(xlim=(-2.6, 2.6), ylim=(-2.6, 2.6), aspect="equal", title="values (dots), query (arrow)")
+        ax.scatter(*VALUES.T, s=40, color="tab:blue")
+        for name, (x, y) in zip(KEY_NAMES, VALUES):
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        self.query_arrow = ax.annotate("", xy=(1, 0), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2))
+        (self.output_dot,) = ax.plot([], [], "*", color="tab:red", markersize=14, label="output")
+        ax.legend(loc="lower left", fontsize=8)
+        self.bars = self.ax_weights.bar(KEY_NAMES, np.zeros(4), color="tab:blue")
+        self.ax_weights.set(ylim=(0, 1), title="attention weights (sum to 1)")
+
+    def draw(self):
+        angle = np.deg2rad(self.value("angle"))
+        query = self.value("length") * np.array([np.cos(angle), np.sin(angle)])
+        weights = attention_weights(query[None, :], KEYS)[0]  # (4,)
+        output = weights @ VALUES  # a convex combination of the values
+        self.query_arrow.xy = tuple(query / max(1.0, np.linalg.norm(query) / 2.4))
+        self.output_dot.set_data([output[0]], [output[1]])
+        for bar, w in zip(self.bars, weights):
+            bar.set_height(w)
+        return {"max weight": float(weights.max()), "entropy (bits)": float(row_entropy_bits(weights)),
+                "output x": float(output[0]), "output y": float(output[1])}

@@ -1,0 +1,49 @@
+"""Catalogs of sample answers, graded with the real nbgrader autograde by tests/test_catalogs.py.
+
+One module per notebook, ``nbNN_<name>.py``, with ``ASSIGNMENT`` and ``ANSWERS``: a list of
+:class:`Answer`. An answer replaces the source of some solution cells (by grade_id); every other
+solution cell keeps the reference solution, so a wrong answer to one exercise should lose points
+on that exercise only.
+
+* ``Answer(name, cells)`` with no ``breaks``: a correct answer, which must earn full marks.
+* ``Answer(name, cells, breaks="split_heads", says="(d h)")``: a realistic mistake; the test cells of
+  exercise ``split_heads`` (grade ids starting with ``test_split_heads``) must lose points, every
+  other exercise must keep full marks, and the failure text of a broken test cell must contain
+  ``says`` (case-insensitive), so the learner is told the misconception.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+import textwrap
+
+
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    name: str
+    cells: dict[str, str]
+    breaks: str | None = None
+    says: str | tuple[str, ...] = ()
+    untouched: bool = False  # the student notebook as released: must score 0 everywhere
+
+    @property
+    def correct(self) -> bool:
+        return self.breaks is None and not self.untouched
+
+    def source(self, grade_id: str) -> str:
+        return textwrap.dedent(self.cells[grade_id]).strip("\n")
+
+    @property
+    def phrases(self) -> tuple[str, ...]:
+        return (self.says,) if isinstance(self.says, str) else tuple(self.says)
+
+
+def catalogs() -> dict[str, list[Answer]]:
+    """{assignment: answers} for every catalog module in this package."""
+    found = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("nb"):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            found[module.ASSIGNMENT] = module.ANSWERS
+    return found

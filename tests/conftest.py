@@ -1,0 +1,41 @@
+"""Shared fixtures: the repository paths, notebooks, and the course's grading module."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+for extra in (REPO / "autograde", REPO / "tools", REPO / "tests"):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+# Make sure the venv's own tools (alembic, jupyter, nbgrader) are found by subprocesses.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+ASSIGNMENTS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
+
+
+def solution_notebook(assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def student_notebook(assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(REPO / "notebooks" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    """Where tests leave pictures and reports for a person to look at (ignored by git)."""
+    folder = REPO / "test-artifacts"
+    folder.mkdir(exist_ok=True)
+    return folder

@@ -1,0 +1,77 @@
+"""The notebooks: generated, not edited; nothing leaks; every solution notebook runs top to bottom."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from conftest import ASSIGNMENTS, REPO, solution_notebook, student_notebook
+from nbclient import NotebookClient
+
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def test_every_authoring_file_is_an_assignment():
+    authored = sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
+    assert authored == ASSIGNMENTS
+    released = sorted(p.name for p in (REPO / "notebooks").iterdir() if p.is_dir())
+    assert released == ASSIGNMENTS, "notebooks/ and solutions/ must hold the same assignments"
+    assert "00_start_here" in ASSIGNMENTS
+
+
+def test_notebooks_match_what_the_build_produces():
+    """solutions/ and notebooks/ are exactly what `make notebooks` writes from authoring/."""
+    run = subprocess.run([sys.executable, str(REPO / "tools" / "build_notebooks.py"), "--check"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _hidden_and_solution_lines(notebook) -> set[str]:
+    """Lines that appear only between solution or hidden-test markers of the instructor version."""
+    secret = set()
+    for cell in notebook.cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if re.search(r"### (BEGIN SOLUTION|BEGIN HIDDEN TESTS)", line):
+                inside = True
+            elif re.search(r"### (END SOLUTION|END HIDDEN TESTS)", line):
+                inside = False
+            elif inside and len(line.strip()) > 12:
+                secret.add(line.strip())
+    return secret
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_student_notebook_leaks_no_solution_or_hidden_test(assignment):
+    student = student_notebook(assignment)
+    public = {line.strip() for cell in student.cells for line in cell.source.splitlines()}
+    text = "\n".join(cell.source for cell in student.cells)
+    assert not [m for m in MARKERS if m in text], "a solution or hidden-test marker survived in the student notebook"
+    leaked = _hidden_and_solution_lines(solution_notebook(assignment)) & public
+    assert not leaked, f"lines of solutions or hidden tests appear in the student notebook: {sorted(leaked)[:5]}"
+    stubs = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
+    assert stubs, "an assignment without an exercise"
+    assert all("raise NotImplementedError()" in c.source for c in stubs)
+    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), "student notebooks ship without outputs"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_notebook_runs_top_to_bottom(assignment, tmp_path):
+    """A fresh kernel runs every cell of the instructor version without error and without stderr in tests."""
+    notebook = solution_notebook(assignment)
+    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"cell {cell.id} failed: {errors[0].ename}: {errors[0].evalue}"
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            stderr = [o.text for o in cell.outputs if o.get("name") == "stderr"]
+            assert not stderr, f"test cell {cell.id} wrote to stderr (nbgrader would take its points): {stderr}"
+            assert any("✓" in o.get("text", "") for o in cell.outputs), f"test cell {cell.id} printed no ✓ line"
+    nbformat.write(notebook, tmp_path / f"{assignment}.executed.ipynb")

@@ -1,0 +1,97 @@
+"""Regenerate the course notebooks: authoring/*.py -> solutions/ (nbgrader source) -> notebooks/ (release).
+
+    python tools/build_notebooks.py           write solutions/ and notebooks/
+    python tools/build_notebooks.py --check   change nothing; exit 1 and list the files that differ
+
+The release is made by the real ``nbgrader generate_assignment`` (it strips the solutions and the
+hidden tests) against a throw-away gradebook. The output is deterministic: running it twice
+changes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebook_source import read_source  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def assignments() -> list[str]:
+    return sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
+
+
+def write_solutions(into: Path) -> None:
+    for name in assignments():
+        notebook = read_source(REPO / "authoring" / f"{name}.py")
+        folder = into / name
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, folder / f"{name}.ipynb")
+
+
+def tool_env() -> dict[str, str]:
+    """The environment for nbgrader: its own helpers (alembic) must be on PATH, as in an activated venv."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def generate_release(source_root: Path, release_root: Path) -> None:
+    """Run nbgrader generate_assignment for every assignment, writing into release_root."""
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in assignments():
+            subprocess.run(
+                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN",
+                 f"--CourseDirectory.root={scratch}",
+                 f"--CourseDirectory.source_directory={source_root}",
+                 f"--CourseDirectory.release_directory={release_root}",
+                 f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db"],
+                cwd=REPO / "autograde", check=True, env=tool_env())
+
+
+def build(solutions: Path, notebooks: Path) -> None:
+    write_solutions(solutions)
+    generate_release(solutions, notebooks)
+
+
+def differing(left: Path, right: Path) -> list[str]:
+    names = {str(p.relative_to(left)) for p in left.rglob("*") if p.is_file()}
+    names |= {str(p.relative_to(right)) for p in right.rglob("*") if p.is_file()}
+    return sorted(n for n in names if "__pycache__" not in n and ".ipynb_checkpoints" not in n
+                  and not ((left / n).is_file() and (right / n).is_file()
+                           and filecmp.cmp(left / n, right / n, shallow=False)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="only compare with the committed notebooks")
+    args = parser.parse_args()
+    if not args.check:
+        for folder in ("solutions", "notebooks"):
+            for name in assignments():
+                shutil.rmtree(REPO / folder / name, ignore_errors=True)
+        build(REPO / "solutions", REPO / "notebooks")
+        print(f"wrote {len(assignments())} assignments into solutions/ and notebooks/")
+        return 0
+    with tempfile.TemporaryDirectory() as scratch:
+        build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
+        stale = [f"{folder}/{n}" for folder in ("solutions", "notebooks")
+                 for n in differing(Path(scratch) / folder, REPO / folder)]
+    if stale:
+        print("out of date (run `make notebooks`):\n  " + "\n  ".join(stale))
+        return 1
+    print("solutions/ and notebooks/ are up to date with authoring/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
