@@ -10,7 +10,7 @@ import contextlib
 import functools
 
 _locked: set[str] = set()
-_originals: dict[str, object] = {}
+_names: set[str] = set()  # every guarded function's name
 
 
 class ReferenceUsedError(RuntimeError):
@@ -29,7 +29,7 @@ def reference(function):
             )
         return function(*args, **kwargs)
 
-    _originals[name] = function
+    _names.add(name)
     del guarded.__wrapped__  # keep the unguarded function out of easy reach
     return guarded
 
@@ -37,7 +37,7 @@ def reference(function):
 @contextlib.contextmanager
 def locked(*names: str):
     """Within the block, calling any of the named reference functions raises ReferenceUsedError."""
-    unknown = set(names) - set(_originals)
+    unknown = set(names) - _names
     if unknown:
         raise KeyError(f"not reference functions: {sorted(unknown)}")
     before = set(_locked)
