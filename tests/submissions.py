@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 import nbformat
 from conftest import solution_notebook, student_notebook
@@ -29,5 +30,5 @@ def submission(assignment: str, replacements: dict[str, str], *, keep_stubs: boo
         if gid in replacements:
             cell.source = replacements[gid]
         elif gid in solutions and not keep_stubs:
-            cell.source = solutions[gid].replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION\n", "")
+            cell.source = re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", "", solutions[gid])
     return notebook

@@ -1,6 +1,7 @@
 """Regenerate the course notebooks: authoring/*.py -> solutions/ (nbgrader source) -> notebooks/ (release).
 
     python tools/build_notebooks.py           write solutions/ and notebooks/
+    python tools/build_notebooks.py 01_heads  only these assignments
     python tools/build_notebooks.py --check   change nothing; exit 1 and list the files that differ
 
 The release is made by the real ``nbgrader generate_assignment`` (it strips the solutions and the
@@ -26,8 +27,12 @@ from notebook_source import read_source  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 
 
+ONLY: list[str] = []  # set from the command line: build only these assignments
+
+
 def assignments() -> list[str]:
-    return sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
+    names = sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
+    return [n for n in names if not ONLY or n in ONLY]
 
 
 def write_solutions(into: Path) -> None:
@@ -74,12 +79,18 @@ def differing(left: Path, right: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="only compare with the committed notebooks")
+    parser.add_argument("only", nargs="*", help="assignments to build (default: all)")
     args = parser.parse_args()
+    ONLY[:] = args.only
     if not args.check:
-        for folder in ("solutions", "notebooks"):
-            for name in assignments():
-                shutil.rmtree(REPO / folder / name, ignore_errors=True)
-        build(REPO / "solutions", REPO / "notebooks")
+        # build aside, then swap each folder in: the tree never lacks a notebook for long
+        with tempfile.TemporaryDirectory(dir=REPO / "autograde") as scratch:
+            build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
+            for folder in ("solutions", "notebooks"):
+                for name in assignments():
+                    target = REPO / folder / name
+                    shutil.rmtree(target, ignore_errors=True)
+                    shutil.move(str(Path(scratch) / folder / name), target)
         print(f"wrote {len(assignments())} assignments into solutions/ and notebooks/")
         return 0
     with tempfile.TemporaryDirectory() as scratch:
