@@ -30,8 +30,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.manager import AsyncKernelManager, KernelManager
 from traitlets import Bool, Int, List, Unicode
+from traitlets.config import LoggingConfigurable
 
 REPO = Path(__file__).resolve().parents[1]
 UNPRIVILEGED_USER = "nobody"
@@ -69,8 +70,8 @@ def _unprivileged_ids() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-class SandboxedKernelManager(AsyncKernelManager):
-    """A kernel manager that starts every kernel inside bubblewrap, with IPC transport and limits."""
+class _Sandboxed(LoggingConfigurable):
+    """Starts every kernel inside bubblewrap, with IPC transport and limits (mixed into a kernel manager)."""
 
     memory_limit_mb = Int(3072, config=True, help="address-space limit of the kernel, in MiB")
     cpu_seconds = Int(600, config=True, help="CPU-time limit of the kernel, in seconds")
@@ -79,6 +80,7 @@ class SandboxedKernelManager(AsyncKernelManager):
     visible_paths = List(Unicode(), config=True, help="repository paths the kernel may read")
     hidden_paths = List(Unicode(), config=True, help="extra folders to hide (course root, exchange, ...)")
     require = Bool(False, config=True, help="refuse to grade at all when the sandbox is unavailable")
+    package_override = Unicode("", help="a folder bound read-only in place of the course package")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -97,7 +99,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.connection_file = str(self.runtime / "connection.json")
 
     def _visible(self) -> list[Path]:
-        paths = [REPO / "heads_and_masks", REPO / "data"]
+        paths = [REPO / "data"] + ([] if self.package_override else [REPO / "heads_and_masks"])
         prefix = Path(sys.prefix).resolve()
         if REPO in prefix.parents:
             paths.append(prefix)  # a venv inside the repository
@@ -129,11 +131,14 @@ class SandboxedKernelManager(AsyncKernelManager):
             wrapper += ["--perms", "0755", "--tmpfs", str(path)]
         binds = [("--ro-bind", p) for p in self._visible() if p.exists()]
         binds += [("--bind", cwd), ("--bind", self.runtime)]
-        for option, path in binds:  # recreate the way down to each visible folder inside the hidden ones
-            for ancestor in reversed(path.parents):
+        if self.package_override:
+            binds.append(("--ro-bind", Path(self.package_override), REPO / "heads_and_masks"))
+        for option, path, *inside in binds:  # recreate the way down to each folder inside the hidden ones
+            where = inside[0] if inside else path
+            for ancestor in reversed(where.parents):
                 if any(h == ancestor or h in ancestor.parents for h in hidden):
                     wrapper += ["--perms", "0755", "--dir", str(ancestor)]
-            wrapper += [option, str(path), str(path)]
+            wrapper += [option, str(path), str(where)]
         wrapper += ["--unsetenv", SEAL_KEY_VARIABLE]
         key = os.environ.get(SEAL_KEY_VARIABLE)
         if key:
@@ -158,3 +163,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         await super()._async_cleanup_resources(restart)
         if not restart and getattr(self, "sandboxed", False):
             shutil.rmtree(self.runtime, ignore_errors=True)
+
+
+class SandboxedKernelManager(_Sandboxed, AsyncKernelManager):
+    """What nbgrader's Execute uses: ``c.Execute.kernel_manager_class = "sandbox.SandboxedKernelManager"``."""
+
+
+class SandboxedSyncKernelManager(_Sandboxed, KernelManager):
+    """The same sandbox for code that drives a kernel synchronously (the trusted re-check)."""
