@@ -1,0 +1,160 @@
+"""Notebook 01's widget: choose a width and a number of heads, see the width cut, see the cost stay put."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..head_layout import HEAD_COLOURS, ORDERS, head_of_column
+from ..heads import mha_cost
+from .base import CourseWidget
+from matplotlib.ticker import FuncFormatter
+
+WIDTHS = [8, 12, 24, 48, 64, 96, 192, 384, 768]
+LENGTHS = [2**k for k in range(4, 14)]  # 16 … 8192 tokens
+CURVE_LENGTHS = np.unique(np.geomspace(1, 2**14, 80).round().astype(int))  # x axis of the cost plot
+ZOOM_COLUMNS = 16  # the middle strip shows the first columns, large enough to read their head
+MAX_HEAD_LABELS = 8  # above this many heads the overview strip is not labelled (text is slow to draw)
+
+
+SUPERSCRIPTS = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(value, _position=None) -> str:
+    """Tick labels 10², 10³ … as plain text (mathtext labels take several times longer to draw)."""
+    exponent = int(round(np.log10(value))) if value > 0 else 0
+    return "10" + str(exponent).translate(SUPERSCRIPTS) if np.isclose(value, 10.0**exponent) else ""
+
+
+def divisors(number: int) -> list[int]:
+    """The possible numbers of heads for a width: every h that divides it."""
+    return [k for k in range(1, number + 1) if number % k == 0]
+
+
+def cost_parts(n, width):
+    """(projections 4nD², attention 2n²D) as floats, for arrays of n (the plot's curves)."""
+    n = np.asarray(n, dtype=float)
+    return 4.0 * n * width**2, 2.0 * n**2 * width
+
+
+class HeadSplitWidget(CourseWidget):
+    """Pick D and h: the picture shows which columns of the width feed which head, the cost does not move."""
+
+    figsize = (8.0, 5.6)
+
+    def setup(self):
+        self.controls["width"] = widgets.Dropdown(options=WIDTHS, value=768, description="width D",
+                                                  layout=widgets.Layout(width="160px"))
+        self.controls["heads"] = widgets.Dropdown(options=divisors(768), value=12, description="heads h",
+                                                  layout=widgets.Layout(width="160px"))
+        self.controls["order"] = widgets.ToggleButtons(options=list(ORDERS), value="(h d)", description="split",
+                                                       style={"button_width": "60px"})
+        self.controls["n"] = widgets.SelectionSlider(options=LENGTHS, value=1024, description="length n")
+        self._syncing = False
+
+        grid = self.figure.add_gridspec(3, 1, height_ratios=[0.55, 0.55, 3.0])
+        self.ax_all = self.figure.add_subplot(grid[0])
+        self.ax_zoom = self.figure.add_subplot(grid[1])
+        self.ax_cost = self.figure.add_subplot(grid[2])
+
+        # the whole width, one pixel column (or less) per feature, coloured by head
+        self.strip_all = self.ax_all.imshow(np.zeros((1, 8, 4)), aspect="auto", interpolation="antialiased")
+        self.ax_all.set_yticks([])
+        self.head_labels = [self.ax_all.text(0, 0, "", ha="center", va="center", fontsize=7, color="white",
+                                             fontweight="bold") for _ in range(MAX_HEAD_LABELS)]
+        # the first columns, large, each with the number of its head
+        self.strip_zoom = self.ax_zoom.imshow(np.zeros((1, ZOOM_COLUMNS, 4)), aspect="auto", interpolation="nearest")
+        self.ax_zoom.set_yticks([])
+        self.zoom_numbers = [self.ax_zoom.text(c, 0, "", ha="center", va="center", fontsize=7, color="white",
+                                               fontweight="bold") for c in range(ZOOM_COLUMNS)]
+
+        ax = self.ax_cost
+        ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="multiply-adds of one layer")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.minorticks_off()
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(power_of_ten))
+        (self.curve_one,) = ax.plot([], [], color="#4e79a7", lw=7, alpha=0.35, label="h = 1")
+        (self.curve_h,) = ax.plot([], [], color="#f28e2b", lw=2.2, label="h")
+        (self.curve_all,) = ax.plot([], [], color="black", lw=1, ls=(0, (4, 3)), label="h = D")
+        (self.curve_proj,) = ax.plot([], [], color="grey", lw=1, ls=":", label="4nD² (projections)")
+        (self.curve_attn,) = ax.plot([], [], color="grey", lw=1, ls="-.", label="2n²D (scores + weighted sum)")
+        (self.point,) = ax.plot([], [], "o", color="#e15759", markersize=7, zorder=5)
+        self.legend = ax.legend(loc="upper left", fontsize=8, frameon=False)
+
+    def _on_change(self, change) -> None:
+        if self._syncing:
+            return
+        if change["owner"] is self.controls["width"]:
+            self._offer_heads_for_width()
+        self.update()
+
+    def _offer_heads_for_width(self) -> None:
+        """Only divisors of D are offered; keep h if it still divides D, else the nearest divisor."""
+        width, heads = self.value("width"), self.value("heads")
+        options = divisors(width)
+        keep = heads if heads in options else min(options, key=lambda k: (abs(np.log(k / heads)), k))
+        self._syncing = True
+        try:
+            self.controls["heads"].options = options
+            self.controls["heads"].value = keep
+        finally:
+            self._syncing = False
+
+    def draw(self):
+        width = self.value("width")
+        if list(self.controls["heads"].options) != divisors(width):  # a width given to the constructor
+            self._offer_heads_for_width()
+        heads, order, n = self.value("heads"), self.value("order"), self.value("n")
+        d = width // heads
+        owners = head_of_column(width, heads, order)  # (D,) head of each column
+        colours = HEAD_COLOURS(owners % HEAD_COLOURS.N)  # (D, 4)
+
+        self.strip_all.set_data(colours[None])
+        self.strip_all.set_extent((-0.5, width - 0.5, 0.5, -0.5))
+        self.ax_all.set_xlim(-0.5, width - 0.5)
+        # ticks at the head boundaries when there are few heads, else five round positions
+        self.ax_all.set_xticks(np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else
+                               np.linspace(0, width, 5).round())
+        self.ax_all.set_title(f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}",
+                              fontsize=10)
+        labelled = order == "(h d)" and heads <= MAX_HEAD_LABELS
+        for i, label in enumerate(self.head_labels):
+            label.set_visible(labelled and i < heads)
+            label.set_position(((i + 0.5) * d - 0.5, 0))
+            label.set_text(f"head {i}")
+
+        shown = min(width, ZOOM_COLUMNS)
+        self.strip_zoom.set_data(colours[None, :shown])
+        self.strip_zoom.set_extent((-0.5, shown - 0.5, 0.5, -0.5))
+        self.ax_zoom.set_xlim(-0.5, shown - 0.5)
+        self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
+        for column, number in enumerate(self.zoom_numbers):
+            number.set_visible(column < shown)
+            number.set_text(str(owners[column]) if column < shown else "")
+        rule = (f"head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
+                else f"head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
+        self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
+
+        projections, attention = cost_parts(CURVE_LENGTHS, width)
+        total = projections + attention  # the same for every h: h is not in the formula
+        for curve, h_curve in ((self.curve_one, 1), (self.curve_h, heads), (self.curve_all, width)):
+            curve.set_data(CURVE_LENGTHS, [mha_cost(int(m), width, h_curve) for m in CURVE_LENGTHS]
+                           if h_curve == heads else total)
+        self.curve_proj.set_data(CURVE_LENGTHS, projections)
+        self.curve_attn.set_data(CURVE_LENGTHS, attention)
+        cost = mha_cost(n, width, heads)
+        self.point.set_data([n], [cost])
+        self.ax_cost.set_xlim(CURVE_LENGTHS[0], CURVE_LENGTHS[-1])
+        self.ax_cost.set_ylim(total.min() / 3, total.max() * 3)
+        texts = self.legend.get_texts()
+        texts[0].set_text(f"h = 1 (d = {width})")
+        texts[1].set_text(f"h = {heads} (d = {d})")
+        texts[2].set_text(f"h = D = {width} (d = 1)")
+        self.ax_cost.set_title("cost against n: the curves for different h lie on top of each other", fontsize=10)
+        return {
+            "head size d": d,
+            "multiply-adds": cost,
+            "same with h = 1": mha_cost(n, width, 1),
+            "projections 4nD²": 4 * n * width**2,
+            "scores + sum 2n²D": 2 * n * n * width,
+        }
