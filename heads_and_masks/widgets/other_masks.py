@@ -1,0 +1,164 @@
+"""Notebook 05's pictures: masks drawn as grids, and a widget that composes them.
+
+Every mask is drawn the same way: queries down, keys across, kept entries dark; entries forbidden
+because the key is filler are tinted apart from those forbidden by the pattern (future, window, blocks).
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.ticker import MaxNLocator
+from matplotlib.patches import Patch
+
+from ..local_attention import LAYOUTS, layout_mask
+from ..masks import causal_mask, padding_mask, sliding_window_mask
+from .base import CourseWidget
+
+FORBIDDEN, FILLER, KEPT = 0, 1, 2
+KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
+MASK_COLOURS = ListedColormap([FORBIDDEN_COLOUR, FILLER_COLOUR, KEPT_COLOUR])  # indexed by the codes above
+LEGEND_ITEMS = [(KEPT_COLOUR, "may attend"), (FORBIDDEN_COLOUR, "forbidden by the pattern"),
+                (FILLER_COLOUR, "key is filler")]
+LEGEND = [Patch(facecolor=colour, edgecolor="0.6", label=label) for colour, label in LEGEND_ITEMS]
+
+
+def mask_image(mask, key_is_real=None):
+    """(n_q, n_k) codes for drawing: KEPT where allowed, FILLER where the key is padding, else FORBIDDEN."""
+    mask = np.asarray(mask, dtype=bool)
+    codes = np.where(mask, KEPT, FORBIDDEN)
+    if key_is_real is not None:
+        codes = np.where(~mask & ~np.asarray(key_is_real, dtype=bool)[None, :], FILLER, codes)
+    return codes
+
+
+def draw_mask(ax, mask, title="", key_is_real=None, block=None, labels=None):
+    """Draw one (n_q, n_k) mask on ``ax``: queries down, keys across. Returns the image artist."""
+    codes = mask_image(mask, key_is_real)
+    image = ax.imshow(codes, cmap=MASK_COLOURS, vmin=0, vmax=2, interpolation="nearest")
+    n_q, n_k = codes.shape
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("key", fontsize=8)
+    ax.set_ylabel("query", fontsize=8)
+    if labels is not None:
+        ax.set_xticks(range(n_k), labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(n_q), labels, fontsize=7)
+    else:
+        ax.tick_params(labelsize=7)
+    show_blocks(ax, block, n_q, n_k)
+    return image
+
+
+def show_blocks(ax, block, n_q, n_k):
+    """White lines between the tiles of a block-sparse mask (none when ``block`` is None)."""
+    step = block or max(n_q, n_k) + 1
+    ax.set_xticks(np.arange(step, n_k, step) - 0.5, minor=True)
+    ax.set_yticks(np.arange(step, n_q, step) - 0.5, minor=True)
+    if block:
+        ax.grid(which="minor", color="white", linewidth=1.2)
+    else:
+        ax.grid(False, which="minor")
+    ax.tick_params(which="minor", length=0)
+
+
+def steps_down(values):
+    """x, y of a step line with one flat step per row: ``values[i]`` from y = i - 0.5 to i + 0.5."""
+    rows = np.arange(len(values))
+    return np.repeat(values, 2), np.ravel(np.column_stack([rows - 0.5, rows + 0.5]))
+
+
+class MaskWidget(CourseWidget):
+    """Compose masks with a logical AND and see the pattern, the work it keeps and the cache it needs."""
+
+    figsize = (6.4, 3.4)
+    max_n = 64
+
+    def setup(self):
+        check = dict(indent=False, layout=widgets.Layout(width="auto"))
+        self.controls["causal"] = widgets.Checkbox(value=True, description="causal", **check)
+        self.controls["padding"] = widgets.Checkbox(value=False, description="padding", **check)
+        self.controls["window"] = widgets.Checkbox(value=False, description="sliding window", **check)
+        self.controls["block-sparse"] = widgets.Checkbox(value=False, description="block-sparse", **check)
+        self.controls["n"] = widgets.IntSlider(value=16, min=2, max=self.max_n, description="n")
+        self.controls["length"] = widgets.IntSlider(value=11, min=0, max=16, description="length")
+        self.controls["w"] = widgets.IntSlider(value=4, min=1, max=16, description="window w")
+        self.controls["block"] = widgets.IntSlider(value=4, min=1, max=16, description="block")
+        self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local",
+                                                   description="layout")
+        self.controls["n"].observe(self._follow_n, names="value")
+
+        # Text is what costs most to render, so the picture carries little of it: the legend and the
+        # description of the composed mask live in the HTML beside it (format_readouts).
+        self.ax_mask, self.ax_keys = self.figure.subplots(1, 2, width_ratios=[1.25, 1])
+        n = self.value("n")
+        self.mask_artist = draw_mask(self.ax_mask, np.zeros((n, n), dtype=bool), "the mask")
+        (self.keys_line,) = self.ax_keys.plot([], [], color=KEPT_COLOUR, lw=2)
+        (self.causal_line,) = self.ax_keys.plot([], [], color="0.55", lw=1, ls="--")
+        self.ax_keys.set_title("keys per query (solid; dashed: causal)\n= the KV cache each token needs", fontsize=8)
+        self.ax_keys.set_xlabel("keys", fontsize=8)
+        self.ax_keys.set_ylabel("query", fontsize=8)
+        self.ax_keys.tick_params(labelsize=7)
+        for ax in (self.ax_mask, self.ax_keys):
+            ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
+            ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
+        self.description = ""
+
+    def format_readouts(self, readouts):
+        legend = "".join(f"<span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
+                         f"border:1px solid #999;margin-right:0.4em'></span>{label}<br>"
+                         for colour, label in LEGEND_ITEMS)
+        return (f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
+                + super().format_readouts(readouts))
+
+    def _follow_n(self, change):
+        """Keep the length and window sliders within the sequence (before the redraw)."""
+        n = change["new"]
+        self.controls["length"].max = n
+        self.controls["w"].max = n
+        self.controls["block"].max = max(1, min(16, n))
+
+    def mask(self):
+        """The composed (n, n) mask, the (n,) reality of the keys, and a title naming the parts."""
+        n = self.value("n")
+        allowed = np.ones((n, n), dtype=bool)
+        parts, block = [], None
+        if self.value("causal"):
+            allowed &= causal_mask(n)
+            parts.append("causal")
+        if self.value("window"):
+            allowed &= sliding_window_mask(n, min(self.value("w"), n))
+            parts.append(f"window w={min(self.value('w'), n)}")
+        if self.value("block-sparse"):
+            block = min(self.value("block"), n)
+            allowed &= layout_mask(self.value("layout"), n, block)[1]
+            parts.append(f"{self.value('layout')} blocks of {block}")
+        key_is_real = np.ones(n, dtype=bool)
+        if self.value("padding"):
+            length = min(self.value("length"), n)
+            key_is_real = padding_mask([length], n)[0]
+            allowed &= key_is_real[None, :]
+            parts.append(f"padding (length {length})")
+        return allowed, key_is_real, block, " AND ".join(parts) or "no mask (full attention)"
+
+    def draw(self):
+        allowed, key_is_real, block, title = self.mask()
+        n = allowed.shape[0]
+        kept = int(allowed.sum())
+        self.mask_artist.set_data(mask_image(allowed, key_is_real))
+        self.mask_artist.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+        show_blocks(self.ax_mask, block, n, n)
+        self.description = title
+        self.ax_mask.set_title(f"{kept} of {n * n} entries kept", fontsize=8)
+
+        keys_per_query = allowed.sum(axis=1)  # (n,) allowed keys of each query
+        self.keys_line.set_data(*steps_down(keys_per_query))
+        self.causal_line.set_data(*steps_down(np.arange(1, n + 1)))
+        self.ax_keys.set_xlim(0, n + 0.5)
+        self.ax_keys.set_ylim(n - 0.5, -0.5)
+        causal_entries = n * (n + 1) // 2
+        return {
+            "kept entries": kept,
+            "kept fraction": kept / (n * n),
+            "fraction of causal": kept / causal_entries,
+            "max keys per query": int(keys_per_query.max()),
+        }
