@@ -1,0 +1,122 @@
+"""Static pictures of notebook 03: a mask with its forbidden cells hatched, the four ways of
+forbidding a score side by side, and how the widget's readouts move with the head size."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from .attention import masked_softmax
+
+HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
+
+
+def picture(figure: Figure):
+    """The figure as a PNG image for IPython's display (works whatever backend the kernel uses)."""
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return Image(buffer.getvalue())
+
+
+def _grid(ax, labels_x, labels_y, *, keys_label="keys", queries_label="queries"):
+    ax.set_xticks(range(len(labels_x)), labels_x)
+    ax.set_yticks(range(len(labels_y)), labels_y)
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xlabel(keys_label)
+    ax.set_ylabel(queries_label)
+    ax.tick_params(length=0)
+
+
+def hatch_cells(ax, cells) -> None:
+    """Hatch the (row, column) cells: the picture of 'forbidden', distinct from a weight of 0."""
+    for i, j in cells:
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, **HATCH))
+
+
+def weights_heatmap(ax, weights, tokens, *, forbidden=None, title="", numbers=True, missing=None):
+    """A weight matrix (keys across, queries down), forbidden cells hatched, absent cells blank."""
+    n_q, n_k = weights.shape
+    shown = np.where(missing, np.nan, weights) if missing is not None else weights
+    ax.imshow(shown, cmap="Blues", vmin=0.0, vmax=1.0)
+    _grid(ax, tokens[:n_k], tokens[:n_q])
+    if forbidden is not None:
+        hatch_cells(ax, np.argwhere(forbidden))
+    if numbers:
+        for i in range(n_q):
+            for j in range(n_k):
+                if (missing is None or not missing[i, j]) and (forbidden is None or not forbidden[i, j]
+                                                              or weights[i, j] != 0):
+                    ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                            color="white" if weights[i, j] > 0.55 else "black")
+    ax.set_title(title, fontsize=10, pad=8)
+
+
+def mask_figure(mask, tokens) -> Figure:
+    """The boolean mask itself: allowed cells marked True, forbidden ones hatched."""
+    mask = np.asarray(mask, dtype=bool)
+    figure = Figure(figsize=(3.4, 3.2), dpi=100, layout="constrained")
+    ax = figure.add_subplot()
+    ax.imshow(np.where(mask, 0.35, 0.0), cmap="Greens", vmin=0, vmax=1)
+    _grid(ax, tokens, tokens, keys_label="keys (may be looked at?)", queries_label="queries")
+    hatch_cells(ax, np.argwhere(~mask))
+    for i, j in np.argwhere(mask):
+        ax.text(j, i, "True", ha="center", va="center", fontsize=7)
+    return figure
+
+
+def four_ways_figure(scores, mask, tokens) -> Figure:
+    """The four candidate ways of forbidding the future, each run on the same scores."""
+    scores, mask = np.asarray(scores, dtype=float), np.asarray(mask, dtype=bool)
+    n = scores.shape[-1]
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    plain = e / e.sum(axis=-1, keepdims=True)  # softmax with nothing forbidden
+    zero_filled = np.where(mask, scores, 0.0)
+    e0 = np.exp(zero_filled - zero_filled.max(axis=-1, keepdims=True))
+    panels = [
+        ("−∞ before softmax", masked_softmax(scores, mask), ~mask, None),
+        ("0 before softmax", e0 / e0.sum(axis=-1, keepdims=True), ~mask, None),
+        ("entries deleted", masked_softmax(scores, mask), None, ~mask),
+        ("mask after softmax", plain * mask, ~mask, None),
+    ]
+    figure = Figure(figsize=(13.5, 3.3), dpi=90, layout="constrained")
+    axes = figure.subplots(1, len(panels))
+    for ax, (title, weights, forbidden, missing) in zip(axes, panels):
+        weights_heatmap(ax, weights, tokens, forbidden=forbidden, missing=missing, title=title)
+        sums = np.where(missing, 0.0, weights).sum(axis=-1) if missing is not None else weights.sum(axis=-1)
+        for i, total in enumerate(sums):
+            note = f"Σ={total:.2f}" if missing is None else f"{i + 1} entr{'y' if i == 0 else 'ies'}"
+            bad = missing is None and abs(total - 1) > 1e-9
+            ax.text(n - 0.3, i, note, ha="left", va="center", fontsize=8, color="tab:red" if bad else "0.3")
+        ax.set_xlim(-0.5, n + 1.3)
+    axes[1].set_xlabel("forbidden keys get weight: a leak", color="tab:red")
+    axes[2].set_xlabel("rows of 1, 2, … entries: not a matrix", color="tab:red")
+    axes[3].set_xlabel("rows no longer sum to 1", color="tab:red")
+    return figure
+
+
+def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
+    """Spread, entropy and gradient scale against the head size, with and without dividing by √d.
+
+    ``with_sqrt`` and ``without_sqrt`` map a readout name to a list of values, one per head size.
+    """
+    head_sizes = np.asarray(head_sizes, dtype=float)
+    figure = Figure(figsize=(11.0, 3.2), dpi=90, layout="constrained")
+    axes = figure.subplots(1, 3)
+    for ax, name, log in zip(axes, ["score spread", "row entropy (bits)", "gradient scale"], [True, False, False]):
+        ax.plot(head_sizes, with_sqrt[name], "o-", color="tab:blue", label="divided by √d")
+        ax.plot(head_sizes, without_sqrt[name], "s-", color="tab:red", label="not divided")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("head size d")
+        ax.set_title(name, fontsize=10)
+        if log:
+            ax.set_yscale("log", base=2)
+            reference = np.sqrt(head_sizes) * without_sqrt[name][0] / np.sqrt(head_sizes[0])
+            ax.plot(head_sizes, reference, ":", color="0.4", label="∝ √d")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return figure

@@ -1,0 +1,216 @@
+"""Notebook 03's widget, the lesson's own: attention weights over a short sentence, with and without
+the division by sqrt(d), with and without the causal mask, for any head size and temperature.
+
+The queries and keys are not from a trained model: each token gets a fixed random query and key of
+512 numbers (seeded, so every run shows the same picture), and a head of size d uses their first d
+numbers. A dot product of d such numbers has a spread of about sqrt(d), which is exactly the growth
+the division by sqrt(d) is there to cancel.
+"""
+from __future__ import annotations
+
+import io
+import time
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.font_manager import FontProperties
+from matplotlib.patches import PathPatch, Polygon
+from matplotlib.path import Path
+from matplotlib.textpath import TextPath
+from matplotlib.transforms import IdentityTransform
+from PIL import Image
+
+from ..attention import masked_softmax
+from ..attention_stats import gradient_scale, max_entropies, row_entropies, score_spread
+from ..masks import causal_mask
+from .base import CourseWidget
+
+TOKENS = ("<s>", "cat", "sat", "on", "the", "mat")
+MAX_HEAD_SIZE = 512
+SEED = 2017  # the year of "Attention Is All You Need"
+
+_generator = np.random.default_rng(SEED)
+QUERIES = _generator.standard_normal((len(TOKENS), MAX_HEAD_SIZE))  # (n, 512), one row per token
+KEYS = _generator.standard_normal((len(TOKENS), MAX_HEAD_SIZE))  # (n, 512)
+del _generator
+
+
+def sentence_queries_keys(head_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The queries and keys of the sentence for a head of size d: the first d numbers of each."""
+    if not 1 <= head_size <= MAX_HEAD_SIZE:
+        raise ValueError(f"head size must lie in [1, {MAX_HEAD_SIZE}], got {head_size}")
+    return QUERIES[:, :head_size], KEYS[:, :head_size]  # (n, d), (n, d)
+
+
+def sentence_logits(head_size: int, *, scale_by_sqrt_d: bool = True, temperature: float = 1.0) -> np.ndarray:
+    """What enters the softmax: q·k / (sqrt(d) · T), or q·k / T without the division.   -> (n, n)"""
+    if temperature <= 0:
+        raise ValueError(f"temperature must be positive, got {temperature}")
+    q, k = sentence_queries_keys(head_size)
+    scores = q @ k.T  # (n_q, n_k)
+    if scale_by_sqrt_d:
+        scores = scores / np.sqrt(head_size)
+    return scores / temperature
+
+
+def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -> dict[str, float]:
+    """The widget's readouts, each defined in one line (notebook 03 explains them)."""
+    entropies = row_entropies(weights)  # (n_q,), bits
+    return {
+        "score spread": score_spread(logits, mask),  # std of the allowed logits
+        "row entropy (bits)": float(entropies.mean()),  # mean over the query rows
+        "max weight": float(weights.max()),  # the largest weight anywhere in the matrix
+        "gradient scale": gradient_scale(weights),  # mean spectral norm of softmax's Jacobian
+        "first row entropy (bits)": float(entropies[0]),  # the query "<s>"
+    }
+
+
+class _NumberPainter:
+    """Draws many short numbers as one filled path: ten times faster than as many Text artists.
+
+    Matplotlib lays out and rasterises every Text anew on each draw (about 3 ms each here); the
+    glyphs of "0123456789.-" are turned into paths once, and a number is their concatenation.
+    """
+
+    def __init__(self, size_points: float, dpi: float):
+        font = FontProperties(family="DejaVu Sans", size=size_points)
+        scale = dpi / 72.0  # points -> pixels
+        self.glyphs, self.advances = {}, {}
+        for char in "0123456789.-":
+            path = TextPath((0, 0), char, prop=font)
+            self.glyphs[char] = (path.vertices * scale, path.codes)
+            self.advances[char] = TextPath((0, 0), char + "0", prop=font).get_extents().x1 * scale \
+                - TextPath((0, 0), "0", prop=font).get_extents().x1 * scale
+        self.height = TextPath((0, 0), "0", prop=font).get_extents().height * scale
+
+    def width(self, text: str) -> float:
+        return sum(self.advances[c] for c in text)
+
+    def path(self, items) -> Path:
+        """items: (text, x, y, align) in pixels, align 'center' or 'left'; y is the vertical centre."""
+        vertices, codes = [np.zeros((1, 2))], [np.array([Path.MOVETO], dtype=np.uint8)]
+        for text, x, y, align in items:
+            x = x - self.width(text) / 2 if align == "center" else x
+            for char in text:
+                glyph_vertices, glyph_codes = self.glyphs[char]
+                vertices.append(glyph_vertices + (x, y - self.height / 2))
+                codes.append(glyph_codes)
+                x += self.advances[char]
+        return Path(np.concatenate(vertices), np.concatenate(codes))
+
+
+class LessonWidget(CourseWidget):
+    """The lesson's widget: attention weights over a sentence (keys across, queries down)."""
+
+    figsize = (8.2, 3.8)
+    dpi = 90
+
+    def __init__(self, **initial):
+        self._background = None  # the static parts of the figure, rendered once
+        self._numbers = []  # (text, axes, x, y, align, dark): the numbers of the current state
+        super().__init__(**initial)
+        self.widget.add_class("lesson-widget")
+
+    def setup(self):
+        style = {"description_width": "initial"}
+        self.controls["scale_by_sqrt_d"] = widgets.Checkbox(value=True, description="divide by √d", indent=False)
+        self.controls["causal"] = widgets.Checkbox(value=True, description="causal mask", indent=False)
+        self.controls["head_size"] = widgets.IntSlider(value=64, min=8, max=MAX_HEAD_SIZE, step=8,
+                                                       description="head size d", style=style)
+        self.controls["temperature"] = widgets.FloatSlider(value=1.0, min=0.1, max=4.0, step=0.05,
+                                                           description="temperature T", style=style)
+        n = len(TOKENS)
+        self.ax_weights, self.ax_entropy = self.figure.subplots(1, 2, width_ratios=[1.6, 1])
+
+        # Left: the weights, keys across and queries down; forbidden cells hatched.
+        ax = self.ax_weights
+        self.heatmap = ax.imshow(np.zeros((n, n)), cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_xticks(range(n), TOKENS)
+        ax.set_yticks(range(n), TOKENS)
+        ax.xaxis.tick_top()
+        ax.xaxis.set_label_position("top")
+        ax.set_xlabel("keys (looked at)")
+        ax.set_ylabel("queries (looking)")
+        ax.tick_params(length=0)
+        self.figure.colorbar(self.heatmap, ax=ax, shrink=0.85, label="attention weight")
+        staircase = [(0.5, -0.5), (n - 0.5, -0.5), (n - 0.5, n - 1.5)]  # the cells above the diagonal
+        for i in range(n - 2, -1, -1):
+            staircase += [(i + 0.5, i + 0.5), (i + 0.5, i - 0.5)]
+        self.forbidden = ax.add_patch(Polygon(staircase[:-1], closed=True, facecolor="0.93", edgecolor="0.5",
+                                              hatch="///", linewidth=0.8, label="forbidden (the future)"))
+
+        # Right: the entropy of every row, against the most it could be.
+        ax = self.ax_entropy
+        rows = np.arange(n)
+        self.entropy_bars = ax.barh(rows, np.zeros(n), color="tab:orange", height=0.6)
+        (self.entropy_limits,) = ax.plot(np.zeros(n), rows, "|", color="black", markersize=13, markeredgewidth=2)
+        ax.set_yticks(rows, TOKENS)
+        ax.set_ylim(n - 0.5, -0.5)  # first query on top, as in the heatmap
+        ax.set_xlim(0, np.log2(n) * 1.3)
+        ax.set_xlabel("entropy of the row (bits)")
+        ax.set_title("| = most possible, log2(allowed keys)", fontsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+
+        self.painter = _NumberPainter(7.5, self.dpi)
+        self.dark_numbers = PathPatch(Path(np.zeros((1, 2))), facecolor="black", edgecolor="none",
+                                      transform=IdentityTransform())
+        self.light_numbers = PathPatch(Path(np.zeros((1, 2))), facecolor="white", edgecolor="none",
+                                       transform=IdentityTransform())
+        self.figure.add_artist(self.dark_numbers)
+        self.figure.add_artist(self.light_numbers)
+
+    def draw(self):
+        n = len(TOKENS)
+        head_size, temperature = int(self.value("head_size")), float(self.value("temperature"))
+        logits = sentence_logits(head_size, scale_by_sqrt_d=bool(self.value("scale_by_sqrt_d")),
+                                 temperature=temperature)  # (n, n)
+        mask = causal_mask(n) if self.value("causal") else np.ones((n, n), dtype=bool)  # True = may attend
+        weights = masked_softmax(logits, mask)  # (n, n), forbidden cells exactly 0
+
+        self.heatmap.set_data(weights)
+        self.forbidden.set_visible(not mask.all())
+        entropies, limits = row_entropies(weights), max_entropies(mask)
+        for bar, entropy in zip(self.entropy_bars, entropies):
+            bar.set_width(entropy)
+        self.entropy_limits.set_xdata(limits)
+        self._numbers = [(f"{weights[i, j]:.2f}", self.ax_weights, j, i, "center", weights[i, j] > 0.55)
+                         for i in range(n) for j in range(n) if mask[i, j]]
+        self._numbers += [(f"{e:.2f}", self.ax_entropy, e + 0.05, i, "left", False) for i, e in enumerate(entropies)]
+        return lesson_readouts(weights, logits, mask)
+
+    def _place_numbers(self) -> None:
+        """Turn the numbers (in data coordinates) into two paths in pixels, once the layout is fixed."""
+        for patch, dark in ((self.light_numbers, True), (self.dark_numbers, False)):
+            items = [(text, *ax.transData.transform((x, y)), align)
+                     for text, ax, x, y, align, on_dark in self._numbers if on_dark == dark]
+            patch.set_path(self.painter.path(items))
+
+    def _dynamic_artists(self):
+        yield self.heatmap
+        yield self.forbidden
+        yield from self.entropy_bars
+        yield self.entropy_limits
+        yield self.dark_numbers
+        yield self.light_numbers
+
+    def update(self) -> None:
+        """CourseWidget.update with blitting: axes, ticks and colorbar are rendered once, and only the
+        artists that change are drawn again (a full redraw of this figure takes ~130 ms here)."""
+        start = time.perf_counter()
+        self.readouts = dict(self.draw())
+        self.readout_html.value = self.format_readouts(self.readouts)
+        if self._background is None:
+            for artist in self._dynamic_artists():
+                artist.set_animated(True)  # left out of the full draw
+            self.canvas.draw()  # lays the figure out once; the layout is then fixed
+            self.figure.set_layout_engine("none")
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        self._place_numbers()
+        for artist in self._dynamic_artists():
+            self.figure.draw_artist(artist)
+        buffer = io.BytesIO()
+        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
+        self.image.value = buffer.getvalue()
+        self.last_update_seconds = time.perf_counter() - start

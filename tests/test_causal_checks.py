@@ -1,0 +1,105 @@
+"""The checks of notebook 03 run directly (no nbgrader) on every answer of its catalog.
+
+A fast companion to test_catalogs.py: each correct answer passes every check, visible and hidden,
+without writing to stderr; each wrong answer fails a check of the exercise it breaks, with a
+message naming the misconception; the reference solutions pass; the checks are not fooled by an
+answer that calls the course's own implementation.
+"""
+from __future__ import annotations
+
+import re
+import textwrap
+
+import numpy as np
+import pytest
+from catalog.nb03_causal_mask import ANSWERS
+from conftest import REPO
+from notebook_source import read_source
+
+from heads_and_masks.checks import CheckFailed
+from heads_and_masks.checks.causal import (
+    check_causal_mask,
+    check_causal_mask_bad_n,
+    check_masked_softmax,
+    check_masked_softmax_empty_rows,
+    check_masked_softmax_large_scores,
+    check_row_entropy_bits,
+)
+
+EXERCISES = ("causal_mask", "masked_softmax", "row_entropy_bits")
+CHECKS = {  # every call the test cells of the notebook make, visible and hidden
+    "causal_mask": [lambda f: check_causal_mask(f), lambda f: check_causal_mask(f, thorough=True),
+                    lambda f: check_causal_mask_bad_n(f)],
+    "masked_softmax": [lambda f: check_masked_softmax(f), lambda f: check_masked_softmax(f, seed=2, thorough=True),
+                       lambda f: check_masked_softmax_empty_rows(f),
+                       lambda f: check_masked_softmax_empty_rows(f, seed=5, thorough=True),
+                       lambda f: check_masked_softmax_large_scores(f),
+                       lambda f: check_masked_softmax_large_scores(f, seed=11, thorough=True)],
+    "row_entropy_bits": [lambda f: check_row_entropy_bits(f), lambda f: check_row_entropy_bits(f, seed=3, thorough=True)],
+}
+
+
+def _solutions() -> dict[str, str]:
+    notebook = read_source(REPO / "authoring" / "03_causal_mask.py")
+    found = {}
+    for cell in notebook.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            found[meta["grade_id"]] = re.sub(r"\s*### (BEGIN|END) SOLUTION", "", cell.source)
+    return found
+
+
+def _functions(cells: dict[str, str]) -> dict:
+    namespace = {"np": np}
+    for exercise in EXERCISES:
+        exec(textwrap.dedent(cells.get(exercise, _solutions()[exercise])), namespace)  # noqa: S102
+    return {name: namespace[name] for name in EXERCISES}
+
+
+def test_every_call_of_the_test_cells_is_covered():
+    source = (REPO / "authoring" / "03_causal_mask.py").read_text()
+    calls = re.findall(r"^(check_\w+\(.*\))$", source, flags=re.M)
+    assert len(calls) == sum(len(c) for c in CHECKS.values()), calls
+
+
+@pytest.mark.parametrize("answer", [a for a in ANSWERS if not a.untouched], ids=lambda a: a.name)
+def test_catalog_answer_against_the_checks(answer, capfd):
+    functions = _functions({k: answer.source(k) for k in answer.cells})
+    failures = {}
+    for exercise, checks in CHECKS.items():
+        for check in checks:
+            try:
+                check(functions[exercise])
+            except CheckFailed as failure:
+                failures.setdefault(exercise, []).append(str(failure))
+    assert capfd.readouterr().err == "", "a check wrote to stderr (nbgrader would take the points)"
+    if answer.correct:
+        assert not failures, failures
+    else:
+        assert set(failures) == {answer.breaks}, f"expected failures on {answer.breaks} only, got {failures}"
+        text = "\n".join(failures[answer.breaks]).lower()
+        for phrase in answer.phrases:
+            assert phrase.lower() in text, f"no {phrase!r} in:\n{text}"
+
+
+def test_the_reference_solutions_pass_and_the_stubs_fail():
+    functions = _functions({})
+    for exercise, checks in CHECKS.items():
+        for check in checks:
+            check(functions[exercise])
+
+    def stub(*args):
+        raise NotImplementedError()
+
+    for exercise, checks in CHECKS.items():
+        with pytest.raises((CheckFailed, NotImplementedError)):
+            checks[0](stub)
+
+
+def test_a_warning_in_a_correct_entropy_is_not_printed(capfd):
+    """np.log2(0) warns; the check records it instead of letting it reach stderr (and nbgrader)."""
+    def entropy(weights):
+        return -np.nansum(weights * np.log2(weights), axis=-1)
+
+    check_row_entropy_bits(entropy)
+    assert capfd.readouterr().err == ""

@@ -1,0 +1,137 @@
+"""Notebook 03's widget (the lesson's), driven without a browser: the controls the browser test
+relies on, readouts checked against values computed here from scratch, and the facts a learner
+must be able to see (spread ∝ √d without the division, saturation, the one-hot first row)."""
+from __future__ import annotations
+
+import statistics
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+
+from heads_and_masks.widgets.causal import QUERIES, KEYS, TOKENS, LessonWidget
+
+READOUTS = ["score spread", "row entropy (bits)", "max weight", "gradient scale", "first row entropy (bits)"]
+
+
+def expected_readouts(scale_by_sqrt_d: bool, causal: bool, head_size: int, temperature: float) -> dict[str, float]:
+    """The readouts, computed the slow obvious way: loops over rows, nothing from the package."""
+    n = len(TOKENS)
+    q, k = QUERIES[:, :head_size], KEYS[:, :head_size]
+    z = q @ k.T / temperature
+    if scale_by_sqrt_d:
+        z = z / np.sqrt(head_size)
+    allowed = [[(key <= query) or not causal for key in range(n)] for query in range(n)]
+    weights = np.zeros((n, n))
+    entropies, top_eigenvalues, allowed_logits = [], [], []
+    for i in range(n):
+        keys = [j for j in range(n) if allowed[i][j]]
+        row = np.array([z[i, j] for j in keys])
+        allowed_logits += list(row)
+        e = np.exp(row - row.max())
+        p = e / e.sum()
+        weights[i, keys] = p
+        entropies.append(sum(-x * np.log(x) / np.log(2) for x in p if x > 0))
+        full = weights[i]
+        jacobian = np.diag(full) - np.outer(full, full)
+        top_eigenvalues.append(max(np.linalg.eigvalsh(jacobian)))
+    return {
+        "score spread": float(np.std(allowed_logits)),
+        "row entropy (bits)": float(np.mean(entropies)),
+        "max weight": float(weights.max()),
+        "gradient scale": float(np.mean(top_eigenvalues)),
+        "first row entropy (bits)": float(entropies[0]),
+    }
+
+
+def test_controls_readouts_and_classes_are_those_the_browser_test_uses():
+    widget = LessonWidget()
+    assert list(widget.controls) == ["scale_by_sqrt_d", "causal", "head_size", "temperature"]
+    assert isinstance(widget.controls["scale_by_sqrt_d"], (widgets.Checkbox, widgets.ToggleButton))
+    assert widget.controls["scale_by_sqrt_d"].description == "divide by √d"
+    assert widget.controls["causal"].description == "causal mask"
+    size = widget.controls["head_size"]
+    assert isinstance(size, widgets.IntSlider) and (size.min, size.max, size.value) == (8, 512, 64)
+    assert size.description == "head size d"
+    temperature = widget.controls["temperature"]
+    assert isinstance(temperature, widgets.FloatSlider) and temperature.description == "temperature T"
+    assert temperature.value == 1.0
+    assert {"course-widget", "lesson-widget"} <= set(widget.widget._dom_classes)
+    assert list(widget.readouts) == READOUTS
+    html = widget.readout_html.value
+    assert html.startswith("<table class='course-readouts'>")
+    for name in READOUTS:
+        assert f"<td>{name}</td>" in html
+
+
+@pytest.mark.parametrize("state", [
+    dict(scale_by_sqrt_d=True, causal=True, head_size=64, temperature=1.0),
+    dict(scale_by_sqrt_d=False, causal=True, head_size=64, temperature=1.0),
+    dict(scale_by_sqrt_d=False, causal=False, head_size=512, temperature=1.0),
+    dict(scale_by_sqrt_d=True, causal=False, head_size=8, temperature=0.25),
+    dict(scale_by_sqrt_d=True, causal=True, head_size=200, temperature=3.5),
+])
+def test_readouts_match_an_independent_computation(state):
+    widget = LessonWidget()
+    for name, value in state.items():  # move the controls one by one, as a learner would
+        widget.controls[name].value = value
+    expected = expected_readouts(**state)
+    for name in READOUTS:
+        assert widget.readouts[name] == pytest.approx(expected[name], rel=1e-9, abs=1e-12), name
+
+
+def test_first_row_under_the_mask_is_one_hot_with_entropy_zero():
+    widget = LessonWidget()
+    for scale in (True, False):
+        widget.controls["scale_by_sqrt_d"].value = scale
+        for head_size in (8, 64, 512):
+            widget.controls["head_size"].value = head_size
+            for temperature in (0.1, 1.0, 4.0):
+                widget.controls["temperature"].value = temperature
+                weights = np.asarray(widget.heatmap.get_array())
+                assert np.array_equal(weights[0], np.eye(len(TOKENS))[0])
+                assert widget.readouts["first row entropy (bits)"] == 0.0
+                assert widget.readouts["max weight"] == 1.0
+    widget.controls["causal"].value = False
+    assert widget.readouts["first row entropy (bits)"] > 0.1  # only the mask pins it
+
+
+def test_without_sqrt_d_the_spread_grows_like_sqrt_d_and_softmax_saturates():
+    raw = LessonWidget(scale_by_sqrt_d=False, causal=False, head_size=8)
+    scaled = LessonWidget(scale_by_sqrt_d=True, causal=False, head_size=8)
+    small_raw, small_scaled = dict(raw.readouts), dict(scaled.readouts)
+    raw.controls["head_size"].value = scaled.controls["head_size"].value = 512
+    growth = raw.readouts["score spread"] / small_raw["score spread"]
+    assert 0.6 * 8 < growth < 1.4 * 8, f"spread grew {growth:.2f}x for √(512/8) = 8"
+    assert 0.5 < scaled.readouts["score spread"] / small_scaled["score spread"] < 2
+    assert raw.readouts["max weight"] > 0.999 and raw.readouts["row entropy (bits)"] < 0.05
+    assert raw.readouts["gradient scale"] < 0.01 < scaled.readouts["gradient scale"] / 10
+    assert scaled.readouts["row entropy (bits)"] > 1.0
+    # and the spread scales as 1/T
+    scaled.controls["temperature"].value = 2.0
+    assert scaled.readouts["score spread"] == pytest.approx(expected_readouts(True, False, 512, 1.0)["score spread"] / 2)
+
+
+def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
+    widget = LessonWidget()
+    (artifacts / "widget_03_lesson_default.png").write_bytes(widget.png())
+    assert widget.forbidden.get_visible()
+    pictures = {widget.png()}
+    times = []
+    for name, value in [("scale_by_sqrt_d", False), ("head_size", 512), ("causal", False), ("temperature", 3.0),
+                        ("scale_by_sqrt_d", True), ("head_size", 16), ("causal", True), ("temperature", 0.3)]:
+        widget.controls[name].value = value
+        times.append(widget.last_update_seconds)
+        pictures.add(widget.png())
+        assert widget.forbidden.get_visible() == widget.value("causal")
+    assert len(pictures) == 9, "some control did not change the picture"
+    (artifacts / "widget_03_lesson_moved.png").write_bytes(widget.png())
+    widget.controls["head_size"].value = 512
+    widget.controls["scale_by_sqrt_d"].value = False
+    (artifacts / "widget_03_lesson_saturated.png").write_bytes(widget.png())
+    for value in range(8, 513, 40):  # a slider drag
+        widget.controls["head_size"].value = value
+        times.append(widget.last_update_seconds)
+    median = statistics.median(times)
+    (artifacts / "widget_03_update_seconds.txt").write_text(f"median {median:.4f} s, max {max(times):.4f} s\n")
+    assert median < 0.25, f"updates take {median * 1e3:.0f} ms (target 100 ms on an idle machine)"
