@@ -36,11 +36,6 @@ from traitlets.config import LoggingConfigurable
 
 REPO = Path(__file__).resolve().parents[1]
 UNPRIVILEGED_USER = "nobody"
-# The secret of this grading run for the checks' seals (see heads_and_masks/checks/seal.py). The
-# grader sets it in nbgrader's environment; it never reaches the kernel's environment: each kernel
-# gets it in a file that the kernel reads and deletes at start-up, before any student code runs.
-SEAL_KEY_VARIABLE = "HM_SEAL_KEY"
-SEAL_FILE_VARIABLE = "HM_SEAL_KEY_FILE"
 
 
 @functools.cache
@@ -136,19 +131,9 @@ class _Sandboxed(LoggingConfigurable):
         for option, path, *inside in binds:  # recreate the way down to each folder inside the hidden ones
             where = inside[0] if inside else path
             for ancestor in reversed(where.parents):
-                if any(h == ancestor or h in ancestor.parents for h in hidden):
+                if any(h == ancestor or h in ancestor.parents for h in [*hidden, Path("/tmp")]):
                     wrapper += ["--perms", "0755", "--dir", str(ancestor)]
             wrapper += [option, str(path), str(where)]
-        wrapper += ["--unsetenv", SEAL_KEY_VARIABLE]
-        key = os.environ.get(SEAL_KEY_VARIABLE)
-        if key:
-            key_file = self.runtime / f"seal-{uuid.uuid4().hex}"
-            key_file.write_bytes(bytes.fromhex(key))
-            if ids:
-                os.chown(key_file, *ids)
-            os.chmod(key_file, 0o600)
-            wrapper += ["--setenv", SEAL_FILE_VARIABLE, str(key_file)]
-            command = [*command, "--IPKernelApp.exec_lines=['import heads_and_masks.checks.seal']"]
         wrapper += ["--chdir", str(cwd), "--setenv", "HOME", "/tmp", "--setenv", "MPLCONFIGDIR", "/tmp",
                     "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "JUPYTER_RUNTIME_DIR", str(self.runtime)]
         limits = [shutil.which("prlimit"), f"--as={self.memory_limit_mb * 2**20}", f"--cpu={self.cpu_seconds}",

@@ -395,3 +395,9 @@ def _check_cell(kernel: StudentKernel, grade_id: str, source: str) -> CellVerdic
     except Exception as error:  # noqa: BLE001 - every failure is a verdict
         return CellVerdict(grade_id, False, f"{type(error).__name__}: {error}")
     return CellVerdict(grade_id, True, printed.getvalue()[-500:])
+
+
+def trusted_scores(scores: dict[str, float], verdicts: dict[str, CellVerdict]) -> dict[str, float]:
+    """nbgrader's score of each test cell, kept only where the trusted re-check passed too."""
+    return {grade_id: (score if verdicts.get(grade_id) and verdicts[grade_id].passed else 0.0)
+            for grade_id, score in scores.items()}

@@ -1,0 +1,132 @@
+"""Attack submissions: tricks that try to earn points without a correct answer.
+
+Each attack fills the answer cell of one exercise with a wrong (or no) answer plus a trick, and must
+earn, on that exercise, no more than the untouched student notebook does (0) once graded through
+the pipeline (nbgrader in a sandboxed kernel, then the trusted re-check). Probes look for the
+network, the solutions and the gradebook from inside the grading kernel.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+WRONG_ATTENTION = '''
+def attention(q, k, v, mask=None):
+    return np.zeros(q.shape[:-1] + (v.shape[-1],))
+'''
+
+
+@dataclasses.dataclass(frozen=True)
+class Attack:
+    name: str
+    assignment: str
+    exercise: str  # the graded answer cell whose test cells must earn nothing
+    source: str
+    why: str
+
+
+ATTACKS = [
+    Attack("always_equal_array", "00_start_here", "attention", '''
+class Anything(np.ndarray):
+    def __eq__(self, other):
+        return np.ones(np.shape(other), bool)
+    def __array_ufunc__(self, *args, **kwargs):
+        return np.zeros(())
+np.allclose = lambda *a, **k: True
+np.isclose = lambda a, b, *x, **k: np.ones(np.broadcast_shapes(np.shape(a), np.shape(b)), bool)
+np.testing.assert_allclose = lambda *a, **k: None
+def attention(q, k, v, mask=None):
+    return np.zeros(q.shape[:-1] + (v.shape[-1],)).view(Anything)
+''', "an ndarray subclass that equals anything, and numpy's comparisons patched"),
+    Attack("input_transformer_blanks_tests", "00_start_here", "attention", WRONG_ATTENTION + '''
+def _blank_tests(lines):
+    return ["pass\\n"] if any("check_" in line for line in lines) else lines
+get_ipython().input_transformers_cleanup.append(_blank_tests)
+''', "an IPython input transformer that empties every later test cell"),
+    Attack("ast_transformer_removes_calls", "00_start_here", "attention", WRONG_ATTENTION + '''
+import ast as _ast
+class _DropChecks(_ast.NodeTransformer):
+    def visit_Expr(self, node):
+        return None if "check_" in _ast.unparse(node) else node
+get_ipython().ast_transformers.append(_DropChecks())
+''', "an AST transformer that deletes the check calls"),
+    Attack("forged_check_output", "00_start_here", "attention", WRONG_ATTENTION + '''
+def _forge(lines):
+    if any("check_" in line for line in lines):
+        return ["print('✓ attention without a mask matches the reference')\\n"]
+    return lines
+get_ipython().input_transformers_post.append(_forge)
+''', "later test cells replaced by prints of the success lines"),
+    Attack("drop_hidden_tests", "00_start_here", "attention", '''
+def attention(q, k, v, mask=None):  # right only on the visible inputs: 2-D and no leading axes
+    d = q.shape[-1]
+    s = q @ k.T / np.sqrt(d)
+    if mask is not None:
+        s = np.where(mask, s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.where(np.isfinite(s), np.exp(s - m), 0)
+    t = e.sum(-1, keepdims=True)
+    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
+def _only_visible(lines):
+    return [l for l in lines if "thorough=True" not in l]
+get_ipython().input_transformers_cleanup.append(_only_visible)
+''', "a transformer that reads the restored hidden tests and deletes them"),
+    Attack("patched_checks", "00_start_here", "attention", WRONG_ATTENTION + '''
+import heads_and_masks.checks.core as _core
+_core.is_close = lambda *a, **k: True
+_core.fail = lambda *a, **k: None
+_core.expect_close = lambda *a, **k: None
+_core.expect_shape = lambda *a, **k: None
+import heads_and_masks.checks.start as _start
+_start.expect_close = lambda *a, **k: None
+_start.expect_shape = lambda *a, **k: None
+''', "the checks' own comparison functions replaced"),
+    Attack("event_callback_patches_checks", "00_start_here", "attention", WRONG_ATTENTION + '''
+def _before(info):
+    import sys
+    for name, module in list(sys.modules.items()):
+        if name.startswith("heads_and_masks.checks."):
+            for attribute in ("expect_close", "expect_shape", "fail"):
+                if hasattr(module, attribute):
+                    setattr(module, attribute, lambda *a, **k: None)
+get_ipython().events.register("pre_run_cell", _before)
+''', "an event callback that disables the checks right before each cell"),
+    Attack("trace_function_swallows_failures", "00_start_here", "attention", WRONG_ATTENTION + '''
+import sys
+def _tracer(frame, event, arg):
+    if frame.f_code.co_name == "fail":
+        frame.f_globals["CheckFailed"] = type("Nothing", (Exception,), {})
+    return _tracer
+sys.settrace(_tracer)
+''', "a trace function that tampers with the checks while they run"),
+    Attack("calls_the_reference", "00_start_here", "attention", '''
+import heads_and_masks.attention as _ref_module
+def attention(q, k, v, mask=None):
+    return _ref_module.attention(q, k, v, mask)
+''', "the course's reference implementation called"),
+    Attack("unwraps_the_reference", "00_start_here", "attention", '''
+import heads_and_masks.attention as _ref_module
+_inner = _ref_module.attention.__closure__[0].cell_contents
+def attention(q, k, v, mask=None):
+    return _inner(q, k, v, mask)
+''', "the unguarded reference dug out of its wrapper"),
+]
+
+# What a grading kernel can see: each probe writes what it found into a cell output.
+PROBE = r'''
+import os, socket, glob, pathlib
+found = {}
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=3)
+    found["internet"] = True
+except OSError:
+    found["internet"] = False
+repo = pathlib.Path(__import__("heads_and_masks").__file__).resolve().parents[1]
+found["solutions"] = sorted(str(p) for p in (repo / "solutions").rglob("*.ipynb")) if (repo / "solutions").exists() else []
+found["authoring"] = sorted(str(p) for p in (repo / "authoring").glob("*.py")) if (repo / "authoring").exists() else []
+here = pathlib.Path.cwd()
+found["gradebooks"] = sorted(str(p) for parent in [here, *here.parents] for p in parent.glob("gradebook.db*"))
+found["other_submissions"] = sorted(str(p) for p in here.parent.parent.glob("*/*/*.ipynb") if here not in p.parents)
+found["root_home"] = sorted(set(os.listdir("/root")) - {".pyenv"}) if os.path.isdir("/root") else []  # the interpreter only
+print("PROBE", found)
+'''
