@@ -1,0 +1,222 @@
+"""Checks for notebook 06: grouped-query attention (MHA, GQA, MQA in one) and the KV-cache size."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..attention import attention as reference_attention
+from ..kv_heads import grouped_query_attention as reference_gqa
+from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
+from .core import (
+    CheckFailed,
+    call,
+    exercise_check,
+    expect_close,
+    expect_shape,
+    expect_value_error,
+    fail,
+    passed,
+    plain_array,
+    plain_int,
+    rng,
+)
+
+_LOCK = ("grouped_query_attention", "attention", "masked_softmax", "multi_head_attention", "kv_cache_bytes")
+
+_SHAPE_HINT = ("Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
+               "(the group size, not g), along the heads axis (axis 1), so k and v get h heads like q.")
+
+
+# ---------------------------------------------------------------------------- grouped_query_attention
+def _with_kv_heads(q, k, v, mask, kv_index):
+    """Attention where query head i reads KV head kv_index[i] (to name wrong mappings)."""
+    return reference_attention(q, k[:, kv_index], v[:, kv_index], mask)
+
+
+def _wrong_gqa(q, k, v, mask):
+    """What the usual mistakes produce on these inputs (used only to name the mistake)."""
+    h, g = q.shape[1], k.shape[1]
+    heads = np.arange(h)
+    yield _with_kv_heads(q, k, v, mask, heads % g), (
+        "query head i got KV head i % g: the KV heads were tiled (np.tile, or a reshape to (b, h // g, g, ...)) "
+        "instead of repeated (np.repeat, a reshape to (b, g, h // g, ...)). Consecutive query heads share a KV "
+        "head: head i must read KV head i // (h // g).")
+    yield _with_kv_heads(q, k, v, mask, np.zeros(h, int)), (
+        "every query head read KV head 0: the other KV heads were never used. Head i must read KV head "
+        "i // (h // g).")
+    yield _with_kv_heads(q, k, v, mask, np.full(h, g - 1)), "every query head read the last KV head."
+    right = heads // (h // g)
+    d = q.shape[-1]
+    # the reference divides by sqrt(d): scaling q changes what the scores are divided by
+    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), "the scores are not divided by sqrt(d)."
+    yield _with_kv_heads(q / np.sqrt(h), k, v, mask, right), (
+        "the scores are divided by sqrt(h · d) instead of sqrt(d), the head size.")
+    if mask is not None:
+        yield _with_kv_heads(q, k, v, None, right), "the mask is ignored."
+
+
+def _probe(gqa, q, k, v, mask, label):
+    __tracebackhide__ = True
+    args = (q, k, v) if mask is None else (q, k, v, mask)
+    what = f"grouped_query_attention(q, k, v{', mask' if mask is not None else ''}) {label}"
+    try:
+        out = plain_array(call(gqa, *args, what=what, lock=_LOCK, allow_warnings=False), what=what)
+    except CheckFailed as error:
+        message = str(error)
+        if " raised " in message:
+            message += " " + _SHAPE_HINT
+            if mask is not None and mask.ndim == 4:
+                message += (" A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
+                            "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n).")
+        fail(message)
+    expected = reference_gqa(q, k, v, mask)
+    expect_shape(out, expected.shape, what=what,
+                 hint="The output has one head per query head: (b, h, n_queries, d), the shape of q.")
+    expect_close(out, expected, what=what, diagnoses=_wrong_gqa(q, k, v, mask), hint=_SHAPE_HINT)
+
+
+def _qkv(r, b, h, g, n, d, n_q=None):
+    q = r.normal(size=(b, h, n if n_q is None else n_q, d))
+    k, v = r.normal(size=(b, g, n, d)), r.normal(size=(b, g, n, d))
+    return q, k, v
+
+
+@exercise_check
+def check_grouped_query_attention(gqa, seed: int = 0, thorough: bool = False) -> None:
+    """Values against the reference for MHA, GQA and MQA shapes; the head mapping; a generation step."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    # groups of 2 and 3 heads with g > 1: the only shapes where repeat and tile differ
+    shapes = [(2, 6, 3, 4, 5), (1, 8, 2, 3, 4)] + ([(3, 12, 4, 5, 2), (2, 6, 2, 1, 3), (1, 9, 3, 7, 6)] if thorough else [])
+    for b, h, g, n, d in shapes:
+        q, k, v = _qkv(r, b, h, g, n, d)
+        _probe(gqa, q, k, v, None, f"with h = {h} query heads and g = {g} KV heads (q {q.shape}, k and v {k.shape})")
+    passed("grouped-query attention (1 < g < h) matches the reference: query head i reads KV head i // (h // g)")
+
+    # the two ends of the family: g = h is MHA, g = 1 is MQA
+    for b, h, g, n, d in [(2, 4, 4, 3, 5), (2, 6, 1, 4, 3)] + ([(1, 1, 1, 2, 2), (3, 16, 1, 2, 4)] if thorough else []):
+        q, k, v = _qkv(r, b, h, g, n, d)
+        name = "MHA (g = h)" if g == h else "MQA (g = 1)"
+        _probe(gqa, q, k, v, None, f"as {name} with h = {h}, g = {g}")
+    passed("g = h gives multi-head attention and g = 1 gives multi-query attention")
+
+    # one new query per head against n cached keys and values: a generation step
+    b, h, g, n, d = (2, 6, 2, 7, 4) if not thorough else (1, 10, 5, 9, 3)
+    q, k, v = _qkv(r, b, h, g, n, d, n_q=1)
+    _probe(gqa, q, k, v, None, f"for one generation step (q {q.shape} against a cache of {n} keys, k {k.shape})")
+    passed("a single new query per head attends over the cached keys and values")
+
+
+@exercise_check
+def check_grouped_query_attention_masks(gqa, seed: int = 0, thorough: bool = False) -> None:
+    """Masks broadcast against (b, h, n, n): an (n, n) causal mask, a (b, 1, n, n) and a per-head mask."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    b, h, g, n, d = (3, 6, 2, 5, 4) if not thorough else (2, 12, 3, 6, 3)
+    q, k, v = _qkv(r, b, h, g, n, d)
+    causal = np.tril(np.ones((n, n), bool))
+    _probe(gqa, q, k, v, causal, f"with an ({n}, {n}) causal mask (h = {h}, g = {g})")
+    passed("an (n, n) causal mask applies to every query head")
+
+    lengths = r.integers(1, n + 1, size=b)
+    lengths[0] = n - 1  # at least one sequence with padding
+    padding = np.arange(n)[None, :] < lengths[:, None]  # (b, n): real keys
+    mask = causal[None, None] & padding[:, None, None, :]  # (b, 1, n, n); no row is empty: key 0 is real
+    _probe(gqa, q, k, v, mask, f"with a causal-and-padding mask of shape {mask.shape} (b = {b} ≠ g = {g})")
+    per_head = (r.random((b, h, n, n)) < 0.5) | np.eye(n, dtype=bool)  # every head its own pattern
+    _probe(gqa, q, k, v, per_head, f"with a different random mask for each query head, shape {per_head.shape}")
+    passed("masks of shape (b, 1, n, n) and (b, h, n, n) go to the right query heads")
+
+
+@exercise_check
+def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = False) -> None:
+    """h not divisible by g must be refused with ValueError (not answered, not crashed otherwise)."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    cases = [(6, 4), (8, 3)] + ([(2, 4), (9, 6), (10, 4)] if thorough else [])
+    for h, g in cases:
+        q, k, v = _qkv(r, 1, h, g, 3, 2)
+        expect_value_error(gqa, q, k, v, what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
+                           why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
+                           lock=_LOCK)
+    passed("h not divisible by g is refused with ValueError")
+
+
+# ---------------------------------------------------------------------------- kv_cache_bytes
+def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, bytes_per_value):
+    yield expected // 2, "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size."
+    yield expected * 2, ("twice the right size: the factor 2 of K and V counted twice, or a default other than "
+                         "bytes_per_value=2.")
+    yield expected * 8, "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte)."
+    yield expected * 16, "bits instead of bytes, and the factor 2 of K and V counted twice."
+    if batch > 1:
+        yield expected // batch, "the batch is ignored: every sequence of the batch has its own cache."
+    if bytes_per_value != 1:
+        yield expected // bytes_per_value, "bytes_per_value is ignored (every value takes bytes_per_value bytes)."
+    if bytes_per_value != 2:
+        yield expected // bytes_per_value * 2, "bytes_per_value is fixed at 2 instead of using the argument."
+    yield expected // 2 // bytes_per_value, "the factor 2 of K and V and bytes_per_value are both missing."
+
+
+def _probe_size(kv_cache_bytes, args, kwargs, label):
+    __tracebackhide__ = True
+    shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
+    what = f"kv_cache_bytes({shown})"
+    result = plain_int(call(kv_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    expected = reference_kv_cache_bytes(*args, **kwargs)
+    if result == expected:
+        return
+    names = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(names, args)), **kwargs}
+    full = {name: full[name] for name in names}
+    if expected and result:
+        ratio = result / expected
+        size = f" ({ratio:.4g} times too large)." if ratio > 1 else f" ({1 / ratio:.4g} times too small)."
+    else:
+        size = "."
+    message = (f"{what} {label} should be {expected:,} bytes = 2 (K and V) × {full['n_layers']} layers × "
+               f"{full['n_kv_heads']} KV heads × head size {full['head_dim']} × {full['seq_len']} tokens × batch "
+               f"{full['batch']} × {full['bytes_per_value']} bytes per value, but it returned {result:,}{size}")
+    for wrong, explanation in _wrong_sizes(expected, *full.values()):
+        if result == wrong:
+            message += f" Likely cause: {explanation}"
+            break
+    else:
+        if full["seq_len"] > 1 and result * full["seq_len"] == expected:
+            message += " Likely cause: the number of tokens (seq_len) is ignored."
+    fail(message)
+
+
+@exercise_check
+def check_kv_cache_bytes(kv_cache_bytes, seed: int = 0, thorough: bool = False) -> None:
+    """Exact byte counts against the formula, with defaults, keywords, batches and other value sizes."""
+    __tracebackhide__ = True
+    _probe_size(kv_cache_bytes, (32, 32, 128, 4096), {}, "(Llama-2-7B at 4096 tokens, batch 1, 2 bytes per value)")
+    _probe_size(kv_cache_bytes, (80, 8, 128, 8192), {"batch": 4}, "(Llama-2-70B-sized, batch 4)")
+    _probe_size(kv_cache_bytes, (18, 1, 256, 1000), {"batch": 3, "bytes_per_value": 1}, "(an MQA model, fp8)")
+    _probe_size(kv_cache_bytes, (40, 40, 128, 2048, 2, 4), {}, "(all six arguments by position, fp32)")
+    passed("kv_cache_bytes counts K and V, every layer, KV head, token and sequence, in bytes")
+    if thorough:
+        r = rng(seed)
+        for _ in range(6):
+            args = tuple(int(x) for x in r.integers(1, 200, size=4))
+            kwargs = {"batch": int(r.integers(2, 64)), "bytes_per_value": int(r.choice([1, 2, 4]))}
+            _probe_size(kv_cache_bytes, args, kwargs, "(random sizes)")
+        _probe_size(kv_cache_bytes, (96, 96, 128, 0), {}, "(no tokens yet: an empty cache)")
+        _probe_size(kv_cache_bytes, (96, 96, 128, 1_000_000), {"batch": 512, "bytes_per_value": 4}, "(very large)")
+        passed("kv_cache_bytes is exact on random and extreme sizes")
+
+
+@exercise_check
+def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = False) -> None:
+    """Negative counts are refused with ValueError."""
+    __tracebackhide__ = True
+    cases = [((32, 8, 128, -1), "a negative number of tokens"), ((-32, 8, 128, 10), "a negative number of layers")]
+    if thorough:
+        cases += [((32, -8, 128, 10), "a negative number of KV heads"), ((32, 8, -128, 10), "a negative head size")]
+    for args, why in cases:
+        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense", lock=_LOCK)
+    if thorough:
+        expect_value_error(lambda *a: kv_cache_bytes(*a, batch=-2), 32, 8, 128, 10,
+                           what="kv_cache_bytes(32, 8, 128, 10, batch=-2)", why="a negative batch makes no sense",
+                           lock=_LOCK)
+    passed("negative sizes are refused with ValueError")

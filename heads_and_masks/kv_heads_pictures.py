@@ -1,0 +1,92 @@
+"""Static pictures of notebook 06: which KV head serves which query head, and KV caches of real models."""
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .kv_heads import kv_cache_bytes
+from .model_configs import GB, ModelConfig
+
+ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
+
+
+def picture(figure: Figure):
+    """A figure as a PNG image for the notebook (shown whatever the matplotlib backend of the kernel)."""
+    import io
+
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return Image(data=buffer.getvalue(), format="png")
+
+
+def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
+    """Two rows of h query heads, coloured by the KV head they read: repeat (right) and tile (wrong)."""
+    if g < 1 or h % g:
+        raise ValueError(f"h = {h} must be divisible by g = {g}")
+    group = h // g
+    rows = {"repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
+            "tile: KV head i % g  (the silent bug)": np.arange(h) % g}
+    figure = Figure(figsize=(0.55 * h + 3.2, 1.9), dpi=90, layout="constrained")
+    ax = figure.subplots()
+    colours = [f"C{j % 10}" for j in range(g)]
+    for row, (label, kv) in enumerate(rows.items()):
+        y = 1 - row
+        for i, j in enumerate(kv):
+            ax.add_patch(_square(i, y, colours[j]))
+            ax.text(i + 0.5, y + 0.5, f"q{i}\nkv{j}", ha="center", va="center", fontsize=7, color="white")
+        ax.text(-0.3, y + 0.5, label, ha="right", va="center", fontsize=9)
+    ax.set(xlim=(-0.2, h + 0.2), ylim=(-0.1, 2.1), aspect="equal")
+    ax.set_title(f"h = {h} query heads, g = {g} KV heads: which KV head each query head reads", fontsize=10)
+    ax.axis("off")
+    return figure
+
+
+def _square(x, y, colour):
+    from matplotlib.patches import Rectangle
+
+    return Rectangle((x + 0.05, y + 0.05), 0.9, 0.9, color=colour)
+
+
+def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int = 2) -> Figure:
+    """Horizontal bars: KV cache one token adds, for every model, coloured by MHA / GQA / MQA."""
+    names = list(models)[::-1]
+    sizes = [models[m].kv_bytes_per_token(bytes_per_value) / 1e3 for m in names]  # kB
+    figure = Figure(figsize=(8.0, 0.38 * len(names) + 1.2), dpi=90, layout="constrained")
+    ax = figure.subplots()
+    bars = ax.barh(names, sizes, color=[ATTENTION_COLOURS[models[m].attention] for m in names])
+    for bar, m, size in zip(bars, names, sizes):
+        c = models[m]
+        ax.text(size * 1.08, bar.get_y() + bar.get_height() / 2,
+                f"{size:,.0f} kB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
+                va="center", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlim(min(sizes) / 1.5, max(sizes) * 100)
+    ax.set_xlabel(f"KV cache per token (kB = 10³ bytes, {8 * bytes_per_value}-bit values), log scale")
+    for kind, colour in ATTENTION_COLOURS.items():
+        ax.bar([0], [0], color=colour, label=kind)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("How much memory one more token of context costs", fontsize=10)
+    return figure
+
+
+def cache_vs_context_figure(config: ModelConfig, *, batch: int = 1, bytes_per_value: int = 2,
+                            memory_bytes: int | None = None) -> Figure:
+    """KV cache against context for the MHA / GQA / MQA variants of one model (log-log)."""
+    contexts = np.logspace(9, 20, 45, base=2)
+    figure = Figure(figsize=(6.4, 3.6), dpi=90, layout="constrained")
+    ax = figure.subplots()
+    for (label, g), colour in zip(config.variants().items(), ("tab:red", "tab:blue", "tab:green")):
+        per_token = kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
+        own = g == config.kv_heads
+        ax.plot(contexts, contexts * per_token / GB, color=colour, lw=3 if own else 1.5,
+                label=label + ("  ← the real model" if own else ""))
+    if memory_bytes is not None:
+        free = memory_bytes - config.weights_bytes(bytes_per_value)
+        ax.axhline(free / GB, color="black", ls="--", lw=1, label=f"{memory_bytes / GB:.0f} GB minus the weights")
+    ax.set(xscale="log", yscale="log", xlabel="context (tokens)", ylabel="KV cache (GB)",
+           title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return figure

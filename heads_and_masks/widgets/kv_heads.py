@@ -1,0 +1,160 @@
+"""Notebook 06's widget: a KV-cache calculator for real models, beside their weights and a GPU's memory."""
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
+
+from ..kv_heads import kv_cache_bytes
+from ..model_configs import BYTES_PER_VALUE, GB, load_gpus, load_models, longest_context
+from .base import CourseWidget
+
+CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
+BATCHES = [2**k for k in range(0, 9)]  # 1 ... 256 sequences
+VARIANT_COLOURS = ("tab:red", "tab:blue", "tab:green")
+
+
+def _short_number(y: float, _position=None) -> str:
+    """Tick labels of at most four characters: 0.01, 0.1, 1, 10, 100, 1k, 10k, 100k, 1M."""
+    for size, suffix in ((1e6, "M"), (1e3, "k")):
+        if y >= size:
+            return f"{y / size:g}{suffix}"
+    return f"{y:g}"
+
+
+def _tokens(n: int) -> str:
+    return f"{n // 1024}K" if n >= 1024 else str(n)
+
+
+class KVCacheCalculator(CourseWidget):
+    """Pick a model, a context, a batch and a number format: how much memory does the KV cache take?
+
+    Left: the GPU's memory filled by the weights and the cache (a red edge when they overflow).
+    Right: the cache of this model against the context, and of its MHA / GQA / MQA variants.
+    Readouts: sizes in GB (10⁹ bytes) and the longest context whose cache still fits.
+    """
+
+    figsize = (9.6, 3.6)
+    dpi = 80
+
+    def setup(self):
+        self.models = load_models()
+        self.gpus = load_gpus()
+        self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
+        self.controls["context"] = widgets.SelectionSlider(
+            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context")
+        self.controls["batch"] = widgets.SelectionSlider(options=[(str(b), b) for b in BATCHES], value=8,
+                                                         description="batch")
+        self.controls["dtype"] = widgets.ToggleButtons(options=list(BYTES_PER_VALUE), value="bf16",
+                                                       description="format", style={"button_width": "4em"})
+        self.controls["gpu"] = widgets.Dropdown(
+            options=[(f"{name} · {memory // GB} GB", name) for name, memory in self.gpus.items()], value="H100",
+            description="GPU")
+
+        # fixed axes positions: the tick labels change width with the model, the layout must not move
+        self.figure.set_layout_engine("none")
+        self.ax_memory = self.figure.add_axes((0.015, 0.15, 0.40, 0.66))
+        self.ax_context = self.figure.add_axes((0.52, 0.15, 0.465, 0.80))
+        ax = self.ax_memory
+        self.bar_weights = ax.barh([0], [0], color="tab:gray")[0]
+        self.bar_cache = ax.barh([0], [0], color="tab:orange")[0]
+        self.gpu_line = ax.axvline(0, color="black", lw=2)
+        self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", fontsize=8, color="dimgray")
+        self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", fontsize=8, color="tab:orange")
+        ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GB (10⁹ bytes)")
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+
+        ax = self.ax_context
+        self.variant_lines = [ax.plot([], [], color=c, lw=1.8)[0] for c in VARIANT_COLOURS]
+        self.free_line = ax.axhline(1, color="black", lw=1, ls="--")
+        (self.point,) = ax.plot([], [], "o", color="black", markersize=7, zorder=5)
+        ax.set(xscale="log", yscale="log", xlabel="context (tokens per sequence)",
+               xlim=(CONTEXTS[0] / 1.4, CONTEXTS[-1] * 1.4))
+        ax.set_xticks(CONTEXTS[::2], [_tokens(n) for n in CONTEXTS[::2]])
+        ax.xaxis.set_minor_locator(NullLocator())  # minor ticks of log axes cost a lot of drawing
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+        ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
+        ax.grid(True, which="major", alpha=0.3)
+        ax.text(0.99, 0.03, "KV cache (GB) of the batch", transform=ax.transAxes, ha="right", fontsize=8)
+
+    def draw(self):
+        config = self.models[self.value("model")]
+        context, batch = self.value("context"), self.value("batch")
+        bytes_per_value = BYTES_PER_VALUE[self.value("dtype")]
+        memory = self.gpus[self.value("gpu")]
+
+        cache = kv_cache_bytes(config.layers, config.kv_heads, config.head_dim, context, batch, bytes_per_value)
+        weights = config.weights_bytes(bytes_per_value)
+        longest = longest_context(config, memory, batch=batch, bytes_per_value=bytes_per_value)
+        fits = weights + cache <= memory
+
+        # left: weights + cache against the GPU
+        self.bar_weights.set_width(weights / GB)
+        self.bar_cache.set_x(weights / GB)
+        self.bar_cache.set_width(cache / GB)
+        self.bar_cache.set_edgecolor("none" if fits else "red")
+        self.bar_cache.set_linewidth(0 if fits else 2)
+        self.gpu_line.set_xdata([memory / GB] * 2)
+        self.ax_memory.set_xlim(0, 1.1 * max(memory, weights + cache) / GB)
+        self.ax_memory.set_title(f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
+                                 f"\none {self.value('gpu')}: {memory / GB:.0f} GB (black line)\nbatch {batch} × {context:,} tokens, "
+                                 f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
+                                 fontsize=9, color="black" if fits else "tab:red")
+        self.weights_label.set_text(f"weights {weights / GB:,.3g} GB")
+        end = (weights + cache) / GB
+        self.cache_label.set_position((end, 0.45))
+        self.cache_label.set_horizontalalignment("right" if end > 0.4 * self.ax_memory.get_xlim()[1] else "left")
+        self.cache_label.set_text(f"KV cache {cache / GB:,.3g} GB")
+
+        # right: the cache against the context, for the model and its MHA / GQA / MQA variants
+        contexts = np.array(CONTEXTS, dtype=float)
+        per_token = {label: kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
+                     for label, g in config.variants().items()}
+        for line, (label, size) in zip(self.variant_lines, per_token.items()):
+            line.set_data(contexts, contexts * size / GB)
+            own = f"g = {config.kv_heads})" in label
+            line.set_label(label + ("  ← this model" if own else ""))
+            line.set_linewidth(3.0 if own else 1.5)
+        for line in self.variant_lines[len(per_token):]:
+            line.set_data([], [])
+            line.set_label("_hidden")
+        free = max(memory - weights, 1)
+        self.free_line.set_ydata([free / GB] * 2)
+        self.free_line.set_label(f"{self.value('gpu')} minus the weights" if memory > weights else
+                                 "(the weights alone overflow the GPU)")
+        self.point.set_data([context], [cache / GB])
+        low = min(contexts[0] * min(per_token.values()), cache) / GB
+        high = max(contexts[-1] * max(per_token.values()), free) / GB
+        self.ax_context.set_ylim(low / 2, high * 2)
+        self.ax_context.legend(loc="upper left", fontsize=7)
+
+        readouts = {
+            "KV cache per token (kB)": config.kv_bytes_per_token(bytes_per_value) / 1e3,
+            "KV cache (GB)": cache / GB,
+            "weights (GB)": weights / GB,
+            "GPU memory (GB)": memory / GB,
+            "fits": fits,
+            "longest context that fits (tokens)": longest,
+        }
+        if config.sliding_window is not None:
+            window_cache = kv_cache_bytes(config.layers, config.kv_heads, config.head_dim,
+                                          min(context, config.sliding_window), batch, bytes_per_value)
+            readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GB)"] = window_cache / GB
+        return readouts
+
+    def format_readouts(self, readouts):
+        def shown(value):
+            if isinstance(value, bool):
+                return "yes" if value else "<span style='color:#c00'>no</span>"
+            if isinstance(value, int):
+                return f"{value:,}"
+            if isinstance(value, float) and math.isinf(value):
+                return "unlimited"
+            return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"
+
+        rows = "".join(f"<tr><td>{name}</td><td style='text-align:right;padding-left:1em'><b>{shown(value)}</b></td></tr>"
+                       for name, value in readouts.items())
+        return f"<table class='course-readouts'>{rows}</table>"

@@ -1,0 +1,215 @@
+"""Notebook 06: the real-model data is internally consistent, the calculator widget follows its
+controls with independently computed numbers, the pictures draw, and the checks tell right from wrong."""
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import heads_and_masks as hm
+from heads_and_masks import model_configs
+from heads_and_masks.checks import kv_heads as checks
+from heads_and_masks.checks.core import CheckFailed
+from heads_and_masks.kv_heads_pictures import (
+    cache_per_token_figure,
+    cache_vs_context_figure,
+    head_mapping_figure,
+    picture,
+)
+from heads_and_masks.widgets.kv_heads import KVCacheCalculator
+
+MODELS = model_configs.load_models()
+REQUIRED = ["Llama-2-7B", "Llama-2-70B", "Llama-3-8B", "Llama-3.1-70B", "Mistral-7B-v0.1", "Falcon-7B",
+            "Gemma-2B", "Gemma-7B", "GPT-3-175B"]
+
+
+# ---------------------------------------------------------------------------- the data
+def test_data_is_found_through_the_package():
+    folder = model_configs.data_dir()
+    assert folder == Path(hm.__file__).resolve().parents[1] / "data"
+    assert (folder / "models.csv").is_file() and (folder / "gpus.csv").is_file()
+    assert set(REQUIRED) <= set(MODELS), f"missing models: {set(REQUIRED) - set(MODELS)}"
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_every_row_is_consistent(name):
+    m = MODELS[name]
+    for field in ("layers", "query_heads", "kv_heads", "head_dim", "hidden", "parameters", "context"):
+        assert getattr(m, field) > 0, f"{name}: {field} must be positive"
+    # the scheme named by the authors agrees with the head counts
+    expected = "MHA" if m.kv_heads == m.query_heads else "MQA" if m.kv_heads == 1 else "GQA"
+    assert m.attention == expected, f"{name}: h = {m.query_heads}, g = {m.kv_heads} is {expected}, not {m.attention}"
+    assert m.query_heads % m.kv_heads == 0, f"{name}: h must be divisible by g"
+    # head size × heads is the width, unless the file explains why not (Gemma-7B sets head_dim itself)
+    if m.query_heads * m.head_dim != m.hidden:
+        assert "head_dim" in m.note, f"{name}: {m.query_heads} × {m.head_dim} ≠ {m.hidden} and the note does not say why"
+    # every number has a public source and a second source
+    assert "config.json" in m.config_source or "arXiv" in m.config_source, m.config_source
+    for source in (m.parameters_source, m.context_source, m.second_source):
+        assert len(source) > 10, f"{name}: a source is missing"
+    # parameter counts are plausible: the attention projections alone are a sizeable part, never all
+    attention_weights = m.layers * m.hidden * m.head_dim * (2 * m.query_heads + 2 * m.kv_heads)
+    assert 0.05 < attention_weights / m.parameters < 0.40, f"{name}: {m.parameters:,} parameters is implausible"
+    if m.sliding_window is not None:
+        assert 0 < m.sliding_window <= m.context
+
+
+def test_published_cache_per_token_is_reproduced():
+    rows = [m for m in MODELS.values() if m.published_kv_bytes_per_token is not None]
+    assert rows, "at least one published cache-per-token number to check the formula against"
+    for m in rows:
+        assert m.published_kv_source
+        assert m.kv_bytes_per_token(2) == m.published_kv_bytes_per_token, m.model
+    opt = MODELS["OPT-13B"]  # the vLLM paper: 2 × 5120 × 40 × 2 bytes, "800 KB"
+    assert opt.kv_bytes_per_token(2) == 2 * opt.hidden * opt.layers * 2 == 800 * 1024
+
+
+def test_numbers_the_notebook_quotes():
+    llama = MODELS["Llama-2-7B"]
+    assert hm.kv_cache_bytes(llama.layers, llama.kv_heads, llama.head_dim, llama.context) == 2 * 2**30
+    mistral = MODELS["Mistral-7B-v0.1"]  # the Mistral paper: 8× less cache at 32K tokens with the rolling buffer
+    assert mistral.cached_tokens(32 * 1024) / mistral.cached_tokens(32 * 1024, rolling_buffer=True) == 8
+    gemma = MODELS["Gemma-7B"]
+    assert gemma.head_dim * gemma.query_heads == 4096 != gemma.hidden
+    assert MODELS["Llama-2-70B"].kv_bytes_per_token() == MODELS["Llama-3.1-70B"].kv_bytes_per_token()
+    assert list(MODELS["Falcon-7B"].variants().values()) == [71, 1]  # 71 is prime: no GQA variant
+
+
+def test_longest_context_and_parameters_with_kv_heads():
+    m = MODELS["Llama-3-8B"]
+    gpu = 80 * 10**9
+    n = model_configs.longest_context(m, gpu, batch=2)
+    per_token = 2 * m.layers * m.kv_heads * m.head_dim * 2
+    assert m.weights_bytes() + 2 * n * per_token <= gpu < m.weights_bytes() + 2 * (n + 1) * per_token
+    assert model_configs.longest_context(MODELS["Llama-2-70B"], gpu) == 0  # 138 GB of weights
+    assert model_configs.longest_context(MODELS["Mistral-7B-v0.1"], gpu, rolling_buffer=True) == math.inf
+    with pytest.raises(ValueError):
+        model_configs.longest_context(m, gpu, batch=0)
+    with pytest.raises(ValueError):
+        model_configs.model("GPT-5")
+    # MHA version of Llama-2-70B: 7 more KV heads' worth of W_K and W_V per layer... per missing head
+    llama70 = MODELS["Llama-2-70B"]
+    extra = model_configs.parameters_with_kv_heads(llama70, 64) - llama70.parameters
+    assert extra == 56 * 2 * 8192 * 128 * 80
+
+
+# ---------------------------------------------------------------------------- the widget
+def _expected(config, context, batch, bytes_per_value, memory):
+    cache = 2 * config.layers * config.kv_heads * config.head_dim * context * batch * bytes_per_value
+    weights = config.parameters * bytes_per_value
+    free = memory - weights
+    longest = 0 if free < 0 else free // (2 * config.layers * config.kv_heads * config.head_dim * batch * bytes_per_value)
+    return cache, weights, longest
+
+
+def test_calculator_follows_its_controls(artifacts):
+    widget = KVCacheCalculator()
+    first_png = widget.png()
+    (artifacts / "widget_06_calculator_default.png").write_bytes(first_png)
+    gpus = model_configs.load_gpus()
+    cases = [("Llama-2-70B", 4096, 1, "bf16", "H100"), ("Llama-2-70B", 4096, 1, "fp8", "H100"),
+             ("Llama-3.1-70B", 131072, 1, "bf16", "H200"), ("Gemma-7B", 8192, 16, "fp32", "H100"),
+             ("Falcon-7B", 1048576, 4, "bf16", "RTX 4090"), ("Mistral-7B-v0.1", 32768, 2, "bf16", "H100")]
+    for model, context, batch, dtype, gpu in cases:
+        widget.controls["model"].value = model
+        widget.controls["context"].value = context
+        widget.controls["batch"].value = batch
+        widget.controls["dtype"].value = dtype
+        widget.controls["gpu"].value = gpu
+        config, bpv, memory = MODELS[model], {"fp32": 4, "bf16": 2, "fp8": 1}[dtype], gpus[gpu]
+        cache, weights, longest = _expected(config, context, batch, bpv, memory)
+        r = widget.readouts
+        assert r["KV cache (GB)"] == pytest.approx(cache / 1e9)
+        assert r["weights (GB)"] == pytest.approx(weights / 1e9)
+        assert r["GPU memory (GB)"] == memory / 1e9
+        assert r["fits"] == (cache + weights <= memory)
+        assert r["longest context that fits (tokens)"] == longest
+        assert r["KV cache per token (kB)"] == pytest.approx(cache / context / batch / 1e3)
+        assert "<table class='course-readouts'>" in widget.readout_html.value
+        slug = f"{model}_{context}_{batch}_{dtype}_{gpu}".replace(" ", "")
+        (artifacts / f"widget_06_{slug}.png").write_bytes(widget.png())
+    window = widget.readouts["with a rolling buffer of 4,096 tokens (GB)"]
+    assert window == pytest.approx(widget.readouts["KV cache (GB)"] / 8)  # 32K tokens vs a 4K buffer
+    assert widget.png() != first_png
+
+
+def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
+    """Target: 100 ms per update on an idle machine. Shared test machines are not idle, so the
+    calculator is timed interleaved with notebook 00's two-bar widget and must stay within 3× of it."""
+    from heads_and_masks.widgets.start import QueryWidget
+
+    widget, simplest = KVCacheCalculator(), QueryWidget()
+    times, baseline = [], []
+    for step, model in enumerate(list(MODELS) * 2):
+        widget.controls["model"].value = model
+        times.append(widget.last_update_seconds)
+        simplest.controls["angle"].value = (37 * step) % 360
+        baseline.append(simplest.last_update_seconds)
+    median, reference = statistics.median(times), statistics.median(baseline)
+    (artifacts / "widget_06_update_times.txt").write_text(
+        f"calculator median {median * 1000:.1f} ms (max {max(times) * 1000:.1f}); "
+        f"notebook 00 widget median {reference * 1000:.1f} ms\n")
+    assert median < 3 * reference, f"calculator {median * 1000:.0f} ms vs {reference * 1000:.0f} ms for notebook 00's"
+
+
+# ---------------------------------------------------------------------------- pictures
+def test_pictures_draw(artifacts):
+    (artifacts / "nb06_mapping.png").write_bytes(picture(head_mapping_figure(8, 2)).data)
+    (artifacts / "nb06_per_token.png").write_bytes(picture(cache_per_token_figure(MODELS)).data)
+    figure = cache_vs_context_figure(MODELS["Llama-2-70B"], memory_bytes=160 * 10**9)
+    (artifacts / "nb06_context.png").write_bytes(picture(figure).data)
+    assert len(figure.axes[0].lines) == 4  # MHA, GQA, MQA and the memory line
+    with pytest.raises(ValueError):
+        head_mapping_figure(6, 4)
+
+
+# ---------------------------------------------------------------------------- the checks, without nbgrader
+def _gqa_repeat(q, k, v, mask=None):
+    h, g = q.shape[1], k.shape[1]
+    if h % g:
+        raise ValueError("h must be divisible by g")
+    return _softmax_attention(q, np.repeat(k, h // g, axis=1), np.repeat(v, h // g, axis=1), mask)
+
+
+def _gqa_tile(q, k, v, mask=None):
+    h, g = q.shape[1], k.shape[1]
+    if h % g:
+        raise ValueError("h must be divisible by g")
+    return _softmax_attention(q, np.tile(k, (1, h // g, 1, 1)), np.tile(v, (1, h // g, 1, 1)), mask)
+
+
+def _softmax_attention(q, k, v, mask=None):
+    s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    allowed = np.ones(s.shape, bool) if mask is None else np.broadcast_to(mask, s.shape)
+    s = np.where(allowed, s, -np.inf)
+    e = np.where(allowed, np.exp(s - s.max(-1, keepdims=True)), 0.0)
+    return e / e.sum(-1, keepdims=True) @ v
+
+
+@pytest.mark.parametrize("check", [checks.check_grouped_query_attention, checks.check_grouped_query_attention_masks,
+                                   checks.check_grouped_query_attention_errors])
+def test_gqa_checks_pass_a_correct_answer(check, capsys):
+    check(_gqa_repeat)
+    check(_gqa_repeat, seed=3, thorough=True)
+    assert "✓" in capsys.readouterr().out
+
+
+def test_gqa_check_names_the_tile_bug():
+    with pytest.raises(CheckFailed, match="i % g"):
+        checks.check_grouped_query_attention(_gqa_tile)
+
+
+def test_kv_cache_bytes_checks():
+    checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2 * L * g * d * n * batch * bytes_per_value,
+                                thorough=True)
+    with pytest.raises(CheckFailed, match="factor 2"):
+        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: L * g * d * n * batch * bytes_per_value)
+    with pytest.raises(CheckFailed, match="batch is ignored"):
+        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2 * L * g * d * n * bytes_per_value)
+    with pytest.raises(CheckFailed, match="bits"):
+        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 16 * L * g * d * n * batch * bytes_per_value)
+    with pytest.raises(CheckFailed, match="whole number"):
+        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2.0 * L * g * d * n * batch * bytes_per_value)
