@@ -38,3 +38,26 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py $(BENCH_ARGS)
+
+# For instructors (docs/instructors.md). ASSIGNMENT=00_start_here; SOURCE=exchange, a .zip from the
+# LMS, or a folder <student>/<assignment>/...; EXCHANGE=/srv/nbgrader/exchange (nbgrader's default).
+ASSIGNMENT ?= 00_start_here
+GRADE := $(BIN)/python autograde/grade.py $(if $(EXCHANGE),--exchange $(EXCHANGE))
+GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-collect,$(if $(filter %.zip,$(SOURCE)),--zip $(SOURCE),--folder $(SOURCE))))
+
+.PHONY: release grade feedback export report
+
+release: $(STAMP)
+	$(GRADE) release $(ASSIGNMENT)
+
+grade: $(STAMP)
+	$(GRADE) all $(ASSIGNMENT) $(GRADE_SOURCE) $(GRADE_ARGS)
+
+feedback: $(STAMP)
+	$(GRADE) feedback $(ASSIGNMENT) --release
+
+export: $(STAMP)
+	$(GRADE) export
+
+report: $(STAMP)
+	$(GRADE) report $(ASSIGNMENT)

@@ -8,6 +8,7 @@
 Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
 """
 import os
+import sys
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -29,3 +30,23 @@ c.OverwriteCells.add_missing_cells = True
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
+
+# Kernels that run students' code start through kernel_guard (a per-kernel memory limit, no core
+# dumps, one BLAS thread, and a hook to put a sandbox command in front: command_prefix).
+here in sys.path or sys.path.insert(0, here)
+from kernel_guard import GuardedExecute  # noqa: E402
+from feedback_filter import HideHiddenTests  # noqa: E402
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades,  # noqa: E402
+                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+
+c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+c.GuardedKernelManager.memory_limit_mb = 2048
+c.GuardedKernelManager.command_prefix = []  # e.g. ["bwrap", ..., "--"]: see docs/instructors.md
+# Huge outputs are cut (stored outputs are cleared before grading anyway).
+c.LimitOutput.max_lines = 1000
+c.LimitOutput.max_traceback = 100
+
+# Feedback for students never shows the hidden tests (nbgrader's own feedback would).
+c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]

@@ -1,0 +1,1026 @@
+"""The instructor's grading pipeline: release, collect, autograde in parallel, feedback, grades, report.
+
+Everything goes through the real nbgrader; this module adds what a class needs on top of it:
+
+* ``collect_*``     submissions from nbgrader's exchange, from an LMS zip, or from a folder
+                    ``<student>/<assignment>/<notebook>.ipynb``, all into ``submitted/``;
+* ``grade``         every student of an assignment, in parallel (one worker per core, each grading
+                    into a private copy of the gradebook; only this process writes the course's
+                    gradebook), with a progress line, a per-cell time limit, a per-submission time
+                    limit and a per-kernel memory limit; a status and plain-words notes per student;
+                    a run that is interrupted resumes where it stopped;
+* ``feedback``      nbgrader's feedback HTML with the hidden tests removed (``feedback_filter``),
+                    checked, and released through the exchange;
+* ``export_grades`` a CSV, one row per student and assignment, one column per graded exercise;
+* ``report``        what went wrong, per student, in plain words.
+
+The command line is ``grade.py`` (``python autograde/grade.py --help``); docs/instructors.md walks
+through a term.
+"""
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import queue
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+# The statuses, from best to worst. Every student of an assignment gets exactly one.
+GRADED, REVIEW, TIMED_OUT, DIED, INVALID, MISSING = (
+    "graded", "needs review", "timed out", "kernel died", "invalid notebook", "missing")
+STATUSES = (GRADED, REVIEW, TIMED_OUT, DIED, INVALID, MISSING)
+FAILED = {TIMED_OUT, DIED, INVALID, MISSING}  # counted as failures on the progress line
+
+MAX_NOTEBOOK_MB = 50  # a bigger .ipynb is refused as invalid (stored outputs are cleared anyway)
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# The course: where everything lives, and how nbgrader is called on it
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Course:
+    """A course root laid out as in nbgrader_config.py (the repository itself, or a copy for tests)."""
+
+    root: Path = REPO
+    exchange: Path | None = None  # nbgrader's exchange folder (None: nbgrader's default, /srv/nbgrader/exchange)
+    course_id: str = "heads-and-masks"
+    source: str = "solutions"
+    release: str = "notebooks"
+    submitted: str = "autograde/submitted"
+    autograded: str = "autograde/autograded"
+    feedback: str = "autograde/feedback"
+    solution: str = "autograde/solution"
+    runtime: str = "autograde"  # gradebook.db, results/, reports/, work/, downloaded/
+
+    def __post_init__(self):
+        self.root = Path(self.root).resolve()
+        if self.exchange is not None:
+            self.exchange = Path(self.exchange).resolve()
+
+    def path(self, step: str, student: str | None = None, assignment: str | None = None) -> Path:
+        folder = self.root / getattr(self, step)
+        if student is not None:
+            folder = folder / student
+        if assignment is not None:
+            folder = folder / assignment
+        return folder
+
+    @property
+    def gradebook_path(self) -> Path:
+        return self.root / self.runtime / "gradebook.db"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook_path}"
+
+    def runtime_dir(self, *parts: str) -> Path:
+        folder = self.root / self.runtime / Path(*parts)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def assignments(self) -> list[str]:
+        return sorted(p.name for p in self.path("source").iterdir() if p.is_dir() and p.name[:2].isdigit())
+
+    def nbgrader_args(self, **overrides: str) -> list[str]:
+        """Every CourseDirectory setting on the command line (``overrides``: e.g. release=...)."""
+        args = [f"--CourseDirectory.root={self.root}", f"--CourseDirectory.course_id={self.course_id}",
+                f"--CourseDirectory.db_url={self.db_url}"]
+        for step in ("source", "release", "submitted", "autograded", "feedback", "solution"):
+            args.append(f"--CourseDirectory.{step}_directory={overrides.get(step, getattr(self, step))}")
+        if self.exchange is not None:
+            args.append(f"--Exchange.root={self.exchange}")
+        return args
+
+    def nbgrader(self, *args: str, check: bool = True, **overrides: str) -> subprocess.CompletedProcess:
+        """Run an nbgrader command on this course with the course's nbgrader_config.py."""
+        command = [sys.executable, "-m", "nbgrader", *args, *self.nbgrader_args(**overrides)]
+        run = subprocess.run(command, cwd=HERE, env=tool_env(), capture_output=True, text=True)
+        if check and run.returncode != 0:
+            raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{run.stdout}\n{run.stderr}")
+        return run
+
+
+def tool_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def gradebook(course: Course):
+    from nbgrader.api import Gradebook
+
+    course.gradebook_path.parent.mkdir(parents=True, exist_ok=True)
+    return Gradebook(course.db_url, course.course_id)
+
+
+# ---------------------------------------------------------------------------------------------
+# Setting up and releasing
+# ---------------------------------------------------------------------------------------------
+
+def in_gradebook(course: Course, assignment: str) -> bool:
+    from nbgrader.api import MissingEntry
+
+    if not course.gradebook_path.exists():
+        return False
+    with gradebook(course) as gb:
+        try:
+            return bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+
+
+def setup(course: Course, assignment: str, force: bool = False) -> list[str]:
+    """Record the assignment (its cells and hidden tests) in the course's gradebook.
+
+    ``generate_assignment`` does it; its release goes to a scratch folder and is compared with the
+    committed ``notebooks/``, which is never rewritten here. Returns warnings (e.g. stale notebooks).
+    """
+    if in_gradebook(course, assignment) and not force:
+        return []
+    scratch = course.runtime_dir("work", "release-check")
+    shutil.rmtree(scratch / assignment, ignore_errors=True)
+    course.nbgrader("generate_assignment", assignment, "--force", release=str(scratch))
+    warnings = []
+    released = course.path("release", assignment=assignment)
+    for built in sorted((scratch / assignment).glob("*.ipynb")):
+        committed = released / built.name
+        if not committed.exists() or strip_ids(committed) != strip_ids(built):
+            warnings.append(f"{committed.relative_to(course.root)} differs from what the solutions generate: "
+                            "run `make notebooks` before releasing")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return warnings
+
+
+def strip_ids(path: Path) -> str:
+    return json.dumps(nbformat.read(path, as_version=4), sort_keys=True)
+
+
+def release(course: Course, assignment: str) -> list[str]:
+    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch."""
+    warnings = setup(course, assignment)
+    course.nbgrader("release_assignment", assignment, "--force")
+    return warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# Collecting
+# ---------------------------------------------------------------------------------------------
+
+def collect_exchange(course: Course, assignment: str) -> list[str]:
+    """Copy the latest submission of every student from the exchange into ``submitted/``."""
+    setup(course, assignment)
+    course.nbgrader("collect", assignment, "--update")
+    return students_with_submissions(course, assignment)
+
+
+def default_zip_regexp(assignment: str) -> str:
+    """``<student>_<anything>_<assignment>[suffix].ipynb``: Canvas and Moodle downloads, for example
+    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``."""
+    import re
+
+    return rf".*/(?P<student_id>[^/_]+)_(?:[^/]*_)?(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
+
+
+def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regexp: str | None = None) -> list[str]:
+    """Collect an LMS download (zip files, or loose files named by student) with ``zip_collect``."""
+    setup(course, assignment)
+    downloaded = course.runtime_dir("downloaded")
+    archive_dir = downloaded / assignment / "archive"
+    shutil.rmtree(archive_dir, ignore_errors=True)
+    archive_dir.mkdir(parents=True)
+    for archive in archives:
+        shutil.copy(archive, archive_dir / Path(archive).name)
+    course.nbgrader("zip_collect", assignment, "--force",
+                    f"--ZipCollectApp.downloaded_directory={downloaded}",
+                    f"--FileNameCollectorPlugin.named_regexp={regexp or default_zip_regexp(assignment)}")
+    return students_with_submissions(course, assignment)
+
+
+def collect_folder(course: Course, assignment: str, folder: Path) -> list[str]:
+    """Collect ``<folder>/<student>/<assignment>/...`` (e.g. copied from a shared drive)."""
+    folder = Path(folder)
+    students = []
+    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        source = student_dir / assignment
+        if not source.is_dir():
+            continue
+        target = course.path("submitted", student_dir.name, assignment)
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        stamp = target / "timestamp.txt"
+        if not stamp.exists():
+            newest = max((p.stat().st_mtime for p in target.rglob("*") if p.is_file()), default=time.time())
+            stamp.write_text(dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+        students.append(student_dir.name)
+    return students
+
+
+def students_with_submissions(course: Course, assignment: str) -> list[str]:
+    base = course.path("submitted")
+    if not base.exists():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / assignment).is_dir())
+
+
+def roster(course: Course, assignment: str) -> list[str]:
+    """Every student the course knows: in the gradebook, with a submission, or graded before."""
+    students = set(students_with_submissions(course, assignment))
+    if course.gradebook_path.exists():
+        with gradebook(course) as gb:
+            students |= {s.id for s in gb.students}
+    results = course.root / course.runtime / "results" / assignment
+    if results.exists():
+        students |= {p.stem for p in results.glob("*.json")}
+    return sorted(students)
+
+
+# ---------------------------------------------------------------------------------------------
+# Looking at a submission before grading it
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Inspection:
+    status: str | None = None  # set when the submission cannot be graded at all
+    notes: list[str] = dataclasses.field(default_factory=list)
+    rename: dict[str, str] = dataclasses.field(default_factory=dict)
+    fingerprint: str = ""
+
+
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _is_test(cell) -> bool:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(meta.get("grade")) and not meta.get("solution")
+
+
+def fingerprint(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0")
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def expected_notebooks(course: Course, assignment: str) -> list[str]:
+    return sorted(p.stem for p in course.path("release", assignment=assignment).glob("*.ipynb")) or \
+        sorted(p.stem for p in course.path("source", assignment=assignment).glob("*.ipynb"))
+
+
+def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_NOTEBOOK_MB) -> Inspection:
+    """Decide whether a submission can be graded, and note everything unusual about it."""
+    folder = course.path("submitted", student, assignment)
+    result = Inspection()
+    if not folder.is_dir():
+        result.status = MISSING
+        result.notes.append("nothing was submitted")
+        return result
+    result.fingerprint = fingerprint(folder)
+    present = sorted(p.name for p in folder.glob("*.ipynb"))
+    expected = [f"{name}.ipynb" for name in expected_notebooks(course, assignment)]
+    missing = [name for name in expected if name not in present]
+    extra = [name for name in present if name not in expected]
+    if missing and len(missing) == len(extra) == 1:
+        result.rename[extra[0]] = missing[0]
+        result.notes.append(f"the notebook was named `{extra[0]}` instead of `{missing[0]}`: graded it as `{missing[0]}`")
+        missing = []
+    if missing:
+        found = f" (found: {', '.join(present)})" if present else " (no notebook at all)"
+        result.status = MISSING
+        result.notes.append(f"no `{missing[0]}` in the submission{found}")
+        return result
+    release = course.path("release", assignment=assignment)
+    for name in expected:
+        submitted_name = next((wrong for wrong, right in result.rename.items() if right == name), name)
+        path = folder / submitted_name
+        size_mb = path.stat().st_size / 1e6
+        if size_mb > max_mb:
+            result.status = INVALID
+            result.notes.append(f"`{submitted_name}` is {size_mb:.0f} MB, over the {max_mb:g} MB limit: "
+                                "clear its outputs and submit again")
+            return result
+        try:
+            with open(path, encoding="utf-8") as handle:
+                raw = json.load(handle)
+        except (UnicodeDecodeError, ValueError) as error:
+            result.status = INVALID
+            result.notes.append(f"`{submitted_name}` is not valid JSON ({error}): the file is damaged or not a notebook")
+            return result
+        try:
+            notebook = nbformat.reads(json.dumps(raw), as_version=4)
+        except Exception as error:  # nbformat raises several kinds
+            result.status = INVALID
+            result.notes.append(f"`{submitted_name}` is JSON but not a Jupyter notebook ({type(error).__name__}: {error})")
+            return result
+        if (release / name).exists():
+            result.notes += compare_with_release(notebook, nbformat.read(release / name, as_version=4))
+        result.notes += suspicious_code(notebook, assignment)
+    return result
+
+
+def suspicious_code(notebook, assignment: str) -> list[str]:
+    """Constructs that can game the grader (``scan.py``): a note each, the score is not changed."""
+    try:
+        from scan import scan_notebook
+    except ImportError:
+        return []
+    try:
+        findings = scan_notebook(notebook, assignment)
+    except Exception as error:  # a scanner problem must not stop grading
+        return [f"the code scan failed ({type(error).__name__}: {error})"]
+    if not findings:
+        return []
+    shown = "; ".join(str(f) for f in findings[:3]) + (f"; and {len(findings) - 3} more" if len(findings) > 3 else "")
+    return [f"suspicious code, check it by hand: {shown}"]
+
+
+def compare_with_release(submitted, released) -> list[str]:
+    """What the student did to the test cells (nbgrader puts them back; the instructor should know)."""
+    notes = []
+    original = {_grade_id(c): c for c in released.cells if _is_test(c)}
+    answers = [_grade_id(c) for c in released.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
+    seen: dict[str, list] = {}
+    for cell in submitted.cells:
+        gid = _grade_id(cell)
+        if gid is not None:
+            seen.setdefault(gid, []).append(cell)
+    for gid, cell in original.items():
+        copies = seen.get(gid, [])
+        if not copies:
+            notes.append(f"test cell `{gid}` was deleted: put back and run")
+            continue
+        if len(copies) > 1:
+            notes.append(f"test cell `{gid}` appears {len(copies)} times: the last copy was graded, the others ran as ordinary code")
+        last = copies[-1]
+        if last.cell_type != cell.cell_type:
+            notes.append(f"test cell `{gid}` was changed to {last.cell_type}: put back as {cell.cell_type} and run")
+        elif last.source.strip() != cell.source.strip():
+            notes.append(f"test cell `{gid}` was edited: the original was put back and run")
+    for gid in answers:
+        if gid not in seen:
+            notes.append(f"answer cell `{gid}` is missing (deleted or its metadata removed)")
+    return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Results: one JSON record per student and assignment, written after the gradebook
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Result:
+    student: str
+    assignment: str
+    status: str
+    scores: dict[str, float]
+    max_scores: dict[str, float]
+    notes: list[str]
+    fingerprint: str = ""
+    seconds: float = 0.0
+    graded_at: str = ""
+
+    @property
+    def total(self) -> float:
+        return sum(self.scores.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(self.max_scores.values())
+
+    def line(self) -> str:
+        """The report's line for this student."""
+        score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
+        text = f"{self.student}: {self.status}, {score}"
+        return text + (": " + "; ".join(self.notes) if self.notes else "")
+
+
+def results_dir(course: Course, assignment: str) -> Path:
+    return course.runtime_dir("results", assignment)
+
+
+def write_result(course: Course, result: Result) -> None:
+    path = results_dir(course, result.assignment) / f"{result.student}.json"
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(dataclasses.asdict(result), indent=1))
+    os.replace(temporary, path)  # atomic: a record is either there whole or not at all
+
+
+def read_results(course: Course, assignment: str) -> dict[str, Result]:
+    folder = course.root / course.runtime / "results" / assignment
+    results = {}
+    if folder.exists():
+        for path in sorted(folder.glob("*.json")):
+            try:
+                results[path.stem] = Result(**json.loads(path.read_text()))
+            except (ValueError, TypeError):
+                continue  # a damaged record: that student is graded again
+    return results
+
+
+def grade_cells(course: Course, assignment: str) -> dict[str, float]:
+    """grade_id -> max points of every graded cell of the assignment, from the gradebook."""
+    with gradebook(course) as gb:
+        found = gb.find_assignment(assignment)
+        return {cell.name: float(cell.max_score) for nb in found.notebooks for cell in nb.grade_cells}
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing into the course's gradebook (only ever from this process)
+# ---------------------------------------------------------------------------------------------
+
+def _parse_time(text: str | None):
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text)
+
+
+def merge_into_gradebook(course: Course, assignment: str, student: str, graded: dict | None) -> None:
+    """Record one student's autograde in the course gradebook, replacing any earlier one.
+
+    ``graded`` is what a worker read from its private gradebook; ``None`` records a submission that
+    could not be graded: every grade 0 and flagged for manual grading, so formgrader shows it.
+    Manual scores an instructor already gave are kept.
+    """
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    with gradebook(course) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)  # nbgrader's own ORM use, harmless and noisy
+        gb.update_or_create_student(student)
+        timestamp = _parse_time(graded.get("timestamp")) if graded else None
+        submission = gb.update_or_create_submission(assignment, student, **({"timestamp": timestamp} if timestamp else {}))
+        for notebook in submission.notebooks:
+            data = (graded or {}).get("notebooks", {}).get(notebook.name)
+            for grade in notebook.grades:
+                if data and grade.name in data["grades"]:
+                    grade.auto_score = data["grades"][grade.name]["auto_score"]
+                    grade.needs_manual_grade = bool(data["grades"][grade.name]["needs_manual_grade"])
+                else:
+                    grade.auto_score = 0.0
+                    grade.needs_manual_grade = True
+            for comment in notebook.comments:
+                if data and comment.name in data["comments"]:
+                    comment.auto_comment = data["comments"][comment.name]
+            notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
+        gb.db.commit()
+
+
+def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict[str, float]:
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return {}
+        return {g.name: float(g.score or 0.0) for nb in submission.notebooks for g in nb.grades}
+
+
+# ---------------------------------------------------------------------------------------------
+# What the autograded notebook says happened
+# ---------------------------------------------------------------------------------------------
+
+def _cell_label(cell, index: int) -> str:
+    gid = _grade_id(cell)
+    first = next((line.strip() for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
+    return f"`{gid}`" if gid else f"cell {index + 1} (`{first[:40]}`)"
+
+
+def outcome_notes(notebook, cell_timeout: int, memory_mb: int) -> tuple[str | None, list[str]]:
+    """Timeouts and memory errors seen in the autograded notebook: (status or None, notes)."""
+    status, notes = None, []
+    for index, cell in enumerate(notebook.cells):
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if output.get("output_type") != "error":
+                continue
+            if output.get("ename") == "CellTimeoutError":
+                status = TIMED_OUT
+                notes.append(f"{_cell_label(cell, index)} ran longer than {cell_timeout} s and was stopped; "
+                             "the other cells were graded")
+            elif output.get("ename") == "MemoryError":
+                status = status or REVIEW
+                notes.append(f"{_cell_label(cell, index)} ran out of memory (the limit is {memory_mb} MiB per notebook)")
+    return status, notes
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers: long-lived processes, each grading in its own private root
+# ---------------------------------------------------------------------------------------------
+
+class Worker:
+    def __init__(self, settings: dict, results: queue.Queue, prefix: list[str]):
+        self.settings = settings
+        self.process = subprocess.Popen(
+            [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            start_new_session=True)
+        self.job: dict | None = None
+        self.started = 0.0
+        self.process.stdin.write(json.dumps(settings) + "\n")
+        self.process.stdin.flush()
+        self.reader = threading.Thread(target=self._read, args=(results,), daemon=True)
+        self.reader.start()
+
+    def _read(self, results: queue.Queue) -> None:
+        for line in self.process.stdout:
+            if line.strip():
+                results.put((self, json.loads(line)))
+        results.put((self, None))  # the worker is gone
+
+    def send(self, job: dict) -> None:
+        self.job, self.started = job, time.monotonic()
+        self.process.stdin.write(json.dumps(job) + "\n")
+        self.process.stdin.flush()
+
+    def kill(self) -> None:
+        """End the worker and every process under it (its kernels run in their own sessions)."""
+        import psutil
+
+        try:
+            family = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        for process in [self.process, *family]:
+            try:
+                os.kill(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.process.wait()
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+class Progress:
+    """``[#####.....] 12/40 graded, 1 failure so far`` on a terminal; a line per student otherwise."""
+
+    def __init__(self, total: int, stream=None, enabled: bool = True):
+        self.total, self.done, self.failures = total, 0, 0
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.started = time.monotonic()
+
+    def update(self, result: Result) -> None:
+        self.done += 1
+        self.failures += result.status in FAILED
+        if not self.enabled:
+            return
+        width = 30
+        filled = round(width * self.done / max(self.total, 1))
+        bar = "#" * filled + "." * (width - filled)
+        rate = self.done / max(time.monotonic() - self.started, 1e-9) * 60
+        text = (f"[{bar}] {self.done}/{self.total} students, {self.failures} "
+                f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min")
+        if self.tty:
+            self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
+        else:
+            self.stream.write(f"{text}  ({result.student}: {result.status})\n")
+        self.stream.flush()
+
+
+def snapshot_gradebook(course: Course, into: Path) -> Path:
+    """A consistent copy of the course gradebook (sqlite's backup API) for the workers to start from."""
+    target = into / "gradebook.db"
+    source = sqlite3.connect(course.gradebook_path)
+    copy = sqlite3.connect(target)
+    with copy:
+        source.backup(copy)
+    source.close()
+    copy.close()
+    return target
+
+
+def grade(course: Course, assignment: str, *, students: list[str] | None = None, workers: int | None = None,
+          force: bool = False, cell_timeout: int | None = None, submission_timeout: float | None = None,
+          memory_mb: int | None = None, worker_prefix: list[str] | None = None, progress: bool = True,
+          stream=None, on_result: Callable[[Result], None] | None = None) -> dict[str, Result]:
+    """Autograde every student of ``assignment`` (or ``students``) in parallel; return each one's Result.
+
+    Submissions already graded (a result record with the same fingerprint) are skipped unless
+    ``force``: running it twice changes nothing, and a run that was killed resumes.
+    """
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+    cell_timeout = int(cell_timeout or config.Execute.get("timeout", 60))
+    memory_mb = int(memory_mb if memory_mb is not None else config.GuardedKernelManager.get("memory_limit_mb", 2048))
+    submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
+    workers = max(1, workers or default_workers())
+    with exclusive(course):
+        return _grade(course, assignment, students=students, workers=workers, force=force,
+                      cell_timeout=cell_timeout, submission_timeout=submission_timeout, memory_mb=memory_mb,
+                      worker_prefix=worker_prefix, progress=progress, stream=stream, on_result=on_result)
+
+
+class GradingInProgress(RuntimeError):
+    pass
+
+
+@contextlib.contextmanager
+def exclusive(course: Course):
+    """One grading run per course at a time (the lock goes with the process, even when it is killed)."""
+    import fcntl
+
+    handle = open(course.runtime_dir("work") / ".lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise GradingInProgress("another grading run is working on this course; wait for it to finish") from None
+    try:
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+def _grade(course, assignment, *, students, workers, force, cell_timeout, submission_timeout, memory_mb,
+           worker_prefix, progress, stream, on_result) -> dict[str, Result]:
+    setup(course, assignment)
+    maxima = grade_cells(course, assignment)
+    everyone = students if students is not None else roster(course, assignment)
+    previous = read_results(course, assignment)
+
+    results: dict[str, Result] = {}
+    jobs: list[dict] = []
+    inspections: dict[str, Inspection] = {}
+    for student in everyone:
+        found = inspect(course, assignment, student)
+        inspections[student] = found
+        old = previous.get(student)
+        if not force and old is not None and old.fingerprint == found.fingerprint:
+            results[student] = old  # already graded from exactly these files
+            continue
+        if found.status is not None:  # cannot be graded: record it now
+            results[student] = None  # placeholder, filled below
+            continue
+        jobs.append({"assignment": assignment, "student": student,
+                     "folder": str(course.path("submitted", student, assignment)), "rename": found.rename})
+
+    meter = Progress(len(everyone), stream, enabled=progress)
+    for student in everyone:
+        if results.get(student) is not None:
+            meter.update(results[student])
+
+    def finish(result: Result) -> None:
+        write_result(course, result)
+        results[result.student] = result
+        meter.update(result)
+        if on_result:
+            on_result(result)
+
+    for student in [s for s, r in results.items() if r is None]:
+        found = inspections[student]
+        had_files = course.path("submitted", student, assignment).is_dir()
+        if had_files:
+            merge_into_gradebook(course, assignment, student, None)
+        shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
+        finish(Result(student, assignment, found.status, {g: 0.0 for g in maxima}, maxima, found.notes,
+                      found.fingerprint, 0.0, now()))
+
+    if jobs:
+        run_jobs(course, assignment, jobs, inspections, maxima, workers=workers, cell_timeout=cell_timeout,
+                 submission_timeout=submission_timeout, memory_mb=memory_mb, prefix=worker_prefix or [],
+                 finish=finish)
+    return {s: results[s] for s in everyone}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_timeout, submission_timeout,
+             memory_mb, prefix, finish) -> None:
+    for stale in course.runtime_dir("work").glob("run-*"):  # left by a run that was killed
+        shutil.rmtree(stale, ignore_errors=True)
+    work = course.runtime_dir("work", f"run-{uuid.uuid4().hex[:8]}")
+    snapshot = snapshot_gradebook(course, work)
+    settings = {"source": str(course.path("source")), "gradebook": str(snapshot), "course_id": course.course_id,
+                "config": {"Execute.timeout": cell_timeout, "GuardedKernelManager.memory_limit_mb": memory_mb}}
+    incoming: queue.Queue = queue.Queue()
+    pending = list(jobs)
+    retried: set[str] = set()
+    pool: list[Worker] = []
+
+    def start_worker() -> Worker:
+        worker_settings = dict(settings, root=str(work / f"worker-{uuid.uuid4().hex[:8]}"))
+        worker = Worker(worker_settings, incoming, prefix)
+        pool.append(worker)
+        return worker
+
+    def conclude(job: dict, message: dict | None, killed_for: str | None = None) -> None:
+        student = job["student"]
+        found = inspections[student]
+        log_text = (message or {}).get("log", "")
+        (course.runtime_dir("logs", assignment) / f"{student}.log").write_text(log_text or "(no log)\n")
+        notes = list(found.notes)
+        seconds = message.get("seconds", 0.0) if message else 0.0
+        if message and message.get("ok"):
+            target = course.path("autograded", student, assignment)
+            shutil.rmtree(target, ignore_errors=True)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(message["autograded"], target)
+            merge_into_gradebook(course, assignment, student, message)
+            notebook_path = target / f"{expected_notebooks(course, assignment)[0]}.ipynb"
+            status = REVIEW if notes else GRADED
+            if notebook_path.exists():
+                seen, more = outcome_notes(nbformat.read(notebook_path, as_version=4), cell_timeout, memory_mb)
+                notes += more
+                if seen == TIMED_OUT or (seen == REVIEW and status == GRADED):
+                    status = seen
+            scores = scores_from_gradebook(course, assignment, student)
+        else:
+            status = killed_for or (message or {}).get("failure") or DIED
+            log = (message or {}).get("log", "")
+            if status == "grading error":
+                status = REVIEW
+                notes.append("nbgrader could not grade it: " + last_error_line(log))
+            elif status == DIED:
+                notes.append("the kernel died while running the notebook (a crash such as os._exit or a "
+                             "segfault, or memory beyond the limit): nothing could be graded; "
+                             + last_error_line(log))
+            elif status == TIMED_OUT:
+                notes.append(killed_for and f"grading took longer than {submission_timeout:g} s and was stopped"
+                             or "a cell could not be interrupted after its time limit: " + last_error_line(log))
+            elif status == INVALID:
+                notes.append("nbgrader could not read the notebook: " + last_error_line(log))
+            merge_into_gradebook(course, assignment, student, None)
+            shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
+            scores = {g: 0.0 for g in maxima}
+        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now()))
+
+    try:
+        while pending or any(w.job for w in pool):
+            idle = [w for w in pool if w.job is None]
+            while pending and (idle or len(pool) < workers):
+                worker = idle.pop() if idle else start_worker()
+                worker.send(pending.pop(0))
+            try:
+                worker, message = incoming.get(timeout=1.0)
+            except queue.Empty:
+                for worker in list(pool):
+                    if worker.job and time.monotonic() - worker.started > submission_timeout:
+                        job = worker.job
+                        worker.job = None
+                        pool.remove(worker)
+                        worker.kill()
+                        conclude(job, None, killed_for=TIMED_OUT)
+                continue
+            if worker not in pool:
+                continue  # a killed worker's last words
+            job = worker.job
+            if message is None:  # the worker process itself died
+                pool.remove(worker)
+                worker.kill()
+                if job is not None:
+                    if job["student"] in retried:
+                        conclude(job, {"ok": False, "failure": DIED, "log": "the grading process died"})
+                    else:
+                        retried.add(job["student"])
+                        pending.insert(0, job)
+                continue
+            worker.job = None
+            conclude(job, message)
+    finally:
+        for worker in pool:
+            worker.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def last_error_line(log: str) -> str:
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "error" in line:
+            return line[:300]
+    return lines[-1][:300] if lines else "(no log)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Feedback
+# ---------------------------------------------------------------------------------------------
+
+def hidden_lines(course: Course, assignment: str) -> set[str]:
+    """The lines of the assignment's hidden tests (from the source), for checking feedback."""
+    from feedback_filter import split_hidden
+
+    lines = set()
+    for path in course.path("source", assignment=assignment).glob("*.ipynb"):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                lines |= {line.strip() for line in split_hidden(cell.source)[1] if len(line.strip()) >= 8}
+    return lines
+
+
+def leaked_lines(html: str, hidden: set[str]) -> list[str]:
+    import html as html_module
+    import re
+
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", html))
+    return sorted(line for line in hidden if line in text)
+
+
+def feedback(course: Course, assignment: str, release_to_students: bool = False) -> list[Path]:
+    """Generate the students' feedback (HTML, hidden tests removed), check it, optionally release it."""
+    course.nbgrader("generate_feedback", assignment, "--force")
+    hidden = hidden_lines(course, assignment)
+    files = sorted(course.path("feedback").glob(f"*/{assignment}/*.html"))
+    for path in files:
+        leaks = leaked_lines(path.read_text(encoding="utf-8"), hidden)
+        if leaks:
+            path.unlink()
+            raise RuntimeError(f"{path} showed hidden tests ({leaks[:2]}); it was deleted, nothing was released")
+    if release_to_students:
+        course.nbgrader("release_feedback", assignment)
+    return files
+
+
+# ---------------------------------------------------------------------------------------------
+# Grades and the report
+# ---------------------------------------------------------------------------------------------
+
+def exercise_of(grade_id: str, answers: list[str]) -> str:
+    """The exercise a test cell grades: ``test_split_heads_errors`` -> ``split_heads`` (longest answer id)."""
+    name = grade_id[len("test_"):] if grade_id.startswith("test_") else grade_id
+    matches = [a for a in answers if name == a or name.startswith(a + "_")]
+    return max(matches, key=len) if matches else name
+
+
+def exercises(course: Course, assignment: str) -> dict[str, list[str]]:
+    """exercise -> its grade cells, in notebook order."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            found = gb.find_assignment(assignment)
+        except MissingEntry:
+            return {}
+        grouped: dict[str, list[str]] = {}
+        for notebook in found.notebooks:
+            answers = [c.name for c in notebook.solution_cells]
+            for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
+                grouped.setdefault(exercise_of(cell.name, answers), []).append(cell.name)
+    return grouped
+
+
+def export_grades(course: Course, path: Path, assignments: list[str] | None = None) -> list[dict]:
+    """Write the grades CSV: student, assignment, status, one column per exercise, total, max, notes."""
+    assignments = assignments or [a for a in course.assignments() if in_gradebook(course, a)]
+    rows, columns = [], []
+    for assignment in assignments:
+        grouped = exercises(course, assignment)
+        columns += [e for e in grouped if e not in columns]
+        recorded = read_results(course, assignment)
+        maxima = grade_cells(course, assignment)
+        for student in roster(course, assignment):
+            result = recorded.get(student)
+            status = result.status if result else (MISSING if not course.path("submitted", student, assignment).is_dir()
+                                                   else "not graded yet")
+            scores = scores_from_gradebook(course, assignment, student) if result else {}
+            row = {"student": student, "assignment": assignment, "status": status}
+            for exercise, cells in grouped.items():
+                row[exercise] = f"{sum(scores.get(c, 0.0) for c in cells):g}"
+            row["total"] = f"{sum(scores.get(c, 0.0) for c in maxima):g}"
+            row["max_total"] = f"{sum(maxima.values()):g}"
+            row["notes"] = "; ".join(result.notes) if result else ""
+            rows.append(row)
+    header = ["student", "assignment", "status", *columns, "total", "max_total", "notes"]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def report(course: Course, assignment: str) -> str:
+    """Everything that went wrong, per student, in plain words (also written to reports/)."""
+    results = read_results(course, assignment)
+    everyone = roster(course, assignment)
+    counts = {status: 0 for status in STATUSES}
+    lines = []
+    for student in everyone:
+        result = results.get(student)
+        if result is None:
+            status = MISSING if not course.path("submitted", student, assignment).is_dir() else "not graded yet"
+            counts[status] = counts.get(status, 0) + 1
+            lines.append(f"  {student}: {status}" + (": nothing was submitted" if status == MISSING else
+                                                      ": run `grade.py autograde` again"))
+            continue
+        counts[result.status] += 1
+        if result.status != GRADED:
+            lines.append("  " + result.line())
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+    text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
+    text += lines if lines else ["  every submission was graded without trouble"]
+    out = "\n".join(text) + "\n"
+    (course.runtime_dir("reports") / f"{assignment}.txt").write_text(out, encoding="utf-8")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Throughput: serial against parallel, side by side (``make bench`` and ``grade.py bench``)
+# ---------------------------------------------------------------------------------------------
+
+def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
+    """The released notebook with every answer cell filled from the solutions: a correct submission."""
+    name = expected_notebooks(course, assignment)[0]
+    released = nbformat.read(course.path("release", assignment=assignment) / f"{name}.ipynb", as_version=4)
+    solutions = nbformat.read(course.path("source", assignment=assignment) / f"{name}.ipynb", as_version=4)
+    answers = {_grade_id(c): c.source for c in solutions.cells
+               if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    for cell in released.cells:
+        if _grade_id(cell) in answers:
+            cell.source = "\n".join(line for line in answers[_grade_id(cell)].splitlines()
+                                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return released
+
+
+def make_course_copy(root: Path, exchange: Path | None = None) -> Course:
+    """A fresh course root with this repository's solutions/ and notebooks/ (for tests and benchmarks)."""
+    root = Path(root)
+    for name in ("solutions", "notebooks"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    return Course(root=root, exchange=exchange)
+
+
+def grading_throughput_benchmark(assignment: str = "00_start_here", n_submissions: int = 40,
+                                 workers: int | None = None) -> dict:
+    """Grade ``n_submissions`` correct submissions serially (one worker) and in parallel (one per core).
+
+    Two identical course roots, the same submissions, one after the other in this call. Returns the
+    seconds, notebooks per minute and the speedup; every submission must score full marks.
+    """
+    import tempfile
+
+    workers = workers or default_workers()
+    figures: dict = {"assignment": assignment, "n_submissions": n_submissions, "workers": workers,
+                     "cores": default_workers()}
+    with tempfile.TemporaryDirectory(prefix="hm-bench-") as scratch:
+        for mode, count in (("serial", 1), ("parallel", workers)):
+            course = make_course_copy(Path(scratch) / mode)
+            setup(course, assignment)
+            notebook = filled_submission(course, assignment)
+            name = expected_notebooks(course, assignment)[0]
+            for index in range(n_submissions):
+                folder = course.path("submitted", f"student{index:03d}", assignment)
+                folder.mkdir(parents=True)
+                nbformat.write(notebook, folder / f"{name}.ipynb")
+            started = time.perf_counter()
+            results = grade(course, assignment, workers=count, progress=False)
+            seconds = time.perf_counter() - started
+            full = sum(r.status == GRADED and r.total == r.max_total for r in results.values())
+            figures[f"{mode}_seconds"] = seconds
+            figures[f"{mode}_per_minute"] = n_submissions / seconds * 60
+            figures[f"{mode}_full_marks"] = full
+            problems = [r.line() for r in results.values() if not (r.status == GRADED and r.total == r.max_total)]
+            figures[f"{mode}_problems"] = problems[:3]
+    figures["speedup"] = figures["serial_seconds"] / figures["parallel_seconds"]
+    figures["all_full_marks"] = figures["serial_full_marks"] == figures["parallel_full_marks"] == n_submissions
+    return figures
+
+
+def describe(figures: dict) -> str:
+    return "\n".join([
+        f"grading {figures['n_submissions']} submissions of {figures['assignment']} "
+        f"({figures['cores']} cores):",
+        f"  serial   (1 worker):  {figures['serial_seconds']:6.1f} s  {figures['serial_per_minute']:6.1f} notebooks/min",
+        f"  parallel ({figures['workers']} workers): {figures['parallel_seconds']:6.1f} s  "
+        f"{figures['parallel_per_minute']:6.1f} notebooks/min",
+        f"  speedup {figures['speedup']:.2f}x; every submission full marks: {figures['all_full_marks']}",
+    ])

@@ -1,0 +1,94 @@
+"""Feedback that never shows the hidden tests.
+
+nbgrader's ``generate_feedback`` renders the autograded notebook, in which ``OverwriteCells`` has put
+the hidden tests back: by design it shows them verbatim. ``HideHiddenTests`` runs first in
+``GenerateFeedback.preprocessors`` (see ``nbgrader_config.py``) and, on a copy in memory:
+
+* replaces each ``### BEGIN HIDDEN TESTS`` ... ``### END HIDDEN TESTS`` block of a test cell with one
+  comment line;
+* shortens the error of a test cell to its last line (``CheckFailed: what was expected, what came
+  back, the likely mistake``): a traceback quotes the source line that failed, which may be a hidden
+  test;
+* redacts any output line, in any cell, that repeats a line of a hidden test (student code that
+  printed the tests while it was graded gets nothing out of it).
+
+The autograded notebooks on disk (the instructor's record) keep everything.
+"""
+from __future__ import annotations
+
+import re
+
+from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_solution
+from traitlets import Unicode
+
+BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def split_hidden(source: str) -> tuple[str, list[str]]:
+    """The source with each hidden block replaced by a placeholder, and the hidden lines removed."""
+    kept, hidden, inside = [], [], False
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(BEGIN):
+            inside = True
+            kept.append(line[: len(line) - len(line.lstrip())] + HideHiddenTests.placeholder.default_value)
+        elif stripped.startswith(END):
+            inside = False
+        elif inside:
+            hidden.append(line)
+        else:
+            kept.append(line)
+    return "\n".join(kept), hidden
+
+
+def _text(output) -> str:
+    text = output.get("text", "")
+    return "".join(text) if isinstance(text, list) else text
+
+
+class HideHiddenTests(NbGraderPreprocessor):
+    """Remove the hidden tests (and anything that quotes them) from a notebook before it is rendered."""
+
+    placeholder = Unicode("# (hidden tests ran here when your notebook was graded; they are not shown)").tag(config=True)
+    redacted = Unicode("[line removed: it repeated a hidden test]").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        hidden: set[str] = set()
+        self._test_cells = set()
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type == "code" and (is_grade(cell) and not is_solution(cell) or BEGIN in cell.source):
+                cell.source, lines = split_hidden(cell.source)
+                hidden |= {line.strip() for line in lines if len(line.strip()) >= 8}
+                self._test_cells.add(index)
+        self._hidden = hidden
+        return super().preprocess(nb, resources)
+
+    def _redact(self, text: str) -> str:
+        if not self._hidden:
+            return text
+        lines = text.split("\n")
+        return "\n".join(self.redacted if any(h in ANSI.sub("", line) for h in self._hidden) else line
+                         for line in lines)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                if index in self._test_cells:
+                    output.traceback = [f"{output.ename}: {output.evalue}"]
+                output.evalue = self._redact(output.evalue)
+                output.traceback = [self._redact(line) for line in output.traceback]
+            elif output.output_type == "stream":
+                output.text = self._redact(_text(output))
+            else:
+                data = output.get("data", {})
+                for mime in list(data):
+                    if mime.startswith("text/") or mime in ("application/json", "application/javascript"):
+                        value = data[mime]
+                        value = "".join(value) if isinstance(value, list) else value
+                        if isinstance(value, str):
+                            data[mime] = self._redact(value)
+        return cell, resources

@@ -1,0 +1,145 @@
+"""The instructor's command line: release, collect, autograde (in parallel), feedback, grades, report.
+
+    python autograde/grade.py setup     ASSIGNMENT            record it in the gradebook (once)
+    python autograde/grade.py release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
+    python autograde/grade.py collect   ASSIGNMENT            from the exchange
+    python autograde/grade.py collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
+    python autograde/grade.py collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
+    python autograde/grade.py autograde ASSIGNMENT [--workers N] [--force] [--cell-timeout S]
+    python autograde/grade.py feedback  ASSIGNMENT [--release]
+    python autograde/grade.py export    [ASSIGNMENT ...] [--output grades.csv]
+    python autograde/grade.py report    ASSIGNMENT
+    python autograde/grade.py all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
+    python autograde/grade.py bench     [--submissions 40] [--workers N]
+
+Every command works on the course root (the repository, or ``--root``) with the layout of
+``autograde/nbgrader_config.py``; ``--exchange DIR`` points at nbgrader's exchange. ``autograde``
+is safe to run again: what is already graded from the same files is skipped, and a run that was
+interrupted resumes. See docs/instructors.md.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import classroom  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=classroom.REPO, help="course root (default: the repository)")
+    parser.add_argument("--exchange", type=Path, default=None, help="nbgrader exchange folder")
+    parser.add_argument("--course-id", default="heads-and-masks")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    for name in ("setup", "release", "report"):
+        commands.add_parser(name).add_argument("assignment")
+
+    def add_collect_options(p):
+        p.add_argument("--zip", type=Path, action="append", default=[], help="an LMS download (repeatable)")
+        p.add_argument("--regexp", default=None, help="zip_collect's named_regexp (student_id, file_id)")
+        p.add_argument("--folder", type=Path, default=None, help="a folder <student>/<assignment>/...")
+
+    def add_grade_options(p):
+        p.add_argument("--workers", type=int, default=None, help="parallel graders (default: one per core)")
+        p.add_argument("--force", action="store_true", help="grade again what is already graded")
+        p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: config)")
+        p.add_argument("--submission-timeout", type=float, default=None, help="seconds per submission")
+        p.add_argument("--memory-mb", type=int, default=None, help="memory limit of each kernel, MiB")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    collect = commands.add_parser("collect")
+    collect.add_argument("assignment")
+    add_collect_options(collect)
+
+    autograde = commands.add_parser("autograde")
+    autograde.add_argument("assignment")
+    add_grade_options(autograde)
+
+    feedback = commands.add_parser("feedback")
+    feedback.add_argument("assignment")
+    feedback.add_argument("--release", action="store_true", help="release it through the exchange")
+
+    export = commands.add_parser("export")
+    export.add_argument("assignments", nargs="*")
+    export.add_argument("--output", type=Path, default=None, help="default: autograde/grades.csv")
+
+    everything = commands.add_parser("all", help="collect, autograde, feedback, export, report")
+    everything.add_argument("assignment")
+    add_collect_options(everything)
+    add_grade_options(everything)
+    everything.add_argument("--exchange-collect", action="store_true", help="collect from the exchange")
+    everything.add_argument("--release-feedback", action="store_true")
+    everything.add_argument("--output", type=Path, default=None)
+
+    bench = commands.add_parser("bench", help="serial vs parallel grading throughput")
+    bench.add_argument("--assignment", default="00_start_here")
+    bench.add_argument("--submissions", type=int, default=40)
+    bench.add_argument("--workers", type=int, default=None)
+    return parser
+
+
+def collect(course, args) -> None:
+    if args.zip:
+        students = classroom.collect_zip(course, args.assignment, args.zip, args.regexp)
+        print(f"collected {len(students)} submissions from {len(args.zip)} LMS file(s)")
+    elif args.folder:
+        students = classroom.collect_folder(course, args.assignment, args.folder)
+        print(f"collected {len(students)} submissions from {args.folder}")
+    else:
+        students = classroom.collect_exchange(course, args.assignment)
+        print(f"collected from the exchange: {len(students)} students have a submission")
+
+
+def autograde(course, args) -> None:
+    results = classroom.grade(course, args.assignment, workers=args.workers, force=args.force,
+                              cell_timeout=args.cell_timeout, submission_timeout=args.submission_timeout,
+                              memory_mb=args.memory_mb, progress=not args.quiet)
+    problems = sum(r.status != classroom.GRADED for r in results.values())
+    print(f"{len(results)} students, {problems} with something to look at "
+          f"(python autograde/grade.py report {args.assignment})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    course = classroom.Course(root=args.root, exchange=args.exchange, course_id=args.course_id)
+    if args.command == "setup":
+        for warning in classroom.setup(course, args.assignment, force=True):
+            print("warning:", warning)
+        print(f"{args.assignment} is in the gradebook ({course.gradebook_path})")
+    elif args.command == "release":
+        for warning in classroom.release(course, args.assignment):
+            print("warning:", warning)
+        print(f"released {args.assignment} to the exchange")
+    elif args.command == "collect":
+        collect(course, args)
+    elif args.command == "autograde":
+        autograde(course, args)
+    elif args.command == "feedback":
+        files = classroom.feedback(course, args.assignment, release_to_students=args.release)
+        print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))
+    elif args.command == "export":
+        output = args.output or course.root / course.runtime / "grades.csv"
+        rows = classroom.export_grades(course, output, args.assignments or None)
+        print(f"wrote {len(rows)} rows to {output}")
+    elif args.command == "report":
+        print(classroom.report(course, args.assignment), end="")
+    elif args.command == "all":
+        if args.zip or args.folder or args.exchange_collect:
+            collect(course, args)
+        autograde(course, args)
+        files = classroom.feedback(course, args.assignment, release_to_students=args.release_feedback)
+        print(f"{len(files)} feedback files, hidden tests removed")
+        output = args.output or course.root / course.runtime / "grades.csv"
+        rows = classroom.export_grades(course, output)
+        print(f"wrote {len(rows)} rows to {output}")
+        print(classroom.report(course, args.assignment), end="")
+    elif args.command == "bench":
+        print(classroom.describe(classroom.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

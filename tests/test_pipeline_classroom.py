@@ -1,0 +1,309 @@
+"""The instructor's pipeline with real nbgrader in temporary course roots.
+
+* a class full of bad submissions (00_start_here), graded in one parallel run: each kind gets its
+  status, its line in the report and its CSV row, and the others are graded all the same;
+* re-grading is idempotent; a run killed half way resumes without losing or duplicating grades;
+* the whole classroom flow with the filesystem exchange and three students;
+* an LMS zip collected and graded;
+* every assignment that exists goes through the pipeline: solutions full marks, untouched 0,
+  feedback without hidden tests.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import ASSIGNMENTS, REPO, student_notebook
+from submissions import submission
+
+import classroom
+
+pytestmark = pytest.mark.slow
+A = "00_start_here"
+CELL_TIMEOUT = 20  # seconds; generous for a loaded 2-core machine, and the loop costs exactly this
+MEMORY_MB = 1536
+
+
+def _test_index(notebook) -> int:
+    return next(i for i, c in enumerate(notebook.cells) if classroom._is_test(c))
+
+
+def _answer_index(notebook) -> int:
+    return next(i for i, c in enumerate(notebook.cells) if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+
+
+def _with_cell(source: str, notebook=None, after_answer: bool = True):
+    notebook = notebook or submission(A, {})
+    notebook.cells.insert(_answer_index(notebook) + 1 if after_answer else 0, nbformat.v4.new_code_cell(source))
+    return notebook
+
+
+def _deleted_tests():
+    notebook = submission(A, {})
+    notebook.cells = [c for c in notebook.cells if not classroom._is_test(c)]
+    return notebook
+
+
+def _edited_tests():
+    notebook = submission(A, {"attention": "def attention(q, k, v, mask=None):\n    return q @ k.T @ v\n"})
+    notebook.cells[_test_index(notebook)].source = "print('✓ all tests pass')"
+    return notebook
+
+
+def _duplicated_tests():
+    notebook = submission(A, {})
+    index = _test_index(notebook)
+    notebook.cells.insert(index, copy.deepcopy(notebook.cells[index]))
+    return notebook
+
+
+def _markdown_tests():
+    notebook = submission(A, {})
+    cell = notebook.cells[_test_index(notebook)]
+    notebook.cells[_test_index(notebook)] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+    return notebook
+
+
+def _huge_outputs():
+    notebook = _with_cell("for i in range(50):\n    print(('y' * 99 + '\\n') * 1000)  # 5 MB printed while graded")
+    stored = notebook.cells[_answer_index(notebook) + 1]
+    stored.outputs = [nbformat.v4.new_output("stream", name="stdout", text=("x" * 99 + "\n") * 150_000)]
+    return notebook  # 15 MB on disk
+
+
+# student -> (what is submitted, expected status, expected points (None: not checked), words in the report)
+CLASS = {
+    "honest": (lambda: submission(A, {}), "graded", 4, None),
+    "untouched": (lambda: student_notebook(A), "graded", 0, None),
+    "loops": (lambda: _with_cell("while True:\n    pass"), "timed out", 4, f"longer than {CELL_TIMEOUT} s"),
+    "exits": (lambda: _with_cell("import os\nos._exit(1)"), "kernel died", 0, "kernel died"),
+    "segfault": (lambda: _with_cell("import ctypes\nctypes.string_at(0)"), "kernel died", 0, "segfault"),
+    "eats_memory": (lambda: _with_cell("import resource\nprint('limit', resource.getrlimit(resource.RLIMIT_DATA))\n"
+                                       "hog = [np.ones(2**26) for _ in range(10_000)]"),
+                    "needs review", 4, "out of memory"),
+    "invalid_json": ('{"cells": [{"cell_type": "code", ', "invalid notebook", 0, "not valid JSON"),
+    "not_a_notebook": ('{"answers": [1, 2, 3]}', "invalid notebook", 0, "not a Jupyter notebook"),
+    "wrong_name": (lambda: submission(A, {}), "needs review", 4, "was named `00_start_here (1).ipynb`"),
+    "no_notebook": (None, "missing", 0, "no `00_start_here.ipynb`"),
+    "absent": (None, "missing", 0, "nothing was submitted"),
+    "deleted_tests": (_deleted_tests, "needs review", 4, "test cell `test_attention` was deleted"),
+    "edited_tests": (_edited_tests, "needs review", 0, "test cell `test_attention` was edited"),
+    "duplicated_tests": (_duplicated_tests, "needs review", 4, "appears 2 times"),
+    "markdown_tests": (_markdown_tests, "needs review", 4, "changed to markdown"),
+    "huge_outputs": (_huge_outputs, "graded", 4, None),
+    "warns": (lambda: _with_cell("np.log(np.zeros(3))  # RuntimeWarning: divide by zero"), "graded", 4, None),
+}
+
+
+def _write_class(course: classroom.Course) -> None:
+    for student, (make, _, _, _) in CLASS.items():
+        folder = course.path("submitted", student, A)
+        if student == "absent":
+            with classroom.gradebook(course) as gb:
+                gb.update_or_create_student(student)  # on the roster, never submitted
+            continue
+        folder.mkdir(parents=True)
+        name = "00_start_here (1).ipynb" if student == "wrong_name" else f"{A}.ipynb"
+        if make is None:
+            (folder / "answers.py").write_text("def attention(q, k, v): ...\n")
+        elif isinstance(make, str):
+            (folder / name).write_text(make)
+        else:
+            nbformat.write(make(), folder / name)
+
+
+@pytest.fixture(scope="module")
+def bad_class(tmp_path_factory):
+    course = classroom.make_course_copy(tmp_path_factory.mktemp("bad-class"))
+    classroom.setup(course, A)
+    _write_class(course)
+    started = time.monotonic()
+    results = classroom.grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB)
+    seconds = time.monotonic() - started
+    classroom.export_grades(course, course.root / "grades.csv")
+    return course, results, seconds
+
+
+@pytest.mark.parametrize("student", list(CLASS))
+def test_bad_submission_gets_its_status(bad_class, student):
+    course, results, _ = bad_class
+    _, status, points, words = CLASS[student]
+    result = results[student]
+    assert result.status == status, result.line()
+    if points is not None:
+        assert result.total == points, result.line()
+    if words:
+        assert words in result.line(), result.line()
+        assert words in classroom.report(course, A)
+    row = {r["student"]: r for r in csv.DictReader(open(course.root / "grades.csv"))}[student]
+    assert row["status"] == status and float(row["total"]) == result.total and float(row["attention"]) == result.total
+
+
+def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifacts):
+    course, results, seconds = bad_class
+    rows = list(csv.DictReader(open(course.root / "grades.csv")))
+    assert sorted(r["student"] for r in rows) == sorted(CLASS)
+    assert all(r["assignment"] == A and r["max_total"] == "4" for r in rows)
+    assert list(rows[0]) == ["student", "assignment", "status", "attention", "total", "max_total", "notes"]
+    report = classroom.report(course, A)
+    (artifacts / "pipeline-bad-class-report.txt").write_text(report + f"\n(graded in {seconds:.0f} s)\n")
+    for student, result in results.items():
+        if result.status != "graded":
+            assert f"  {student}: {result.status}" in report
+    # the memory limit reached the kernel, and huge outputs were cut
+    memory = nbformat.read(course.path("autograded", "eats_memory", A) / f"{A}.ipynb", as_version=4)
+    assert f"limit ({MEMORY_MB * 2**20}, {MEMORY_MB * 2**20})" in nbformat.writes(memory)
+    huge = course.path("autograded", "huge_outputs", A) / f"{A}.ipynb"
+    assert huge.stat().st_size < 2_000_000, huge.stat().st_size
+
+
+def test_bad_class_feedback_hides_hidden_tests(bad_class):
+    course, results, _ = bad_class
+    files = classroom.feedback(course, A)
+    graded = [s for s, r in results.items() if course.path("autograded", s, A).exists()]
+    assert sorted(p.parent.parent.name for p in files) == sorted(graded)
+    hidden = classroom.hidden_lines(course, A)
+    assert hidden
+    for path in files:
+        html = path.read_text(encoding="utf-8")
+        assert not classroom.leaked_lines(html, hidden), path
+        assert "hidden tests ran here" in html
+
+
+def test_regrading_is_idempotent(bad_class):
+    course, results, _ = bad_class
+    before = classroom.read_results(course, A)
+    again = classroom.grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
+    assert {s: (r.status, r.total, r.graded_at) for s, r in again.items()} == \
+        {s: (r.status, r.total, r.graded_at) for s, r in before.items()}, "a second run graded something again"
+    forced = classroom.grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
+    assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
+    _assert_one_submission_each(course, list(CLASS))
+
+
+def _assert_one_submission_each(course, students):
+    import sqlite3
+
+    db = sqlite3.connect(course.gradebook_path)
+    per_student = dict(db.execute("select student_id, count(*) from submitted_assignment group by student_id"))
+    grades = dict(db.execute("select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
+                             "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"))
+    db.close()
+    cells = len(classroom.grade_cells(course, A))
+    for student in students:
+        if course.path("submitted", student, A).is_dir():
+            assert per_student.get(student) == 1, (student, per_student)
+            assert grades.get(student) == cells, (student, grades)
+
+
+def _student_nbgrader(home: Path, exchange: Path, student: str, *args: str) -> None:
+    env = dict(os.environ, HOME=str(home))
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+    subprocess.run([sys.executable, "-m", "nbgrader", *args, "--course=heads-and-masks", f"--Exchange.root={exchange}",
+                    f"--Exchange.cache={home / '.nbgrader-cache'}", f"--CourseDirectory.student_id={student}"],
+                   cwd=home, env=env, check=True, capture_output=True, text=True)
+
+
+def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
+    """release -> fetch -> submit -> collect -> autograde (killed, resumed) -> feedback -> fetch -> export."""
+    exchange = tmp_path / "exchange"
+    exchange.mkdir(mode=0o777)
+    course = classroom.make_course_copy(tmp_path / "course", exchange)
+    classroom.release(course, A)
+    answers = {"alice": {}, "bob": None, "carol": {"attention": (
+        "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
+        "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
+        "    e = np.exp(s - s.max(-1, keepdims=True)) * (1 if mask is None else mask)\n"
+        "    t = e.sum(-1, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v\n")}}
+    for student, replacements in answers.items():
+        home = tmp_path / "home" / student
+        home.mkdir(parents=True)
+        _student_nbgrader(home, exchange, student, "fetch_assignment", A)
+        fetched = home / A / f"{A}.ipynb"
+        assert fetched.exists()
+        if replacements is not None:
+            nbformat.write(submission(A, replacements), fetched)
+        _student_nbgrader(home, exchange, student, "submit", A)
+    assert classroom.collect_exchange(course, A) == sorted(answers)
+
+    # start grading from the command line, kill it as soon as the first student is recorded
+    command = [sys.executable, str(REPO / "autograde" / "grade.py"), f"--root={course.root}",
+               f"--exchange={exchange}", "autograde", A, "--workers=2", "--quiet"]
+    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    records = course.root / "autograde" / "results" / A
+    deadline = time.monotonic() + 600
+    while not list(records.glob("*.json")) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = classroom.read_results(course, A)
+    assert 1 <= len(before) < 3, f"the kill came too late to test resuming: {sorted(before)}"
+
+    resumed = classroom.grade(course, A, workers=2, progress=False)
+    for student, earlier in before.items():
+        assert resumed[student].graded_at == earlier.graded_at, f"{student} was graded twice"
+    assert {s: (r.status, r.total) for s, r in resumed.items()} == {
+        "alice": ("graded", 4), "bob": ("graded", 0), "carol": ("graded", 0)}
+    _assert_one_submission_each(course, list(answers))
+
+    classroom.feedback(course, A, release_to_students=True)
+    hidden = classroom.hidden_lines(course, A)
+    for student in answers:
+        home = tmp_path / "home" / student
+        _student_nbgrader(home, exchange, student, "fetch_feedback", A)
+        pages = list((home / A / "feedback").rglob("*.html"))
+        assert len(pages) == 1, pages
+        assert not classroom.leaked_lines(pages[0].read_text(encoding="utf-8"), hidden)
+
+    rows = classroom.export_grades(course, tmp_path / "grades.csv")
+    assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
+        ("alice", "graded", "4", "4"), ("bob", "graded", "0", "0"), ("carol", "graded", "0", "0")]
+
+
+def test_lms_zip_is_collected_and_graded(tmp_path):
+    course = classroom.make_course_copy(tmp_path / "course")
+    download = tmp_path / "submissions.zip"
+    with zipfile.ZipFile(download, "w") as archive:
+        archive.writestr(f"doejane_12345_678_{A}.ipynb", nbformat.writes(submission(A, {})))
+        archive.writestr(f"roesmith_late_23456_789_{A}-1.ipynb", nbformat.writes(student_notebook(A)))
+        archive.writestr("roesmith_23456_790_notes.txt", "not a notebook")
+    assert classroom.collect_zip(course, A, [download]) == ["doejane", "roesmith"]
+    results = classroom.grade(course, A, workers=2, progress=False)
+    assert (results["doejane"].status, results["doejane"].total) == ("graded", 4)
+    assert results["roesmith"].status == "needs review" and "was named" in results["roesmith"].line()
+    assert results["roesmith"].total == 0
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_assignment_through_the_pipeline(assignment, tmp_path):
+    """Solutions full marks and untouched 0 in a parallel run; every exercise a CSV column; clean feedback."""
+    course = classroom.make_course_copy(tmp_path / "course")
+    classroom.setup(course, assignment)
+    name = classroom.expected_notebooks(course, assignment)[0]
+    for student, notebook in (("solved", classroom.filled_submission(course, assignment)),
+                              ("untouched", nbformat.read(course.path("release", assignment=assignment) / f"{name}.ipynb", 4))):
+        folder = course.path("submitted", student, assignment)
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{name}.ipynb")
+    results = classroom.grade(course, assignment, workers=2, progress=False)
+    solved, untouched = results["solved"], results["untouched"]
+    assert solved.status == "graded" and solved.total == solved.max_total > 0, (
+        solved.line() + "\n" + (course.root / "autograde" / "logs" / assignment / "solved.log").read_text()[-3000:])
+    assert untouched.status == "graded" and untouched.total == 0, untouched.line()
+    rows = classroom.export_grades(course, tmp_path / "grades.csv", [assignment])
+    exercises = classroom.exercises(course, assignment)
+    assert set(exercises) <= set(rows[0]) and len(exercises) >= 1
+    assert sum(float(rows[[r["student"] for r in rows].index("solved")][e]) for e in exercises) == solved.max_total
+    hidden = classroom.hidden_lines(course, assignment)
+    for path in classroom.feedback(course, assignment):
+        assert not classroom.leaked_lines(path.read_text(encoding="utf-8"), hidden), path
