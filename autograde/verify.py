@@ -6,8 +6,8 @@ objects that claim to equal anything). This module grades the same test cells ag
 roles separated:
 
 * the student's notebook (every cell except the test cells) runs in a **sandboxed kernel** in which
-  the course package is replaced by a copy whose reference implementations are removed (so an
-  answer cannot call or copy them from there);
+  the course package is replaced by a copy without the reference implementations of the graded
+  functions (so an answer cannot call or copy them from there);
 * the test cells of the instructor's notebook (hidden tests included) run **here, in the grader's
   own process**, with the real checks; every name they use from the student's notebook is a proxy:
   a student function is called remotely on inputs sent as plain data, and whatever it returns comes
@@ -178,11 +178,25 @@ HARNESS = textwrap.dedent('''
 
 
 # ------------------------------------------------------------------ the package without its reference implementations
-def stub_package(into: Path) -> Path:
-    """A copy of the course package in which every ``@reference`` function only raises.
+def graded_functions(source: nbformat.NotebookNode) -> set[str]:
+    """Names of the functions that the assignment's answer cells define (the graded ones)."""
+    names = set()
+    for cell in source.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell.cell_type == "code":
+            try:
+                tree = ast.parse(cell.source)
+            except SyntaxError:
+                continue
+            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    return names
 
-    The student's kernel imports this copy during the re-check: widgets and helpers keep working,
-    but no reference implementation (nor its source) is there to be called or copied.
+
+def stub_package(into: Path, removed: set[str]) -> Path:
+    """A copy of the course package in which the ``@reference`` functions named in ``removed`` only raise.
+
+    The student's kernel imports this copy during the re-check: widgets, helpers and the reference
+    implementations an exercise may build on keep working, but the reference implementations of the
+    graded functions (and their source) are not there to be called or copied.
     """
     target = into / "heads_and_masks"
     shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__", "checks"))
@@ -192,7 +206,7 @@ def stub_package(into: Path) -> Path:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         changed = False
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in removed and any(
                     (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
                 message = (f"{node.name}: the course's reference implementation is not available to graded "
                            "answers (write your own code)")
@@ -358,7 +372,7 @@ def verify_notebook(source: nbformat.NotebookNode, submitted: nbformat.NotebookN
     test_ids = {c.metadata["nbgrader"]["grade_id"] for c in test_cells}
     verdicts: dict[str, CellVerdict] = {}
     with tempfile.TemporaryDirectory(prefix="hm-verify-") as scratch:
-        package = stub_package(Path(scratch))
+        package = stub_package(Path(scratch), graded_functions(source))
         kernel = StudentKernel(workdir, package)
         try:
             for cell in submitted.cells:

@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pytest
 from catalog.attacks import ATTACKS, PROBE
-from conftest import solution_notebook
+from conftest import SANDBOX_ARGS, require_sandbox, solution_notebook
 from grading import autograde
-from sandbox import sandbox_available
 from submissions import submission
 from verify import trusted_scores, verify_notebook
 
 pytestmark = pytest.mark.slow
-SANDBOX = ("--Execute.kernel_manager_class=sandbox.SandboxedKernelManager",)
 ASSIGNMENT = "00_start_here"
 
 
@@ -27,14 +25,13 @@ def _attacked(attack):
 
 @functools.cache
 def graded():
-    if not sandbox_available()[0]:
-        pytest.fail(f"the grading sandbox is not available: {sandbox_available()[1]}")
+    require_sandbox()
     submissions = {a.name: _attacked(a) for a in ATTACKS if a.assignment == ASSIGNMENT}
     probe = submission(ASSIGNMENT, {})
     probe.cells.insert(1, __import__("nbformat").v4.new_code_cell(PROBE))
     submissions["probe"] = probe
     submissions["honest"] = submission(ASSIGNMENT, {})
-    results = autograde(ASSIGNMENT, submissions, extra_args=SANDBOX)
+    results = autograde(ASSIGNMENT, submissions, extra_args=SANDBOX_ARGS)
     return submissions, results
 
 
