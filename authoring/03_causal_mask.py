@@ -172,6 +172,7 @@ print(f"row {row}, allowed part:", minus_inf[row, : row + 1], " softmax of its a
 # *more* than every allowed key with a negative score.
 
 # %%
+print("exp(0) =", np.exp(0.0))
 zero_filled = np.where(causal, scores, 0.0)
 e = np.exp(zero_filled - zero_filled.max(axis=-1, keepdims=True))
 zero_fill = e / e.sum(axis=-1, keepdims=True)

@@ -4,6 +4,7 @@ must be able to see (spread ∝ √d without the division, saturation, the one-h
 from __future__ import annotations
 
 import statistics
+import time
 
 import ipywidgets as widgets
 import numpy as np
@@ -129,9 +130,14 @@ def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
     widget.controls["head_size"].value = 512
     widget.controls["scale_by_sqrt_d"].value = False
     (artifacts / "widget_03_lesson_saturated.png").write_bytes(widget.png())
+    cpu_times = []
     for value in range(8, 513, 40):  # a slider drag
+        start = time.process_time()
         widget.controls["head_size"].value = value
+        cpu_times.append(time.process_time() - start)
         times.append(widget.last_update_seconds)
-    median = statistics.median(times)
-    (artifacts / "widget_03_update_seconds.txt").write_text(f"median {median:.4f} s, max {max(times):.4f} s\n")
-    assert median < 0.25, f"updates take {median * 1e3:.0f} ms (target 100 ms on an idle machine)"
+    wall, cpu = statistics.median(times), statistics.median(cpu_times)
+    (artifacts / "widget_03_update_seconds.txt").write_text(
+        f"wall: median {wall:.4f} s, max {max(times):.4f} s; cpu: median {cpu:.4f} s\n")
+    # CPU time, not wall time: the budget is 100 ms, and a busy shared machine must not fail the test
+    assert cpu < 0.1, f"an update costs {cpu * 1e3:.0f} ms of CPU (budget 100 ms)"
