@@ -322,8 +322,10 @@ check_merge_heads(merge_heads, seed=2024, thorough=True)
 #
 # The attention you wrote in notebook 00 already does the middle line for all heads and sequences at
 # once: it works on the last two axes and treats the axes `(b, h)` in front as a batch, and it reads d
-# from the last axis of q, so a head is scaled by `1/√d`, not `1/√D`. The course's version is available
-# as `hm.attention` and you may use it here (or write the scores and the softmax yourself).
+# from the last axis of q, so a head is scaled by `1/√d`, not `1/√D`. Graded answers are your own
+# code, so bring it along: paste your `attention` from notebook 00 into the exercise cell (above your
+# function), or write the scores and the softmax inline. (The course's `hm.attention` drives the
+# demonstrations of this notebook, but graded code may not call it.)
 #
 # The mask (boolean, True = may attend) must reach every head. It broadcasts against the scores
 # `(b, h, n, n)`: a causal mask `(n, n)` is the same for every sequence and head, a padding mask
@@ -336,7 +338,7 @@ check_merge_heads(merge_heads, seed=2024, thorough=True)
 # `x` has shape `(b, n, D)`, the four weights `(D, D)` and are used as `x @ w`; return `(b, n, D)`.
 # You may call your `split_heads` and `merge_heads`, or use einops, loops over the heads or `np.einsum`:
 # every correct style gets full marks. (Not allowed: the course's own `hm.multi_head_attention`,
-# `hm.split_heads` or `hm.merge_heads`; the tests refuse an answer that calls them.)
+# `hm.attention`, `hm.split_heads` or `hm.merge_heads`; the tests refuse an answer that calls them.)
 #
 # The tests compare with the course's reference on several batches, with no mask, a causal mask and a
 # padding mask, and the hidden ones also with a different mask for every head, h = 1 and h = D.
@@ -348,7 +350,15 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     q = rearrange(x @ w_q, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     k = rearrange(x @ w_k, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     v = rearrange(x @ w_v, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
-    heads = hm.attention(q, k, v, mask)  # (b, h, n, d), each head scaled by 1/sqrt(d)
+    d = q.shape[-1]
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (b, h, n, n): every head scaled by 1/sqrt(d)
+    allowed = np.broadcast_to(True if mask is None else mask, scores.shape)  # the mask reaches every head
+    row_max = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # a row with nothing allowed stays all zero
+    exps = np.where(allowed, np.exp(np.where(allowed, scores - row_max, 0.0)), 0.0)
+    totals = exps.sum(axis=-1, keepdims=True)
+    weights = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)  # (b, h, n, n)
+    heads = weights @ v  # (b, h, n, d)
     return rearrange(heads, "b h n d -> b n (h d)") @ w_o  # (b, n, D)
     ### END SOLUTION
 

@@ -28,9 +28,11 @@ from .core import (
     rng,
 )
 
-# The course functions an answer must not call. The single-head `attention` of notebook 00 is
-# allowed: multi-head attention is built from it.
-_LOCK = ("split_heads", "merge_heads", "multi_head_attention", "mha_cost", "grouped_query_attention")
+# The course functions an answer must not call: graded answers are the learner's own code (the
+# trusted re-check of autograde/verify.py removes every reference implementation anyway), so the
+# single-head attention inside multi_head_attention is the learner's too.
+_LOCK = ("split_heads", "merge_heads", "multi_head_attention", "mha_cost", "grouped_query_attention",
+         "attention", "masked_softmax", "attention_weights")
 
 _BATCH_HINT = ("It works for a batch of one sequence (b = 1) but not for b = {b}: a batch size of 1 is "
                "assumed somewhere. Read b from x.shape (or let reshape infer it with -1) and keep the batch "

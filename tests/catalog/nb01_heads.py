@@ -3,9 +3,23 @@
 Five correct styles (numpy reshape, einops, slicing and stacking, plain loops, einsum with weights cut
 per head) and one wrong answer for every misconception the notebook warns about.
 """
+import textwrap
+
 from catalog import Answer
 
 ASSIGNMENT = "01_heads"
+
+# A single-head attention as a learner would paste it from notebook 00 (graded code may not call hm.attention).
+ATTENTION = '''
+    def attention(q, k, v, mask=None):   # the learner's own, pasted from notebook 00
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = np.where(mask, scores, -1e30)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        if mask is not None:
+            weights = weights * np.broadcast_to(mask, weights.shape)
+        return weights / weights.sum(axis=-1, keepdims=True) @ v
+'''
 
 # ---------------------------------------------------------------- correct answers, in five styles
 NUMPY_RESHAPE = {
@@ -53,7 +67,7 @@ EINOPS = {
     ''',
     "multi_head_attention": '''
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
-            heads = hm.attention(split_heads(x @ w_q, h), split_heads(x @ w_k, h), split_heads(x @ w_v, h), mask)
+            heads = attention(split_heads(x @ w_q, h), split_heads(x @ w_k, h), split_heads(x @ w_v, h), mask)
             return merge_heads(heads) @ w_o
     ''',
     "mha_cost": '''
@@ -90,7 +104,7 @@ SLICING = {
             for i in range(h):
                 cols = slice(i * d, (i + 1) * d)
                 head_mask = None if mask is None else np.broadcast_to(mask, (b, h, n, n))[:, i]
-                outputs.append(hm.attention(x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols], head_mask))
+                outputs.append(attention(x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols], head_mask))
             return np.concatenate(outputs, axis=-1) @ w_o
     ''',
     "mha_cost": '''
@@ -276,7 +290,7 @@ COST_NO_CHECK = '''
 MHA_FORGETS_W_O = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (rearrange(x @ w, "b n (h d) -> b h n d", h=h) for w in (w_q, w_k, w_v))
-        return rearrange(hm.attention(q, k, v, mask), "b h n d -> b n (h d)")
+        return rearrange(attention(q, k, v, mask), "b h n d -> b n (h d)")
 '''
 MHA_SQRT_D_MODEL = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
@@ -293,35 +307,52 @@ MHA_SQRT_D_MODEL = '''
 MHA_IGNORES_MASK = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
-        return merge_heads(hm.attention(q, k, v)) @ w_o
+        return merge_heads(attention(q, k, v)) @ w_o
 '''
 MHA_IGNORES_H = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
-        return hm.attention(x @ w_q, x @ w_k, x @ w_v, mask) @ w_o
+        return attention(x @ w_q, x @ w_k, x @ w_v, mask) @ w_o
 '''
 MHA_BATCH_OF_ONE = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         n, D = x.shape[1], x.shape[2]
         seq = x[0]
         q, k, v = ((seq @ w).reshape(n, h, D // h).transpose(1, 0, 2) for w in (w_q, w_k, w_v))
-        heads = hm.attention(q, k, v, mask)
+        heads = attention(q, k, v, mask)
         return (heads.transpose(1, 0, 2).reshape(n, D) @ w_o)[None]
 '''
 MHA_D_H = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (rearrange(x @ w, "b n (d h) -> b h n d", h=h) for w in (w_q, w_k, w_v))
-        return rearrange(hm.attention(q, k, v, mask), "b h n d -> b n (h d)") @ w_o
+        return rearrange(attention(q, k, v, mask), "b h n d -> b n (h d)") @ w_o
 '''
 MHA_RESHAPE_ONLY = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         b, n, D = x.shape
         q, k, v = ((x @ w).reshape(b, h, n, D // h) for w in (w_q, w_k, w_v))
-        return hm.attention(q, k, v, mask).reshape(b, n, D) @ w_o
+        return attention(q, k, v, mask).reshape(b, n, D) @ w_o
+'''
+MHA_CALLS_COURSE_ATTENTION = '''
+    def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
+        q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
+        return merge_heads(hm.attention(q, k, v, mask)) @ w_o
 '''
 MHA_CALLS_REFERENCE = '''
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         return hm.multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)
 '''
+
+
+
+def with_attention(source: str) -> str:
+    """The answer's cell with the learner's own single-head attention pasted above it."""
+    return textwrap.dedent(ATTENTION).strip("\n") + "\n\n\n" + textwrap.dedent(source).strip("\n")
+
+
+EINOPS["multi_head_attention"] = with_attention(EINOPS["multi_head_attention"])
+SLICING["multi_head_attention"] = with_attention(SLICING["multi_head_attention"])
+(MHA_FORGETS_W_O, MHA_IGNORES_MASK, MHA_IGNORES_H, MHA_BATCH_OF_ONE, MHA_D_H, MHA_RESHAPE_ONLY) = map(
+    with_attention, (MHA_FORGETS_W_O, MHA_IGNORES_MASK, MHA_IGNORES_H, MHA_BATCH_OF_ONE, MHA_D_H, MHA_RESHAPE_ONLY))
 
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
@@ -367,4 +398,6 @@ ANSWERS = [
            breaks="multi_head_attention", says="without a transpose"),
     Answer("mha_calls_the_reference", {"multi_head_attention": MHA_CALLS_REFERENCE},
            breaks="multi_head_attention", says="reference"),
+    Answer("mha_calls_the_course_attention", {"multi_head_attention": MHA_CALLS_COURSE_ATTENTION},
+           breaks="multi_head_attention", says="reference `attention`"),
 ]
