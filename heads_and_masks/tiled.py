@@ -29,6 +29,7 @@ def causal_used_fraction(n):
     return (n + 1) / (2 * n)
 
 
+@reference
 def tile_kinds(n, block):
     """(n_b, n_b) array of tile kinds: 0 skipped (above the diagonal), 1 diagonal (masked inside), 2 full."""
     n = whole_number("n", n)
@@ -42,6 +43,7 @@ def tile_kinds(n, block):
     return np.where(fully_allowed, 2, np.where(computed, 1, 0))
 
 
+@reference
 def tiled_computed_entries(n, block) -> int:
     """Score entries a tiled causal kernel computes: the sizes of all non-skipped tiles."""
     kinds = tile_kinds(n, block)

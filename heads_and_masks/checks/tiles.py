@@ -1,0 +1,301 @@
+"""Checks for notebook 04: what the causal mask saves, and a tiled kernel that really saves it.
+
+``check_causal_used_entries`` and ``check_causal_used_fraction`` check the two counting formulas;
+``check_blocked_causal_attention`` checks the output of the tiled kernel, ``..._count`` the work it
+reports, ``..._memory`` that it never holds an n × n matrix, ``..._errors`` that bad arguments are
+refused. Each compares with the course's reference; the known wrong variants only name the mistake.
+"""
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import _tracemalloc
+import numpy as np
+
+from ..attention import masked_softmax as _softmax
+from ..tiled import blocked_causal_attention as _reference_blocked
+from ..tiled import tiled_computed_entries as _reference_computed
+from .core import (
+    call, exercise_check, expect_close, expect_shape, expect_value_error, fail, passed, plain_array, plain_float,
+    plain_int, rng,
+)
+
+_LOCK_COUNTS = ("causal_used_entries", "causal_used_fraction", "tiled_computed_entries", "tile_kinds")
+_LOCK_KERNEL = _LOCK_COUNTS + ("blocked_causal_attention", "full_causal_attention", "attention",
+                               "attention_weights", "masked_softmax", "causal_mask", "multi_head_attention",
+                               "grouped_query_attention")
+
+# Bound now: a learner's cell that replaces these later does not change how memory is measured.
+_is_tracing, _start, _stop = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
+_get_traced, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
+
+
+# ---------------------------------------------------------------- the two counting formulas
+def _wrong_entries(n):
+    yield n * (n - 1) // 2, "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2."
+    yield n * n, "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query."
+    yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries."
+    yield (n + 1) * (n + 2) // 2, "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2."
+
+
+@exercise_check
+def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> None:
+    """``causal_used_entries(n)`` must be n(n+1)/2, an int, for every n ≥ 0."""
+    __tracebackhide__ = True
+    sizes = [1, 2, 4, 5, 128, 1024] + ([0, 3, 7, 100, 999, 4096, 10**6, np.int64(12)] if thorough else [])
+    for n in sizes:
+        what = f"causal_used_entries({n})"
+        got = plain_int(call(causal_used_entries, n, what=what, lock=_LOCK_COUNTS), what=what)
+        expected = int(n) * (int(n) + 1) // 2
+        if got != expected:
+            message = f"{what} should be {expected} (out of n² = {int(n) ** 2}), but it returned {got}."
+            for wrong, explanation in _wrong_entries(int(n)):
+                if got == wrong:
+                    message += f" Likely cause: {explanation}"
+                    break
+            fail(message)
+    passed("causal_used_entries gives n(n+1)/2 as an int" + (" for n from 0 to a million" if thorough else ""))
+
+
+def _wrong_fractions(n):
+    yield 0.5, "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2."
+    yield (n + 1) // (2 * n), "integer division (//) rounds the fraction down to a whole number; use / for a fraction."
+    yield (n - 1) / (2 * n), "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2."
+    yield (n + 1) / 2 * n, "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n)."
+    yield n * (n + 1) / 2, "that is the number of used entries; the fraction divides it by the n² entries of the matrix."
+
+
+@exercise_check
+def check_causal_used_fraction(causal_used_fraction, thorough: bool = False) -> None:
+    """``causal_used_fraction(n)`` must be (n+1)/(2n) for every n ≥ 1."""
+    __tracebackhide__ = True
+    sizes = [1, 2, 4, 128, 1024] + ([3, 7, 999, 4096, 10**6, np.int64(12)] if thorough else [])
+    for n in sizes:
+        what = f"causal_used_fraction({n})"
+        got = plain_float(call(causal_used_fraction, n, what=what, lock=_LOCK_COUNTS), what=what)
+        expected = (int(n) + 1) / (2 * int(n))
+        if not math.isclose(got, expected, rel_tol=1e-12, abs_tol=0.0):
+            message = f"{what} should be {expected:.10g} ({expected:.4%}), but it returned {got!r}."
+            for wrong, explanation in _wrong_fractions(int(n)):
+                if math.isclose(got, wrong, rel_tol=1e-12, abs_tol=1e-15):
+                    message += f" Likely cause: {explanation}"
+                    break
+            fail(message)
+    passed("causal_used_fraction gives (n+1)/(2n)" + (", which falls towards 1/2 from above" if thorough else ""))
+
+
+# ---------------------------------------------------------------- the tiled kernel
+def _tile_index(n, block):
+    return np.arange(n) // block  # the tile each position falls in
+
+
+def _attend(q, k, v, allowed, *, scale=True):
+    """Attention with an explicit (n, n) allowed-mask; rows with nothing allowed give 0."""
+    scores = q @ k.T / (np.sqrt(q.shape[1]) if scale else 1.0)
+    return _softmax(scores, allowed) @ v
+
+
+def _wrong_outputs(q, k, v, block):
+    """What the usual mistakes produce on these inputs (only to name the mistake)."""
+    n = q.shape[0]
+    tile = _tile_index(n, block)
+    causal = np.arange(n)[None, :] <= np.arange(n)[:, None]
+    same_or_earlier_tile = tile[None, :] <= tile[:, None]
+    earlier_tile = tile[None, :] < tile[:, None]
+    yield _attend(q, k, v, same_or_earlier_tile), (
+        "the diagonal tiles were not masked inside, so a query saw the keys after it in its own tile "
+        "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf.")
+    yield _attend(q, k, v, np.ones((n, n), bool)), "no causal mask at all: every query saw every key (the future leaks)."
+    skipped_diagonal = _attend(q, k, v, earlier_tile)
+    yield skipped_diagonal, ("the diagonal tiles were skipped: a query may attend to itself and to the keys "
+                             "before it in its own tile, so the diagonal tiles must be computed (and masked inside).")
+    with np.errstate(all="ignore"):
+        nan_rows = np.where(earlier_tile.any(axis=1, keepdims=True), skipped_diagonal, np.nan)
+    yield nan_rows, "the diagonal tiles were skipped (the first tile's queries then have no key at all)."
+    yield _attend(q, k, v, causal, scale=False), "the scores are not divided by sqrt(d) (d = the width of q and k)."
+    per_tile = np.zeros((n, v.shape[1]))
+    for key_tile in range(tile.max() + 1):
+        allowed = causal & (tile[None, :] == key_tile)
+        per_tile += _attend(q, k, v, allowed)
+    yield per_tile, ("each key tile got its own softmax and the results were added: the softmax must run over "
+                     "all the keys of a query, across tiles (keep a running maximum and sum, and rescale what "
+                     "was accumulated when the maximum grows).")
+
+
+_ONLINE_HINT = ("If you use a running (online) softmax: when the running maximum m grows to m_new, multiply both "
+                "the running sum and the accumulated output by exp(m − m_new) before adding the new tile, and "
+                "divide by the running sum only at the end.")
+
+
+def _inputs(r, n, d, d_v, scale=1.0):
+    return r.normal(size=(n, d)) * scale, r.normal(size=(n, d)) * scale, r.normal(size=(n, d_v))
+
+
+def _run(blocked, q, k, v, block, label):
+    """Call the learner's kernel; return (out, computed) as plain, checked values."""
+    __tracebackhide__ = True
+    what = f"blocked_causal_attention(q, k, v, block={block}) {label}"
+    result = call(blocked, q, k, v, block, what=what, lock=_LOCK_KERNEL)
+    if type(result) not in (tuple, list) or len(result) != 2:
+        fail(f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
+             + (f" of length {len(result)}" if type(result) in (tuple, list) else "")
+             + (" (did you forget the `return`?)" if result is None else "") + ".")
+    out = plain_array(result[0], what=f"the output of {what}")
+    computed = plain_int(result[1], what=f"the count `computed` of {what}")
+    return what, out, computed
+
+
+def _cases(r, thorough):
+    """(label, q, k, v, block): divisible and ragged tilings, tiny and degenerate shapes, huge scores."""
+    cases = [(8, 4, 3, 4, 1.0), (10, 3, 2, 4, 1.0), (6, 2, 2, 1, 1.0), (3, 4, 2, 8, 1.0), (12, 4, 3, 4, 40.0)]
+    if thorough:
+        cases += [(1, 1, 1, 1, 1.0), (1, 3, 2, 5, 1.0), (17, 5, 3, 4, 1.0), (33, 8, 8, 8, 1.0), (31, 4, 4, 7, 1.0),
+                  (64, 16, 4, 16, 1.0), (9, 3, 5, 3, 60.0), (20, 6, 2, 20, 1.0), (21, 6, 2, 20, 1.0)]
+        for _ in range(4):
+            n = int(r.integers(1, 40))
+            cases.append((n, int(r.integers(1, 9)), int(r.integers(1, 5)), int(r.integers(1, n + 3)), 1.0))
+    for n, d, d_v, block, scale in cases:
+        q, k, v = _inputs(r, n, d, d_v, scale)
+        label = f"with n = {n}, d = {d}, d_v = {d_v}" + (" and very large scores" if scale > 1 else "")
+        yield label, q, k, v, block
+
+
+@exercise_check
+def check_blocked_causal_attention(blocked_causal_attention, seed: int = 0, thorough: bool = False) -> None:
+    """The output of the tiled kernel equals causal attention, for any n and any block ≥ 1."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    for label, q, k, v, block in _cases(r, thorough):
+        what, out, _ = _run(blocked_causal_attention, q, k, v, block, label)
+        expected, _ = _reference_blocked(q, k, v, block)
+        expect_shape(out, expected.shape, what=f"the output of {what}",
+                     hint="It has one row per query and the width of v: (n, d_v).")
+        hint = _ONLINE_HINT
+        if q.shape[0] % block:
+            hint = (f"Here n = {q.shape[0]} is not a multiple of block = {block}: the last tile is smaller "
+                    f"({q.shape[0] % block} rows); slices like q[start:start + block] handle that by themselves. "
+                    + hint)
+        expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
+                     hint=hint)
+    passed("blocked_causal_attention computes causal attention"
+           + (" for every tiling tried, ragged last tiles included" if thorough else ", also when block does not divide n"))
+
+
+def _wrong_counts(n, block):
+    tiles = -(-n // block)  # tiles a side, the last one possibly smaller
+    sizes = [min(block, n - start) for start in range(0, n, block)]
+    below = sum(sizes[i] * sizes[j] for i in range(tiles) for j in range(i))
+    yield n * n, "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped."
+    yield n * (n + 1) // 2, ("that is the ideal count n(n+1)/2, not what your kernel did: a diagonal tile is computed "
+                             "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute.")
+    yield below, "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside."
+    yield (tiles * (tiles + 1) // 2) * block * block, (
+        f"each tile was counted as block × block = {block * block} entries, but when block does not divide n the last "
+        "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice).")
+    whole = n // block
+    yield whole * (whole + 1) // 2 * block * block, (
+        f"only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
+        "last row of tiles is narrower and must be included too.")
+    yield tiles * (tiles + 1) // 2, "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them)."
+
+
+@exercise_check
+def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0, thorough: bool = False) -> None:
+    """``computed`` is the number of score entries of the tiles actually computed: no more, no less."""
+    __tracebackhide__ = True
+    r = rng(seed + 1)
+    for label, q, k, v, block in _cases(r, thorough):
+        what, _, computed = _run(blocked_causal_attention, q, k, v, block, label)
+        n = q.shape[0]
+        expected = _reference_computed(n, block)
+        if computed != expected:
+            message = (f"the count `computed` of {what} should be {expected} score entries "
+                       f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}.")
+            for wrong, explanation in _wrong_counts(n, block):
+                if computed == wrong:
+                    message += f" Likely cause: {explanation}"
+                    break
+            fail(message)
+    passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
+
+
+class _MemoryProbe:
+    """tracemalloc around one call; the learner's code may not stop it or reset its peak meanwhile."""
+
+    _names = ("stop", "start", "reset_peak", "clear_traces")
+
+    def __enter__(self):
+        self.was_tracing = _is_tracing()
+        if not self.was_tracing:
+            _start()
+        self.saved = [(module, name, getattr(module, name)) for module in (tracemalloc, _tracemalloc)
+                      for name in self._names]
+        for module, name, _ in self.saved:
+            setattr(module, name, self._refuse(name))
+        _reset_peak()
+        self.base = _get_traced()[0]
+        return self
+
+    @staticmethod
+    def _refuse(name):
+        def refused(*args, **kwargs):
+            raise RuntimeError(f"tracemalloc.{name}() is not available while the memory of your answer is measured")
+        return refused
+
+    def peak(self) -> int:
+        if not _is_tracing():
+            fail("tracemalloc was stopped while your answer ran, so its memory could not be measured.")
+        return max(0, _get_traced()[1] - self.base)
+
+    def __exit__(self, *exc):
+        for module, name, original in self.saved:
+            setattr(module, name, original)
+        if not self.was_tracing and _is_tracing():
+            _stop()
+        return False
+
+
+@exercise_check
+def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 2048, d: int = 16,
+                                          block: int = 64, seed: int = 0) -> None:
+    """At n = 2048 an n × n float64 matrix is 32 MiB: the kernel's peak must stay far below it."""
+    __tracebackhide__ = True
+    r = rng(seed + 2)
+    q, k, v = _inputs(r, n, d, d)
+    matrix_bytes = n * n * 8
+    limit = matrix_bytes // 4
+    with _MemoryProbe() as probe:
+        what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+        peak = probe.peak()
+    expected, _ = _reference_blocked(q, k, v, block)
+    expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
+                 hint="The memory is measured only for a correct output: fix the output first (the test of the "
+                      "output above names the likely mistake).")
+    mib = 2**20
+    if peak > limit:
+        fail(f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured with tracemalloc), but a "
+             f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
+             f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
+             "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
+             "only one tile (or one strip of block query rows) of scores at a time.")
+    passed(f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
+           f"(one n × n float64 matrix would be {matrix_bytes / mib:.0f} MiB)")
+
+
+@exercise_check
+def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
+    """Bad arguments are refused with ValueError."""
+    __tracebackhide__ = True
+    r = rng(3)
+    q, k, v = _inputs(r, 6, 3, 2)
+    for block in (0, -2):
+        expect_value_error(blocked_causal_attention, q, k, v, block, what=f"blocked_causal_attention(q, k, v, block={block})",
+                           why="a tile needs at least one row: block must be at least 1", lock=_LOCK_KERNEL)
+    expect_value_error(blocked_causal_attention, q, r.normal(size=(7, 3)), v, 2,
+                       what="blocked_causal_attention with q of 6 rows and k of 7 rows",
+                       why="q, k and v must have the same number of rows n", lock=_LOCK_KERNEL)
+    expect_value_error(blocked_causal_attention, q, k, r.normal(size=(5, 2)), 2,
+                       what="blocked_causal_attention with q and k of 6 rows and v of 5 rows",
+                       why="q, k and v must have the same number of rows n", lock=_LOCK_KERNEL)
+    passed("blocked_causal_attention refuses block < 1 and q, k, v of different lengths with ValueError")

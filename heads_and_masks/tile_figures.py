@@ -1,0 +1,122 @@
+"""Notebook 04's static pictures: the used fraction, the price of small tiles, and the measured benchmark.
+
+Each ``*_figure`` function takes numbers that the notebook computed and returns a matplotlib Figure;
+``picture`` turns one into a PNG for the notebook, whatever matplotlib backend the kernel uses.
+"""
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .benchmarks import blas_threads
+from .tiled import blocked_causal_attention, causal_used_entries, causal_used_fraction, tiled_computed_entries
+
+
+def picture(figure: Figure):
+    """The figure as a PNG image that IPython displays (no dependence on the kernel's backend)."""
+    from IPython.display import Image
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    return Image(buffer.getvalue())
+
+
+def used_fraction_figure(sizes) -> Figure:
+    """(n+1)/(2n) against n, falling to 1/2 from above, with the used count as a second reading."""
+    sizes = np.asarray(sizes)
+    fractions = np.array([causal_used_fraction(int(n)) for n in sizes])
+    figure = Figure(figsize=(6.4, 3.0), layout="constrained")
+    ax = figure.subplots()
+    ax.plot(sizes, fractions, marker="o", markersize=3, color="#2a9d8f", label="used share (n+1)/(2n)")
+    ax.axhline(0.5, color="black", linestyle="--", linewidth=1, label="limit 1/2")
+    lesson = (4, 128, 1024)  # the lesson's table, marked on the curve
+    ax.plot(lesson, [causal_used_fraction(n) for n in lesson], "o", color="#e76f51", label="the lesson's table")
+    ax.text(0.3, 0.62, "\n".join(f"n = {n}: {causal_used_entries(n):,} of {n * n:,} = {causal_used_fraction(n):.2%}"
+                                  for n in lesson), transform=ax.transAxes, fontsize=8, va="top")
+    ax.set(xscale="log", xlabel="sequence length n (log scale)", ylabel="share of the n² scores used",
+           ylim=(0.45, 1.05))
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return figure
+
+
+def time_by_tile_size(n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
+                      ) -> dict[int, float]:
+    """Median seconds of the tiled kernel at one n for each tile size: the cost of many small tiles.
+
+    Like the benchmark, it runs with ``threads`` BLAS threads (see ``benchmarks.blas_threads``).
+    """
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
+    with blas_threads(threads):
+        return _time_each(q, k, v, blocks, repeats)
+
+
+def _time_each(q, k, v, blocks, repeats) -> dict[int, float]:
+    seconds = {}
+    for block in blocks:
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            blocked_causal_attention(q, k, v, int(block))
+            runs.append(time.perf_counter() - start)
+        seconds[int(block)] = float(np.median(runs))
+    return seconds
+
+
+def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
+    """Left: computed share against tile size. Right: measured time against tile size (same n)."""
+    blocks = np.array(sorted(seconds))
+    fractions = [tiled_computed_entries(n, int(b)) / n**2 for b in blocks]
+    tiles = [int(np.ceil(n / b)) * (int(np.ceil(n / b)) + 1) // 2 for b in blocks]
+    figure = Figure(figsize=(8.4, 3.0), layout="constrained")
+    ax_work, ax_time = figure.subplots(1, 2)
+    ax_work.plot(blocks, fractions, marker="o", color="#2a9d8f", label="computed / n²")
+    ax_work.axhline(causal_used_fraction(n), color="black", linestyle="--", linewidth=1, label="ideal (n+1)/(2n)")
+    ax_work.set(xscale="log", xlabel="tile size B", ylabel="share of n² computed", title=f"work, n = {n}")
+    ax_work.legend(fontsize=8)
+    ax_time.plot(blocks, [seconds[int(b)] * 1000 for b in blocks], marker="o", color="#e76f51")
+    for b, count in zip(blocks, tiles):
+        ax_time.annotate(f"{count:,} tile{'s' if count > 1 else ''}", (b, seconds[int(b)] * 1000), textcoords="offset points",
+                         xytext=(4, 4), fontsize=7)
+    ax_time.set(xscale="log", yscale="log", xlabel="tile size B", ylabel="milliseconds (median)",
+                title="measured time of the tiled kernel")
+    lowest, highest = min(seconds.values()) * 1000, max(seconds.values()) * 1000
+    ax_time.set_yticks([t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+                        if lowest / 2 <= t <= highest * 2] or [lowest], minor=False)
+    ax_time.yaxis.set_major_formatter("{x:g}")
+    for ax in (ax_work, ax_time):
+        ax.set_xticks(blocks, [str(b) for b in blocks])
+        ax.minorticks_off()
+        ax.set_xlim(blocks[0] / 1.4, blocks[-1] * 2.2)
+        ax.grid(alpha=0.3)
+    return figure
+
+
+def benchmark_figure(rows: list[dict]) -> Figure:
+    """Left: measured speedup of tiled over full-then-mask beside 2n/(n+1). Right: peak memory of both."""
+    n = np.array([r["n"] for r in rows])
+    figure = Figure(figsize=(8.4, 3.0), layout="constrained")
+    ax_speed, ax_memory = figure.subplots(1, 2)
+    ax_speed.plot(n, [r["speedup"] for r in rows], marker="o", color="#e76f51", label="measured: full s / tiled s")
+    ax_speed.plot(n, [r["theoretical_speedup"] for r in rows], marker="s", color="black", linestyle="--",
+                  label="work ratio 2n/(n+1)")
+    ax_speed.axhline(1.0, color="#bbbbbb", linewidth=1)
+    ax_speed.set(xscale="log", xlabel="n", ylabel="speedup (×)", title="time: full-then-mask / tiled")
+    ax_speed.set_ylim(bottom=0)
+    ax_speed.legend(fontsize=8)
+    mib = 2**20
+    ax_memory.plot(n, [r["full_peak_bytes"] / mib for r in rows], marker="o", color="#8d99ae", label="full-then-mask")
+    ax_memory.plot(n, [r["tiled_peak_bytes"] / mib for r in rows], marker="o", color="#2a9d8f", label="tiled")
+    ax_memory.plot(n, n.astype(float) ** 2 * 8 / mib, color="black", linestyle=":", linewidth=1,
+                   label="one n × n float64 matrix")
+    ax_memory.set(xscale="log", yscale="log", xlabel="n", ylabel="peak extra memory (MiB)", title="memory")
+    ax_memory.legend(fontsize=8)
+    for ax in (ax_speed, ax_memory):
+        ax.set_xticks(n, [str(x) for x in n])
+        ax.minorticks_off()
+        ax.grid(alpha=0.3)
+    return figure

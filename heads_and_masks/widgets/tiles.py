@@ -1,0 +1,113 @@
+"""Notebook 04's widget: the score matrix cut into tiles, and how much of it a tiled kernel computes."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.colors import ListedColormap
+from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
+
+from ..tiled import causal_used_fraction, tile_kinds, tiled_computed_entries
+from .base import CourseWidget
+
+# What happens to each score entry of the n × n matrix in a tiled causal kernel.
+SKIPPED, MASKED, USED_ON_DIAGONAL, USED = 0, 1, 2, 3
+ENTRY_COLOURS = ["#e6e6e6", "#f4a261", "#8ecae6", "#2a9d8f"]
+ENTRY_LABELS = ["skipped tile (never computed)", "computed, then masked (diagonal tile)",
+                "computed and used (diagonal tile)", "computed and used (full tile)"]
+
+
+def entry_kinds(n: int, block: int) -> np.ndarray:
+    """(n, n) array saying, for each score entry [query, key], which of the four things happens to it."""
+    tiles = tile_kinds(n, block)  # (n_b, n_b): 0 skipped, 1 diagonal, 2 full
+    tile_of = np.arange(n) // block  # the tile each position falls in
+    per_entry = tiles[tile_of[:, None], tile_of[None, :]]  # (n, n): the kind of the tile the entry sits in
+    allowed = np.arange(n)[None, :] <= np.arange(n)[:, None]  # key <= query
+    return np.select([per_entry == 0, per_entry == 2, allowed], [SKIPPED, USED, USED_ON_DIAGONAL], default=MASKED)
+
+
+def computed_fraction_by_tile_size(n: int, blocks) -> np.ndarray:
+    """The share of the n² entries a tiled kernel computes, for each tile size in ``blocks``."""
+    return np.array([tiled_computed_entries(n, int(b)) / n**2 for b in blocks])
+
+
+class TileGridWidget(CourseWidget):
+    """Choose n and the tile size: see which tiles are computed and what share of the work that is."""
+
+    figsize = (7.6, 3.4)
+    max_n = 256
+    max_block = 64
+
+    def setup(self):
+        self.controls["n"] = widgets.IntSlider(value=48, min=1, max=self.max_n, step=1, description="n")
+        self.controls["block"] = widgets.IntSlider(value=8, min=1, max=self.max_block, step=1,
+                                                       description="tile size B")
+        self.ax_grid, self.ax_curve = self.figure.subplots(1, 2, width_ratios=[1, 1.25])
+
+        ax = self.ax_grid
+        self.grid_image = ax.imshow(np.zeros((1, 1)), cmap=ListedColormap(ENTRY_COLOURS), vmin=-0.5, vmax=3.5,
+                                    interpolation="nearest")
+        self.tile_lines = LineCollection([], colors="white", linewidths=1.0)
+        ax.add_collection(self.tile_lines)
+        ax.set_xlabel("key")
+        ax.set_ylabel("query")
+        ax.xaxis.set_label_position("top")
+        ax.xaxis.tick_top()
+        for axis in (ax.xaxis, ax.yaxis):  # few tick labels: text is the slowest thing to draw
+            axis.set_major_locator(MaxNLocator(4, integer=True))
+
+        ax = self.ax_curve
+        (self.curve,) = ax.plot([], [], color="#2a9d8f", marker=".", markersize=3, linewidth=1.2,
+                                label="tiled: computed / n²")
+        self.ideal_line = ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal (n+1)/(2n)")
+        (self.current,) = ax.plot([], [], "o", color="#e76f51", markersize=8, label="this tile size")
+        ax.set(xscale="log", ylim=(0.45, 1.03), xlabel="tile size B (log scale)", ylabel="share of n² computed")
+        ax.xaxis.set_major_locator(FixedLocator([1, 4, 16, 64, 256]))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter("{x:.0f}")
+        ax.yaxis.set_major_locator(FixedLocator([0.5, 0.625, 0.75, 0.875, 1.0]))
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(True, which="major", alpha=0.3)
+
+    def format_readouts(self, readouts):
+        """The colour key (as HTML: crisper, and cheaper than a legend redrawn on every update), then the numbers."""
+        swatches = "".join(f"<div><span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
+                           f"margin-right:0.4em;vertical-align:middle'></span>{label}</div>"
+                           for colour, label in zip(ENTRY_COLOURS, ENTRY_LABELS))
+        return f"<div class='course-key' style='font-size:85%;margin-bottom:0.6em'>{swatches}</div>" + super().format_readouts(readouts)
+
+    def draw(self):
+        n, block = int(self.value("n")), int(self.value("block"))
+        kinds = entry_kinds(n, block)  # (n, n)
+        self.grid_image.set_data(kinds)
+        self.grid_image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
+        self.ax_grid.set(xlim=(-0.5, n - 0.5), ylim=(n - 0.5, -0.5))
+        self.ax_grid.set_title(f"n = {n}, tiles of {block} × {block}", fontsize=9)
+        borders = np.arange(block, n, block) - 0.5
+        if len(borders) <= 64:  # finer grids would be a grey smear: the colours alone show the tiles
+            self.tile_lines.set_segments([[(x, -0.5), (x, n - 0.5)] for x in borders]
+                                         + [[(-0.5, y), (n - 0.5, y)] for y in borders])
+        else:
+            self.tile_lines.set_segments([])
+
+        blocks = np.unique(np.geomspace(1, max(n, 1), num=min(n, 40)).round().astype(int))
+        fractions = computed_fraction_by_tile_size(n, blocks)
+        self.curve.set_data(blocks, fractions)
+        self.ax_curve.set_xlim(0.8, max(n, 2) * 1.25)
+        self.ax_curve.set_title(f"share computed against tile size, n = {n}", fontsize=9)
+        ideal = causal_used_fraction(n)
+        self.ideal_line.set_ydata([ideal, ideal])
+
+        computed = tiled_computed_entries(n, block)
+        fraction = computed / n**2
+        self.current.set_data([min(block, n)], [fraction])
+        tiles = tile_kinds(n, block)
+        return {
+            "tiles a side": tiles.shape[0],
+            "tiles computed": int(np.count_nonzero(tiles)),
+            "of which diagonal": int(np.count_nonzero(tiles == 1)),
+            "entries computed": computed,
+            "computed fraction": fraction,
+            "ideal (n+1)/(2n)": ideal,
+            "computed, then masked": float(np.count_nonzero(kinds == MASKED)) / n**2,
+        }

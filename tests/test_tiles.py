@@ -1,0 +1,162 @@
+"""Notebook 04 without nbgrader: its checks against the catalog's answers, and its widget driven by code.
+
+The catalog (tests/catalog/nb04_work_fraction.py) is graded with the real nbgrader by
+test_catalogs.py; here the same answers run straight through the check functions, which is fast and
+shows each verdict and message directly.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from catalog.nb04_work_fraction import ANSWERS
+from conftest import solution_notebook
+
+import heads_and_masks as hm
+from heads_and_masks.checks import tiles as checks
+from heads_and_masks.checks.core import CheckFailed
+from heads_and_masks.widgets.tiles import MASKED, SKIPPED, TileGridWidget, entry_kinds
+
+CHECKS = {
+    "causal_used_entries": [lambda f: checks.check_causal_used_entries(f, thorough=True)],
+    "causal_used_fraction": [lambda f: checks.check_causal_used_fraction(f, thorough=True)],
+    "blocked_causal_attention": [
+        lambda f: checks.check_blocked_causal_attention(f, seed=5, thorough=True),
+        lambda f: checks.check_blocked_causal_attention_count(f, seed=5, thorough=True),
+        lambda f: checks.check_blocked_causal_attention_memory(f),
+        checks.check_blocked_causal_attention_errors,
+    ],
+}
+
+
+def _solutions() -> dict[str, str]:
+    """The solution cells of the notebook, their BEGIN/END SOLUTION marker lines removed."""
+    return {c.metadata["nbgrader"]["grade_id"]: re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", c.source)
+            for c in solution_notebook("04_work_fraction").cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def _function(answer, name):
+    """The answer's function `name` (or the notebook's solution, where the answer leaves it alone)."""
+    source = answer.source(name) if name in answer.cells else _solutions()[name]
+    namespace = {"np": np}
+    for other in ("causal_used_entries",):  # an answer may build on its earlier one
+        if other != name and other in answer.cells:
+            exec(answer.source(other), namespace)
+    exec(source, namespace)
+    return namespace[name]
+
+
+def _verdicts(answer, name):
+    function = _function(answer, name)
+    failures = []
+    for check in CHECKS[name]:
+        try:
+            check(function)
+        except CheckFailed as failure:
+            failures.append(str(failure))
+    return failures
+
+
+@pytest.mark.parametrize("answer", [a for a in ANSWERS if a.correct], ids=lambda a: a.name)
+def test_correct_answers_pass_every_check(answer, capsys):
+    for name in CHECKS:
+        assert _verdicts(answer, name) == [], f"{answer.name}: {name}"
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer", [a for a in ANSWERS if a.breaks], ids=lambda a: a.name)
+def test_each_mistake_fails_and_is_named(answer):
+    failures = _verdicts(answer, answer.breaks)
+    assert failures, f"{answer.name} was not caught"
+    text = "\n".join(failures).lower()
+    for phrase in answer.phrases:
+        assert phrase.lower() in text, f"{answer.name}: {phrase!r} not in\n{text}"
+
+
+def test_the_solution_cells_pass():
+    for name, source in _solutions().items():
+        namespace = {"np": np}
+        exec(source, namespace)
+        for check in CHECKS[name]:
+            check(namespace[name])
+
+
+def test_memory_check_sees_a_full_matrix():
+    with pytest.raises(CheckFailed, match="whole score matrix"):
+        checks.check_blocked_causal_attention_memory(_unlocked_full)
+
+
+def _unlocked_full(q, k, v, block):
+    """Full-then-mask written out here (the course's own functions are locked during checks)."""
+    n, d = q.shape
+    scores = q @ k.T / np.sqrt(d)
+    scores = np.where(np.tri(n, dtype=bool), scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    count = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))
+    return weights / weights.sum(axis=1, keepdims=True) @ v, count
+
+
+def test_memory_check_cannot_be_fooled_by_resetting_the_peak():
+    import tracemalloc
+
+    def sneaky(q, k, v, block):
+        result = _unlocked_full(q, k, v, block)
+        tracemalloc.reset_peak()
+        return result
+
+    with pytest.raises(CheckFailed):
+        checks.check_blocked_causal_attention_memory(sneaky)
+    assert tracemalloc.reset_peak is not None and not tracemalloc.is_tracing()
+
+
+def test_package_helpers_are_locked_during_a_check():
+    def uses_the_tile_count(q, k, v, block):
+        return _unlocked_full(q, k, v, block)[0], hm.tiled_computed_entries(len(q), block)
+
+    with pytest.raises(CheckFailed, match="reference"):
+        checks.check_blocked_causal_attention_count(uses_the_tile_count)
+
+
+# ---------------------------------------------------------------- the widget
+@pytest.mark.parametrize("n,block", [(48, 8), (37, 8), (1, 1), (5, 64), (256, 1), (256, 64), (100, 7)])
+def test_widget_draws_the_computed_fraction(n, block):
+    widget = TileGridWidget(n=n, block=block)
+    drawn = np.asarray(widget.grid_image.get_array())  # what the picture shows, entry by entry
+    assert drawn.shape == (n, n)
+    drawn_fraction = np.count_nonzero(drawn != SKIPPED) / n**2
+    assert np.isclose(widget.readouts["computed fraction"], drawn_fraction)
+    assert np.isclose(drawn_fraction, hm.tiled_computed_entries(n, block) / n**2)
+    assert np.isclose(widget.readouts["ideal (n+1)/(2n)"], (n + 1) / (2 * n))
+    # the allowed entries are exactly the causal ones; the masked ones are above the diagonal
+    causal = np.tri(n, dtype=bool)
+    assert np.array_equal((drawn != SKIPPED) & (drawn != MASKED), causal)
+    assert not (drawn == MASKED)[causal].any()
+    # the marked point on the curve is this tile size's fraction
+    x, y = widget.current.get_data()
+    assert np.isclose(y[0], drawn_fraction)
+
+
+def test_widget_follows_its_controls_and_tiles_approach_the_ideal(artifacts):
+    widget = TileGridWidget(n=64, block=64)
+    assert widget.readouts["computed fraction"] == 1.0
+    first = widget.png()
+    fractions = []
+    for block in (32, 16, 8, 4, 2, 1):
+        widget.controls["block"].value = block
+        fractions.append(widget.readouts["computed fraction"])
+        assert widget.readouts["tiles a side"] == 64 // block
+    assert fractions == sorted(fractions, reverse=True)
+    assert np.isclose(fractions[-1], hm.causal_used_fraction(64))
+    assert widget.png() != first
+    widget.controls["n"].value = 37
+    widget.controls["block"].value = 8
+    (artifacts / "widget_04_tiles.png").write_bytes(widget.png())
+
+
+def test_entry_kinds_for_a_tiny_grid():
+    kinds = entry_kinds(4, 2)
+    # tile (0, 1) skipped; tiles (0, 0) and (1, 1) diagonal; tile (1, 0) below
+    assert (kinds[:2, 2:] == SKIPPED).all()
+    assert kinds[0, 1] == MASKED and kinds[2, 3] == MASKED
+    assert (kinds[2:, :2] == 3).all()
