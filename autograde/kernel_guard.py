@@ -25,12 +25,13 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List, Unicode
+from traitlets.config import LoggingConfigurable
 
 LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
 
 
-class GuardedKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernels start under limits and behind an optional wrapper command."""
+class GuardedCommand(LoggingConfigurable):
+    """The kernel command under limits and behind an optional wrapper (mixed into a kernel manager)."""
 
     memory_limit_mb = Integer(2048, help="memory a grading kernel may allocate, MiB (0: no limit)").tag(config=True)
     max_processes = Integer(0, help="RLIMIT_NPROC of the kernel (0: unchanged)").tag(config=True)
@@ -43,6 +44,10 @@ class GuardedKernelManager(AsyncKernelManager):
         launcher = [self.launcher_python, str(LAUNCHER), f"--memory-mb={self.memory_limit_mb}",
                     f"--max-processes={self.max_processes}", f"--threads={self.threads}", "--"]
         return [*self.command_prefix, *launcher, *kernel_command]
+
+
+class GuardedKernelManager(GuardedCommand, AsyncKernelManager):
+    """A kernel manager whose kernels start under limits and behind an optional wrapper command."""
 
 
 class GuardedExecute(Execute):

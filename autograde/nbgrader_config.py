@@ -43,7 +43,16 @@ from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetG
 c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
                                        SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
 c.GuardedKernelManager.memory_limit_mb = 2048
-c.GuardedKernelManager.command_prefix = []  # e.g. ["bwrap", ..., "--"]: see docs/instructors.md
+c.GuardedKernelManager.command_prefix = []  # an extra wrapper, if a deployment wants one
+# Every grading kernel runs in the bubblewrap sandbox (sandbox.py): no network, no access to the
+# solutions, the gradebook, the exchange or other submissions, an unprivileged user, limits.
+from sandbox import sandbox_available  # noqa: E402
+
+SANDBOXED, WHY_NOT_SANDBOXED = sandbox_available()
+if SANDBOXED:
+    c.GuardedExecute.kernel_manager_class = "sandbox.SandboxedKernelManager"
+else:
+    print(f"WARNING: GRADING UNSANDBOXED: {WHY_NOT_SANDBOXED}", file=sys.stderr)
 # Huge outputs are cut (stored outputs are cleared before grading anyway).
 c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100

@@ -8,15 +8,12 @@ Student code runs in the kernel that grades it. In the sandbox the kernel:
   the package it needs (``heads_and_masks/``, ``data/``, the environment), so ``solutions/``,
   ``authoring/``, ``tests/``, the gradebook, the exchange and other submissions are simply not there;
 * writes only to its own submission folder and a private ``/tmp``;
-* runs as an unprivileged user (when the grader is root) with limits on memory (address space),
+* runs as an unprivileged user (when the grader is root) with limits on memory (``kernel_guard``),
   CPU time, processes and file size.
 
-Use it by setting, in nbgrader's configuration::
-
-    c.Execute.kernel_manager_class = "sandbox.SandboxedKernelManager"
-
-Where bubblewrap is missing or does not work, :func:`sandbox_available` says why, and the grader
-must mark every grade "unsandboxed" (see ``SandboxedKernelManager.require``).
+``nbgrader_config.py`` selects it for every grading kernel when bubblewrap works here; where it
+does not, :func:`sandbox_available` says why, the configuration prints a loud warning and the
+grading report marks every grade "unsandboxed".
 """
 from __future__ import annotations
 
@@ -30,7 +27,9 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager, KernelManager
+from jupyter_client.manager import KernelManager
+
+from kernel_guard import GuardedCommand, GuardedKernelManager
 from traitlets import Bool, Int, List, Unicode
 from traitlets.config import LoggingConfigurable
 
@@ -68,7 +67,6 @@ def _unprivileged_ids() -> tuple[int, int] | None:
 class _Sandboxed(LoggingConfigurable):
     """Starts every kernel inside bubblewrap, with IPC transport and limits (mixed into a kernel manager)."""
 
-    memory_limit_mb = Int(3072, config=True, help="address-space limit of the kernel, in MiB")
     cpu_seconds = Int(600, config=True, help="CPU-time limit of the kernel, in seconds")
     max_processes = Int(64, config=True, help="process limit of the unprivileged kernel user")
     max_file_mb = Int(64, config=True, help="largest file the kernel may write, in MiB")
@@ -94,7 +92,8 @@ class _Sandboxed(LoggingConfigurable):
         self.connection_file = str(self.runtime / "connection.json")
 
     def _visible(self) -> list[Path]:
-        paths = [REPO / "data"] + ([] if self.package_override else [REPO / "heads_and_masks"])
+        paths = [REPO / "data", REPO / "autograde" / "kernel_launch.py"]
+        paths += [] if self.package_override else [REPO / "heads_and_masks"]
         prefix = Path(sys.prefix).resolve()
         if REPO in prefix.parents:
             paths.append(prefix)  # a venv inside the repository
@@ -136,7 +135,7 @@ class _Sandboxed(LoggingConfigurable):
             wrapper += [option, str(path), str(where)]
         wrapper += ["--chdir", str(cwd), "--setenv", "HOME", "/tmp", "--setenv", "MPLCONFIGDIR", "/tmp",
                     "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "JUPYTER_RUNTIME_DIR", str(self.runtime)]
-        limits = [shutil.which("prlimit"), f"--as={self.memory_limit_mb * 2**20}", f"--cpu={self.cpu_seconds}",
+        limits = [shutil.which("prlimit"), f"--cpu={self.cpu_seconds}",
                   f"--fsize={self.max_file_mb * 2**20}", f"--nproc={self.max_processes}", "--core=0", "--"]
         drop = []
         if ids:
@@ -150,9 +149,10 @@ class _Sandboxed(LoggingConfigurable):
             shutil.rmtree(self.runtime, ignore_errors=True)
 
 
-class SandboxedKernelManager(_Sandboxed, AsyncKernelManager):
-    """What nbgrader's Execute uses: ``c.Execute.kernel_manager_class = "sandbox.SandboxedKernelManager"``."""
+class SandboxedKernelManager(_Sandboxed, GuardedKernelManager):
+    """What the grading uses (``nbgrader_config.py``): the guarded kernel (memory limit, one BLAS thread,
+    no core dumps, see ``kernel_guard.py``) started inside the sandbox."""
 
 
-class SandboxedSyncKernelManager(_Sandboxed, KernelManager):
+class SandboxedSyncKernelManager(_Sandboxed, GuardedCommand, KernelManager):
     """The same sandbox for code that drives a kernel synchronously (the trusted re-check)."""
