@@ -1,0 +1,107 @@
+"""Fixtures of the browser tests: one JupyterLab server and one headless Chromium for the whole session.
+
+Without ``/usr/bin/chromium`` (or without Playwright) the tests are skipped, with a message saying how to
+run them, unless the environment variable ``CI`` is set: in CI a missing browser is a failure.
+``UPDATE_GALLERY=1`` also copies the widget screenshots into ``docs/images/`` and rewrites ``docs/gallery.md``.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import pytest
+
+from gallery import UPDATE_GALLERY, write_gallery
+from labdriver import (
+    CHROMIUM, CHROMIUM_FLAGS, REPO, SOLUTION_ASSIGNMENTS, STUDENT_ASSIGNMENTS, LabServer, new_browser_context,
+    opened_notebook,
+)
+
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+HOW_TO_RUN = (
+    "To run them: install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`, which provides "
+    "/usr/bin/chromium), then `make test` or `.venv/bin/python -m pytest tests/browser`. "
+    "With CI=true a missing browser fails these tests instead of skipping them."
+)
+
+
+def _browser_missing_reason() -> str | None:
+    if not CHROMIUM.exists():
+        return f"Chromium not found at {CHROMIUM}: the browser tests need it."
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the Python package playwright is not installed (pip install -e '.[test]')."
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser_ready() -> None:
+    reason = _browser_missing_reason()
+    if reason is None:
+        return
+    if IN_CI:
+        pytest.fail(f"CI is set and {reason} {HOW_TO_RUN}", pytrace=False)
+    pytest.skip(f"{reason} {HOW_TO_RUN}")
+
+
+@pytest.fixture(scope="session")
+def lab(browser_ready, tmp_path_factory):
+    """One JupyterLab for every notebook of the session (copies of notebooks/ and solutions/)."""
+    import matplotlib.font_manager  # noqa: F401  build matplotlib's font cache now, not in a kernel's stderr
+
+    server = LabServer(repo=REPO, folder=tmp_path_factory.mktemp("jupyterlab"))
+    server.copy_course({"student": STUDENT_ASSIGNMENTS, "solution": SOLUTION_ASSIGNMENTS})
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def browser(browser_ready):
+    """Headless Chromium (Debian's; Playwright cannot download its own browser here)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def browser_context(browser):
+    """One context for the session (JupyterLab's scripts stay cached); requests off this machine are aborted."""
+    context = new_browser_context(browser)
+    yield context
+    if context.blocked_requests:
+        print(f"\nblocked {len(context.blocked_requests)} requests off this machine, e.g. {context.blocked_requests[:3]}")
+    context.close()
+
+
+@pytest.fixture
+def open_notebook(lab, browser_context):
+    """``open_notebook(kind, assignment)``: the notebook opened in a fresh page, kernel connected.
+
+    At the end of the test the page is closed, its kernel shut down, and the test fails if the page
+    raised any JavaScript error.
+    """
+    with contextlib.ExitStack() as stack:
+        yield lambda kind, assignment: stack.enter_context(opened_notebook(lab, browser_context, kind, assignment))
+
+
+@pytest.fixture(scope="session")
+def screenshots(artifacts) -> Path:
+    folder = artifacts / "browser"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def gallery():
+    """Collects gallery entries during the session; with UPDATE_GALLERY=1 writes docs/ at the end."""
+    entries: dict[str, dict] = {}
+    yield entries
+    if UPDATE_GALLERY and entries:
+        write_gallery(entries)

@@ -1,0 +1,547 @@
+"""Drive a real JupyterLab in headless Chromium: start the server, open a notebook, Run All, use widgets.
+
+The browser tests (``test_browser_*.py``) read like a learner's session; the mechanics are here:
+
+* ``LabServer``: one JupyterLab on 127.0.0.1 with a token and fresh config, data, settings, workspace and
+  runtime folders in a temporary directory. The notebooks are *copies* (the repository is never written).
+* ``NotebookSession``: one notebook open in one browser page. Every request that does not go to
+  127.0.0.1/localhost is aborted, and every JavaScript error on the page is recorded (the tests fail on it).
+* widget helpers: read a course widget's picture (``img`` src, PNG) and readouts (``table.course-readouts``),
+  move a slider by keyboard (focus ``.noUi-handle``, arrow key) or by dragging its handle with the mouse.
+
+Facts this relies on are in ``shared/NOTES.md``: Debian's ``/usr/bin/chromium`` (Playwright cannot download
+its own browser offline), and waiting for "| Idle" in the status bar before Run All (the execution
+indicator reads idle before the kernel is connected, and Run All then silently does nothing).
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+# Debian's Chromium (BROWSER_TESTS_CHROMIUM points elsewhere, e.g. to check how the tests behave without it)
+CHROMIUM = Path(os.environ.get("BROWSER_TESTS_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+# Every URL that does not go to this machine's server: those requests are aborted.
+NOT_LOCAL = re.compile(r"^(?!(https?|wss?)://(127\.0\.0\.1|localhost)(:\d+)?/)")
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _assignments(folder: str) -> list[str]:
+    base = REPO / folder
+    return sorted(p.name for p in base.iterdir()
+                  if p.is_dir() and p.name[:2].isdigit() and (p / f"{p.name}.ipynb").exists())
+
+
+# Every assignment that exists when the tests are collected: student versions and solutions.
+STUDENT_ASSIGNMENTS = _assignments("notebooks")
+SOLUTION_ASSIGNMENTS = _assignments("solutions")
+NOTEBOOKS = [("student", a) for a in STUDENT_ASSIGNMENTS] + [("solution", a) for a in SOLUTION_ASSIGNMENTS]
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+# JupyterLab user settings written into the fresh settings folder (plugin id -> settings).
+LAB_SETTINGS = {
+    # no "Would you like to get notified about Jupyter news?" toast, no update check (no network anyway)
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+    # every cell stays in the page, so every widget is rendered and can be found
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    # nothing is written behind the test's back; the test saves once, when the run is over
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
+}
+
+
+# --------------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _write_lab_settings(settings_dir: Path) -> None:
+    for plugin_id, values in LAB_SETTINGS.items():
+        package, plugin = plugin_id.split(":")
+        path = settings_dir / package / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+
+
+def _let_every_cell_run(path: Path) -> None:
+    """Tag every code cell ``raises-exception`` so that Run All runs every cell, whatever fails.
+
+    A student notebook's test cells fail until the exercises are done, and JupyterLab (stop_on_error) would
+    skip everything after the first failure, widgets included; in a solution notebook, every error is worth
+    reporting, not only the first. Which errors are acceptable is decided afterwards from the saved outputs
+    (see ``unexpected_errors``).
+    """
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            tags = cell.metadata.setdefault("tags", [])
+            if "raises-exception" not in tags:
+                tags.append("raises-exception")
+    nbformat.write(notebook, path)
+
+
+@dataclass
+class LabServer:
+    """A JupyterLab server for the whole test session, serving copies of the course notebooks."""
+
+    repo: Path
+    folder: Path  # a fresh temporary folder: everything of this server lives here
+    token: str = field(default_factory=lambda: os.urandom(16).hex())
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.folder / "course"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "jupyterlab.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def notebook_path(self, kind: str, assignment: str) -> Path:
+        """``kind`` is "student" (from notebooks/) or "solution" (from solutions/)."""
+        return self.root / kind / assignment / f"{assignment}.ipynb"
+
+    def copy_course(self, assignments: dict[str, list[str]]) -> None:
+        sources = {"student": self.repo / "notebooks", "solution": self.repo / "solutions"}
+        for kind, names in assignments.items():
+            for name in names:
+                shutil.copytree(sources[kind] / name, self.root / kind / name)
+                _let_every_cell_run(self.notebook_path(kind, name))
+
+    def start(self, timeout: float = 180.0) -> None:
+        dirs = {name: self.folder / name for name in ("config", "data", "settings", "workspaces", "runtime", "ipython")}
+        for path in dirs.values():
+            path.mkdir(parents=True, exist_ok=True)
+        _write_lab_settings(dirs["settings"])
+        env = dict(os.environ)
+        env.pop("MPLBACKEND", None)  # the kernels must use the inline backend, not the tests' Agg
+        env.update(
+            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
+            PYTHONUNBUFFERED="1",
+        )
+        command = [
+            sys.executable, "-m", "jupyter", "lab", "--no-browser",
+            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.terminals_enabled=False", "--LabApp.news_url=",
+        ]
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            command.append("--allow-root")
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with code {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                self.api("GET", "/api/status")
+                return
+            except OSError:
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer on {self.base_url} within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(f"{self.base_url}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shut_down_kernels(self) -> None:
+        """Free the CPU for the next notebook: end every session and kernel of this server."""
+        for session in self.api("GET", "/api/sessions") or []:
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+        for kernel in self.api("GET", "/api/kernels") or []:
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+# --------------------------------------------------------------------------------------------------
+# One notebook in one page
+# --------------------------------------------------------------------------------------------------
+
+def new_browser_context(browser):
+    """A browser context in which every request that does not go to this machine is aborted.
+
+    The pattern is matched inside Playwright's driver, so requests to the local server never wait for Python
+    (a Python route handler runs only while the test is calling Playwright, not during ``time.sleep``).
+    One context serves the whole session: its cache keeps JupyterLab's scripts between notebooks.
+    """
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+    context.blocked_requests = []
+
+    def block(route):
+        context.blocked_requests.append(route.request.url)
+        route.abort()
+
+    context.route(NOT_LOCAL, block)
+    return context
+
+
+@dataclass
+class PageWatch:
+    """What happened on a page besides what the test did: JavaScript errors and console errors."""
+
+    page_errors: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+
+    def attach(self, page) -> None:
+        page.on("pageerror", lambda error: self.page_errors.append(f"{error.name}: {error.message}\n{error.stack or ''}"))
+        page.on("console", lambda message: self.console_errors.append(message.text)
+                if message.type == "error" else None)
+
+
+# The prompt of every code cell and the kernel's status, read in one go from the page.
+_RUN_STATE_JS = """() => {
+  const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+      .map(p => p.textContent.trim());
+  const status = document.querySelector('#jp-main-statusbar');
+  return {prompts, status: status ? status.textContent : ''};
+}"""
+
+
+def pause(page, seconds: float) -> None:
+    """Wait while letting Playwright deliver the page's events (time.sleep would hold them back)."""
+    if page is None or page.is_closed():
+        time.sleep(seconds)
+    else:
+        page.wait_for_timeout(seconds * 1000)
+
+
+def wait_until(condition, timeout: float, interval: float = 0.1, what: str = "condition", page=None):
+    """Poll ``condition()`` until it returns something truthy; return it, or raise TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = condition()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        pause(page, interval)
+
+
+class NotebookSession:
+    """A notebook opened in JupyterLab in its own page."""
+
+    def __init__(self, server: LabServer, context, kind: str, assignment: str):
+        self.server, self.kind, self.assignment = server, kind, assignment
+        self.path = server.notebook_path(kind, assignment)
+        self.watch = PageWatch()
+        self.timings: dict[str, float] = {}  # seconds per phase, reported by the tests
+        self.page = context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.watch.attach(self.page)
+
+    def close(self) -> None:
+        self.page.close()
+
+    # ---- opening and running -------------------------------------------------------------------
+    def open(self, timeout: float = 90.0) -> None:
+        started = time.monotonic()
+        relative = self.path.relative_to(self.server.root).as_posix()
+        # ?reset: start from an empty workspace (no tabs restored from an earlier test)
+        self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
+        self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
+        # The kernel is connected only when the status bar says "| Idle" (see NOTES.md).
+        self.page.wait_for_function(
+            "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
+            timeout=timeout * 1000)
+        self.timings["open"] = time.monotonic() - started
+
+    def run_all(self, timeout: float = 400.0) -> float:
+        """Run → Run All Cells, through the menu as a learner would; return the seconds it took.
+
+        Finished when every non-empty code cell shows an execution number and the kernel is idle. (The
+        kernel reads idle between two cells, and after the first error JupyterLab resets the prompts of
+        the cells still queued, so "idle and no [*]" alone can come too early.)
+        """
+        start = time.monotonic()
+        code_cells = [c for c in nbformat.read(self.path, as_version=4).cells if c.cell_type == "code"]
+        must_run = [i for i, cell in enumerate(code_cells) if cell.source.strip()]
+        self.page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        self.page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+
+        def finished():
+            state = self.page.evaluate(_RUN_STATE_JS)
+            if re.search(r"\| (Dead|Unknown)", state["status"]):
+                raise AssertionError(f"the kernel died during Run All of {self.kind} {self.assignment}\n"
+                                     f"{self.diagnostics()}")
+            prompts = state["prompts"]
+            if len(prompts) != len(code_cells):
+                return False
+            return "| Idle" in state["status"] and all(re.fullmatch(r"\[\d+\]:?", prompts[i]) for i in must_run)
+
+        try:
+            wait_until(finished, timeout=timeout, interval=0.25, what=f"Run All of {self.kind} {self.assignment}",
+                       page=self.page)
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}\n{self.diagnostics()}") from None
+        self.timings["run all"] = time.monotonic() - start
+        return self.timings["run all"]
+
+    def save_and_read(self, timeout: float = 30.0) -> nbformat.NotebookNode:
+        """Save the notebook from the browser (toolbar button) and read back what JupyterLab wrote."""
+        before = self.path.stat().st_mtime_ns
+        self.page.locator(".jp-NotebookPanel-toolbar [data-command='docmanager:save']").first.click()
+        try:
+            wait_until(lambda: self.path.stat().st_mtime_ns != before, timeout=timeout, what="the notebook to be saved",
+                       page=self.page)
+        except TimeoutError as error:
+            raise TimeoutError(f"{error}\n{self.diagnostics()}") from None
+        return wait_until(lambda: _read_notebook(self.path), timeout=timeout, what="a complete saved notebook",
+                          page=self.page)
+
+
+    def diagnostics(self) -> str:
+        """What a person needs to see when the page did not do what was expected."""
+        shot = self.server.folder / f"{self.kind}-{self.assignment}-{time.monotonic():.0f}.png"
+        try:
+            self.page.screenshot(path=str(shot))
+        except Exception as error:  # the page may be gone
+            shot = f"(no screenshot: {error})"
+        status = self.page.evaluate(_RUN_STATE_JS)["status"] if not self.page.is_closed() else "(page closed)"
+        return (f"page screenshot: {shot}\nstatus bar: {status}\n"
+                f"console errors: {self.watch.console_errors[-5:]}\nJupyterLab log:\n{self.server.log_tail(15)}")
+
+
+@contextlib.contextmanager
+def opened_notebook(server: LabServer, context, kind: str, assignment: str):
+    """The notebook open in a fresh page with its kernel connected; afterwards the page is closed, the
+    kernel shut down, and any JavaScript error the page raised fails the test."""
+    session = NotebookSession(server, context, kind, assignment)
+    try:
+        session.open()
+        yield session
+    finally:
+        session.close()
+        server.shut_down_kernels()
+    errors = session.watch.page_errors
+    assert not errors, f"JavaScript errors on the page of {kind} {assignment}:\n" + "\n".join(errors)
+
+
+def _read_notebook(path: Path):
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception:  # caught mid-write
+        return None
+
+
+# --------------------------------------------------------------------------------------------------
+# What the run left in the notebook
+# --------------------------------------------------------------------------------------------------
+
+def is_test_cell(cell) -> bool:
+    nbgrader = cell.metadata.get("nbgrader", {})
+    return bool(nbgrader.get("grade")) and not nbgrader.get("solution")
+
+
+def unexpected_errors(notebook, kind: str) -> list[str]:
+    """Error and stderr outputs that should not be there, each described for a person.
+
+    Solution notebooks: none at all. Student notebooks: an unfinished exercise raises NotImplementedError
+    and test cells fail until the exercises are done; anything else is a bug of the notebook.
+    """
+    problems = []
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        excused = kind == "student" and is_test_cell(cell)
+        for output in cell.get("outputs", []):
+            if output.output_type == "error":
+                if excused or (kind == "student" and output.ename == "NotImplementedError"):
+                    continue
+                traceback = ANSI.sub("", "\n".join(output.get("traceback", [])[-3:]))
+                problems.append(f"cell {index} ({_first_line(cell)}): {output.ename}: {output.evalue}\n{traceback}")
+            elif output.output_type == "stream" and output.name == "stderr" and not excused:
+                problems.append(f"cell {index} ({_first_line(cell)}) wrote to stderr: {output.text.strip()[:500]}")
+    return problems
+
+
+def cells_never_run(notebook) -> list[str]:
+    return [f"cell {i} ({_first_line(c)})" for i, c in enumerate(notebook.cells)
+            if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
+
+
+def _first_line(cell) -> str:
+    return next((line.strip() for line in cell.source.splitlines() if line.strip()), "")[:60]
+
+
+# --------------------------------------------------------------------------------------------------
+# Widgets in the page
+# --------------------------------------------------------------------------------------------------
+
+# Everything displayed as an output: widgets that failed to render, pictures that did not load.
+_OUTPUT_HEALTH_JS = """() => {
+  const problems = [];
+  for (const area of document.querySelectorAll(
+      '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.widget-view+json"]')) {
+    const text = area.textContent || '';
+    if (!area.querySelector('.jupyter-widgets') || /Error displaying widget|Loading widget/.test(text))
+      problems.push('a widget output did not render: ' + JSON.stringify(text.slice(0, 200)));
+  }
+  for (const img of document.querySelectorAll('.jp-OutputArea-output img')) {
+    if (!img.complete || img.naturalWidth === 0 || img.naturalHeight === 0)
+      problems.push('a picture did not load: ' + (img.getAttribute('src') || '').slice(0, 60));
+  }
+  return problems;
+}"""
+
+# The markdown a widget follows: its section heading and its first paragraph (for the gallery captions).
+_CAPTION_JS = """box => {
+  let cell = box.closest('.jp-Cell');
+  let heading = '', paragraph = '';
+  while (cell && !(heading && paragraph)) {
+    cell = cell.previousElementSibling;
+    if (!cell || !cell.classList.contains('jp-MarkdownCell')) continue;
+    const rendered = cell.querySelector('.jp-RenderedMarkdown');
+    if (!rendered) continue;
+    if (!paragraph) { const p = rendered.querySelector('p'); if (p) paragraph = p.innerText; }
+    const h = [...rendered.querySelectorAll('h1, h2, h3')].pop();
+    if (h && !heading) heading = h.innerText.replace(/¶$/, '').trim();
+  }
+  return {heading, paragraph};
+}"""
+
+
+def output_problems(page) -> list[str]:
+    return page.evaluate(_OUTPUT_HEALTH_JS)
+
+
+def widget_state(box) -> dict:
+    """The picture (src of the first img) and the readouts (text of table.course-readouts) of a widget box."""
+    return box.evaluate("""box => {
+      const img = box.querySelector('img');
+      const table = box.querySelector('table.course-readouts');
+      const rows = table ? [...table.querySelectorAll('tr')].map(tr => [...tr.querySelectorAll('td')].map(td => td.innerText.trim())) : [];
+      return {src: img ? img.getAttribute('src') : null,
+              width: img ? img.naturalWidth : 0, height: img ? img.naturalHeight : 0,
+              loaded: img ? img.complete : false,
+              readouts: Object.fromEntries(rows.filter(r => r.length >= 2).map(r => [r[0], r[1]])),
+              readout_text: table ? table.innerText : null};
+    }""")
+
+
+def widget_caption(box) -> dict:
+    return box.evaluate(_CAPTION_JS)
+
+
+def control_names(box) -> list[str]:
+    """The descriptions of the widget's controls (not the options of its buttons)."""
+    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic')]
+        .map(e => e.innerText.replace(/\u200b/g, '').trim()).filter(t => t)""")
+
+
+def wait_for_change(box, before: dict, what: str, timeout: float = 15.0, need=("src", "readout_text")) -> dict:
+    """Wait until the widget's picture and readouts both differ from ``before`` and have settled."""
+    def changed():
+        now = widget_state(box)
+        if all(now[key] != before[key] for key in need) and now["loaded"] and now["width"] > 0:
+            return now
+        return None
+
+    try:
+        wait_until(changed, timeout=timeout, interval=0.1, what=what, page=box.page)
+    except TimeoutError:
+        now = widget_state(box)
+        unchanged = [{"src": "picture (img src)", "readout_text": "readouts"}[k] for k in need if now[k] == before[k]]
+        raise AssertionError(f"{what}: the {' and the '.join(unchanged)} did not change within {timeout:.0f} s "
+                             f"(readouts before {before['readouts']}, after {now['readouts']})") from None
+    return settle(box)
+
+
+def settle(box, quiet: float = 0.6, timeout: float = 15.0) -> dict:
+    """Wait until the picture and readouts stop changing for ``quiet`` seconds (a drag sends many updates)."""
+    last, since = widget_state(box), time.monotonic()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pause(box.page, 0.1)
+        now = widget_state(box)
+        if (now["src"], now["readout_text"]) != (last["src"], last["readout_text"]):
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet and now["loaded"]:
+            return now
+    return last
+
+
+def slider_handle(box, description: str | None = None):
+    """The noUiSlider handle of the first slider in ``box`` (or of the slider with that description)."""
+    sliders = box.locator(".widget-slider")
+    if description is not None:
+        sliders = sliders.filter(has=box.page.locator(".widget-label", has_text=description))
+    return sliders.first.locator(".noUi-handle").first
+
+
+def handle_position(handle) -> tuple[float, float, float]:
+    """(value, min, max) of a slider handle, read from its ARIA attributes (index for selection sliders)."""
+    values = handle.evaluate("""h => ['aria-valuenow', 'aria-valuemin', 'aria-valuemax']
+        .map(a => parseFloat(h.getAttribute(a)))""")
+    return tuple(values)
+
+
+def press_slider_key(handle, towards_max: bool | None = None) -> str:
+    """Focus the handle and press one arrow key, towards whichever end is further away unless told."""
+    value, low, high = handle_position(handle)
+    if towards_max is None:
+        towards_max = value < high
+    key = "ArrowRight" if towards_max else "ArrowLeft"
+    handle.focus()
+    handle.press(key)
+    return key
+
+
+def drag_slider(page, handle, fraction: float = 0.35, towards_max: bool | None = None) -> float:
+    """Drag the handle with the mouse by ``fraction`` of the track, towards the end further away unless told."""
+    track = handle.locator("xpath=ancestor::*[contains(@class, 'noUi-target')][1]")
+    track_box, handle_box = track.bounding_box(), handle.bounding_box()
+    x = handle_box["x"] + handle_box["width"] / 2
+    y = handle_box["y"] + handle_box["height"] / 2
+    if towards_max is None:
+        towards_max = track_box["x"] + track_box["width"] - x >= x - track_box["x"]
+    distance = fraction * track_box["width"] * (1 if towards_max else -1)
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + distance, y, steps=10)
+    page.mouse.up()
+    return distance

@@ -1,0 +1,99 @@
+"""Every notebook of the course, student version and solution, run in JupyterLab in a real browser.
+
+For each notebook: open it, Run All (Run menu), then check that
+* no cell shows an error (student notebooks: only their unfinished exercises may fail, i.e.
+  NotImplementedError anywhere and failures in test cells) and no cell writes to stderr;
+* every cell ran, every widget output rendered and every picture loaded;
+* every course widget (``.course-widget``) shows a picture and its readouts, and moving its first slider
+  with the keyboard and then by dragging the handle with the mouse changes both the picture and the
+  readouts (a widget without a slider: its first dropdown or checkbox is changed instead).
+A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
+solution's widgets to ``docs/images/``).
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import pytest
+
+from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+from labdriver import (
+    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, output_problems, press_slider_key, settle,
+    slider_handle, unexpected_errors, wait_for_change, widget_caption, widget_state,
+)
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.mark.parametrize(("kind", "assignment"), NOTEBOOKS, ids=[f"{k}-{a}" for k, a in NOTEBOOKS])
+def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, screenshots, gallery):
+    notebook_page = open_notebook(kind, assignment)
+    page = notebook_page.page
+    notebook_page.run_all()
+    started = time.monotonic()
+    saved = notebook_page.save_and_read()
+    notebook_page.timings["save"] = time.monotonic() - started
+    errors = unexpected_errors(saved, kind)
+    assert not errors, f"{kind} {assignment}: unexpected error output after Run All:\n\n" + "\n\n".join(errors)
+    not_run = cells_never_run(saved)
+    assert not not_run, f"{kind} {assignment}: Run All left cells unexecuted: {not_run}"
+    problems = output_problems(page)
+    assert not problems, f"{kind} {assignment}: " + "; ".join(problems)
+
+    boxes = page.locator(".course-widget")
+    count = boxes.count()
+    assert count >= 1, f"{kind} {assignment}: no course widget (.course-widget) in the notebook"
+    started = time.monotonic()
+    for index in range(count):
+        box = boxes.nth(index)
+        box.scroll_into_view_if_needed()
+        name = f"{assignment}" if index == 0 else f"{assignment}-{index + 1}"
+        check_widget(page, box, f"{kind} {assignment}, widget {index + 1} of {count}", screenshots / f"{kind}-{name}.png")
+        if kind == "solution" and UPDATE_GALLERY:
+            GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"{name}.png")
+            title = saved.cells[0].source.splitlines()[0].lstrip("# ").strip() if saved.cells else assignment
+            state = widget_state(box)
+            gallery[f"{name}.png"] = {"assignment": assignment, "title": title, **widget_caption(box),
+                                      "controls": control_names(box), "readouts": list(state["readouts"])}
+    notebook_page.timings["widgets"] = time.monotonic() - started
+    print(f"{kind} {assignment}: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items()))
+
+
+def check_widget(page, box, label: str, screenshot_path) -> None:
+    """Rendered (picture and readouts), screenshot taken, then moved by keyboard and by mouse."""
+    state = settle(box)
+    assert state["src"] and state["loaded"] and state["width"] > 0 and state["height"] > 0, \
+        f"{label}: the picture did not render (img src={str(state['src'])[:40]!r}, size {state['width']}×{state['height']})"
+    assert state["readouts"], f"{label}: no readouts (table.course-readouts with <td>NAME</td><td><b>VALUE</b></td> rows)"
+    box.screenshot(path=str(screenshot_path))
+
+    if box.locator(".widget-slider .noUi-handle").count():
+        handle = slider_handle(box)
+        value_before = handle_position(handle)[0]
+        key = press_slider_key(handle)
+        started = time.monotonic()
+        state = wait_for_change(box, state, f"{label}: after pressing {key} on the first slider")
+        print(f"{label}: keyboard step {value_before} -> {handle_position(handle)[0]}, "
+              f"picture and readouts updated in {time.monotonic() - started:.2f} s")
+        value_before = handle_position(handle)[0]
+        distance = drag_slider(page, handle)
+        state = wait_for_change(box, state, f"{label}: after dragging the first slider's handle by {distance:+.0f} px")
+        value_after = handle_position(handle)[0]
+        assert value_after != value_before, f"{label}: dragging the handle did not move the slider (value {value_before})"
+        return
+
+    # no slider: change the first dropdown or checkbox instead
+    select = box.locator("select")
+    checkbox = box.locator("input[type=checkbox]")
+    if select.count():
+        options = select.first.locator("option")
+        current = select.first.evaluate("s => s.selectedIndex")
+        select.first.select_option(index=(current + 1) % options.count())
+        wait_for_change(box, state, f"{label}: after choosing another option in the first dropdown")
+    elif checkbox.count():
+        checkbox.first.click()
+        wait_for_change(box, state, f"{label}: after clicking the first checkbox")
+    else:
+        pytest.fail(f"{label}: no slider, dropdown or checkbox to move")
