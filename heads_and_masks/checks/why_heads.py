@@ -1,0 +1,262 @@
+"""Checks for notebook 02: the two heads of the retrieval task, and the winning rate of a noisy match.
+
+``retrieval_heads`` is judged by what its weights *do*: the attention each head pays (through the
+course's attention, with the causal mask and the 1/sqrt(d) scaling) and the values it hands back,
+over several sequence lengths and random contents. Any head size, any scale, any layout that does
+the job passes.
+
+``winning_rate`` is a simulation, so its answer is random: it is compared with the exact probability
+(computed by integration, :func:`heads_and_masks.score_noise.exact_winning_rate`) with a margin of
+six standard errors of a correct simulation with that many trials. A correct answer, whatever its
+random numbers, misses that margin with probability about 2e-9 per comparison; the mistakes the
+checkpoints were chosen for miss it by several margins.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from ..retrieval import head_weights, token_vectors
+from ..score_noise import exact_winning_rate, win_probability
+from .core import (call, exercise_check, expect_close, expect_value_error, fail, passed, plain_array, plain_float,
+                   rng)
+
+_type, _len, _tuple, _list = builtins.type, builtins.len, builtins.tuple, builtins.list
+_LOCK_HEADS = ("retrieval_heads",)
+_LOCK_RATE = ("winning_rate", "exact_winning_rate", "win_probability", "bank_partial_sums")
+
+ENOUGH = 0.98  # the weight a head must put on the key its rule names
+TRIALS = 4000  # trials the checks ask of winning_rate
+MARGIN = 6.0  # standard errors
+
+
+# ------------------------------------------------------------------ retrieval_heads
+def _learner_heads(retrieval_heads, n, c):
+    __tracebackhide__ = True
+    what = f"retrieval_heads({n}, {c})"
+    result = call(retrieval_heads, n, c, what=what, lock=_LOCK_HEADS)
+    if _type(result) not in (_tuple, _list) or _len(result) != 3:
+        fail(f"{what} should return three arrays (w_q, w_k, w_v), but it returned {_type(result).__name__}"
+             + (f" of length {_len(result)}" if _type(result) in (_tuple, _list) else ""))
+    w_q, w_k, w_v = (plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in
+                     enumerate(zip(result, ("w_q", "w_k", "w_v"))))
+    return what, w_q, w_k, w_v
+
+
+def _expect_rule_shapes(what, w_q, w_k, n, c):
+    __tracebackhide__ = True
+    width = c + n
+    if w_q.ndim != 3 or w_q.shape[:2] != (2, width):
+        fail(f"{what}: w_q should have shape (2, c + n, d) = (2, {width}, d), one (c + n, d) matrix per head "
+             f"for any head size d ≥ 1, but it has shape {w_q.shape}")
+    if w_k.shape != w_q.shape:
+        fail(f"{what}: w_k should have the same shape as w_q, {w_q.shape} (queries and keys of a head share "
+             f"the head size d), but it has shape {w_k.shape}")
+    if w_q.shape[2] < 1:
+        fail(f"{what}: the head size d (last axis of w_q) must be at least 1")
+    if not (np.isfinite(w_q).all() and np.isfinite(w_k).all()):
+        fail(f"{what}: w_q and w_k must be finite numbers (inf - inf gives NaN scores); a large finite "
+             "number like 100 is sharp enough")
+
+
+def _rule_holds(weights, head, rule):
+    """Weight each query t ≥ 1 puts on the key the rule names: (n - 1,)."""
+    n = weights.shape[-1]
+    t = np.arange(1, n)
+    wanted = t - 1 if rule == "previous" else np.zeros_like(t)
+    return weights[head, t, wanted]
+
+
+def _follows(weights, head, rule):
+    return bool(_rule_holds(weights, head, rule).min() >= ENOUGH)
+
+
+def _favourite(weights, head):
+    """The key with the largest weight for each query t ≥ 1: (n - 1,)."""
+    return np.argmax(weights[head, 1:], axis=-1)
+
+
+def _diagnose_rules(weights, unmasked, n, c, d):
+    """A sentence naming what the two heads do instead of their rules."""
+    t = np.arange(1, n)
+    prev_ok, first_ok = _follows(weights, 0, "previous"), _follows(weights, 1, "first")
+    scale_note = (f" Remember that the scores are divided by sqrt(d) = {math.sqrt(d):.3g} before the softmax: "
+                  "a lead of g in q·k becomes g/sqrt(d)." if d > 1 else "")
+    if _follows(weights, 0, "first") and _follows(weights, 1, "previous"):
+        return ("your two heads are swapped: head 0 must follow the 'previous token' rule and head 1 the "
+                "'first token' rule (the output is [content of t-1 | content of 0], in that order).")
+    if not first_ok and prev_ok and _follows(weights, 1, "previous"):
+        return ("both heads follow the 'previous token' rule: a second head is only useful with a different "
+                "rule; head 1 must attend to the first token (position 0) from every query.")
+    if not prev_ok and first_ok and _follows(weights, 0, "first"):
+        return ("both heads follow the 'first token' rule: head 0 must attend to the previous token, "
+                "key t - 1 for query t.")
+    for head, rule, ok in ((0, "previous", prev_ok), (1, "first", first_ok)):
+        if ok:
+            continue
+        name = "head 0 (previous token)" if head == 0 else "head 1 (first token)"
+        wanted = t - 1 if rule == "previous" else np.zeros_like(t)
+        on_rule = _rule_holds(weights, head, rule)
+        worst = int(np.argmin(on_rule))
+        favourite = _favourite(weights, head)
+        if head == 0 and n > 2 and np.all(np.argmax(unmasked[0, :-1], axis=-1) == np.arange(1, n)):
+            return (f"{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
+                    "spread evenly). With x @ w, row t of w_q is the query of token t: its entry must sit in the "
+                    "column of key t - 1 (np.eye(n, k=-1), not k=1).")
+        if np.all(favourite == t) and not (rule == "first" and n == 2):
+            return (f"{name} attends to the current token itself (key t for query t); it must ask for "
+                    + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is."))
+        if np.all(favourite == wanted):
+            return (f"{name} picks the right key but not sharply enough: at query t = {worst + 1} the right key "
+                    f"gets only {on_rule[worst]:.3f} of the weight (at least {ENOUGH} is needed). Make the "
+                    "wanted score lead the others by more: softmax turns a lead of g into a weight of about "
+                    f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}")
+        return (f"{name} should put at least {ENOUGH} of its weight on key {int(wanted[worst])} for query "
+                f"t = {worst + 1}, but puts {on_rule[worst]:.3f} there and its largest weight "
+                f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}.")
+    return "the heads do not follow their rules."
+
+
+@exercise_check
+def check_retrieval_heads(retrieval_heads, seed: int = 0, thorough: bool = False) -> None:
+    """Each head puts at least 98% of its attention where its rule says, for random contents."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    cases = [(6, 3)] + ([(2, 1), (12, 4), (32, 2)] if thorough else [])
+    for n, c in cases:
+        what, w_q, w_k, _ = _learner_heads(retrieval_heads, n, c)
+        _expect_rule_shapes(what, w_q, w_k, n, c)
+        d = w_q.shape[2]
+        for _ in range(3):
+            contents = r.uniform(-1, 1, size=(n, c))
+            x = token_vectors(contents)  # (n, c + n)
+            weights = head_weights(x, w_q, w_k)  # (2, n, n), causal, scaled by 1/sqrt(d)
+            if not np.isfinite(weights).all():
+                fail(f"{what}: the attention weights of your heads contain NaN or inf (are the scores too "
+                     "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty).")
+            if not (_follows(weights, 0, "previous") and _follows(weights, 1, "first")):
+                diagnosis = _diagnose_rules(weights, head_weights(x, w_q, w_k, causal=False), n, c, d)
+                other = head_weights(token_vectors(r.uniform(-1, 1, size=(n, c))), w_q, w_k)
+                if np.abs(other - weights).max() > 1e-3:
+                    diagnosis = ("your heads' weights change when only the token contents change (same positions): "
+                                 "a rule by position must read only the position part of x, rows c: of w_q and "
+                                 "w_k; make rows :c zero. With these contents: " + diagnosis)
+                fail(f"{what}: {diagnosis}")
+        passed(f"retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
+               f"(at least {ENOUGH} of the weight, for any contents)")
+
+
+@exercise_check
+def check_retrieval_heads_values(retrieval_heads, seed: int = 0, thorough: bool = False) -> None:
+    """Each head hands back the content of the token it fetches (tested with the ideal attention)."""
+    __tracebackhide__ = True
+    r = rng(seed + 1)
+    cases = [(6, 3)] + ([(2, 1), (9, 5), (4, 7)] if thorough else [])
+    for n, c in cases:
+        what, _, _, w_v = _learner_heads(retrieval_heads, n, c)
+        if w_v.shape != (2, c + n, c):
+            fail(f"{what}: w_v should have shape (2, c + n, c) = (2, {c + n}, {c}): each head turns a token into "
+                 f"a value of c = {c} numbers, so the two heads side by side give 2c; it has shape {w_v.shape}")
+        for _ in range(2):
+            contents = r.uniform(-1, 1, size=(n, c))
+            values = np.einsum("nD,hDv->hnv", token_vectors(contents), w_v)  # (2, n, c)
+            # head 0 fetches tokens 0 .. n-2 (the previous token of 1 .. n-1); head 1 fetches token 0
+            for head, fetched, name in ((0, slice(0, n - 1), "head 0 (previous token)"),
+                                        (1, slice(0, 1), "head 1 (first token)")):
+                expect_close(values[head, fetched], contents[fetched],
+                             what=f"{what}: the values of {name}, x @ w_v[{head}], for the tokens it fetches",
+                             diagnoses=[(token_vectors(contents)[fetched, c:c + c],
+                                         "the values read the position part of x; they must copy the content, "
+                                         "the first c numbers.")] if n >= c else [],
+                             hint="w_v[h] must copy the content (the first c numbers of x) and add nothing from "
+                                  "the position part to the tokens the head fetches: the first c rows an "
+                                  "identity, the rows of those positions zero.")
+        passed(f"retrieval_heads({n}, {c}): both heads hand back the content of the token they attend to")
+
+
+# ------------------------------------------------------------------ winning_rate
+def margin(p: float, trials: int) -> float:
+    """Six standard errors of a simulated frequency of p over ``trials`` (p(1-p) floored at 0.01·0.99)."""
+    return MARGIN * math.sqrt(max(p * (1 - p), 0.01 * 0.99) / trials)
+
+
+def _wrong_rates(d, noise, n_keys):
+    """What the usual mistakes estimate, exactly: (probability, explanation)."""
+    rivals = n_keys - 1
+    yield win_probability(d, noise, noise, 1), (
+        "the match was compared with each other key separately (a pairwise rate); it wins only when it beats "
+        "every other key at once: compare its score with the maximum of the others.")
+    yield win_probability(d, 0.0, noise, rivals), (  # the same rate as noise-free unrelated keys
+        "the query has no noise (or the unrelated keys have none); every view is noisy: "
+        "q = meaning + noise·ε, and each key is its own meaning + noise·ε.")
+    yield win_probability(d, noise, noise, rivals, match_noise=0.0), (
+        "the matching key has no noise; it is a noisy view of the shared meaning, like every key.")
+    if noise not in (0.0, 1.0):
+        yield win_probability(d, noise**2, noise**2, rivals), (
+            "noise was used as a variance; it is the standard deviation: multiply ε by noise.")
+        yield win_probability(d, math.sqrt(noise), math.sqrt(noise), rivals), (
+            "noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation.")
+    yield win_probability(d, noise, noise, n_keys), (
+        "n_keys - 1 rivals expected: n_keys counts all the keys, the match included.")
+
+
+def _expect_rate(winning_rate, d, noise, n_keys, seed):
+    __tracebackhide__ = True
+    what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed})"
+    got = plain_float(call(winning_rate, d, noise, n_keys, TRIALS, seed, what=what, lock=_LOCK_RATE), what=what)
+    if not math.isfinite(got) or not 0.0 <= got <= 1.0:
+        fail(f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
+             + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."))
+    exact = exact_winning_rate(d, noise, n_keys)
+    allowed = margin(exact, TRIALS)
+    if abs(got - exact) <= allowed:
+        return got
+    message = (f"{what} returned {got:.4f}, but the probability it estimates is {exact:.4f} (computed exactly by "
+               f"integration). With {TRIALS} trials a correct simulation lands within ±{allowed:.3f} of it "
+               f"(six standard errors); yours is off by {abs(got - exact):.3f}.")
+    for wrong, explanation in _wrong_rates(d, noise, n_keys):
+        if abs(got - wrong) <= margin(wrong, TRIALS) and abs(wrong - exact) > allowed:
+            message += f" Likely cause: {explanation}"
+            break
+    else:
+        message += (" Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
+                    "query and keys are meaning + noise·ε; the match wins when its q·k beats every other key's.")
+    fail(message)
+
+
+@exercise_check
+def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> None:
+    """The simulated rate is within six standard errors of the exact probability, and reproducible."""
+    __tracebackhide__ = True
+    # chosen so that each usual mistake lands several margins away somewhere (see _wrong_rates);
+    # the thorough (hidden) run uses other points and other seeds, and stays within a few seconds
+    points = [(8, 1.0, 16), (32, 1.5, 16), (32, 3.0, 16), (2, 0.0, 4)]
+    if thorough:
+        points = [(1, 1.0, 16), (16, 0.5, 16), (64, 1.0, 16), (64, 3.0, 16), (128, 1.5, 8), (4, 2.0, 2),
+                  (24, 0.7, 16)]
+    for index, (d, noise, n_keys) in enumerate(points):
+        got = _expect_rate(winning_rate, d, noise, n_keys, seed + index)
+        if index in (0, _len(points) - 1):  # the same seed again: two coincidences in a row are (about) impossible
+            what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed + index})"
+            again = plain_float(call(winning_rate, d, noise, n_keys, TRIALS, seed + index, what=what,
+                                     lock=_LOCK_RATE), what=what)
+            if again != got:
+                fail(f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
+                     "random number from np.random.default_rng(seed) (or seed numpy with it).")
+    passed("winning_rate agrees with the exact probability at "
+           + ", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points)
+           + f" (within six standard errors of {TRIALS} trials), and the same seed gives the same rate")
+
+
+@exercise_check
+def check_winning_rate_errors(winning_rate) -> None:
+    """Arguments that make no sense are refused with ValueError."""
+    __tracebackhide__ = True
+    for args, why in [((0, 1.0, 16, 100, 0), "the head size d must be at least 1"),
+                      ((8, -0.5, 16, 100, 0), "noise is a standard deviation, it cannot be negative"),
+                      ((8, 1.0, 1, 100, 0), "with fewer than 2 keys there is nothing to win against"),
+                      ((8, 1.0, 16, 0, 0), "a rate over 0 trials is undefined")]:
+        expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=why, lock=_LOCK_RATE)
+    passed("winning_rate refuses d < 1, negative noise, fewer than 2 keys and 0 trials with ValueError")

@@ -1,0 +1,117 @@
+"""Notebook 02's widget: how the head size d and the noise move the scores and the winning rate."""
+from __future__ import annotations
+
+import functools
+import io
+import time
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.ticker import NullLocator
+from PIL import Image
+
+from ..score_noise import ScoreBank, win_probability
+from .base import CourseWidget
+
+D_VALUES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768)
+N_KEYS = 16
+TRIALS = 600  # trials of the widget's simulation (the same draws for every d and noise)
+EDGES = np.linspace(-3.0, 4.0, 106)  # bins of the similarity estimate q·k/d
+PRACTICAL = (32, 128)
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_curve(noise: float) -> np.ndarray:
+    """Exact winning rate at every d of D_VALUES for this noise (a coarser grid: error below 1e-3)."""
+    return np.array([win_probability(d, noise, noise, N_KEYS - 1, grid=121, nodes=32) for d in D_VALUES])
+
+
+class ScoreNoiseWidget(CourseWidget):
+    """Pick a head size and a noise: the similarity estimates of matching and unrelated keys narrow
+    like 1/sqrt(d), and the match wins more often."""
+
+    figsize = (9.0, 3.6)
+
+    def setup(self):
+        self.controls["d"] = widgets.SelectionSlider(options=D_VALUES, value=8, description="head size d",
+                                                     continuous_update=True)
+        self.controls["noise"] = widgets.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.1, description="noise σ")
+        self.bank = ScoreBank(D_VALUES, n_keys=N_KEYS, trials=TRIALS, seed=2)
+        self.ax_hist, self.ax_rate = self.figure.subplots(1, 2, width_ratios=[1.15, 1])
+
+        ax = self.ax_hist
+        zeros = np.zeros(len(EDGES) - 1)
+        self.unrelated_steps = ax.stairs(zeros, EDGES, fill=True, alpha=0.45, color="tab:blue",
+                                         label="unrelated keys (true similarity 0)")
+        self.match_steps = ax.stairs(zeros, EDGES, fill=True, alpha=0.55, color="tab:orange",
+                                     label="the match (true similarity 1)")
+        for x in (0.0, 1.0):
+            ax.axvline(x, color="0.3", lw=0.8, ls=":")
+        ax.set(xlim=(EDGES[0], EDGES[-1]), ylim=(0, 1.3), yticks=[], xlabel="similarity estimate q·k / d",
+               ylabel="how often (tallest bar = 1)")
+        ax.legend(loc="upper left", fontsize=7, frameon=False)
+        self.hist_title = ax.set_title(" ", fontsize=9)
+
+        ax = self.ax_rate
+        ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
+        ax.axhline(1 / N_KEYS, color="0.5", lw=0.8, ls="--", label=f"chance (1/{N_KEYS})")
+        (self.exact_line,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), color="tab:red", lw=1.6, label="exact")
+        (self.sim_dots,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), "o", color="tab:red", ms=3, alpha=0.6,
+                                   label=f"simulated ({TRIALS} trials)")
+        (self.current,) = ax.plot([8], [0], "o", ms=11, mfc="none", mec="black", mew=1.6)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_minor_locator(NullLocator())  # fewer ticks, faster redraws
+        ax.set(xlim=(0.8, 960), ylim=(0, 1.03), xlabel="head size d (log scale)", ylabel="match wins",
+               xticks=[1, 4, 16, 64, 256, 768], xticklabels=["1", "4", "16", "64", "256", "768"])
+        ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.08), fontsize=7, frameon=False)
+        ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys", fontsize=9)
+
+        # Everything above is fixed; these artists change. They are drawn over a saved background
+        # (blitting), so one update renders a few lines instead of every tick label and legend.
+        self._dynamic = [self.unrelated_steps, self.match_steps, self.hist_title, self.exact_line, self.sim_dots,
+                         self.current]
+        for artist in self._dynamic:
+            artist.set_animated(True)
+        self._background = None
+
+    def update(self) -> None:
+        """As CourseWidget.update, but redraws only the changing artists over the saved background."""
+        start = time.perf_counter()
+        self.readouts = dict(self.draw())
+        self.readout_html.value = self.format_readouts(self.readouts)
+        if self._background is None:  # first update: lay out and draw the fixed parts once
+            self.canvas.draw()
+            self.figure.set_layout_engine("none")
+            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        self.canvas.restore_region(self._background)
+        for artist in self._dynamic:
+            self.figure.draw_artist(artist)
+        buffer = io.BytesIO()
+        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
+        self.image.value = buffer.getvalue()
+        self.last_update_seconds = time.perf_counter() - start
+
+    def draw(self):
+        d, noise = int(self.value("d")), float(self.value("noise"))
+        scores = self.bank.scores(d, noise) / d  # (trials, keys): similarity estimates, column 0 the match
+        match, unrelated = scores[:, 0], scores[:, 1:].ravel()
+        match_share = np.histogram(match, EDGES)[0] / match.size  # fraction of estimates in each bin
+        unrelated_share = np.histogram(unrelated, EDGES)[0] / unrelated.size
+        tallest = max(match_share.max(), unrelated_share.max(), 1e-12)  # both scaled alike: shapes compare
+        self.match_steps.set_data(match_share / tallest)
+        self.unrelated_steps.set_data(unrelated_share / tallest)
+        outside = float(np.mean((scores < EDGES[0]) | (scores > EDGES[-1])))
+        self.hist_title.set_text(f"d = {d}, noise σ = {noise:.1f}"
+                                 + (f"  ({outside:.0%} of estimates off the scale)" if outside >= 0.005 else ""))
+
+        exact = _exact_curve(round(noise, 6))
+        simulated = np.array([self.bank.winning_rate(v, noise) for v in D_VALUES])
+        self.exact_line.set_ydata(exact)
+        self.sim_dots.set_ydata(simulated)
+        i = D_VALUES.index(d)
+        self.current.set_data([d], [exact[i]])
+
+        spread_match, spread_unrelated = float(match.std()), float(unrelated.std())
+        return {"match wins (exact)": float(exact[i]), "match wins (simulated)": float(simulated[i]),
+                "spread of the match": spread_match, "spread of unrelated": spread_unrelated,
+                "gap / spread": 1.0 / spread_unrelated}
