@@ -202,10 +202,19 @@ def _wrong_rates(d, noise, n_keys):
         "n_keys - 1 rivals expected: n_keys counts all the keys, the match included.")
 
 
+def _rate(winning_rate, d, noise, n_keys, seed, what):
+    """The learner's rate as a float (a plain number, or a numpy scalar or 0-d array of one)."""
+    __tracebackhide__ = True
+    result = call(winning_rate, d, noise, n_keys, TRIALS, seed, what=what, lock=_LOCK_RATE)
+    if _type(result) is np.ndarray and result.ndim == 0 and result.dtype.kind in "fiu":
+        result = result[()]  # a 0-d array holds one number: take it out
+    return plain_float(result, what=what)
+
+
 def _expect_rate(winning_rate, d, noise, n_keys, seed):
     __tracebackhide__ = True
     what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed})"
-    got = plain_float(call(winning_rate, d, noise, n_keys, TRIALS, seed, what=what, lock=_LOCK_RATE), what=what)
+    got = _rate(winning_rate, d, noise, n_keys, seed, what)
     if not math.isfinite(got) or not 0.0 <= got <= 1.0:
         fail(f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
              + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."))
@@ -240,8 +249,7 @@ def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> N
         got = _expect_rate(winning_rate, d, noise, n_keys, seed + index)
         if index in (0, _len(points) - 1):  # the same seed again: two coincidences in a row are (about) impossible
             what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed + index})"
-            again = plain_float(call(winning_rate, d, noise, n_keys, TRIALS, seed + index, what=what,
-                                     lock=_LOCK_RATE), what=what)
+            again = _rate(winning_rate, d, noise, n_keys, seed + index, what)
             if again != got:
                 fail(f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
                      "random number from np.random.default_rng(seed) (or seed numpy with it).")
