@@ -505,12 +505,9 @@ def settle(box, quiet: float = 0.6, timeout: float = 15.0) -> dict:
     return last
 
 
-def slider_handle(box, description: str | None = None):
-    """The noUiSlider handle of the first slider in ``box`` (or of the slider with that description)."""
-    sliders = box.locator(".widget-slider")
-    if description is not None:
-        sliders = sliders.filter(has=box.page.locator(".widget-label", has_text=description))
-    return sliders.first.locator(".noUi-handle").first
+def slider_handle(box):
+    """The noUiSlider handle of the first slider in ``box``."""
+    return box.locator(".widget-slider .noUi-handle").first
 
 
 def handle_position(handle) -> tuple[float, float, float]:
