@@ -155,9 +155,43 @@ def grade_one(settings: dict, job: dict) -> dict:
               "log": log[-20000:], "autograded": str(root / "autograded" / student / assignment)}
     if ok:
         result.update(read_grades(config.CourseDirectory.db_url, assignment, student))
+        recheck(settings, assignment, submitted, result)
     else:
         result["failure"] = classify_failure(log)
     return result
+
+
+def recheck(settings: dict, assignment: str, submitted: Path, result: dict) -> None:
+    """The trusted re-check (``verify.py``): a test cell keeps nbgrader's points only if it also passes
+    when the tests run here, in the grader's process, against the student's functions."""
+    import tempfile
+
+    import nbformat
+    from verify import verify_notebook
+
+    for name, record in result.get("notebooks", {}).items():
+        source_path = Path(settings["source"]) / assignment / f"{name}.ipynb"
+        submitted_path = submitted / f"{name}.ipynb"
+        earned = {g: v for g, v in record["grades"].items() if (v.get("auto_score") or 0) > 0}
+        if not earned or not source_path.exists() or not submitted_path.exists():
+            continue
+        try:
+            with tempfile.TemporaryDirectory(prefix="hm-recheck-") as workdir:
+                shutil.copytree(submitted, workdir, dirs_exist_ok=True)
+                verdicts = verify_notebook(nbformat.read(source_path, as_version=4),
+                                           nbformat.read(submitted_path, as_version=4), Path(workdir))
+        except Exception as error:  # the re-check itself failed: keep no unverified points
+            verdicts = {}
+            result.setdefault("recheck_notes", []).append(
+                f"the trusted re-check could not run ({type(error).__name__}: {error}); unverified points withheld")
+        for grade_id in earned:
+            verdict = verdicts.get(grade_id)
+            if verdict is None or not verdict.passed:
+                record["grades"][grade_id]["auto_score"] = 0.0
+                why = verdict.message if verdict else "no verdict"
+                result.setdefault("recheck_notes", []).append(
+                    f"test cell `{grade_id}` passed in the notebook but failed the trusted re-check "
+                    f"({why[:200]}): its points were withheld")
 
 
 def watch_parent() -> None:

@@ -51,7 +51,8 @@ class CourseWidget:
         raise NotImplementedError
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
-        rows = "".join(f"<tr><td>{name}</td><td style='text-align:right;padding-left:1em'><b>{value:.4g}</b></td></tr>"
+        rows = "".join(f"<tr><td style='white-space:nowrap'>{name}</td>"
+                       f"<td style='text-align:right;padding-left:1em;white-space:nowrap'><b>{value:.4g}</b></td></tr>"
                        for name, value in readouts.items())
         return f"<table class='course-readouts'>{rows}</table>"
 

@@ -19,8 +19,9 @@ class QueryWidget(CourseWidget):
 
     def setup(self):
         self.controls["angle"] = widgets.IntSlider(value=30, min=0, max=359, step=1, description="query angle°",
-                                                   continuous_update=True)
-        self.controls["length"] = widgets.FloatSlider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length")
+                                                   continuous_update=True, style={"description_width": "initial"})
+        self.controls["length"] = widgets.FloatSlider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length",
+                                                      style={"description_width": "initial"})
         self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_space
         ax.set(xlim=(-2.6, 2.6), ylim=(-2.6, 2.6), aspect="equal", title="values (dots), query (arrow)")
