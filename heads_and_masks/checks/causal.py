@@ -110,14 +110,13 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
     after = _softmax_all(scores) * allowed
     totals = after.sum(axis=-1, keepdims=True)
     renormalised = after / totals
-    yield renormalised, (
-        "the mask was applied after softmax and the rows renormalised. That is exact on paper, but when a "
-        "forbidden score dwarfs the allowed ones, softmax has already rounded every allowed weight to 0, "
-        "and renormalising divides 0 by 0 (NaN). Mask before softmax.")
-    yield np.nan_to_num(renormalised), (
-        "the mask was applied after softmax and the rows renormalised: when a forbidden score dwarfs the "
-        "allowed ones, softmax has already rounded the allowed weights to 0 and nothing is left to "
-        "renormalise. Mask before softmax.")
+    vanished = ("a forbidden score dwarfs the allowed ones here, and every allowed weight was rounded to 0 "
+                "before the division. Either the mask was applied after softmax (the first softmax gives the "
+                "allowed keys exp(-huge) = 0, and renormalising then divides 0 by 0), or the row maximum was "
+                "taken over all keys, forbidden ones included (exp(allowed - forbidden max) underflows). Mask "
+                "before softmax, and subtract the largest *allowed* score.")
+    yield renormalised, vanished
+    yield np.nan_to_num(renormalised), vanished
     yield after, ("the mask was applied after softmax: the forbidden weights were zeroed, but the rows no "
                   "longer sum to 1. Mask the scores *before* softmax, so the forbidden keys drop out of "
                   "the denominator too.")

@@ -157,6 +157,13 @@ ANSWERS = [
             w = e / e.sum(axis=-1, keepdims=True) * mask
             return w / np.where(np.any(mask, axis=-1, keepdims=True), w.sum(axis=-1, keepdims=True), 1.0)
     '''}, breaks="masked_softmax", says="before softmax"),
+    Answer("softmax_max_over_all_keys", {"masked_softmax": '''
+        def masked_softmax(scores, mask):
+            shifted = scores - scores.max(axis=-1, keepdims=True)   # forbidden scores count in the max
+            e = np.where(mask, np.exp(shifted), 0.0)
+            total = e.sum(axis=-1, keepdims=True)
+            return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+    '''}, breaks="masked_softmax", says="largest *allowed* score"),
     Answer("softmax_nan_on_empty_row", {"masked_softmax": '''
         def masked_softmax(scores, mask):
             s = np.where(mask, scores, -np.inf)
