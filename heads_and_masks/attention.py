@@ -90,4 +90,4 @@ def row_entropy_bits(weights):
         raise ValueError("attention weights cannot be negative")
     positive = weights > 0
     logs = np.log2(np.where(positive, weights, 1.0))  # log of 1 = 0 where the weight is 0
-    return -np.sum(weights * logs, axis=-1)
+    return 0.0 - np.sum(weights * logs, axis=-1)  # 0.0 - 0.0 is +0.0 (a bare minus gives -0.0)

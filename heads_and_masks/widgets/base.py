@@ -11,6 +11,11 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 
+# Names and values never wrap; values line up on the right.
+READOUT_STYLE = ("<style>.course-readouts td{white-space:nowrap}"
+                 ".course-readouts td+td{text-align:right;padding-left:1em}</style>")
+
+
 class CourseWidget:
     """Controls on top, a picture below, readouts beside it.
 
@@ -30,6 +35,7 @@ class CourseWidget:
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         self.readout_html = widgets.HTML()
         self.last_update_seconds = 0.0
+        self._background = None  # the static part of the figure, when the subclass blits
         self.setup()
         for name, value in initial.items():
             self.controls[name].value = value
@@ -51,10 +57,8 @@ class CourseWidget:
         raise NotImplementedError
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
-        rows = "".join(f"<tr><td style='white-space:nowrap'>{name}</td>"
-                       f"<td style='text-align:right;padding-left:1em;white-space:nowrap'><b>{value:.4g}</b></td></tr>"
-                       for name, value in readouts.items())
-        return f"<table class='course-readouts'>{rows}</table>"
+        rows = "".join(f"<tr><td>{name}</td><td><b>{value:.4g}</b></td></tr>" for name, value in readouts.items())
+        return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE
 
     def value(self, name):
         return self.controls[name].value
@@ -62,13 +66,31 @@ class CourseWidget:
     def _on_change(self, _change) -> None:
         self.update()
 
+    def dynamic_artists(self):
+        """The artists that change from one update to the next, or None to redraw the whole figure.
+
+        A subclass that returns them gets blitting: axes, ticks, labels and colour bars are rendered
+        once into a background, and each update redraws only these artists on top of it.
+        """
+        return None
+
     def update(self) -> None:
         start = time.perf_counter()
         self.readouts = dict(self.draw())
         self.readout_html.value = self.format_readouts(self.readouts)
-        self.canvas.draw()  # one render of the existing artists
-        if self.figure.get_layout_engine() is not None:
-            self.figure.set_layout_engine("none")  # the layout is fixed after the first draw: keep it
+        artists = self.dynamic_artists()
+        if artists is None or self._background is None:
+            for artist in artists or ():
+                artist.set_animated(True)  # left out of the full draw, drawn on top below
+            self.canvas.draw()  # one render of the existing artists
+            if self.figure.get_layout_engine() is not None:
+                self.figure.set_layout_engine("none")  # the layout is fixed after the first draw: keep it
+            if artists is not None:
+                self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        else:
+            self.canvas.restore_region(self._background)
+        for artist in artists or ():
+            self.figure.draw_artist(artist)
         buffer = io.BytesIO()
         Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()
