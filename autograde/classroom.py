@@ -214,8 +214,8 @@ def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regex
     archive_dir.mkdir(parents=True)
     for archive in archives:
         shutil.copy(archive, archive_dir / Path(archive).name)
-    course.nbgrader("zip_collect", assignment, "--force",
-                    f"--ZipCollectApp.downloaded_directory={downloaded}",
+    course.nbgrader("zip_collect", assignment, "--force",  # (a path relative to the course root)
+                    f"--ZipCollectApp.downloaded_directory={downloaded.relative_to(course.root)}",
                     f"--FileNameCollectorPlugin.named_regexp={regexp or default_zip_regexp(assignment)}")
     return students_with_submissions(course, assignment)
 
@@ -535,12 +535,13 @@ def outcome_notes(notebook, cell_timeout: int, memory_mb: int) -> tuple[str | No
 # ---------------------------------------------------------------------------------------------
 
 class Worker:
-    def __init__(self, settings: dict, results: queue.Queue, prefix: list[str]):
+    def __init__(self, settings: dict, results: queue.Queue, prefix: list[str], stderr_path: Path):
         self.settings = settings
-        self.process = subprocess.Popen(
-            [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            start_new_session=True)
+        with open(stderr_path, "a") as stderr:  # what nbgrader and the kernels print, for debugging
+            self.process = subprocess.Popen(
+                [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(),
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                start_new_session=True)
         self.job: dict | None = None
         self.started = 0.0
         self.process.stdin.write(json.dumps(settings) + "\n")
@@ -549,10 +550,16 @@ class Worker:
         self.reader.start()
 
     def _read(self, results: queue.Queue) -> None:
-        for line in self.process.stdout:
-            if line.strip():
-                results.put((self, json.loads(line)))
-        results.put((self, None))  # the worker is gone
+        try:
+            for line in self.process.stdout:
+                try:
+                    message = json.loads(line)
+                except ValueError:
+                    continue  # not a result (the worker keeps its protocol clean; be safe anyway)
+                if isinstance(message, dict):
+                    results.put((self, message))
+        finally:
+            results.put((self, None))  # the worker is gone
 
     def send(self, job: dict) -> None:
         self.job, self.started = job, time.monotonic()
@@ -739,7 +746,7 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
 
     def start_worker() -> Worker:
         worker_settings = dict(settings, root=str(work / f"worker-{uuid.uuid4().hex[:8]}"))
-        worker = Worker(worker_settings, incoming, prefix)
+        worker = Worker(worker_settings, incoming, prefix, course.runtime_dir("logs", assignment) / "workers.stderr")
         pool.append(worker)
         return worker
 
@@ -757,6 +764,7 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
             shutil.move(message["autograded"], target)
             merge_into_gradebook(course, assignment, student, message)
             notebook_path = target / f"{expected_notebooks(course, assignment)[0]}.ipynb"
+            notes += message.get("recheck_notes", [])  # points withheld by the trusted re-check (verify.py)
             status = REVIEW if notes else GRADED
             if notebook_path.exists():
                 seen, more = outcome_notes(nbformat.read(notebook_path, as_version=4), cell_timeout, memory_mb)

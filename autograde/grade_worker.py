@@ -218,8 +218,15 @@ def watch_parent() -> None:
 
 def main() -> None:
     watch_parent()
-    stdout = sys.stdout
-    sys.stdout = sys.stderr  # nothing but results on the protocol stream
+    # The protocol gets a private copy of the stdout pipe; file descriptor 1 itself (inherited by
+    # nbgrader's kernels and any other child process) and sys.stdout now go to stderr, so nothing
+    # but results can ever reach the coordinator.
+    import os
+
+    sys.stdout.flush()
+    stdout = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     settings = json.loads(sys.stdin.readline())
     root = Path(settings["root"])
     root.mkdir(parents=True, exist_ok=True)

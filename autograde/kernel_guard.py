@@ -40,6 +40,11 @@ class GuardedCommand(LoggingConfigurable):
     launcher_python = Unicode(sys.executable, help="the Python that runs kernel_launch.py").tag(config=True)
 
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
+        # Interrupt by message on the control channel (the kernel then signals itself): a SIGINT
+        # sent from here to the wrapper's process group does not reach a kernel that a sandbox put
+        # in its own session, and a cell past its time limit would then fail the whole notebook.
+        if self.kernel_spec is not None:
+            self.kernel_spec.interrupt_mode = "message"
         kernel_command = super().format_kernel_cmd(extra_arguments)
         launcher = [self.launcher_python, str(LAUNCHER), f"--memory-mb={self.memory_limit_mb}",
                     f"--max-processes={self.max_processes}", f"--threads={self.threads}", "--"]
