@@ -5,7 +5,7 @@ import copy
 import re
 
 import nbformat
-from conftest import solution_notebook, student_notebook
+from course import solution_notebook, student_notebook
 
 
 def grade_id(cell) -> str | None:

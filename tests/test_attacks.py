@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from catalog.attacks import ATTACKS, PROBE
-from conftest import SANDBOX_ARGS, require_sandbox, solution_notebook
+from course import SANDBOX_ARGS, require_sandbox, solution_notebook
 from grading import autograde
 from submissions import submission
 from verify import trusted_scores, verify_notebook

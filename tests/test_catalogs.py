@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from catalog import catalogs
-from conftest import SANDBOX_ARGS, require_sandbox, solution_notebook
+from course import SANDBOX_ARGS, require_sandbox, solution_notebook
 from grading import autograde
 from submissions import submission
 from verify import verify_notebook

@@ -13,7 +13,7 @@ import textwrap
 import numpy as np
 import pytest
 from catalog.nb03_causal_mask import ANSWERS
-from conftest import REPO
+from course import REPO
 from notebook_source import read_source
 
 from heads_and_masks.checks import CheckFailed

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 import tomllib
 
-from conftest import REPO
+from course import REPO
 
 
 def _pyproject_pins() -> dict[str, str]:

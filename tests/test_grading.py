@@ -3,7 +3,7 @@ errors; the solutions score full marks."""
 from __future__ import annotations
 
 import pytest
-from conftest import ASSIGNMENTS, solution_notebook, student_notebook
+from course import ASSIGNMENTS, solution_notebook, student_notebook
 from grading import autograde
 
 pytestmark = pytest.mark.slow

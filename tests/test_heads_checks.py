@@ -14,7 +14,7 @@ import nbformat
 import numpy as np
 import pytest
 from catalog.nb01_heads import ANSWERS
-from conftest import REPO
+from course import REPO
 from einops import rearrange
 
 import heads_and_masks as hm

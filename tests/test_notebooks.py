@@ -7,7 +7,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, REPO, solution_notebook, student_notebook
+from course import ASSIGNMENTS, REPO, solution_notebook, student_notebook
 from nbclient import NotebookClient
 
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")

@@ -143,7 +143,7 @@ def test_checks_pass_the_reference_implementations(capsys):
 
 def _notebook_cells():
     from notebook_source import read_source
-    from conftest import REPO
+    from course import REPO
     notebook = read_source(REPO / "authoring" / "05_other_masks.py")
     def of(kind):
         return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells

@@ -8,7 +8,7 @@ import sys
 
 import nbformat
 import pytest
-from conftest import REPO, ASSIGNMENTS, solution_notebook
+from course import REPO, ASSIGNMENTS, solution_notebook
 
 import classroom
 from feedback_filter import HideHiddenTests, split_hidden

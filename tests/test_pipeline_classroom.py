@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import ASSIGNMENTS, REPO, student_notebook
+from course import ASSIGNMENTS, REPO, student_notebook
 from submissions import submission
 
 import classroom

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import pytest
 from catalog.nb04_work_fraction import ANSWERS
-from conftest import solution_notebook
+from course import solution_notebook
 
 import heads_and_masks as hm
 from heads_and_masks.checks import tiles as checks
