@@ -790,6 +790,8 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
             merge_into_gradebook(course, assignment, student, None)
             shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
             scores = {g: 0.0 for g in maxima}
+        if not sandbox_state()[0]:  # say it on every grade: these kernels could reach everything
+            notes.append(f"unsandboxed: {sandbox_state()[1]}")
         finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now()))
 
     try:
@@ -936,6 +938,13 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
     return rows
 
 
+def sandbox_state() -> tuple[bool, str]:
+    """(True, "") when grading kernels run in the bubblewrap sandbox (sandbox.py), else (False, why)."""
+    from sandbox import sandbox_available
+
+    return sandbox_available()
+
+
 def report(course: Course, assignment: str) -> str:
     """Everything that went wrong, per student, in plain words (also written to reports/)."""
     results = read_results(course, assignment)
@@ -955,6 +964,8 @@ def report(course: Course, assignment: str) -> str:
             lines.append("  " + result.line())
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
+    if not sandbox_state()[0]:
+        text.insert(0, f"WARNING: graded UNSANDBOXED ({sandbox_state()[1]}): every grade below is unsandboxed")
     text += lines if lines else ["  every submission was graded without trouble"]
     out = "\n".join(text) + "\n"
     (course.runtime_dir("reports") / f"{assignment}.txt").write_text(out, encoding="utf-8")
