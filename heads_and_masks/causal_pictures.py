@@ -2,24 +2,14 @@
 forbidding a score side by side, and how the widget's readouts move with the head size."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from .attention import masked_softmax
+from .pictures import picture  # noqa: F401  (the notebooks import it from here)
 
 HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
-
-
-def picture(figure: Figure):
-    """The figure as a PNG image for IPython's display (works whatever backend the kernel uses)."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return Image(buffer.getvalue())
 
 
 def _grid(ax, labels_x, labels_y, *, keys_label="keys", queries_label="queries"):

@@ -6,19 +6,9 @@ from matplotlib.figure import Figure
 
 from .kv_heads import kv_cache_bytes
 from .model_configs import GB, ModelConfig
+from .pictures import picture  # noqa: F401  (the notebooks import it from here)
 
 ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
-
-
-def picture(figure: Figure):
-    """A figure as a PNG image for the notebook (shown whatever the matplotlib backend of the kernel)."""
-    import io
-
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return Image(data=buffer.getvalue(), format="png")
 
 
 def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:

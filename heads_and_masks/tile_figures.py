@@ -5,7 +5,6 @@ Each ``*_figure`` function takes numbers that the notebook computed and returns 
 """
 from __future__ import annotations
 
-import io
 import time
 
 import numpy as np
@@ -13,15 +12,12 @@ from matplotlib.figure import Figure
 
 from .benchmarks import blas_threads
 from .tiled import blocked_causal_attention, causal_used_entries, causal_used_fraction, tiled_computed_entries
+from .pictures import picture as _picture
 
 
 def picture(figure: Figure):
-    """The figure as a PNG image that IPython displays (no dependence on the kernel's backend)."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
-    return Image(buffer.getvalue())
+    """The figure as a PNG image for the notebook, at 90 dpi (see heads_and_masks.pictures)."""
+    return _picture(figure, dpi=90)
 
 
 def used_fraction_figure(sizes) -> Figure:

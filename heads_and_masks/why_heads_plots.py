@@ -1,23 +1,18 @@
 """The static pictures of notebook 02 (each returns a matplotlib Figure; the notebook only calls them)."""
 from __future__ import annotations
 
-import io
-
 import numpy as np
 from matplotlib.figure import Figure
 
 from .retrieval import convex_hull, reachable_outputs
+from .pictures import picture as _picture
 
 PRACTICAL = (32, 128)
 
 
 def picture(figure: Figure):
-    """The figure as a PNG image for IPython's display (works whatever matplotlib backend the kernel uses)."""
-    from IPython.display import Image
-
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    return Image(buffer.getvalue())
+    """The figure as a PNG image for the notebook, at 100 dpi (see heads_and_masks.pictures)."""
+    return _picture(figure, dpi=100)
 
 
 def hull_figure(values, previous: int, first: int) -> Figure:

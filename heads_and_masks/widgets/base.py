@@ -36,6 +36,8 @@ class CourseWidget:
         self.readout_html = widgets.HTML()
         self.last_update_seconds = 0.0
         self._background = None  # the static part of the figure, when the subclass blits
+        self._backgrounds: dict = {}  # earlier backgrounds by background_key(), most recent last
+        self._background_key = None
         self.setup()
         for name, value in initial.items():
             self.controls[name].value = value
@@ -74,17 +76,45 @@ class CourseWidget:
         """
         return None
 
+    background_cache_size = 8
+
+    def background_key(self):
+        """What the static background depends on (e.g. a control that moves axis limits), or None.
+
+        When the key changes, the background is rendered anew, and earlier ones are kept (up to
+        ``background_cache_size``) so that going back to a key redraws only the dynamic artists.
+        """
+        return None
+
+    def _select_background(self) -> None:
+        key = self.background_key()
+        if key == self._background_key:
+            return
+        if self._background is not None:
+            self._backgrounds[self._background_key] = self._background
+            while len(self._backgrounds) > self.background_cache_size:
+                self._backgrounds.pop(next(iter(self._backgrounds)))
+        self._background = self._backgrounds.pop(key, None)
+        self._background_key = key
+
     def update(self) -> None:
         start = time.perf_counter()
         self.readouts = dict(self.draw())
         self.readout_html.value = self.format_readouts(self.readouts)
         artists = self.dynamic_artists()
+        if artists is not None:
+            artists = list(artists)  # a generator would be used up by set_animated below
+            self._select_background()
         if artists is None or self._background is None:
             for artist in artists or ():
                 artist.set_animated(True)  # left out of the full draw, drawn on top below
             self.canvas.draw()  # one render of the existing artists
             if self.figure.get_layout_engine() is not None:
                 self.figure.set_layout_engine("none")  # the layout is fixed after the first draw: keep it
+                if artists is not None:  # ask again: artists placed in pixels move with the first layout
+                    artists = list(self.dynamic_artists())
+                    for artist in artists:
+                        artist.set_animated(True)
             if artists is not None:
                 self._background = self.canvas.copy_from_bbox(self.figure.bbox)
         else:

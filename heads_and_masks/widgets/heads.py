@@ -7,6 +7,8 @@ import numpy as np
 from ..head_layout import HEAD_COLOURS, ORDERS, head_of_column
 from ..heads import mha_cost
 from .base import CourseWidget
+from .fast_text import PathTextPainter, PathTitle, path_text_patch
+from matplotlib.artist import Artist
 from matplotlib.ticker import FuncFormatter
 
 WIDTHS = [8, 12, 24, 48, 64, 96, 192, 384, 768]
@@ -36,6 +38,23 @@ def cost_parts(n, width):
     return 4.0 * n * width**2, 2.0 * n**2 * width
 
 
+class _HiddenText(Artist):
+    """Draws a Text that is otherwise invisible: a legend entry left out of the saved background, where
+    the legend is drawn (and lays the entry out), and drawn over it on every update."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.text = text
+        text.set_visible(False)
+
+    def draw(self, renderer):
+        self.text.set_visible(True)
+        try:
+            self.text.draw(renderer)
+        finally:
+            self.text.set_visible(False)
+
+
 class HeadSplitWidget(CourseWidget):
     """Pick D and h: the picture shows which columns of the width feed which head, the cost does not move."""
 
@@ -59,13 +78,15 @@ class HeadSplitWidget(CourseWidget):
         # the whole width, one pixel column (or less) per feature, coloured by head
         self.strip_all = self.ax_all.imshow(np.zeros((1, 8, 4)), aspect="auto", interpolation="antialiased")
         self.ax_all.set_yticks([])
-        self.head_labels = [self.ax_all.text(0, 0, "", ha="center", va="center", fontsize=7, color="white",
-                                             fontweight="bold") for _ in range(MAX_HEAD_LABELS)]
+        # the labels of the strips are drawn as paths (see fast_text): 24 Text artists took half the update
+        self.painter = PathTextPainter(7, self.dpi, weight="bold")
+        self.head_labels = self.figure.add_artist(path_text_patch("white"))
+        self._head_label_items = []  # (text, x) in the data coordinates of ax_all
         # the first columns, large, each with the number of its head
         self.strip_zoom = self.ax_zoom.imshow(np.zeros((1, ZOOM_COLUMNS, 4)), aspect="auto", interpolation="nearest")
         self.ax_zoom.set_yticks([])
-        self.zoom_numbers = [self.ax_zoom.text(c, 0, "", ha="center", va="center", fontsize=7, color="white",
-                                               fontweight="bold") for c in range(ZOOM_COLUMNS)]
+        self.zoom_numbers = self.figure.add_artist(path_text_patch("white"))
+        self._zoom_number_items = []  # (text, x) in the data coordinates of ax_zoom
 
         ax = self.ax_cost
         ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="multiply-adds of one layer")
@@ -80,6 +101,9 @@ class HeadSplitWidget(CourseWidget):
         (self.curve_attn,) = ax.plot([], [], color="grey", lw=1, ls="-.", label="2n²D (scores + weighted sum)")
         (self.point,) = ax.plot([], [], "o", color="#e15759", markersize=7, zorder=5)
         self.legend = ax.legend(loc="upper left", fontsize=8, frameon=False)
+        self.title_all = PathTitle(self.ax_all.title, self.dpi)  # titles change with the controls
+        self.title_zoom = PathTitle(self.ax_zoom.title, self.dpi)
+        self.legend_h = _HiddenText(self.legend.get_texts()[1])  # the only entry that depends on h
 
     def _on_change(self, change) -> None:
         if self._syncing:
@@ -110,27 +134,22 @@ class HeadSplitWidget(CourseWidget):
         colours = HEAD_COLOURS(owners % HEAD_COLOURS.N)  # (D, 4)
 
         self.strip_all.set_data(colours[None])
-        self.strip_all.set_extent((-0.5, width - 0.5, 0.5, -0.5))
-        self.ax_all.set_xlim(-0.5, width - 0.5)
+        self.strip_all.set_extent((0, width, 0.5, -0.5))  # column c spans [c, c + 1]: head i starts at i·d
         # ticks at the head boundaries when there are few heads, else five round positions
         self.ax_all.set_xticks(np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else
                                np.linspace(0, width, 5).round())
+        self.ax_all.set_xlim(0, width)  # after the ticks, which would widen it
         self.ax_all.set_title(f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}",
                               fontsize=10)
         labelled = order == "(h d)" and heads <= MAX_HEAD_LABELS
-        for i, label in enumerate(self.head_labels):
-            label.set_visible(labelled and i < heads)
-            label.set_position(((i + 0.5) * d - 0.5, 0))
-            label.set_text(f"head {i}")
+        self._head_label_items = [(f"head {i}", (i + 0.5) * d) for i in range(heads)] if labelled else []
 
         shown = min(width, ZOOM_COLUMNS)
         self.strip_zoom.set_data(colours[None, :shown])
         self.strip_zoom.set_extent((-0.5, shown - 0.5, 0.5, -0.5))
         self.ax_zoom.set_xlim(-0.5, shown - 0.5)
         self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
-        for column, number in enumerate(self.zoom_numbers):
-            number.set_visible(column < shown)
-            number.set_text(str(owners[column]) if column < shown else "")
+        self._zoom_number_items = [(str(owners[column]), column) for column in range(shown)]
         rule = (f"head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
                 else f"head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
         self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
@@ -158,3 +177,21 @@ class HeadSplitWidget(CourseWidget):
             "projections 4nD²": 4 * n * width**2,
             "scores + sum 2n²D": 2 * n * n * width,
         }
+
+    def background_key(self):
+        """The cost axis (its limits, ticks and the curves of h = 1) and the zoom strip's axis depend on D
+        alone: one background per width, the rest is drawn over it."""
+        return self.value("width")
+
+    def _place_labels(self) -> None:
+        for patch, ax, items in ((self.head_labels, self.ax_all, self._head_label_items),
+                                 (self.zoom_numbers, self.ax_zoom, self._zoom_number_items)):
+            patch.set_path(self.painter.path([(text, *ax.transData.transform((x, 0)), "center")
+                                              for text, x in items]))
+
+    def dynamic_artists(self):
+        self._place_labels()
+        return [self.strip_all, self.ax_all.xaxis, *self.ax_all.spines.values(), self.title_all,
+                self.head_labels,
+                self.strip_zoom, *self.ax_zoom.spines.values(), self.title_zoom, self.zoom_numbers,
+                self.curve_h, self.curve_all, self.curve_proj, self.curve_attn, self.point, self.legend_h]

@@ -10,6 +10,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocato
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GB, load_gpus, load_models, longest_context
 from .base import CourseWidget
+from .fast_text import PathLegend, PathTitle
 
 CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
 BATCHES = [2**k for k in range(0, 9)]  # 1 ... 256 sequences
@@ -22,6 +23,12 @@ def _short_number(y: float, _position=None) -> str:
         if y >= size:
             return f"{y / size:g}{suffix}"
     return f"{y:g}"
+
+
+def _nice_ceiling(x: float) -> float:
+    """The smallest of 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten that is >= x (x > 0)."""
+    power = 10.0 ** math.floor(math.log10(x))
+    return next(m * power for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * power >= x * (1 - 1e-9))
 
 
 def _tokens(n: int) -> str:
@@ -38,6 +45,7 @@ class KVCacheCalculator(CourseWidget):
 
     figsize = (9.6, 3.6)
     dpi = 80
+    background_cache_size = 24  # ~0.9 MB each
 
     def setup(self):
         self.models = load_models()
@@ -75,10 +83,14 @@ class KVCacheCalculator(CourseWidget):
         ax.set_xticks(CONTEXTS[::2], [_tokens(n) for n in CONTEXTS[::2]])
         ax.xaxis.set_minor_locator(NullLocator())  # minor ticks of log axes cost a lot of drawing
         ax.yaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+        ax.yaxis.set_major_locator(LogLocator(base=10, numticks=9))  # every decade
         ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
         ax.grid(True, which="major", alpha=0.3)
         ax.text(0.99, 0.03, "KV cache (GB) of the batch", transform=ax.transAxes, ha="right", fontsize=8)
+        self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # three lines that change with everything
+        self.weights_text = PathTitle(self.weights_label, self.dpi)
+        self.cache_text = PathTitle(self.cache_label, self.dpi)
+        self.legend = PathLegend(ax, 7, self.dpi)  # its entries change with the model and the GPU
 
     def draw(self):
         config = self.models[self.value("model")]
@@ -98,7 +110,8 @@ class KVCacheCalculator(CourseWidget):
         self.bar_cache.set_edgecolor("none" if fits else "red")
         self.bar_cache.set_linewidth(0 if fits else 2)
         self.gpu_line.set_xdata([memory / GB] * 2)
-        self.ax_memory.set_xlim(0, 1.1 * max(memory, weights + cache) / GB)
+        # round limits: the axes change less often, and are then drawn once for all (see background_key)
+        self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GB))
         self.ax_memory.set_title(f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
                                  f"\none {self.value('gpu')}: {memory / GB:.0f} GB (black line)\nbatch {batch} × {context:,} tokens, "
                                  f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
@@ -128,8 +141,8 @@ class KVCacheCalculator(CourseWidget):
         self.point.set_data([context], [cache / GB])
         low = min(contexts[0] * min(per_token.values()), cache) / GB
         high = max(contexts[-1] * max(per_token.values()), free) / GB
-        self.ax_context.set_ylim(low / 2, high * 2)
-        self.ax_context.legend(loc="upper left", fontsize=7)
+        self.ax_context.set_ylim(10.0 ** math.floor(math.log10(low / 1.5)), 10.0 ** math.ceil(math.log10(high * 1.5)))
+        self.legend.set_entries([*self.variant_lines, self.free_line])
 
         readouts = {
             "KV cache per token (kB)": config.kv_bytes_per_token(bytes_per_value) / 1e3,
@@ -144,6 +157,16 @@ class KVCacheCalculator(CourseWidget):
                                           min(context, config.sliding_window), batch, bytes_per_value)
             readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GB)"] = window_cache / GB
         return readouts
+
+    def background_key(self):
+        """The axes (ticks, labels, grid) depend on the two round limits alone: drawn once for each."""
+        return self.ax_memory.get_xlim(), self.ax_context.get_ylim()
+
+    def dynamic_artists(self):
+        """Blitting (see CourseWidget): the bars, lines, labels and legend over the saved axes."""
+        return [self.bar_weights, self.bar_cache, self.gpu_line, self.weights_text, self.cache_text,
+                self.memory_title, *self.ax_memory.spines.values(),
+                *self.variant_lines, self.free_line, self.point, *self.ax_context.spines.values(), self.legend]
 
     def format_readouts(self, readouts):
         def shown(value):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import MaxNLocator
 from matplotlib.patches import Patch
@@ -14,6 +15,7 @@ from matplotlib.patches import Patch
 from ..local_attention import LAYOUTS, layout_mask
 from ..masks import causal_mask, padding_mask, sliding_window_mask
 from .base import CourseWidget
+from .fast_text import PathTitle
 
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
 KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
@@ -101,6 +103,10 @@ class MaskWidget(CourseWidget):
         for ax in (self.ax_mask, self.ax_keys):
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
+        # the lines between the blocks: a collection drawn over the mask (the minor grid of draw_mask is part of
+        # the axes, which are rendered once per n; see background_key)
+        self.block_lines = self.ax_mask.add_collection(LineCollection([], colors="white", linewidths=1.2))
+        self.mask_title = PathTitle(self.ax_mask.title, self.dpi)
         self.description = ""
 
     def format_readouts(self, readouts):
@@ -146,7 +152,9 @@ class MaskWidget(CourseWidget):
         kept = int(allowed.sum())
         self.mask_artist.set_data(mask_image(allowed, key_is_real))
         self.mask_artist.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
-        show_blocks(self.ax_mask, block, n, n)
+        edges = np.arange(block, n, block) - 0.5 if block else np.zeros(0)
+        self.block_lines.set_segments([[(x, -0.5), (x, n - 0.5)] for x in edges]
+                                      + [[(-0.5, y), (n - 0.5, y)] for y in edges])
         self.description = title
         self.ax_mask.set_title(f"{kept} of {n * n} entries kept", fontsize=8)
 
@@ -162,3 +170,11 @@ class MaskWidget(CourseWidget):
             "fraction of causal": kept / causal_entries,
             "max keys per query": int(keys_per_query.max()),
         }
+
+    def background_key(self):
+        """The axes (limits, ticks) depend on n alone: one background per n, the rest drawn over it."""
+        return self.value("n")
+
+    def dynamic_artists(self):
+        return [self.mask_artist, self.block_lines, *self.ax_mask.spines.values(), self.mask_title,
+                self.keys_line, self.causal_line]

@@ -45,3 +45,9 @@ class QueryWidget(CourseWidget):
             bar.set_height(w)
         return {"max weight": float(weights.max()), "entropy (bits)": float(row_entropy_bits(weights)),
                 "output x": float(output[0]), "output y": float(output[1])}
+
+    def dynamic_artists(self):
+        """Blitting (see CourseWidget): the axes, the dots and the names stay; the arrow, the output and
+        the bars move (the legend and the bottom spine are drawn again to stay on top of them)."""
+        return [self.query_arrow, self.output_dot, self.ax_space.get_legend(), *self.bars,
+                self.ax_weights.spines["bottom"]]

@@ -9,6 +9,7 @@ from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
 from ..tiled import causal_used_fraction, tile_kinds, tiled_computed_entries
 from .base import CourseWidget
+from .fast_text import PathTitle
 
 # What happens to each score entry of the n × n matrix in a tiled causal kernel.
 SKIPPED, MASKED, USED_ON_DIAGONAL, USED = 0, 1, 2, 3
@@ -68,6 +69,7 @@ class TileGridWidget(CourseWidget):
         ax.yaxis.set_major_locator(FixedLocator([0.5, 0.625, 0.75, 0.875, 1.0]))
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(True, which="major", alpha=0.3)
+        self.grid_title = PathTitle(self.ax_grid.title, self.dpi)  # the title names the tile size
 
     def format_readouts(self, readouts):
         """The colour key (as HTML: crisper, and cheaper than a legend redrawn on every update), then the numbers."""
@@ -75,6 +77,15 @@ class TileGridWidget(CourseWidget):
                            f"margin-right:0.4em;vertical-align:middle'></span>{label}</div>"
                            for colour, label in zip(ENTRY_COLOURS, ENTRY_LABELS))
         return f"<div class='course-key' style='font-size:85%;margin-bottom:0.6em'>{swatches}</div>" + super().format_readouts(readouts)
+
+    def background_key(self):
+        """Axis limits and ticks, the curve and the ideal depend on n alone: one background per n."""
+        return int(self.value("n"))
+
+    def dynamic_artists(self):
+        """What the tile size moves: the grid, its lines and title, the point (under the legend, as before)."""
+        return [self.grid_image, self.tile_lines, *self.ax_grid.spines.values(), self.grid_title, self.current,
+                self.ax_curve.get_legend()]
 
     def draw(self):
         n, block = int(self.value("n")), int(self.value("block"))
