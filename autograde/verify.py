@@ -179,16 +179,38 @@ HARNESS = textwrap.dedent('''
 
 # ------------------------------------------------------------------ the package without its reference implementations
 def graded_functions(source: nbformat.NotebookNode) -> set[str]:
-    """Names of the functions that the assignment's answer cells define (the graded ones)."""
-    names = set()
+    """The functions whose reference implementations the re-check removes: those the assignment's answer
+    cells define, except any that the reference solutions themselves build on (an exercise may be
+    allowed to call the course's version of an earlier one, e.g. ``hm.attention_mask``)."""
+    defined, used = set(), set()
     for cell in source.cells:
         if cell.get("metadata", {}).get("nbgrader", {}).get("solution") and cell.cell_type == "code":
             try:
                 tree = ast.parse(cell.source)
             except SyntaxError:
                 continue
-            names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    return names
+            defined |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            used |= {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+            used |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    return defined - _with_dependencies(used)
+
+
+def _with_dependencies(names: set[str]) -> set[str]:
+    """``names`` and every package function they call, directly or not (by name, from the source)."""
+    calls: dict[str, set[str]] = {}
+    for path in (REPO / "heads_and_masks").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                called = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                called |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+                calls.setdefault(node.name, set()).update(called)
+    closure, frontier = set(names), list(names)
+    while frontier:
+        for callee in calls.get(frontier.pop(), ()):
+            if callee not in closure:
+                closure.add(callee)
+                frontier.append(callee)
+    return closure
 
 
 def stub_package(into: Path, removed: set[str]) -> Path:
@@ -199,9 +221,7 @@ def stub_package(into: Path, removed: set[str]) -> Path:
     graded functions (and their source) are not there to be called or copied.
     """
     target = into / "heads_and_masks"
-    shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__", "checks"))
-    (target / "checks").mkdir()
-    (target / "checks" / "__init__.py").write_text('"""Not available while answers are re-checked."""\n')
+    shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__"))
     for path in target.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         changed = False
