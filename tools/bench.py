@@ -43,7 +43,7 @@ def section_causal(quick: bool) -> tuple[list[str], list[bool]]:
              "|---|---|---|---|---|---|---|---|---|"]
     ok = []
     for row in rows:
-        lines.append(f"| {row['n']} | {row['full_ms']:.1f} | {row['tiled_ms']:.1f} | {row['speedup']:.2f}× | "
+        lines.append(f"| {row['n']} | {row['full_seconds'] * 1000:.1f} | {row['tiled_seconds'] * 1000:.1f} | {row['speedup']:.2f}× | "
                      f"{row['theoretical_speedup']:.3f}× | {row['computed_fraction']:.4f} | "
                      f"{row['full_peak_bytes'] / 1e6:.1f} | {row['tiled_peak_bytes'] / 1e6:.2f} | "
                      f"{row['tiled_peak_bytes'] / row['full_peak_bytes']:.4f} |")
