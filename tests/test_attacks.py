@@ -24,27 +24,29 @@ def _attacked(attack):
 
 
 @functools.cache
-def graded():
+def graded(assignment=ASSIGNMENT):
+    """Every attack on one assignment graded in one nbgrader run (plus, for 00, a probe and an honest answer)."""
     require_sandbox()
-    submissions = {a.name: _attacked(a) for a in ATTACKS if a.assignment == ASSIGNMENT}
-    probe = submission(ASSIGNMENT, {})
-    probe.cells.insert(1, __import__("nbformat").v4.new_code_cell(PROBE))
-    submissions["probe"] = probe
-    submissions["honest"] = submission(ASSIGNMENT, {})
-    results = autograde(ASSIGNMENT, submissions, extra_args=SANDBOX_ARGS)
+    submissions = {a.name: _attacked(a) for a in ATTACKS if a.assignment == assignment}
+    if assignment == ASSIGNMENT:
+        probe = submission(ASSIGNMENT, {})
+        probe.cells.insert(1, __import__("nbformat").v4.new_code_cell(PROBE))
+        submissions["probe"] = probe
+        submissions["honest"] = submission(ASSIGNMENT, {})
+    results = autograde(assignment, submissions, extra_args=SANDBOX_ARGS)
     return submissions, results
 
 
-def _final(name):
-    submissions, results = graded()
+def _final(name, assignment=ASSIGNMENT):
+    submissions, results = graded(assignment)
     with tempfile.TemporaryDirectory() as workdir:
-        verdicts = verify_notebook(solution_notebook(ASSIGNMENT), submissions[name], Path(workdir))
+        verdicts = verify_notebook(solution_notebook(assignment), submissions[name], Path(workdir))
     return results[name], trusted_scores(results[name].scores, verdicts), verdicts
 
 
-@pytest.mark.parametrize("attack", [a for a in ATTACKS if a.assignment == ASSIGNMENT], ids=lambda a: a.name)
+@pytest.mark.parametrize("attack", ATTACKS, ids=lambda a: f"{a.assignment}:{a.name}")
 def test_attack_earns_nothing(attack):
-    result, final, verdicts = _final(attack.name)
+    result, final, verdicts = _final(attack.name, attack.assignment)
     attacked = [g for g in final if g.startswith(f"test_{attack.exercise}")]
     assert attacked
     earned = sum(final[g] for g in attacked)

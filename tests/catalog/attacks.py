@@ -110,6 +110,49 @@ _inner = _ref_module.attention.__closure__[0].cell_contents
 def attention(q, k, v, mask=None):
     return _inner(q, k, v, mask)
 ''', "the unguarded reference dug out of its wrapper"),
+    # the other kinds of result: an int, a boolean mask, a tuple, a number
+    Attack("always_equal_int", "01_heads", "mha_cost", '''
+class _Equal(int):
+    def __eq__(self, other):
+        return True
+    __hash__ = int.__hash__
+def mha_cost(n, D, h):
+    return _Equal(0)
+''', "an int subclass that equals any count"),
+    Attack("always_equal_mask", "03_causal_mask", "causal_mask", '''
+class _Mask(np.ndarray):
+    def __eq__(self, other):
+        return np.ones(np.shape(other), bool)
+    def __array_ufunc__(self, *args, **kwargs):
+        return True
+def causal_mask(n):
+    return np.zeros((abs(n), abs(n)), bool).view(_Mask)  # no ValueError either: only the trick
+''', "a boolean ndarray subclass that equals any mask"),
+    Attack("fake_tuple", "04_work_fraction", "blocked_causal_attention", '''
+class _Anything:
+    def __eq__(self, other):
+        return True
+    def __le__(self, other):
+        return True
+    def __ge__(self, other):
+        return True
+    def __lt__(self, other):
+        return True
+    def __array__(self, *args, **kwargs):
+        return np.zeros(1)
+def blocked_causal_attention(q, k, v, block):
+    return _Anything(), _Anything()
+''', "objects that compare equal (and smaller, and larger) to anything in the returned tuple"),
+    Attack("patched_numpy_count", "06_kv_heads", "kv_cache_bytes", '''
+np.array_equal = lambda *a, **k: True
+np.isclose = lambda *a, **k: True
+np.allclose = lambda *a, **k: True
+class _Bytes(float):
+    def __eq__(self, other):
+        return True
+def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
+    return _Bytes(1.0)
+''', "a float subclass that equals any size, and numpy's comparisons patched"),
 ]
 
 # What a grading kernel can see: each probe writes what it found into a cell output.
