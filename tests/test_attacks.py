@@ -60,7 +60,7 @@ def test_honest_answer_keeps_full_marks_in_the_sandbox():
 
 
 def test_probe_finds_no_network_no_solutions_no_gradebook():
-    _, results = graded()
+    _, results = graded(ASSIGNMENT)
     notebook = results["probe"].notebook
     assert notebook is not None
     text = "".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
