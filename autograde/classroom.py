@@ -30,6 +30,7 @@ import queue
 import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import threading
@@ -42,6 +43,9 @@ import nbformat
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+from tool_env import tool_env  # noqa: E402
 
 # The statuses, from best to worst. Every student of an assignment gets exactly one.
 GRADED, REVIEW, TIMED_OUT, DIED, INVALID, MISSING = (
@@ -117,17 +121,10 @@ class Course:
     def nbgrader(self, *args: str, check: bool = True, **overrides: str) -> subprocess.CompletedProcess:
         """Run an nbgrader command on this course with the course's nbgrader_config.py."""
         command = [sys.executable, "-m", "nbgrader", *args, *self.nbgrader_args(**overrides)]
-        run = subprocess.run(command, cwd=HERE, env=tool_env(), capture_output=True, text=True)
+        run = subprocess.run(command, cwd=HERE, env=tool_env(headless=True), capture_output=True, text=True)
         if check and run.returncode != 0:
             raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{run.stdout}\n{run.stderr}")
         return run
-
-
-def tool_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault("MPLBACKEND", "Agg")
-    return env
 
 
 def gradebook(course: Course):
@@ -402,8 +399,9 @@ class Result:
     max_scores: dict[str, float]
     notes: list[str]
     fingerprint: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # nbgrader's autograde of this submission
     graded_at: str = ""
+    recheck_seconds: float = 0.0  # the trusted re-check (verify.py) after it
 
     @property
     def total(self) -> float:
@@ -539,7 +537,7 @@ class Worker:
         self.settings = settings
         with open(stderr_path, "a") as stderr:  # what nbgrader and the kernels print, for debugging
             self.process = subprocess.Popen(
-                [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(),
+                [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(headless=True),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
                 start_new_session=True)
         self.job: dict | None = None
@@ -792,7 +790,9 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
             scores = {g: 0.0 for g in maxima}
         if not sandbox_state()[0]:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {sandbox_state()[1]}")
-        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now()))
+        recheck_seconds = round((message or {}).get("recheck_seconds", 0.0), 2)
+        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
+                      recheck_seconds))
 
     try:
         while pending or any(w.job for w in pool):
@@ -1027,6 +1027,9 @@ def grading_throughput_benchmark(assignment: str = "00_start_here", n_submission
             figures[f"{mode}_seconds"] = seconds
             figures[f"{mode}_per_minute"] = n_submissions / seconds * 60
             figures[f"{mode}_full_marks"] = full
+            if mode == "serial":  # where one submission's time goes, without competition for the cores
+                figures["median_autograde_seconds"] = statistics.median(r.seconds for r in results.values())
+                figures["median_recheck_seconds"] = statistics.median(r.recheck_seconds for r in results.values())
             problems = [r.line() for r in results.values() if not (r.status == GRADED and r.total == r.max_total)]
             figures[f"{mode}_problems"] = problems[:3]
     figures["speedup"] = figures["serial_seconds"] / figures["parallel_seconds"]

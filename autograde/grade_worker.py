@@ -155,7 +155,9 @@ def grade_one(settings: dict, job: dict) -> dict:
               "log": log[-20000:], "autograded": str(root / "autograded" / student / assignment)}
     if ok:
         result.update(read_grades(config.CourseDirectory.db_url, assignment, student))
+        started = time.monotonic()
         recheck(settings, assignment, submitted, result)
+        result["recheck_seconds"] = time.monotonic() - started
     else:
         result["failure"] = classify_failure(log)
     return result

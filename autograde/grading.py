@@ -9,7 +9,6 @@ and reads every grade cell's score from the gradebook.
 from __future__ import annotations
 
 import dataclasses
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,9 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "autograde" / "nbgrader_config.py"
+if str(CONFIG.parent) not in sys.path:
+    sys.path.insert(0, str(CONFIG.parent))
+from tool_env import tool_env  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -52,12 +54,6 @@ class GradedNotebook:
                         parts.append(output.get("text", ""))
                 return "\n".join(parts)
         return ""
-
-
-def tool_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
 
 
 def nbgrader(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

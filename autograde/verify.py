@@ -20,10 +20,12 @@ break the student's own answers.
 from __future__ import annotations
 
 import ast
+import atexit
 import base64
 import builtins
 import contextlib
 import dataclasses
+import functools
 import importlib
 import io
 import json
@@ -32,7 +34,6 @@ import queue
 import shutil
 import tempfile
 import textwrap
-import time
 import warnings
 from pathlib import Path
 
@@ -195,8 +196,9 @@ def graded_functions(source: nbformat.NotebookNode) -> set[str]:
     return defined - _with_dependencies(used)
 
 
-def _with_dependencies(names: set[str]) -> set[str]:
-    """``names`` and every package function they call, directly or not (by name, from the source)."""
+@functools.lru_cache(maxsize=1)
+def _package_calls() -> dict[str, frozenset[str]]:
+    """For each function defined in the course package, the names its body uses (read once per process)."""
     calls: dict[str, set[str]] = {}
     for path in (REPO / "heads_and_masks").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -204,6 +206,12 @@ def _with_dependencies(names: set[str]) -> set[str]:
                 called = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
                 called |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
                 calls.setdefault(node.name, set()).update(called)
+    return {name: frozenset(names) for name, names in calls.items()}
+
+
+def _with_dependencies(names: set[str]) -> set[str]:
+    """``names`` and every package function they call, directly or not (by name, from the source)."""
+    calls = _package_calls()
     closure, frontier = set(names), list(names)
     while frontier:
         for callee in calls.get(frontier.pop(), ()):
@@ -237,6 +245,19 @@ def stub_package(into: Path, removed: set[str]) -> Path:
     for path in [into, *into.rglob("*")]:  # readable by the unprivileged kernel user
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return target
+
+
+@functools.lru_cache(maxsize=None)
+def shared_stub_package(removed: frozenset[str]) -> Path:
+    """``stub_package`` made once per process for each set of removed functions, then reused.
+
+    A grading worker re-checks one student after another of the same assignment: building the stub
+    once saves its copy for every later student. The kernels bind it read-only and run as another
+    user, so no submission can change what the next one imports. Removed when the process exits.
+    """
+    scratch = Path(tempfile.mkdtemp(prefix="hm-stub-"))
+    atexit.register(shutil.rmtree, scratch, True)
+    return stub_package(scratch, set(removed))
 
 
 # ------------------------------------------------------------------ talking to the student's kernel
@@ -391,24 +412,23 @@ def verify_notebook(source: nbformat.NotebookNode, submitted: nbformat.NotebookN
                   and c.cell_type == "code"]
     test_ids = {c.metadata["nbgrader"]["grade_id"] for c in test_cells}
     verdicts: dict[str, CellVerdict] = {}
-    with tempfile.TemporaryDirectory(prefix="hm-verify-") as scratch:
-        package = stub_package(Path(scratch), graded_functions(source))
-        kernel = StudentKernel(workdir, package)
-        try:
-            for cell in submitted.cells:
-                if cell.get("cell_type") != "code":
-                    continue
-                if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in test_ids:
-                    continue
-                _, failure = kernel.run(cell.source, CELL_TIMEOUT)
-                if failure == "KernelDied" or not kernel.manager.is_alive():
-                    break
-            kernel.run(HARNESS, 30)
-            for cell in test_cells:
-                grade_id = cell.metadata["nbgrader"]["grade_id"]
-                verdicts[grade_id] = _check_cell(kernel, grade_id, cell.source)
-        finally:
-            kernel.shutdown()
+    package = shared_stub_package(frozenset(graded_functions(source)))
+    kernel = StudentKernel(workdir, package)
+    try:
+        for cell in submitted.cells:
+            if cell.get("cell_type") != "code":
+                continue
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in test_ids:
+                continue
+            _, failure = kernel.run(cell.source, CELL_TIMEOUT)
+            if failure == "KernelDied" or not kernel.manager.is_alive():
+                break
+        kernel.run(HARNESS, 30)
+        for cell in test_cells:
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            verdicts[grade_id] = _check_cell(kernel, grade_id, cell.source)
+    finally:
+        kernel.shutdown()
     return verdicts
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import filecmp
-import os
 import shutil
 import subprocess
 import sys
@@ -21,10 +20,10 @@ from pathlib import Path
 
 import nbformat
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from notebook_source import read_source  # noqa: E402
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tools"), str(REPO / "autograde")]
+from notebook_source import read_source  # noqa: E402
+from tool_env import tool_env  # noqa: E402
 
 
 ONLY: list[str] = []  # set from the command line: build only these assignments
@@ -41,13 +40,6 @@ def write_solutions(into: Path) -> None:
         folder = into / name
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, folder / f"{name}.ipynb")
-
-
-def tool_env() -> dict[str, str]:
-    """The environment for nbgrader: its own helpers (alembic) must be on PATH, as in an activated venv."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
 
 
 def generate_release(source_root: Path, release_root: Path) -> None:
