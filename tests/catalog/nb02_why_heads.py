@@ -181,6 +181,10 @@ ANSWERS = [
         k = meaning + noise * rng.normal(size=(trials, n_keys, d))
         scores = np.einsum("td,tkd->tk", q, k)
         return int(np.sum(scores[:, 0] > scores[:, 1:].max(axis=1)))''')}, breaks="winning_rate", says="number of wins"),
+    Answer("rate_one_key_too_many", {"winning_rate": RATE_VECTORISED.replace(
+        "size=(trials, n_keys, d)", "size=(trials, n_keys + 1, d)")}, breaks="winning_rate", says="one key too many"),
+    Answer("rate_one_key_too_few", {"winning_rate": RATE_VECTORISED.replace(
+        "size=(trials, n_keys, d)", "size=(trials, n_keys - 1, d)")}, breaks="winning_rate", says="one key too few"),
     Answer("rate_ignores_seed", {"winning_rate": RATE_VECTORISED.replace("default_rng(seed)", "default_rng()")},
            breaks="winning_rate", says="same seed"),
     Answer("rate_no_value_errors", {"winning_rate": RATE_VECTORISED.replace(
