@@ -1045,4 +1045,6 @@ def describe(figures: dict) -> str:
         f"  parallel ({figures['workers']} workers): {figures['parallel_seconds']:6.1f} s  "
         f"{figures['parallel_per_minute']:6.1f} notebooks/min",
         f"  speedup {figures['speedup']:.2f}x; every submission full marks: {figures['all_full_marks']}",
+        f"  one submission, serially (medians): autograde {figures['median_autograde_seconds']:.1f} s, "
+        f"trusted re-check {figures['median_recheck_seconds']:.1f} s",
     ])

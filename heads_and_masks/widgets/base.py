@@ -32,8 +32,11 @@ class CourseWidget:
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
         self.readouts: dict[str, float] = {}
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
-        self.readout_html = widgets.HTML()
+        # the picture gives way (scales down, keeping its proportions) when the notebook is narrow; the
+        # readouts never do, so their names and values always show in full beside it
+        self.image = widgets.Image(format="png", layout=widgets.Layout(
+            flex="0 1 auto", min_width="0", max_width="100%", height="auto", object_fit="contain"))
+        self.readout_html = widgets.HTML(layout=widgets.Layout(flex="0 0 auto"))
         self.last_update_seconds = 0.0
         self._background = None  # the static part of the figure, when the subclass blits
         self._backgrounds: dict = {}  # earlier backgrounds by background_key(), most recent last

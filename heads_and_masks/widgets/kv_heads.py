@@ -9,7 +9,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocato
 
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GB, load_gpus, load_models, longest_context
-from .base import CourseWidget
+from .base import READOUT_STYLE, CourseWidget
 from .fast_text import PathLegend, PathTitle
 
 CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
@@ -178,6 +178,5 @@ class KVCacheCalculator(CourseWidget):
                 return "unlimited"
             return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"
 
-        rows = "".join(f"<tr><td>{name}</td><td style='text-align:right;padding-left:1em'><b>{shown(value)}</b></td></tr>"
-                       for name, value in readouts.items())
-        return f"<table class='course-readouts'>{rows}</table>"
+        rows = "".join(f"<tr><td>{name}</td><td><b>{shown(value)}</b></td></tr>" for name, value in readouts.items())
+        return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE

@@ -463,6 +463,37 @@ def widget_state(box) -> dict:
     }""")
 
 
+def layout_problems(box) -> list[str]:
+    """What a learner would see wrong in a widget's layout: a picture or readouts cut off at the right
+    edge, a readout clipped inside its cell, a readout row wrapped onto two lines."""
+    return box.evaluate("""box => {
+      const problems = [];
+      const edge = box.getBoundingClientRect().right + 1;
+      const img = box.querySelector('img');
+      if (img && img.getBoundingClientRect().right > edge)
+        problems.push(`the picture runs ${Math.round(img.getBoundingClientRect().right - edge)} px past the widget's edge`);
+      const table = box.querySelector('table.course-readouts');
+      if (!table) return problems;
+      const rows = [...table.querySelectorAll('tr')];
+      for (const td of table.querySelectorAll('td')) {
+        const rect = td.getBoundingClientRect(), text = td.innerText.trim();
+        if (rect.width < 1 || rect.right > edge)
+          problems.push(`the readout cell "${text}" is cut off (right ${Math.round(rect.right)} px, widget edge ${Math.round(edge)} px)`);
+        if (td.scrollWidth > td.clientWidth + 1)
+          problems.push(`the readout cell "${text}" is clipped (${td.scrollWidth} px of text in ${td.clientWidth} px)`);
+      }
+      for (let parent = table.parentElement; parent && parent !== box.parentElement; parent = parent.parentElement)
+        if (parent.scrollWidth > parent.clientWidth + 1 && getComputedStyle(parent).overflowX !== 'visible') {
+          problems.push(`the readouts are clipped by their container (${parent.scrollWidth} px in ${parent.clientWidth} px)`);
+          break;
+        }
+      const heights = rows.map(tr => tr.getBoundingClientRect().height).filter(h => h > 0);
+      if (heights.length && Math.max(...heights) > 1.6 * Math.min(...heights))
+        problems.push(`a readout row wraps onto two lines (row heights ${heights.map(Math.round).join(', ')} px)`);
+      return problems;
+    }""")
+
+
 def widget_caption(box) -> dict:
     return box.evaluate(_CAPTION_JS)
 

@@ -19,7 +19,8 @@ import pytest
 
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from labdriver import (
-    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, output_problems, press_slider_key, settle,
+    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, layout_problems, output_problems,
+    press_slider_key, settle,
     slider_handle, unexpected_errors, wait_for_change, widget_caption, widget_state,
 )
 
@@ -68,6 +69,8 @@ def check_widget(page, box, label: str, screenshot_path) -> None:
         f"{label}: the picture did not render (img src={str(state['src'])[:40]!r}, size {state['width']}×{state['height']})"
     assert state["readouts"], f"{label}: no readouts (table.course-readouts with <td>NAME</td><td><b>VALUE</b></td> rows)"
     box.screenshot(path=str(screenshot_path))
+    problems = layout_problems(box)
+    assert not problems, f"{label}: the widget renders badly (screenshot {screenshot_path}): " + "; ".join(problems)
 
     if box.locator(".widget-slider .noUi-handle").count():
         handle = slider_handle(box)
