@@ -61,8 +61,13 @@ class CourseWidget:
     def draw(self) -> dict[str, float]:
         raise NotImplementedError
 
+    def format_value(self, value) -> str:
+        """How one readout value is written (HTML)."""
+        return f"{value:.4g}"
+
     def format_readouts(self, readouts: dict[str, float]) -> str:
-        rows = "".join(f"<tr><td>{name}</td><td><b>{value:.4g}</b></td></tr>" for name, value in readouts.items())
+        rows = "".join(f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>"
+                       for name, value in readouts.items())
         return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE
 
     def value(self, name):

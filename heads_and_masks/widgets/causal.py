@@ -65,7 +65,6 @@ class LessonWidget(CourseWidget):
     dpi = 90
 
     def __init__(self, **initial):
-        self._background = None  # the static parts of the figure, rendered once
         self._numbers = []  # (text, axes, x, y, align, dark): the numbers of the current state
         super().__init__(**initial)
         self.widget.add_class("lesson-widget")

@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.ticker import FuncFormatter
 
 from ..head_layout import HEAD_COLOURS, ORDERS, head_of_column
 from ..heads import mha_cost
 from .base import CourseWidget
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
-from matplotlib.artist import Artist
-from matplotlib.ticker import FuncFormatter
 
 WIDTHS = [8, 12, 24, 48, 64, 96, 192, 384, 768]
 LENGTHS = [2**k for k in range(4, 14)]  # 16 … 8192 tokens

@@ -9,7 +9,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocato
 
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GB, load_gpus, load_models, longest_context
-from .base import READOUT_STYLE, CourseWidget
+from .base import CourseWidget
 from .fast_text import PathLegend, PathTitle
 
 CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
@@ -168,15 +168,11 @@ class KVCacheCalculator(CourseWidget):
                 self.memory_title, *self.ax_memory.spines.values(),
                 *self.variant_lines, self.free_line, self.point, *self.ax_context.spines.values(), self.legend]
 
-    def format_readouts(self, readouts):
-        def shown(value):
-            if isinstance(value, bool):
-                return "yes" if value else "<span style='color:#c00'>no</span>"
-            if isinstance(value, int):
-                return f"{value:,}"
-            if isinstance(value, float) and math.isinf(value):
-                return "unlimited"
-            return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"
-
-        rows = "".join(f"<tr><td>{name}</td><td><b>{shown(value)}</b></td></tr>" for name, value in readouts.items())
-        return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE
+    def format_value(self, value) -> str:
+        if isinstance(value, bool):
+            return "yes" if value else "<span style='color:#c00'>no</span>"
+        if isinstance(value, int):
+            return f"{value:,}"
+        if isinstance(value, float) and math.isinf(value):
+            return "unlimited"
+        return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"

@@ -2,13 +2,10 @@
 from __future__ import annotations
 
 import functools
-import io
-import time
 
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.ticker import NullLocator
-from PIL import Image
 
 from ..score_noise import ScoreBank, win_probability
 from .base import CourseWidget
@@ -66,30 +63,11 @@ class ScoreNoiseWidget(CourseWidget):
         ax.legend(loc="lower right", bbox_to_anchor=(1.0, 0.08), fontsize=7, frameon=False)
         ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys", fontsize=9)
 
-        # Everything above is fixed; these artists change. They are drawn over a saved background
-        # (blitting), so one update renders a few lines instead of every tick label and legend.
-        self._dynamic = [self.unrelated_steps, self.match_steps, self.hist_title, self.exact_line, self.sim_dots,
-                         self.current]
-        for artist in self._dynamic:
-            artist.set_animated(True)
-        self._background = None
-
-    def update(self) -> None:
-        """As CourseWidget.update, but redraws only the changing artists over the saved background."""
-        start = time.perf_counter()
-        self.readouts = dict(self.draw())
-        self.readout_html.value = self.format_readouts(self.readouts)
-        if self._background is None:  # first update: lay out and draw the fixed parts once
-            self.canvas.draw()
-            self.figure.set_layout_engine("none")
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.canvas.restore_region(self._background)
-        for artist in self._dynamic:
-            self.figure.draw_artist(artist)
-        buffer = io.BytesIO()
-        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        self.image.value = buffer.getvalue()
-        self.last_update_seconds = time.perf_counter() - start
+    def dynamic_artists(self):
+        """Blitting (see CourseWidget): everything else is fixed, so one update redraws a few lines over
+        the saved background instead of every tick label and the legend."""
+        return [self.unrelated_steps, self.match_steps, self.hist_title, self.exact_line, self.sim_dots,
+                self.current]
 
     def draw(self):
         d, noise = int(self.value("d")), float(self.value("noise"))
