@@ -2,7 +2,7 @@
 
 Each attack fills the answer cell of one exercise with a wrong (or no) answer plus a trick, and must
 earn, on that exercise, no more than the untouched student notebook does (0) once graded through
-the pipeline (nbgrader in a sandboxed kernel, then the trusted re-check). Probes look for the
+the pipeline (nbgrader, the student's code in a sandboxed kernel, the tests judged in the grader). Probes look for the
 network, the solutions and the gradebook from inside the grading kernel.
 """
 from __future__ import annotations
@@ -22,6 +22,11 @@ class Attack:
     exercise: str  # the graded answer cell whose test cells must earn nothing
     source: str
     why: str
+
+    def submission(self):
+        from submissions import submission
+
+        return submission(self.assignment, {self.exercise: self.source.strip("\n")})
 
 
 ATTACKS = [
