@@ -441,17 +441,25 @@ checks.check_attention_mask(attention_mask, seed=2719, thorough=True)
 # * Every output must be finite, the filler rows included (a NaN there would poison the next layer, where
 #   `0 · NaN = NaN`).
 #
-# You may use `hm.attention` (notebook 00's function) for the softmax part, and your `attention_mask` or
-# `hm.attention_mask` for the mask. Mind the shapes: the mask is `(b, 1, n, n)` and single-head scores are
-# `(b, n, n)`. What does broadcasting make of those two?
+# Build on your own work, as everywhere in the course: your `attention_mask` of exercise 3 for the mask, and
+# the softmax of notebook 00 written again here (scores over √d, −∞ where the mask forbids, a row with no
+# allowed key all zeros). The course's `hm.attention` and `hm.attention_mask` are not there when the notebook
+# is graded. Mind the shapes: the mask is `(b, 1, n, n)` and single-head scores are `(b, n, n)`. What does
+# broadcasting make of those two?
 
 # %% solution id=batched_attention
 def batched_attention(q, k, v, lengths, causal=True, window=None):
     """Masked single-head attention over a padded batch: (b, n, d) -> (b, n, d_v)."""
     ### BEGIN SOLUTION
-    n = q.shape[1]
-    mask = hm.attention_mask(lengths, n, causal=causal, window=window)  # (b, 1, n_q, n_k)
-    return hm.attention(q, k, v, mask[:, 0])  # (b, n_q, n_k) scores and mask: (b, n, d_v)
+    n, d = q.shape[1], q.shape[-1]
+    allowed = attention_mask(lengths, n, causal=causal, window=window)[:, 0]  # (b, n_q, n_k): drop the head axis
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (b, n_q, n_k)
+    scores = np.where(allowed, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)  # (b, n_q, 1); -inf on a row with no allowed key
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0.0))  # exactly 0 where forbidden
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)  # empty rows stay 0
+    return weights @ v  # (b, n, d_v)
     ### END SOLUTION
 
 # %% [markdown]

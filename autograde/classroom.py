@@ -856,7 +856,8 @@ def _feedback_app(course: Course, assignment: str, student: str):
     return app
 
 
-def feedback(course: Course, assignment: str, release_to_students: bool = False) -> list[Path]:
+def feedback(course: Course, assignment: str, release_to_students: bool = False,
+             students: list[str] | None = None) -> list[Path]:
     """Generate each student's feedback (HTML, hidden tests removed), check it, optionally release it.
 
     One student at a time: a problem with one submission's feedback is a note in that student's
@@ -867,7 +868,7 @@ def feedback(course: Course, assignment: str, release_to_students: bool = False)
     results = read_results(course, assignment)
     files: list[Path] = []
     through_exchange: list[str] = []
-    for student in sorted(results):
+    for student in sorted(results if students is None else set(students) & set(results)):
         result = results[student]
         if not course.path("autograded", student, assignment).is_dir():
             continue

@@ -64,7 +64,10 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
 
 def wanted(name: str) -> bool:
-    return (name.endswith(".ipynb") and "/" not in name and not name.startswith(".")) or name in KEPT
+    """A file grading needs: a notebook at the top level (any printable name) or one of nbgrader's two files."""
+    notebook = (name.endswith(".ipynb") and "/" not in name and "\\" not in name and not name.startswith(".")
+                and name.isprintable() and len(name) <= 200)
+    return notebook or name in KEPT
 
 
 def write_submission(target: Path, files: dict[str, bytes], timestamp: float | None = None) -> None:
@@ -74,7 +77,7 @@ def write_submission(target: Path, files: dict[str, bytes], timestamp: float | N
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     for name, data in files.items():
-        if not wanted(name) or SAFE.sub("_", name) != name:
+        if not wanted(name):
             continue
         (target / name).write_bytes(data)
     if "timestamp.txt" not in files:
@@ -93,7 +96,7 @@ def take_folder(folder: Path, max_mb: float = MAX_FILE_MB) -> tuple[dict[str, by
             name = entry.name
             if name in (".ipynb_checkpoints", "__pycache__"):
                 continue
-            if not wanted(name) or SAFE.sub("_", name) != name:
+            if not wanted(name):
                 left.append(name)
                 continue
             try:
@@ -197,8 +200,7 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
         if not match:
             return
         student = match.group("student_id")
-        file_name = notebook_names[0] + ".ipynb" if notebook_names and len(notebook_names) == 1 else \
-            Path(match.group("file_id")).name
+        file_name = Path(match.group("file_id")).name  # a wrong name is noted and fixed at inspection
         data = read()
         if data is None:
             return

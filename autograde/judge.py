@@ -294,9 +294,13 @@ class StudentKernel:
 
         def on_output(message):
             kind, content = message["msg_type"], message["content"]
+            if len(outputs) >= 50:  # a flood of output: the rest is dropped (a reply is always the last line)
+                if kind == "stream" and content.get("name") == "stdout" and REPLY_MARK in str(content.get("text", "")):
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
+                return
             if kind == "stream":
                 if content.get("name") == "stdout":
-                    stdout.append(str(content.get("text", ""))[:MAX_TEXT * 4])
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
                 outputs.append({"output_type": "stream", "name": content.get("name", "stdout"),
                                 "text": str(content.get("text", ""))[:MAX_TEXT]})
             elif kind == "error":
@@ -308,17 +312,38 @@ class StudentKernel:
                 if isinstance(text, str):
                     outputs.append({"output_type": "stream", "name": "stdout", "text": text[:MAX_TEXT] + "\n"})
 
-        try:
-            reply = self.client.execute_interactive(code, timeout=timeout, output_hook=on_output,
-                                                    store_history=False, allow_stdin=False)
-            if reply["content"].get("status") == "error" and not errors:
-                errors.append(str(reply["content"].get("ename", "Error"))[:100])
-        except TimeoutError:
-            self._interrupt()
-            return CellRun(outputs, "Timeout", "".join(stdout))
-        except (RuntimeError, queue.Empty):
-            self.usable = False
-            return CellRun(outputs, "KernelDied", "".join(stdout))
+        # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
+        # waiting out the cell's time limit for a reply that will never come.
+        msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                if not self.manager.is_alive():
+                    self.usable = False
+                    return CellRun(outputs, "KernelDied", "".join(stdout))
+                if time.monotonic() > deadline:
+                    self._interrupt()
+                    return CellRun(outputs, "Timeout", "".join(stdout))
+                continue
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "status" and message["content"].get("execution_state") == "idle":
+                break
+            on_output(message)
+            if time.monotonic() > deadline:  # a cell that prints without end
+                self._interrupt()
+                return CellRun(outputs, "Timeout", "".join(stdout))
+        try:  # the reply on the shell channel (its status), briefly
+            while True:
+                reply = self.client.get_shell_msg(timeout=5)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    if reply["content"].get("status") == "error" and not errors:
+                        errors.append(str(reply["content"].get("ename", "Error"))[:100])
+                    break
+        except queue.Empty:
+            pass
         if not self.manager.is_alive():
             self.usable = False
             return CellRun(outputs, "KernelDied", "".join(stdout))
@@ -615,9 +640,13 @@ def judge_notebook(nb: nbformat.NotebookNode, *, key: bytes | None, context: str
                 report.verdicts[grade_id] = verdict
                 cell.outputs = _verdict_outputs(verdict)
                 cell.execution_count = None
-                if verdict.ename == "Timeout" and "ran out" not in (report.notes[-1] if report.notes else ""):
+                if verdict.ename == "Timeout":
                     report.status = report.status or "timed out"
                     report.notes.append(f"`{grade_id}`: {verdict.message}")
+                elif verdict.ename == "KernelDied" and report.status != "kernel died":
+                    report.status = "kernel died"
+                    report.notes.append(f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
+                                        "the tests after it could not run")
     except Exception as error:  # noqa: BLE001 - the kernel could not even start: every test fails, with why
         report.status = report.status or "kernel died"
         report.notes.append(f"the notebook's kernel could not run ({type(error).__name__}: {str(error)[:200]})")

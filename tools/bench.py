@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "autograde"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 @dataclasses.dataclass
@@ -161,7 +160,7 @@ def section_course(quick: bool) -> tuple[list[str], list[Check]]:
 
 
 def section_grading(quick: bool) -> tuple[list[str], list[Check]]:
-    from classroom import grading_throughput_benchmark
+    from autograde.classroom import grading_throughput_benchmark
 
     result = grading_throughput_benchmark(n_submissions=10 if quick else 40)
     lines = ["| mode | submissions | seconds | notebooks per minute |", "|---|---|---|---|"]
@@ -177,9 +176,8 @@ def section_grading(quick: bool) -> tuple[list[str], list[Check]]:
     lines.append(f"\nParallel / serial: {result['speedup']:.2f}× with {result['workers']} workers "
                  f"(target ≥ {TARGETS['grading_speedup']}×: {verdict(ok[0].ok)}). Assignment {result['assignment']}, "
                  f"every submission a correct one; full marks in both runs: {result['all_full_marks']}.")
-    lines.append(f"\nOne submission, serially (medians): nbgrader's autograde in its sandboxed kernel "
-                 f"{result['median_autograde_seconds']:.1f} s, then the trusted re-check (a second sandboxed "
-                 f"kernel runs the answers; the tests run in the grader) {result['median_recheck_seconds']:.1f} s.")
+    lines.append(f"\nOne submission, serially (median): {result['median_autograde_seconds']:.1f} s for nbgrader's "
+                 "autograde with the judge (the student's code in one sandboxed kernel, every test cell in the grader).")
     for problem in result.get("serial_problems", []) + result.get("parallel_problems", []):
         lines.append(f"- not full marks: {problem}")
     return lines, ok
