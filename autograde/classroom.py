@@ -652,7 +652,11 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
     jobs: list[dict] = []
     inspections: dict[str, Inspection] = {}
     for student in everyone:
-        found = inspect(course, assignment, student)
+        try:
+            found = inspect(course, assignment, student)
+        except Exception as error:  # noqa: BLE001 - one unreadable submission never stops the class
+            found = Inspection(status=INVALID, notes=[f"the submission could not be inspected "
+                                                       f"({type(error).__name__}: {str(error)[:200]})"])
         inspections[student] = found
         old = previous.get(student)
         if not force and old is not None and old.fingerprint == found.fingerprint:

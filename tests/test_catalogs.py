@@ -43,7 +43,8 @@ def test_catalog_answer(assignment, answer):
         earned = sum(result.scores[g] for g in broken)
         possible = sum(result.max_scores[g] for g in broken)
         assert earned < possible, f"the mistake '{answer.name}' was not caught: {earned}/{possible} on {answer.breaks}"
-        others = {g: s for g, s in result.scores.items() if g not in broken and s < result.max_scores[g]}
+        allowed = broken + [g for e in answer.cascades for g in _exercise_cells(assignment, e)]
+        others = {g: s for g, s in result.scores.items() if g not in allowed and s < result.max_scores[g]}
         assert not others, f"the mistake '{answer.name}' also cost points elsewhere: {others}"
         text = "\n".join(result.error_text(g) for g in broken if result.scores[g] < result.max_scores[g]).lower()
         for phrase in answer.phrases:

@@ -302,3 +302,15 @@ def test_every_assignment_through_the_pipeline(assignment):
     assert len(pages) == 2
     for path in pages:
         assert not classroom.leaked_lines(path.read_text(encoding="utf-8"), hidden), path
+
+
+def test_grading_without_the_sandbox_still_works_and_says_so(tmp_path, monkeypatch):
+    """Where bubblewrap is missing, grading goes on (clean environment, limits) and every grade says so."""
+    from course import grade_class
+
+    monkeypatch.setenv("HEADS_AND_MASKS_UNSANDBOXED", "1")  # inherited by the grading workers
+    run = grade_class(A, {"solved": submission(A, {}), "blank": student_notebook(A)}, tmp_path, workers=1)
+    solved, blank = run.results["solved"], run.results["blank"]
+    assert solved.total == solved.max_total > 0 and blank.total == 0, (solved.log, blank.log)
+    for result in (solved, blank):
+        assert any("unsandboxed" in note for note in result.notes), result.notes

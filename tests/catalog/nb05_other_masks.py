@@ -235,7 +235,7 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k <= q) & (k > q - window)
             return real[:, None, :, None] & pattern               # rows, not columns
-    '''}, breaks="attention_mask", says="instead of the keys"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="instead of the keys"),
     Answer("mask_query_rows_too", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -262,7 +262,7 @@ ANSWERS = [
             else:
                 pattern = np.ones((n, n), bool)
             return real & pattern
-    '''}, breaks="attention_mask", says="logical AND"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="logical AND"),
     Answer("mask_window_sees_future", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -276,7 +276,7 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k > q - window)   # not combined with key <= query
             return real & pattern
-    '''}, breaks="attention_mask", says="future"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="future"),
     Answer("mask_without_head_axis", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -289,7 +289,7 @@ ANSWERS = [
             if window is not None:
                 mask = mask & (k <= q) & (k > q - window)
             return np.broadcast_to(mask, (len(lengths), n, n)).copy()
-    '''}, breaks="attention_mask", says="head axis"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="head axis"),
 
     # batched_attention
     Answer("batched_forgets_padding", {"batched_attention": OWN_ATTENTION + '''
