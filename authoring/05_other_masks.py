@@ -525,8 +525,9 @@ for n in [512, 2048, 8192, 32768]:
 #
 # Tick the masks to combine (they are ANDed) and move their parameters: the sequence length `n`, the real
 # `length` of the sequence for the padding mask, the window `w`, the tile size and layout for the block-sparse
-# mask. On the left is the mask; on the right, how many keys each query attends to, which is also how many
-# keys and values must be cached to generate that token. The readouts give the kept entries and their share of
+# mask (each mask's own controls stay greyed out until the mask is ticked). On the left is the mask; on the
+# right, how many keys each query attends to, which is also how many keys and values must be cached to
+# generate that token. The readouts give the kept entries and their share of
 # the full `n²` matrix and of the causal `n(n + 1)/2`. Things to try:
 #
 # * causal with a window: the right-hand curve stops growing at `w` (the bounded cache);

@@ -74,6 +74,8 @@ class MaskWidget(CourseWidget):
 
     figsize = (6.4, 3.4)
     max_n = 64
+    # the controls that only act through one mask: greyed out (disabled) while that mask is not ticked
+    PARAMETERS = {"padding": ("length",), "window": ("w",), "block-sparse": ("block", "layout")}
 
     def setup(self):
         check = dict(indent=False, layout=widgets.Layout(width="auto"))
@@ -88,6 +90,9 @@ class MaskWidget(CourseWidget):
         self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local",
                                                    description="layout")
         self.controls["n"].observe(self._follow_n, names="value")
+        for mask_name in self.PARAMETERS:
+            self.controls[mask_name].observe(self._enable_parameters, names="value")
+        self._enable_parameters()
 
         # Text is what costs most to render, so the picture carries little of it: the legend and the
         # description of the composed mask live in the HTML beside it (format_readouts).
@@ -115,6 +120,12 @@ class MaskWidget(CourseWidget):
                          for colour, label in LEGEND_ITEMS)
         return (f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
                 + super().format_readouts(readouts))
+
+    def _enable_parameters(self, _change=None):
+        """A parameter whose mask is off does nothing: it looks so (disabled) until its mask is ticked."""
+        for mask_name, parameters in self.PARAMETERS.items():
+            for parameter in parameters:
+                self.controls[parameter].disabled = not self.value(mask_name)
 
     def _follow_n(self, change):
         """Keep the length and window sliders within the sequence (before the redraw)."""
