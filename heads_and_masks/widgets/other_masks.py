@@ -43,10 +43,10 @@ def draw_mask(ax, mask, title="", key_is_real=None, block=None, labels=None):
     ax.set_xlabel("key", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     if labels is not None:
-        ax.set_xticks(range(n_k), labels, rotation=90, fontsize=7)
-        ax.set_yticks(range(n_q), labels, fontsize=7)
+        ax.set_xticks(range(n_k), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(n_q), labels, fontsize=8)
     else:
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     show_blocks(ax, block, n_q, n_k)
     return image
 
@@ -104,7 +104,7 @@ class MaskWidget(CourseWidget):
         self.ax_keys.set_title("keys per query (solid; dashed: causal)\n= the KV cache each token needs", fontsize=8)
         self.ax_keys.set_xlabel("keys", fontsize=8)
         self.ax_keys.set_ylabel("query", fontsize=8)
-        self.ax_keys.tick_params(labelsize=7)
+        self.ax_keys.tick_params(labelsize=8)
         for ax in (self.ax_mask, self.ax_keys):
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
