@@ -12,7 +12,9 @@ process on the same inputs, alternating, so that whatever else the machine is do
 Also measured in the same run: a plain square matrix product of the same float type (what the machine's
 BLAS reaches, the "roofline" the kernel's arithmetic is compared with) and, where PyTorch is installed and
 asked for, PyTorch's causal ``scaled_dot_product_attention`` (PyTorch is not a dependency of the course).
-Times are medians over ``repeats`` runs; memory is the peak that ``tracemalloc`` sees while one call runs
+Times are the best (fastest) of ``repeats`` runs: on a shared machine other work only ever adds time to
+a run, so the fastest is the closest to what the version itself costs, for every version alike. Memory is
+the peak that ``tracemalloc`` sees while one call runs
 (numpy reports its buffers to tracemalloc), that is the *extra* memory of the call: the inputs already
 exist before it starts.
 
@@ -27,7 +29,6 @@ import contextlib
 import ctypes
 import glob
 import os
-import statistics
 import time
 import tracemalloc
 
@@ -92,7 +93,7 @@ def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, r
     PyTorch's causal ``scaled_dot_product_attention`` where PyTorch is installed.
     Each row holds
         n, d, block, repeats, threads, dtype
-        full_seconds, unmasked_seconds, tiled_seconds   median wall time of one call
+        full_seconds, unmasked_seconds, tiled_seconds   wall time of one call, the best of ``repeats``
         speedup                       full_seconds / tiled_seconds (against full-then-mask)
         speedup_over_unmasked         unmasked_seconds / tiled_seconds (against plain full attention)
         theoretical_speedup           2n / (n + 1): all n² entries against the n(n+1)/2 that are used
@@ -183,7 +184,7 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
     for _ in range(repeats):  # alternate, so all see the same machine
         for name, function in versions.items():
             times[name].append(_timed(function))
-    seconds = {name: statistics.median(runs) for name, runs in times.items()}
+    seconds = {name: min(runs) for name, runs in times.items()}  # the run least disturbed by other work
 
     full_peak = peak_bytes(full_causal_attention, q, k, v)
     tiled_peak = peak_bytes(blocked_causal_attention, q, k, v, block)

@@ -4,8 +4,8 @@
     python tools/bench.py --only causal    one section (causal, widgets, course, grading)
     python tools/bench.py --quick          fewer repetitions and smaller sizes (a smoke run)
 
-Ratios are measured side by side in the same run (medians of several repetitions), because absolute
-times on shared machines are noisy. Exits 1 when a target is missed. Not part of `make test`.
+Ratios are measured side by side in the same run (medians or best runs of several repetitions, as each
+section says), because absolute times on shared machines are noisy. Exits 1 when a target is missed. Not part of `make test`.
 """
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
              "mask, numpy's best: the yardstick), *tiled* (`blocked_causal_attention`, block = 128), each in the "
              "inputs' float type; *matmul*: a plain square product of "
              f"{MATMUL_SIZE} × {MATMUL_SIZE} matrices of the same type, measured in the same run. GFLOP/s count the "
-             "causal work, 2(d + d_v) per used entry n(n+1)/2. "
+             "causal work, 2(d + d_v) per used entry n(n+1)/2. Each time is the fastest of "
+             f"{3 if quick else 5} runs, the versions alternating (other work on the machine only adds time). "
              + (f"*torch*: PyTorch {torch}'s causal `scaled_dot_product_attention` (one thread)."
                 if torch else "PyTorch is not installed here: the comparison with it is skipped."),
              "",
