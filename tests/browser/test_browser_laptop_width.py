@@ -92,7 +92,7 @@ def test_pictures_stay_legible_at_laptop_width(assignment, lab, laptop_context, 
                 if picture["shown"] < picture["natural"] - 1:
                     problems.append(f"static picture {picture['index'] + 1} is {picture['natural']} px wide and "
                                     f"scaled down to {picture['shown']:.0f} px (the notebook has {picture['room']:.0f} "
-                                    f"px): its text shrinks to {picture["shown"] / picture["natural"]:.0%} of its size")
+                                    f"px): its text shrinks to {picture['shown'] / picture['natural']:.0%} of its size")
                 continue
             widget = widget_class(picture["widget"])()
             if abs(widget.figure.bbox.width - picture["natural"]) > 1:
