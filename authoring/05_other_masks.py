@@ -51,8 +51,8 @@ pictures = {
     "sliding window (w = 4)": (hm.sliding_window_mask(n, 4), None, None),
     f"block-sparse (tiles of {block})": (block_mask, None, block),
 }
-fig, axes = plt.subplots(1, 4, figsize=(13, 3.6), layout="constrained")
-for ax, (title, (mask, key_is_real, tile)) in zip(axes, pictures.items()):
+fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
+for ax, (title, (mask, key_is_real, tile)) in zip(axes.flat, pictures.items()):
     draw_mask(ax, mask, f"{title}\nkeeps {hm.kept_fraction(mask):.1%}", key_is_real=key_is_real, block=tile)
 plt.show()
 
@@ -144,7 +144,7 @@ keys_real = hm.padding_mask([length], n)[0]  # (n,)
 causal = hm.causal_mask(n)
 right = causal & keys_real[None, :]  # the padding constrains the keys (columns)
 also_rows = right & keys_real[:, None]  # ... and, needlessly, the queries (rows) too
-fig, axes = plt.subplots(1, 2, figsize=(7, 3.4), layout="constrained")
+fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.4), layout="constrained")
 draw_mask(axes[0], right, "causal AND key is real\n(the course's attention_mask)", key_is_real=keys_real)
 draw_mask(axes[1], also_rows, "…and filler queries masked too\n(rows with nothing allowed)", key_is_real=keys_real)
 plt.show()
@@ -189,7 +189,7 @@ for neighbour_length in [5, 9, 20]:
 
 # %%
 lengths_tried, filler_share, output_error = pad.padding_damage(n=32, d=16, trials=20, seed=0)
-fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
 ax.plot(lengths_tried, filler_share, "o-", ms=3, label="share of attention on filler")
 ax.plot(lengths_tried, output_error, "s-", ms=3, label="error of the output (in value-vector lengths)")
 ax.plot(lengths_tried, (32 - lengths_tried) / 32, "k:", lw=1, label="(n − L) / n")
@@ -327,7 +327,7 @@ window_cache = per_token * local.keys_in_cache(context, config["sliding_window"]
 print(f"one cached token: {per_token:,} bytes ({per_token / 2**10:.0f} KiB)")
 print(f"cache at token {context:,}: {full_cache / 2**30:.2f} GiB with a causal mask, "
       f"{window_cache / 2**30:.2f} GiB with the window: {full_cache / window_cache:.0f}× smaller")
-fig, ax = plt.subplots(figsize=(7, 2.8), layout="constrained")
+fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
 tokens = np.arange(1, context + 1)
 ax.plot(tokens, per_token * local.keys_in_cache(context) / 2**30, label="causal: every earlier token")
 ax.plot(tokens, per_token * local.keys_in_cache(context, config["sliding_window"]) / 2**30,
@@ -346,11 +346,11 @@ plt.show()
 
 # %%
 n, w = 16, 3
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
+fig, axes = plt.subplots(1, 3, figsize=(6.2, 3.0), layout="constrained")
 for ax, layers in zip(axes, [1, 2, 4]):
     reach = local.receptive_field(n, w, layers)
     first_seen = int(np.argmax(reach[-1]))
-    draw_mask(ax, reach, f"{layers} layer(s): the last token reaches\nback {n - 1 - first_seen} positions")
+    draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{n - 1 - first_seen} positions")
 plt.show()
 span = config["n_layers"] * config["sliding_window"]
 print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']} "
@@ -501,17 +501,17 @@ checks.check_batched_attention(batched_attention, seed=8191, thorough=True)
 
 # %%
 n, block = 48, 6
-fig, axes = plt.subplots(2, 3, figsize=(11, 7.4), layout="constrained", height_ratios=[1, 2.4])
+fig, axes = plt.subplots(2, 3, figsize=(6.2, 5.0), layout="constrained", height_ratios=[1, 2.0])
 for column, kind in enumerate(["local", "global + local", "strided"]):
     layout, mask = local.layout_mask(kind, n, block)
     draw_mask(axes[0, column], layout, f"{kind}: layout {layout.shape}")
     axes[0, column].set(xlabel="key block", ylabel="query block")
-    draw_mask(axes[1, column], mask, f"expanded to tokens: keeps {hm.kept_fraction(mask):.1%}\n"
-              f"tiles computed: {local.block_sparse_work(layout, block, n) / n**2:.1%} of n²", block=block)
+    draw_mask(axes[1, column], mask, f"tokens: keeps {hm.kept_fraction(mask):.1%}\n"
+              f"computes {local.block_sparse_work(layout, block, n) / n**2:.1%} of n²", block=block)
 plt.show()
 
 # %% [markdown]
-# The two percentages under each picture differ: a kernel computes kept tiles whole, including the half of each
+# The two percentages over each picture of tokens differ: a kernel computes kept tiles whole, including the half of each
 # diagonal tile that the causal rule then throws away. The *work* is the number of kept tiles times `block²`.
 #
 # What matters is how that work grows. The causal layout keeps about half of all tiles at any length. A
@@ -533,8 +533,9 @@ for n in [512, 2048, 8192, 32768]:
 #
 # Tick the masks to combine (they are ANDed) and move their parameters: the sequence length `n`, the real
 # `length` of the sequence for the padding mask, the window `w`, the tile size and layout for the block-sparse
-# mask. On the left is the mask; on the right, how many keys each query attends to, which is also how many
-# keys and values must be cached to generate that token. The readouts give the kept entries and their share of
+# mask (each mask's own controls stay greyed out until the mask is ticked). On the left is the mask; on the
+# right, how many keys each query attends to, which is also how many keys and values must be cached to
+# generate that token. The readouts give the kept entries and their share of
 # the full `n²` matrix and of the causal `n(n + 1)/2`. Things to try:
 #
 # * causal with a window: the right-hand curve stops growing at `w` (the bounded cache);
