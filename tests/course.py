@@ -52,6 +52,7 @@ def require_sandbox() -> None:
 # ---------------------------------------------------------------------------------------------
 # Grading through the instructor's pipeline (the one path: collect, grade, feedback, export)
 # ---------------------------------------------------------------------------------------------
+CELL_TIMEOUT = 30  # seconds per cell and per call in the suite's class runs (instructors' default: 60)
 TEST_KEY = "a grading key for the test suite only: 7c2f0e9a51d84b6f93a0c1e2d4b5a6f7\n"
 
 
@@ -179,4 +180,4 @@ def graded_batch(assignment: str) -> ClassRun:
         probe = submission(assignment, {})
         probe.cells.insert(1, nbformat.v4.new_code_cell(PROBE))
         submissions["probe"] = probe
-    return grade_class(assignment, submissions, _SCRATCH / assignment)
+    return grade_class(assignment, submissions, _SCRATCH / assignment, cell_timeout=CELL_TIMEOUT)
