@@ -713,7 +713,8 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
     settings = {"source": str(course.path("source")), "gradebook": str(snapshot), "course_id": course.course_id,
                 "config": {"Judge.timeout": cell_timeout, "Judge.memory_mb": memory_mb,
                            "Judge.budget": max(30, int(submission_timeout * 0.8)), "Judge.key_file": str(key_file),
-                           "Judge.release_directory": str(course.path("release"))}}
+                           "Judge.release_directory": str(course.path("release")),
+                           "Judge.source_directory": str(course.path("source"))}}
     incoming: queue.Queue = queue.Queue()
     pending = list(jobs)
     retried: set[str] = set()

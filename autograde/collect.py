@@ -14,6 +14,7 @@ Everything a student hands in is untrusted, including its names. Whatever the so
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -29,7 +30,10 @@ from typing import Iterable
 MAX_FILE_MB = 20  # a bigger notebook is refused (stored outputs are cleared before grading anyway)
 MAX_ZIP_MEMBERS = 20_000
 MAX_ZIP_TOTAL_MB = 2_000
-KEPT = ("timestamp.txt", "submission_secret.txt")
+# nbgrader's secret of an exchange submission (its feedback is released under it). A student's own
+# timestamp.txt is never taken: the time of a submission is the collection's (exchange folder name,
+# zip entry date, file time), written by us.
+KEPT = ("submission_secret.txt",)
 SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
 
@@ -70,8 +74,9 @@ def wanted(name: str) -> bool:
     return notebook or name in KEPT
 
 
-def write_submission(target: Path, files: dict[str, bytes], timestamp: float | None = None) -> None:
-    """Replace ``target`` with exactly ``files`` (names checked), written by us, as regular files."""
+def write_submission(target: Path, files: dict[str, bytes], timestamp: float | str | None = None) -> None:
+    """Replace ``target`` with exactly ``files`` (names checked), written by us, as regular files, and the
+    submission time in nbgrader's ``timestamp.txt`` (a number: seconds since the epoch; a string: as is)."""
     if target.is_symlink():
         target.unlink()
     shutil.rmtree(target, ignore_errors=True)
@@ -80,7 +85,9 @@ def write_submission(target: Path, files: dict[str, bytes], timestamp: float | N
         if not wanted(name):
             continue
         (target / name).write_bytes(data)
-    if "timestamp.txt" not in files:
+    if isinstance(timestamp, str):
+        (target / "timestamp.txt").write_text(timestamp)
+    else:
         moment = dt.datetime.fromtimestamp(timestamp or time.time(), dt.timezone.utc)
         (target / "timestamp.txt").write_text(moment.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
 
@@ -110,6 +117,15 @@ def take_folder(folder: Path, max_mb: float = MAX_FILE_MB) -> tuple[dict[str, by
     return files, notes, newest
 
 
+def collected_timestamp(folder: Path) -> str | None:
+    """The submission time the collection wrote (``timestamp.txt`` in a ``submitted/`` folder)."""
+    try:
+        text = read_regular(folder / "timestamp.txt", 200).decode("utf-8").strip()
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return text if text.isprintable() else None
+
+
 class Collection:
     """Where collected submissions go, and the record of original student ids and collection notes."""
 
@@ -117,10 +133,18 @@ class Collection:
         self.submitted, self.assignment, self.record = Path(submitted), assignment, Path(record)
         self.data = json.loads(self.record.read_text()) if self.record.exists() else {"ids": {}, "notes": {}}
 
-    def add(self, raw_id: str, files: dict[str, bytes], notes: list[str], timestamp: float | None = None) -> str:
+    def add(self, raw_id: str, files: dict[str, bytes], notes: list[str], timestamp: float | str | None = None) -> str:
+        raw_id = str(raw_id)[:500]
         student = safe_id(raw_id)
+        owners = self.data.setdefault("owners", {})  # safe id -> the raw id it stands for, every one
+        if owners.get(student, raw_id) != raw_id:  # the name is another student's: never overwrite it
+            taken = student
+            student = f"{safe_id(raw_id)[:48]}-clash-{hashlib.sha256(os.urandom(16)).hexdigest()[:6]}"
+            notes = [f"the id `{printable(raw_id)[:80]}` gives the folder name `{taken}`, which already belongs to "
+                     f"`{printable(owners[taken])[:80]}`: stored as `{student}`; check who is who", *notes]
+        owners[student] = raw_id
         if student != raw_id:
-            self.data["ids"][student] = str(raw_id)[:500]
+            self.data["ids"][student] = raw_id
             notes = [f"the student id `{printable(raw_id)[:80]}` was stored as `{student}`", *notes]
         write_submission(self.submitted / student / self.assignment, files, timestamp)
         self.data["notes"].setdefault(self.assignment, {})[student] = [printable(n)[:300] for n in notes]
@@ -167,10 +191,10 @@ def from_exchange(collection: Collection, inbound: Path) -> list[str]:
         if student not in latest or stamp > latest[student][0]:
             latest[student] = (stamp, Path(entry.path))
     students = []
-    for student, (_, folder) in sorted(latest.items()):
+    for student, (stamp, folder) in sorted(latest.items()):
         try:
-            files, notes, newest = take_folder(folder)
-            students.append(collection.add(student, files, notes, newest or None))
+            files, notes, _ = take_folder(folder)
+            students.append(collection.add(student, files, notes, stamp if stamp.isprintable() else None))
         except Exception as error:  # noqa: BLE001
             collection.fail(student, f"could not be collected ({type(error).__name__}: {error})")
     collection.save()
@@ -192,10 +216,11 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
     """
     pattern = re.compile(regexp or default_zip_regexp(collection.assignment))
     found: dict[str, dict[str, bytes]] = {}
+    when: dict[str, float] = {}
     general: list[str] = []
     cap = MAX_FILE_MB * 2**20
 
-    def take(name: str, read) -> None:
+    def take(name: str, read, moment: float | None = None) -> None:
         match = pattern.match(name)
         if not match:
             return
@@ -205,12 +230,14 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
         if data is None:
             return
         found.setdefault(student, {})[file_name] = data
+        if moment:
+            when[student] = max(when.get(student, 0.0), moment)
 
     for archive in archives:
         archive = Path(archive)
         try:
             if archive.suffix.lower() != ".zip":
-                take(archive.name, lambda: read_regular(archive, cap))
+                take(archive.name, lambda: read_regular(archive, cap), archive.lstat().st_mtime)
                 continue
             with zipfile.ZipFile(archive) as bundle:
                 members = bundle.infolist()
@@ -240,9 +267,12 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
                             return None
                         return data if len(data) <= cap else None
 
-                    take(member.filename, read)
+                    moment = None
+                    with contextlib.suppress(ValueError, OverflowError):
+                        moment = dt.datetime(*member.date_time, tzinfo=dt.timezone.utc).timestamp()
+                    take(member.filename, read, moment)
         except Exception as error:  # noqa: BLE001 - a damaged archive: a note, the other archives still count
             general.append(f"{archive.name} could not be read ({type(error).__name__}: {printable(str(error))[:120]})")
-    students = [collection.add(student, files, []) for student, files in sorted(found.items())]
+    students = [collection.add(student, files, [], when.get(student)) for student, files in sorted(found.items())]
     collection.save()
     return students, general

@@ -112,7 +112,7 @@ def grade_one(settings: dict, job: dict) -> dict:
     from nbgrader.coursedir import CourseDirectory
 
     from . import judge
-    from .collect import take_folder, write_submission
+    from .collect import collected_timestamp, take_folder, write_submission
 
     root = Path(settings["root"])
     assignment, student = job["assignment"], job["student"]
@@ -122,7 +122,7 @@ def grade_one(settings: dict, job: dict) -> dict:
     # names the assignment expects: nothing else a student handed in reaches nbgrader.
     files, _, _ = take_folder(Path(job["folder"]))
     files = {job.get("rename", {}).get(name, name): data for name, data in files.items()}
-    write_submission(submitted, files)
+    write_submission(submitted, files, collected_timestamp(Path(job["folder"])))
     for path in submitted.glob("*.ipynb"):
         try:
             repair_duplicates(path)

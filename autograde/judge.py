@@ -40,6 +40,7 @@ import json
 import math
 import os
 import queue
+import re
 import shutil
 import tempfile
 import textwrap
@@ -50,6 +51,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import zmq
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Integer, Unicode
@@ -59,6 +61,7 @@ from .sandbox import REPO, SandboxedKernelManager, sandbox_available
 REPLY_MARK = "__HM_REPLY__"
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
+MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
 
 
 # ------------------------------------------------------------------ plain data on the wire
@@ -201,7 +204,7 @@ HARNESS = textwrap.dedent('''
             reply["warnings"] = [[w.category.__name__, str(w.message)[:500]] for w in caught[:20]]
             reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
                                 if b is not None and not _np.array_equal(a, b, equal_nan=True)}
-        print("__HM_REPLY__" + _json.dumps(reply))
+        __import__("builtins").print("__HM_REPLY__" + _json.dumps(reply), flush=True)
 ''')
 
 
@@ -226,8 +229,8 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
     """A copy of the course package in which every ``@reference`` function named in ``removed`` only raises.
 
     Grading kernels import this copy: widgets and helpers are there, the reference implementations
-    of the graded functions (and their source) are not. The package's checks are not there either:
-    checks run in the grader, never in a kernel.
+    of the graded functions (and their source) are not. The package's checks are empty shells (their
+    names import, and only raise): checks run in the grader, never in a kernel.
     """
     target = into / "heads_and_masks"
     shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__"))
@@ -243,6 +246,13 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
                 changed = True
         if changed:
             path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+    shell = ('"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
+             "def __getattr__(name):\n"
+             "    def unavailable(*args, **kwargs):\n"
+             "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
+             "    return unavailable\n")
+    for path in (target / "checks").glob("*.py"):
+        path.write_text(shell, encoding="utf-8")
     for path in [into, *into.rglob("*")]:  # readable by the kernel's own uid
         os.chmod(path, 0o755 if path.is_dir() else 0o644)
     return target
@@ -278,7 +288,11 @@ class StudentKernel:
         self.manager.memory_mb = memory_mb
         self.manager.cpu_seconds = cpu_seconds
         self.manager.start_kernel()
-        self.client = self.manager.client()
+        # The grader decodes every message the kernel sends: one over MAX_MESSAGE_BYTES drops the
+        # connection (the student's own call then times out) instead of filling the grader's memory.
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        self.client = self.manager.client(context=context)
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
         self.manager.seal()
@@ -440,13 +454,26 @@ class RemoteFunction:
                                "earlier test, so it was not called again")
         payload = {"op": "call", "name": self.name, "args": [encode(a) for a in args],
                    "kwargs": {k: encode(v) for k, v in kwargs.items()}, "trace_memory": bool(self.measure_memory)}
+        cgroups = self.kernel.manager.cgroups if self.measure_memory else None
+        before = cgroups.reset_memory_peak() if cgroups is not None else None
         try:
             reply = self.kernel.request(payload, self.budget.next_limit())
         except TimeoutError:
             self.budget.hung.add(self.name)
             raise
         peak = reply.get("peak_bytes")
-        self.last_peak_bytes = int(peak) if isinstance(peak, int) and not isinstance(peak, bool) else None
+        traced = int(peak) if isinstance(peak, int) and not isinstance(peak, bool) else None
+        # Two measurements, the larger counts: tracemalloc inside the kernel (Python's and numpy's own
+        # allocations, exact), and the kernel's memory cgroup seen from here (everything, even memory
+        # mapped past tracemalloc or a tracer the student's code stopped; it includes a few MiB of the
+        # call's own traffic).
+        after = cgroups.memory_peak() if before is not None else None
+        outside = max(0, after - before) if after is not None else None
+        if self.measure_memory:
+            found = [m for m in (traced, outside) if m is not None]
+            self.last_peak_bytes = max(found) if found else None
+        else:
+            self.last_peak_bytes = traced
         for category, message in (reply.get("warnings") or [])[:20]:
             warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
         mutated = reply.get("mutated") or {}
@@ -573,6 +600,13 @@ class JudgeReport:
 REPORTS: dict[tuple[str, str, str], JudgeReport] = {}  # (assignment, student, notebook) -> report
 
 
+def as_text(markdown: str) -> str:
+    """Markdown that shows ``markdown`` literally: a fenced block (no HTML, no links, no images)."""
+    longest = max((len(run) for run in re.findall(r"`+|~+", markdown)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{markdown}\n{fence}"
+
+
 def _label(cell, index: int) -> str:
     grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
     first = next((line.strip() for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
@@ -586,17 +620,39 @@ def _verdict_outputs(verdict: Verdict) -> list:
                                    traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"])]
 
 
-def judge_notebook(nb: nbformat.NotebookNode, *, key: bytes | None, context: str, released_sources: set[str],
-                   cell_timeout: float = 60, budget_seconds: float = 480, memory_mb: int = 2048) -> JudgeReport:
-    """Judge ``nb`` (an nbgrader-sanitized notebook: test cells as the instructor wrote them) in place.
+def instructor_tests(source: nbformat.NotebookNode) -> dict[str, str]:
+    """grade_id -> source of every test cell of the instructor's notebook (hidden tests included)."""
+    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
+            if c.cell_type == "code" and is_grade(c) and not is_solution(c)}
 
-    ``released_sources`` are the code cells of the released notebook: cells with that exact source are
-    the instructor's, and get no outputs in the graded notebook.
+
+def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], key: bytes | None, context: str,
+                   released_sources: set[str], cell_timeout: float = 60, budget_seconds: float = 480,
+                   memory_mb: int = 2048) -> JudgeReport:
+    """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
+
+    Which cells are tests, and what they run, comes from the instructor's notebook (``tests_source``),
+    never from the submission's metadata: a cell with a test's grade id is judged here with the
+    instructor's source; every other code cell is the student's and runs in the kernel, whatever its
+    metadata says. ``released_sources`` are the cells of the released notebook: cells with that exact
+    source are the instructor's, and get no outputs in the graded notebook.
     """
     from heads_and_masks.checks.core import secret_inputs
 
     report = JudgeReport(sandboxed=sandbox_available()[0])
-    tests = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and is_grade(c) and not is_solution(c)]
+    for cell in nb.cells:  # what the student wrote in markdown is shown as text, never run as HTML
+        if cell.cell_type == "markdown" and cell.source not in released_sources:
+            cell.source = as_text(cell.source)
+            cell.pop("attachments", None)
+    tests = []
+    for index, cell in enumerate(nb.cells):
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id in tests_source:
+            if cell.cell_type != "code" or cell.source != tests_source[grade_id]:
+                cell.cell_type, cell.source = "code", tests_source[grade_id]
+                cell.setdefault("outputs", [])
+                cell.setdefault("execution_count", None)
+            tests.append((index, cell))
     test_indices = {i for i, _ in tests}
     student_code = [c.source for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in test_indices]
     budget = Budget(budget_seconds, cell_timeout)
@@ -636,7 +692,7 @@ def judge_notebook(nb: nbformat.NotebookNode, *, key: bytes | None, context: str
         with secret:
             for index, cell in tests:
                 grade_id = cell.metadata["nbgrader"]["grade_id"]
-                verdict = judge_cell(kernel, grade_id, cell.source, budget)
+                verdict = judge_cell(kernel, grade_id, tests_source[grade_id], budget)
                 report.verdicts[grade_id] = verdict
                 cell.outputs = _verdict_outputs(verdict)
                 cell.execution_count = None
@@ -669,6 +725,7 @@ class Judge(NbGraderPreprocessor):
     memory_mb = Integer(2048, help="memory of a grading kernel, MiB").tag(config=True)
     key_file = Unicode("", help="the grading key (grading_key.py); empty: the course's").tag(config=True)
     release_directory = Unicode("", help="where the released notebooks are (absolute)").tag(config=True)
+    source_directory = Unicode("", help="where the instructor's notebooks are (absolute)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from . import grading_key
@@ -681,10 +738,13 @@ class Judge(NbGraderPreprocessor):
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
         if release.exists():
             released = nbformat.read(release, as_version=4)
-            released_sources = {c.source for c in released.cells if c.cell_type == "code"}
-        code = [c.source for c in nb.cells if c.cell_type == "code" and not (is_grade(c) and not is_solution(c))]
+            released_sources = {c.source for c in released.cells}
+        source_dir = Path(self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source"))
+        tests_source = instructor_tests(nbformat.read(source_dir / assignment / f"{name}.ipynb", as_version=4))
+        code = [c.source for c in nb.cells if c.cell_type == "code"
+                and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source]
         context = f"{assignment}/{name}/{student}/{code_fingerprint(code)}"
-        report = judge_notebook(nb, key=key, context=context, released_sources=released_sources,
+        report = judge_notebook(nb, tests_source=tests_source, key=key, context=context, released_sources=released_sources,
                                 cell_timeout=self.timeout, budget_seconds=self.budget, memory_mb=self.memory_mb)
         REPORTS[(assignment, student, name)] = report
         return nb, resources

@@ -115,11 +115,33 @@ class Cgroups:
             self.folders.append(folder)
             self.procs.append(folder / "cgroup.procs")
 
-    @property
-    def limits_memory(self) -> bool:
-        return any(f.parent.parent.name in ("memory", "") and (f / ("memory.max" if f.parent.parent == CGROUP_ROOT
-                                                                    else "memory.limit_in_bytes")).exists()
-                   for f in self.folders)
+    def _memory_file(self, *names: str) -> Path | None:
+        for folder in self.folders:
+            for name in names:
+                if (folder / name).exists():
+                    return folder / name
+        return None
+
+    def reset_memory_peak(self) -> int | None:
+        """Start measuring a peak: the memory in use now (bytes), or None where there is no memory cgroup."""
+        usage = self._memory_file("memory.usage_in_bytes", "memory.current")
+        peak = self._memory_file("memory.max_usage_in_bytes", "memory.peak")
+        if usage is None or peak is None:
+            return None
+        try:
+            peak.write_text("0")
+            return int(usage.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def memory_peak(self) -> int | None:
+        """The most memory in use since :meth:`reset_memory_peak` (bytes), measured by the kernel, not by
+        anything the student's process can stop or hide from (shared and mapped memory count too)."""
+        peak = self._memory_file("memory.max_usage_in_bytes", "memory.peak")
+        try:
+            return int(peak.read_text()) if peak else None
+        except (OSError, ValueError):
+            return None
 
     def enter_command(self) -> list[str]:
         """A prefix that moves the starting process into the cgroups before it execs the rest."""

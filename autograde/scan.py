@@ -37,7 +37,10 @@ SUSPICIOUS_NAMES = {
     "__import__": "imports modules by a computed name",
     "setattr": "changes attributes by name (for example on numpy)",
     "globals": "rewrites the notebook's global names",
+    "tracemalloc": "touches the memory tracer that measures answers",
+    "mmap": "maps memory outside numpy's and Python's allocators (hidden from a memory check)",
 }
+REDEFINED = {"print": "redefines print (the channel answers travel back to the grader on)"}
 SUSPICIOUS_ATTRIBUTES = {
     "settrace": "installs a trace function (it can skip or rewrite the tests' execution)",
     "setprofile": "installs a profile function",
@@ -89,7 +92,14 @@ class _Visitor(ast.NodeVisitor):
     def add(self, node, construct, why):
         self.findings.append(Finding(self.cell, getattr(node, "lineno", 0), construct, why))
 
+    def visit_FunctionDef(self, node):
+        if node.name in REDEFINED:
+            self.add(node, node.name, REDEFINED[node.name])
+        self.generic_visit(node)
+
     def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store) and node.id in REDEFINED:
+            self.add(node, node.id, REDEFINED[node.id])
         if node.id in SUSPICIOUS_NAMES:
             self.add(node, node.id, SUSPICIOUS_NAMES[node.id])
         self.generic_visit(node)

@@ -29,6 +29,7 @@ HONEST = [f"honest{i}" for i in range(3)]
 LONG_ID = "x" * 250
 ESCAPE_ID = "eve\x1b[2K\x1b[1Gall good"
 FORMULA_ID = "=1+2"
+CLASHED_ID = "Ann Lee"  # its safe folder name is public: another student hands in under exactly that name
 
 
 @functools.cache
@@ -57,6 +58,25 @@ def hostile_class():
     hand_ins[LONG_ID] = submission(ASSIGNMENT, {})
     hand_ins[FORMULA_ID] = submission(ASSIGNMENT, {})
     hand_ins[ESCAPE_ID] = submission(ASSIGNMENT, {})
+    # a markdown cell of HTML and script, for whoever opens the feedback
+    xss = submission(ASSIGNMENT, {})
+    xss.cells.insert(1, nbformat.v4.new_markdown_cell(boundary.XSS))
+    hand_ins["writes_html"] = xss
+    # the test cell's metadata turned so that it would look like the student's own code
+    for flag, value in (("solution", True), ("grade", False), ("locked", False)):
+        tampered = submission(ASSIGNMENT, {"attention": boundary.SOURCE_SPY.strip()})
+        test_cell = next(c for c in tampered.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_attention")
+        test_cell.metadata["nbgrader"][flag] = value
+        test_cell.source = "print('✓ everything passes')"
+        tampered.cells.append(nbformat.v4.new_code_cell(boundary.SPY_REPORT))
+        hand_ins[f"test_cell_{flag}_{str(value).lower()}"] = tampered
+    # a folder named like another student's safe id, and a submission time of the student's choosing
+    hand_ins[CLASHED_ID] = submission(ASSIGNMENT, {})
+    from autograde.collect import safe_id
+
+    hand_ins[safe_id(CLASHED_ID)] = student_notebook(ASSIGNMENT)
+    hand_ins["backdated"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
+                             "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC"}
     run = grade_class(ASSIGNMENT, hand_ins, scratch, cell_timeout=20)
     from autograde import classroom
 
@@ -89,7 +109,10 @@ def _everything_written(run) -> str:
     return "\n".join(texts)
 
 
-@pytest.mark.parametrize("attacker", [*boundary.CODE_ATTACKS, "seed_table"])
+TAMPERED = ["test_cell_solution_true", "test_cell_grade_false", "test_cell_locked_false"]
+
+
+@pytest.mark.parametrize("attacker", [*boundary.CODE_ATTACKS, "seed_table", *TAMPERED])
 def test_attacker_earns_nothing(attacker):
     run = hostile_class()[0]
     result = run.results[attacker]
@@ -101,7 +124,7 @@ def test_honest_classmates_keep_full_marks():
     for name in [*HONEST, "dangling_link"]:
         result = run.results[name]
         assert result.max_total > 0 and result.total == result.max_total, f"{name}: {result.scores} ({result.log})"
-    for name in (LONG_ID, FORMULA_ID, ESCAPE_ID):
+    for name in (LONG_ID, FORMULA_ID, ESCAPE_ID, CLASHED_ID, "backdated", "writes_html"):
         result = _by_original(run, name)
         assert result.total == result.max_total, f"{name!r}: {result.scores} ({result.log})"
 
@@ -153,7 +176,7 @@ def test_bad_hand_ins_get_their_own_status():
     assert run.results["deep_json"].status == "invalid notebook", run.results["deep_json"].log
     assert run.results["not_utf8"].status == "invalid notebook", run.results["not_utf8"].log
     assert run.results["crashes_in_the_test"].status == "kernel died", run.results["crashes_in_the_test"].log
-    assert "test_attention" in " ".join(run.results["crashes_in_the_test"].notes)
+    assert "the kernel died while" in " ".join(run.results["crashes_in_the_test"].notes)  # naming the cell or test
     assert run.results["holds_shared_memory"].status == "kernel died", run.results["holds_shared_memory"].log
     assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].log
 
@@ -172,3 +195,42 @@ def test_csv_and_report_are_complete_and_inert():
     assert "\x1b" not in report and len(report.splitlines()) >= 3
     for name in ("deep_json", "crashes_in_the_test", "linked_solutions"):
         assert name in report
+
+
+def test_instructor_test_source_never_runs_in_a_kernel():
+    run = hostile_class()[0]
+    for name in TAMPERED:
+        notebook = run.results[name].notebook
+        assert notebook is not None, run.results[name].log
+        printed = "\n".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", [])
+                            if o.get("output_type") == "stream")
+        assert "SPY" in printed, "the spy did not report (the test is not testing anything)"
+        assert "check_attention" not in printed and "thorough" not in printed, printed[:500]
+
+
+def test_student_html_is_shown_as_text():
+    run, _, _, feedback_files, *_ = hostile_class()
+    page = next(p for p in feedback_files if p.parent.parent.name == "writes_html").read_text(encoding="utf-8")
+    assert "<script>document.title" not in page and "onerror=" not in page
+    assert "&lt;script&gt;" in page, "the student's text should still be shown, as text"
+    graded = nbformat.writes(run.results["writes_html"].notebook)
+    assert "```text" in graded  # formgrader shows the graded notebook: the same fence
+
+
+def test_a_borrowed_id_never_replaces_a_classmate():
+    run = hostile_class()[0]
+    from autograde.collect import safe_id
+
+    owner = run.results[safe_id(CLASHED_ID)]
+    assert owner.total == owner.max_total, owner.log
+    clashers = [r for s, r in run.results.items() if "-clash-" in s]
+    assert len(clashers) == 1 and clashers[0].total == 0 and "already belongs" in " ".join(clashers[0].notes)
+
+
+def test_submission_time_is_the_collections_not_the_students():
+    run = hostile_class()[0]
+    from autograde import classroom
+
+    with classroom.gradebook(run.course) as gradebook:
+        stamp = gradebook.find_submission(ASSIGNMENT, "backdated").timestamp
+    assert stamp is not None and stamp.year >= 2025, stamp

@@ -132,6 +132,23 @@ import os
 def attention(q, k, v, mask=None):
     os._exit(3)
 ''',
+    "floods_the_grader": '''
+_flooded = []
+def attention(q, k, v, mask=None):  # wrong, and 40 signed 25 MB messages pushed at the grader during the test
+    if not _flooded:
+        _flooded.append(1)
+        kernel = get_ipython().kernel
+        session = kernel.session
+        parent = kernel.get_parent("shell") if hasattr(kernel, "get_parent") else kernel._parent_header
+        content = session.pack({"name": "stdout", "text": "x" * (25 * 2**20)})
+        parent_bytes, metadata = session.pack(parent["header"]), session.pack({})
+        for _ in range(40):
+            header = session.pack(session.msg_header("stream"))
+            signature = session.sign([header, parent_bytes, metadata, content])
+            kernel.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", signature, header, parent_bytes,
+                                                metadata, content])
+    return np.zeros(q.shape[:-1] + (v.shape[-1],))
+''',
     "loops_in_the_test": '''
 def attention(q, k, v, mask=None):
     while True:
@@ -181,3 +198,15 @@ def {exercise_name}(q, k, v, mask=None):
         return _table[key]
     return np.zeros(q.shape[:-1] + (v.shape[-1],))
 '''
+
+
+XSS = '<script>document.title="HOSTILE-XSS"</script><img src="x" onerror="document.title=\'HOSTILE-IMG\'">'
+
+# Reads the instructor's test source if it ever runs in the kernel, and prints it.
+SOURCE_SPY = WRONG + '''
+_seen = []
+def _spy(info):
+    _seen.append(getattr(info, "raw_cell", "")[:3000])
+get_ipython().events.register("pre_run_cell", _spy)
+'''
+SPY_REPORT = 'print("SPY", _seen)'  # a last cell of the student's: prints every cell the kernel ran before it

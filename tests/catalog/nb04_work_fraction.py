@@ -247,6 +247,28 @@ ANSWERS = [
     wrong("block_not_validated", "blocked_causal_attention", ONLINE_TILES.replace(
         'if block < 1:\n            raise ValueError("block must be at least 1")', "pass"),
         "block must be at least 1"),
+    # the whole score matrix built, with the memory measurement tampered with: the tracer stopped, or the
+    # matrix in memory mapped past it (the grader also reads the kernel's memory cgroup, from outside)
+    wrong("full_matrix_then_tracer_stopped", "blocked_causal_attention", ONLINE_TILES + '''
+    _tiled = blocked_causal_attention
+    def blocked_causal_attention(q, k, v, block):
+        import tracemalloc
+        full = np.ones((q.shape[0], k.shape[0])) * 1.0       # the n x n matrix a tiled kernel never builds
+        result = _tiled(q, k, v, block)
+        if tracemalloc.is_tracing():
+            tracemalloc.stop()
+        return result
+    ''', "MiB"),
+    wrong("full_matrix_in_an_mmap", "blocked_causal_attention", ONLINE_TILES + '''
+    _tiled = blocked_causal_attention
+    def blocked_causal_attention(q, k, v, block):
+        import mmap
+        n = q.shape[0]
+        buffer = mmap.mmap(-1, max(8, n * n * 8))
+        scores = np.frombuffer(buffer, dtype=np.float64)[: n * n].reshape(n, n)
+        scores[...] = 1.0                                     # touched: n x n floats in memory
+        return _tiled(q, k, v, block)
+    ''', "MiB"),
     # hangs: stopped at its time limit in the demo cell and in the first test, never called again; the
     # other exercises keep their points (the whole notebook has a time budget)
     wrong("kernel_never_returns", "blocked_causal_attention", '''
