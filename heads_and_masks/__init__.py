@@ -3,7 +3,11 @@
 The graded functions of the course (the contract in COURSE.md) live here, tested against slow
 obvious versions. Notebooks import them for widgets and pictures; graded answers must be the
 learner's own code.
+
+While a notebook is graded (``HEADS_AND_MASKS_GRADING=1``, set by the grader in every grading
+kernel), widgets, pictures and timing experiments do nothing: see :mod:`heads_and_masks.grading`.
 """
+from .grading import GRADING_ENV, grading_mode
 from .attention import attention, attention_weights, masked_softmax, row_entropy_bits
 from .heads import head_size, merge_heads, mha_cost, multi_head_attention, split_heads
 from .kv_heads import grouped_query_attention, kv_cache_bytes
@@ -25,6 +29,7 @@ from .tiled import (
 )
 
 __all__ = [
+    "grading_mode", "GRADING_ENV",
     "attention", "attention_weights", "masked_softmax", "row_entropy_bits",
     "head_size", "split_heads", "merge_heads", "mha_cost", "multi_head_attention",
     "grouped_query_attention", "kv_cache_bytes",

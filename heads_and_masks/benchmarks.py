@@ -35,6 +35,7 @@ import tracemalloc
 import numpy as np
 
 from ._validate import whole_number
+from .grading import idle_while_grading
 from .tiled import blocked_causal_attention, causal_used_fraction, full_causal_attention, unmasked_full_attention
 
 
@@ -84,6 +85,7 @@ def peak_bytes(function, *args) -> int:
     return max(0, peak - start)
 
 
+@idle_while_grading(list)
 def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, repeats=5, seed=0,
                                threads: int | None = 1, dtype="float64", torch: bool = False) -> list[dict]:
     """One row per sequence length n: times, speedups, work rate and peak memory of every version.
@@ -91,6 +93,7 @@ def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, r
     ``threads`` is the number of BLAS threads all versions get (None: leave numpy's setting alone).
     ``dtype`` is the float type of the inputs (every version works in it). ``torch=True`` also times
     PyTorch's causal ``scaled_dot_product_attention`` where PyTorch is installed.
+    In grading mode (heads_and_masks.grading) nothing is measured and there are no rows.
     Each row holds
         n, d, block, repeats, threads, dtype
         full_seconds, unmasked_seconds, tiled_seconds   wall time of one call, the best of ``repeats``

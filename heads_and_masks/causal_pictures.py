@@ -8,6 +8,7 @@ from matplotlib.patches import Rectangle
 
 from .attention import masked_softmax
 from .pictures import picture  # noqa: F401  (the notebooks import it from here)
+from .grading import idle_while_grading
 
 HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
 
@@ -46,6 +47,7 @@ def weights_heatmap(ax, weights, tokens, *, forbidden=None, title="", numbers=Tr
     ax.set_title(title, fontsize=10, pad=8)
 
 
+@idle_while_grading()
 def mask_figure(mask, tokens) -> Figure:
     """The boolean mask itself: allowed cells marked True, forbidden ones hatched."""
     mask = np.asarray(mask, dtype=bool)
@@ -59,6 +61,7 @@ def mask_figure(mask, tokens) -> Figure:
     return figure
 
 
+@idle_while_grading()
 def four_ways_figure(scores, mask, tokens) -> Figure:
     """The four candidate ways of forbidding the future, each run on the same scores."""
     scores, mask = np.asarray(scores, dtype=float), np.asarray(mask, dtype=bool)
@@ -89,6 +92,7 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
     return figure
 
 
+@idle_while_grading()
 def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
     """Spread, entropy and gradient scale against the head size, with and without dividing by √d.
 

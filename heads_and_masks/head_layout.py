@@ -12,6 +12,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from .heads import head_size
+from .grading import idle_while_grading
 
 ORDERS = ("(h d)", "(d h)")
 # Ten clearly different colours, reused in a cycle when there are more than ten heads.
@@ -42,6 +43,7 @@ def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: floa
     return image
 
 
+@idle_while_grading()
 def split_orders_figure(width: int = 8, heads: int = 2) -> Figure:
     """The same width cut as ``(h d)`` and as ``(d h)``: each cell is a column, its number the head."""
     figure = Figure(figsize=(7.0, 1.9), dpi=90, layout="constrained")

@@ -7,10 +7,12 @@ from matplotlib.figure import Figure
 from .kv_heads import kv_cache_bytes
 from .model_configs import GB, ModelConfig
 from .pictures import picture  # noqa: F401  (the notebooks import it from here)
+from .grading import idle_while_grading
 
 ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
 
 
+@idle_while_grading()
 def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
     """Two rows of h query heads, coloured by the KV head they read: repeat (right) and tile (wrong)."""
     if g < 1 or h % g:
@@ -39,6 +41,7 @@ def _square(x, y, colour):
     return Rectangle((x + 0.05, y + 0.05), 0.9, 0.9, color=colour)
 
 
+@idle_while_grading()
 def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int = 2) -> Figure:
     """Horizontal bars: KV cache one token adds, for every model, coloured by MHA / GQA / MQA."""
     names = list(models)[::-1]
@@ -61,6 +64,7 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
     return figure
 
 
+@idle_while_grading()
 def cache_vs_context_figure(config: ModelConfig, *, batch: int = 1, bytes_per_value: int = 2,
                             memory_bytes: int | None = None) -> Figure:
     """KV cache against context for the MHA / GQA / MQA variants of one model (log-log)."""

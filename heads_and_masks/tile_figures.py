@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from .benchmarks import blas_threads
 from .tiled import blocked_causal_attention, causal_used_entries, causal_used_fraction, tiled_computed_entries
 from .pictures import picture as _picture
+from .grading import idle_while_grading
 
 
 def picture(figure: Figure):
@@ -20,6 +21,7 @@ def picture(figure: Figure):
     return _picture(figure, dpi=90)
 
 
+@idle_while_grading()
 def used_fraction_figure(sizes) -> Figure:
     """(n+1)/(2n) against n, falling to 1/2 from above, with the used count as a second reading."""
     sizes = np.asarray(sizes)
@@ -39,6 +41,7 @@ def used_fraction_figure(sizes) -> Figure:
     return figure
 
 
+@idle_while_grading(dict)
 def time_by_tile_size(n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
                       ) -> dict[int, float]:
     """Seconds (best of ``repeats`` runs) of the tiled kernel at one n for each tile size: the cost of many small tiles.
@@ -63,6 +66,7 @@ def _time_each(q, k, v, blocks, repeats) -> dict[int, float]:
     return seconds
 
 
+@idle_while_grading()
 def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     """Left: computed share against tile size. Right: measured time against tile size (same n)."""
     blocks = np.array(sorted(seconds))
@@ -92,6 +96,7 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     return figure
 
 
+@idle_while_grading()
 def benchmark_figure(rows: list[dict]) -> Figure:
     """Left: the tiled kernel's speedup over unmasked full attention and over full-then-mask, beside the
     work ratio 2n/(n+1), for each float type in ``rows``. Right: peak extra memory of full-then-mask and tiled."""

@@ -6,6 +6,7 @@ from matplotlib.figure import Figure
 
 from .retrieval import convex_hull, reachable_outputs
 from .pictures import picture as _picture
+from .grading import idle_while_grading
 
 PRACTICAL = (32, 128)
 
@@ -15,6 +16,7 @@ def picture(figure: Figure):
     return _picture(figure, dpi=100)
 
 
+@idle_while_grading()
 def hull_figure(values, previous: int, first: int) -> Figure:
     """One head's reachable outputs (the convex hull of the values) and what the task would need."""
     figure = Figure(figsize=(6.5, 3.9), layout="constrained")
@@ -38,6 +40,7 @@ def hull_figure(values, previous: int, first: int) -> Figure:
     return figure
 
 
+@idle_while_grading()
 def recovery_figure(weights_on_previous, recovered_previous, recovered_first) -> Figure:
     """How much of each content the best linear readout of one head's blend recovers."""
     figure = Figure(figsize=(6.5, 3.3), layout="constrained")
@@ -54,6 +57,7 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
     return figure
 
 
+@idle_while_grading()
 def head_weights_figure(weights, titles) -> Figure:
     """Heat maps of the attention weights of several heads (queries down, keys across)."""
     weights = np.asarray(weights)
@@ -68,6 +72,7 @@ def head_weights_figure(weights, titles) -> Figure:
     return figure
 
 
+@idle_while_grading()
 def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formula_unrelated, noise) -> Figure:
     """Standard deviation of the similarity estimate q·k/d against d, simulated and by formula."""
     figure = Figure(figsize=(6.0, 3.6), layout="constrained")
@@ -86,6 +91,7 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
     return figure
 
 
+@idle_while_grading()
 def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None) -> Figure:
     """Winning rate against d, one exact curve per noise; optional simulated points and marked head sizes."""
     figure = Figure(figsize=(6.5, 3.8), layout="constrained")

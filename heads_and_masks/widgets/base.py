@@ -10,6 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode
 
 # Names and values never wrap; values line up on the right.
 READOUT_STYLE = ("<style>.course-readouts td{white-space:nowrap}"
@@ -22,12 +23,23 @@ class CourseWidget:
     Subclasses build ``self.controls`` and the axes in ``setup()``, then draw in ``draw()``, which
     returns the readouts as a dict of numbers. The figure is created once; every update redraws the
     existing artists and sends one PNG to the browser (no figure is rebuilt, nothing flickers).
+
+    In grading mode (``heads_and_masks.grading``) a widget builds nothing and computes nothing:
+    ``readouts`` is empty (NaN for any name), ``controls`` accept any value to no effect, and
+    displaying it shows nothing. Grading does not need it, and the reference functions it would
+    call are absent from grading kernels.
     """
 
     figsize = (6.0, 4.0)
     dpi = 90
 
     def __init__(self, **initial):
+        self.idle = grading_mode()
+        if self.idle:
+            self.figure = self.canvas = self.image = self.readout_html = self.widget = IDLE
+            self.controls, self.readouts = IdleControls(), IdleReadouts()
+            self.last_update_seconds = 0.0
+            return
         self.figure = Figure(figsize=self.figsize, dpi=self.dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
@@ -110,6 +122,8 @@ class CourseWidget:
         self._background_key = key
 
     def update(self) -> None:
+        if self.idle:
+            return
         start = time.perf_counter()
         self.readouts = dict(self.draw())
         self.readout_html.value = self.format_readouts(self.readouts)
@@ -168,9 +182,11 @@ class CourseWidget:
         return sizes
 
     def png(self) -> bytes:
-        return bytes(self.image.value)
+        return b"" if self.idle else bytes(self.image.value)
 
     def _ipython_display_(self):
+        if self.idle:
+            return
         from IPython.display import display
 
         display(self.widget)
