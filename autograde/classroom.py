@@ -720,6 +720,10 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
     retried: set[str] = set()
     pool: list[Worker] = []
 
+    from .judge import STUB_ENV, shared_stub_package
+
+    os.environ[STUB_ENV] = str(shared_stub_package())  # made once here; the workers inherit its path
+
     def start_worker() -> Worker:
         worker_settings = dict(settings, root=str(work / f"worker-{uuid.uuid4().hex[:8]}"))
         worker = Worker(worker_settings, incoming, prefix, course.runtime_dir("logs", assignment) / "workers.stderr")

@@ -258,9 +258,16 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
     return target
 
 
+STUB_ENV = "HEADS_AND_MASKS_STUB_PACKAGE"  # a stub made by the coordinator, shared by its workers
+
+
 @functools.cache
 def shared_stub_package() -> Path:
-    """:func:`stub_package` made once per process, then bound read-only into every kernel."""
+    """:func:`stub_package` made once (by the coordinator, for all its workers, or else once per process),
+    then bound read-only into every kernel."""
+    made = os.environ.get(STUB_ENV)
+    if made and (Path(made) / "__init__.py").is_file():
+        return Path(made)
     scratch = Path(tempfile.mkdtemp(prefix="hm-stub-"))
     os.chmod(scratch, 0o755)
     atexit.register(shutil.rmtree, scratch, True)

@@ -49,8 +49,8 @@ REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
 LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-GRADING_ENV = "HEADS_AND_MASKS_GRADING"
-UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked), e.g. where it misbehaves  # set in every grading kernel: pictures and widgets stay idle
+GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # set in every grading kernel: pictures and widgets stay idle
+UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked)
 
 # Variables a kernel may inherit from the grader, by name: nothing secret, only what makes the
 # numerics run correctly on this machine (see the OpenBLAS note in docs/security.md).
