@@ -4,6 +4,7 @@
 # and, for authors and instructors:
 #   make notebooks   regenerate solutions/ and notebooks/ from authoring/ (deterministic)
 #   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
+#   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 
 PYTHON ?= python3
 # An active conda environment (environment.yml) is used as it is; otherwise a venv in the repo.
@@ -17,7 +18,7 @@ endif
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab test notebooks bench env
+.PHONY: lab instructor-lab test notebooks bench env
 
 env: $(STAMP)
 
@@ -29,6 +30,9 @@ $(STAMP): pyproject.toml requirements.lock
 
 lab: $(STAMP)
 	$(BIN)/python tools/lab.py $(LAB_ARGS)
+
+instructor-lab: $(STAMP)
+	$(BIN)/python tools/lab.py --instructor $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
