@@ -24,7 +24,7 @@ env: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Heads & Masks needs Python 3.11 or newer; found " + sys.version.split()[0])'
-	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about a minute, once)"; $(PYTHON) -m venv $(VENV); }
+	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about two minutes, once)"; $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
