@@ -119,7 +119,7 @@ def test_nbgrader_validate_works_in_the_labs_terminal(lab):
     assert "No nbgrader_config.py" not in printed, printed
 
 
-def test_the_lab_starts_without_nbgrader_warnings(lab):
+def test_the_lab_starts_without_nbgrader_or_kernel_warnings(lab):
     lab.request(f"/assignments/validate?path={START}", method="POST")  # nbgrader's config is read by now
     output = lab.output
     for noise in ("No nbgrader_config.py", "exchange", "Exchange", "formgrader does not seem"):
