@@ -9,7 +9,7 @@ The browser tests (``test_browser_*.py``) read like a learner's session; the mec
 * widget helpers: read a course widget's picture (``img`` src, PNG) and readouts (``table.course-readouts``),
   move a slider by keyboard (focus ``.noUi-handle``, arrow key) or by dragging its handle with the mouse.
 
-Facts this relies on are in ``shared/NOTES.md``: Debian's ``/usr/bin/chromium`` (Playwright cannot download
+Facts this relies on: Debian's ``/usr/bin/chromium`` (Playwright cannot download
 its own browser offline), and waiting for "| Idle" in the status bar before Run All (the execution
 indicator reads idle before the kernel is connected, and Run All then silently does nothing).
 """
@@ -275,7 +275,7 @@ class NotebookSession:
         # ?reset: start from an empty workspace (no tabs restored from an earlier test)
         self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
-        # The kernel is connected only when the status bar says "| Idle" (see NOTES.md).
+        # The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing).
         self.page.wait_for_function(
             "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
             timeout=timeout * 1000)
