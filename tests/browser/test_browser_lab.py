@@ -41,6 +41,9 @@ def test_make_lab_opens_00_start_here_with_only_the_validate_button(lab_py, brow
     try:
         page.goto(url)
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
+        page.wait_for_function(  # the kernel is connected (a dialog about it would come before)
+            "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
+            timeout=90_000)
         current = page.locator(".jp-MainAreaWidget.jp-NotebookPanel:not(.lm-mod-hidden)")
         wait_until(lambda: "00 · Start here" in (current.first.locator(".jp-Cell").first.inner_text() or ""),
                    timeout=30, what="the notebook 00_start_here to show", page=page)
@@ -57,12 +60,15 @@ def test_make_lab_opens_00_start_here_with_only_the_validate_button(lab_py, brow
         sidebar = [t.strip() for t in page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
             "tabs => tabs.map(t => t.getAttribute('title') || t.innerText)")]
         assert not [t for t in sidebar if re.search(r"assignment|course|formgrader", t, re.I)], sidebar
+        dialogs = page.locator(".jp-Dialog").all_inner_texts()
+        assert not dialogs, f"a dialog is open after the notebook opened: {dialogs}"
         page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(r"^View$")).click()
         page.locator(".lm-Menu-item", has_text="Command Palette").first.click()  # no nbgrader command in it either
-        palette = page.locator(".lm-CommandPalette-input:visible").first
+        palette = page.locator(".jp-ModalCommandPalette .lm-CommandPalette-input")
+        palette.wait_for(state="visible", timeout=15_000)
         palette.fill("nbgrader")
         time.sleep(0.5)
-        commands = page.locator(".lm-CommandPalette-item").all_inner_texts()
+        commands = page.locator(".jp-ModalCommandPalette .lm-CommandPalette-item").all_inner_texts()
         assert not [c for c in commands if re.search(r"assignment|course|formgrader", c, re.I)], commands
         page.keyboard.press("Escape")
 
