@@ -4,6 +4,7 @@
 # and, for authors and instructors:
 #   make notebooks   regenerate solutions/ and notebooks/ from authoring/ (deterministic)
 #   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
+#   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 
 PYTHON ?= python3
 # An active conda environment (environment.yml) is used as it is; otherwise a venv in the repo.
@@ -17,18 +18,21 @@ endif
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab test notebooks bench env
+.PHONY: lab instructor-lab test notebooks bench env
 
 env: $(STAMP)
 
 $(STAMP): pyproject.toml requirements.lock
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Heads & Masks needs Python 3.11 or newer; found " + sys.version.split()[0])'
-	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about a minute, once)"; $(PYTHON) -m venv $(VENV); }
+	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about two minutes, once)"; $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
 lab: $(STAMP)
 	$(BIN)/python tools/lab.py $(LAB_ARGS)
+
+instructor-lab: $(STAMP)
+	$(BIN)/python tools/lab.py --instructor $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

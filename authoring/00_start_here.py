@@ -12,18 +12,22 @@
 # %% [markdown]
 # ## How the course works
 #
-# * **Read, run, move.** Run the cells from top to bottom (*Run → Run All Cells* works too). The widgets
-#   are live: move a slider and the picture is recomputed by the course's own implementation.
+# * **Read, run, move.** Run the cells from top to bottom (*Run → Run All Cells* works too, before you
+#   have written anything). The widgets are live: move a slider and the picture is recomputed by the
+#   course's own implementation.
 # * **Exercises.** A cell that says `# YOUR CODE HERE` and `raise NotImplementedError()` is yours: replace
 #   those two lines with your code. Keep the function's name and arguments: the tests call it by name.
-# * **Check your answer.** The cell right after an exercise runs *visible tests*. When it prints ✓ lines
-#   you pass them; when it fails, read the last line of the error: it says what was expected, what came
-#   back, by how much they differ and what the likely mistake is.
+# * **Check your answer.** The cell right after an exercise runs *visible tests*. Until you have written
+#   the function it says so in one line (`✗ attention is not written yet`). When it prints ✓ lines you
+#   pass them; when it fails, read the last line of the error: it says what was expected, what came back,
+#   by how much they differ and what the likely mistake is.
 # * **Hidden tests.** When a teacher grades the notebook with nbgrader, the same cells also run *hidden
 #   tests*: other inputs and edge cases. Passing the visible tests is a good sign, not a guarantee: write
 #   the function for every input its description allows, not for the examples.
-# * **Validate before you hand in.** In a terminal, `nbgrader validate 00_start_here.ipynb` runs every
-#   test cell and reports which fail (the *Validate* button of the Assignments tab does the same).
+# * **Validate.** The *Validate* button in the notebook's toolbar saves the notebook, runs it in a fresh
+#   kernel and lists every test cell that fails (an exercise not written yet fails too). In a terminal,
+#   `nbgrader validate` does the same: the terminals of `make lab` start in `my-work/`, so
+#   `nbgrader validate 00_start_here/00_start_here.ipynb`. In a class, validate before you hand in.
 # * **Solutions.** If you study on your own, the worked solutions are in `solutions/<notebook>/` of the
 #   course repository. Try first: the tests teach more than the answers do.
 # * **Your own code.** Graded functions must be your code. The course package `heads_and_masks` holds the

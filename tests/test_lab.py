@@ -1,104 +1,145 @@
-"""`make lab` (tools/lab.py): the first start copies the notebooks into my-work/ and serves them;
-a later start never overwrites a learner's answers.
+"""`make lab` (tools/lab.py), as a learner studying on their own gets it.
 
-Run on a copy of the repository's layout (tools/lab.py and notebooks/), so the real my-work/ is
-never touched.
+* The first start copies the notebooks into my-work/ and serves them; a later start never overwrites
+  a learner's answers.
+* The URL printed last opens my-work/00_start_here/00_start_here.ipynb, and the file browser starts in
+  my-work/.
+* nbgrader is quiet and correct for self-study: of its tools only the Validate button is served (no
+  Assignments or Courses tab, no exchange, no Formgrader or Create Assignment), no "No nbgrader_config.py"
+  warning, and `nbgrader validate` works in the lab's terminals (the environment's bin/ on their PATH
+  even when lab.py was started from a shell that does not have it).
+* The instructor's lab (`make instructor-lab`) has every nbgrader tool, on the course's configuration.
+
+Run on a copy of the repository's layout (tests/lab_process.py), so the real my-work/ is never touched.
+What the learner sees in the browser is in browser/test_browser_lab.py.
 """
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import shutil
-import signal
-import socket
-import subprocess
-import sys
+import re
 import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
 import pytest
+from lab_process import LabProcess, copy_repository_layout
 
-from course import ASSIGNMENTS, REPO
+from course import ASSIGNMENTS
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.fixture
-def repo_copy(tmp_path: Path) -> Path:
-    (tmp_path / "tools").mkdir()
-    shutil.copy(REPO / "tools" / "lab.py", tmp_path / "tools" / "lab.py")
-    shutil.copytree(REPO / "notebooks", tmp_path / "notebooks")
-    return tmp_path
+START = "my-work/00_start_here/00_start_here.ipynb"
+NOT_WRITTEN = "✗ `attention` is not written yet: replace `raise NotImplementedError()` with your code"
+# nbgrader's tools a self-study learner has no use for (no course, no exchange) or must not see (instructor's)
+HIDDEN_PLUGINS = {"@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list",
+                  "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:menu"}
 
 
-def start_lab(root: Path, port: int, token: str) -> subprocess.Popen:
-    command = [sys.executable, str(root / "tools" / "lab.py"), "--ServerApp.ip=127.0.0.1",
-               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               "--LabApp.news_url=", "--ServerApp.open_browser=False"]
-    # its own process group: lab.py starts JupyterLab as a child, and both must stop (as with Ctrl-C)
-    return subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-
-
-def fetch(port: int, token: str, path: str, deadline: float):
-    """GET the server's JSON API (waiting for the server to come up); (status, data)."""
-    url = f"http://127.0.0.1:{port}{path}"
-    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
-    while True:
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (localhost only)
-                return response.status, json.loads(response.read())
-        except (ConnectionError, urllib.error.URLError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
-def stop(process: subprocess.Popen) -> str:
-    """Interrupt lab.py and JupyterLab as Ctrl-C would; the output they printed."""
-    os.killpg(process.pid, signal.SIGINT)
-    time.sleep(0.5)
-    os.killpg(process.pid, signal.SIGINT)  # JupyterLab asks for a second Ctrl-C to shut down
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """One lab.py running for the module's tests; its whole output is in ``lab.output`` once stopped."""
+    folder = tmp_path_factory.mktemp("lab")
+    running = LabProcess(copy_repository_layout(folder / "repo"), runtime=folder / "runtime").start()
     try:
-        output, _ = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate(timeout=30)
-    return output
+        running.api("/api/status", deadline=time.monotonic() + 120)
+        yield running
+    finally:
+        running.stop()
 
 
-def test_lab_copies_the_notebooks_serves_them_and_keeps_the_learners_answers(repo_copy: Path):
-    token, port = secrets.token_hex(16), free_port()
-    process = start_lab(repo_copy, port, token)
+def test_lab_copies_the_notebooks_serves_them_and_keeps_the_learners_answers(tmp_path: Path):
+    root = copy_repository_layout(tmp_path / "repo")
+    lab = LabProcess(root, runtime=tmp_path / "runtime").start()
     try:
-        status, listing = fetch(port, token, "/api/contents/my-work", time.monotonic() + 90)
+        status, listing = lab.api("/api/contents/my-work", deadline=time.monotonic() + 120)
         assert status == 200
         assert sorted(item["name"] for item in listing["content"]) == ASSIGNMENTS
-        status, model = fetch(port, token, "/api/contents/my-work/00_start_here/00_start_here.ipynb",
-                              time.monotonic() + 10)
+        status, model = lab.api(f"/api/contents/{START}")
         assert status == 200 and model["type"] == "notebook"
     finally:
-        output = stop(process)
+        output = lab.stop()
     assert f"Copied {len(ASSIGNMENTS)} notebooks into my-work/" in output, output[-2000:]
-    assert f"http://127.0.0.1:{port}/" in output, "the URL to open was not printed:\n" + output[-2000:]
 
     # the learner writes an answer; the next start keeps it and copies nothing
-    mine = repo_copy / "my-work" / "00_start_here" / "00_start_here.ipynb"
+    mine = root / START
     notebook = nbformat.read(mine, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell("my_answer = 42"))
     nbformat.write(notebook, mine)
-    port = free_port()
-    process = start_lab(repo_copy, port, token)
+    lab = LabProcess(root, runtime=tmp_path / "runtime").start()
     try:
-        fetch(port, token, "/api/contents/my-work", time.monotonic() + 90)
+        lab.api("/api/contents/my-work", deadline=time.monotonic() + 120)
     finally:
-        output = stop(process)
+        output = lab.stop()
     assert "Copied" not in output, output[-2000:]
     assert nbformat.read(mine, as_version=4).cells[-1].source == "my_answer = 42", "make lab overwrote an answer"
+
+
+def test_the_url_printed_last_opens_00_start_here_and_the_file_browser_starts_in_my_work(lab):
+    lab.wait_for_output("JupyterLab is running")
+    time.sleep(1.0)  # what the server prints after the URL, if anything
+    urls = re.findall(r"http://\S+", lab.output)
+    # the notebook, with the file browser in my-work/ (JupyterLab's own parameter of its tree URLs)
+    expected = f"{lab.base_url}/lab/tree/{START}?file-browser-path=my-work&token={lab.token}"
+    assert urls[-1] == expected, f"the last URL printed is {urls[-1]}, not the notebook's {expected}"
+    assert all(url.startswith(f"{lab.base_url}/lab/tree/{START}") for url in urls), urls  # none opens the Launcher
+
+    config = lab.page_config(expected.removeprefix(lab.base_url))
+    assert config["treePath"] == START, "the URL does not open the notebook (JupyterLab's treePath)"
+    assert config["preferredPath"] == "my-work", "the file browser's home is not my-work/"
+    status, model = lab.api(f"/api/contents/{START}")
+    assert status == 200 and model["type"] == "notebook"
+
+
+def test_only_the_validate_button_of_nbgrader_is_served(lab):
+    config = lab.page_config("/lab")
+    disabled = set(config["disabledExtensions"])
+    assert HIDDEN_PLUGINS <= disabled, f"shown to the learner: {sorted(HIDDEN_PLUGINS - disabled)}"
+    assert "@jupyter/nbgrader:validate-assignment" not in disabled
+    assert any(e["name"] == "@jupyter/nbgrader" for e in config["federated_extensions"])
+    # the server side: no formgrader, no assignment or course list (they would look for an exchange)
+    for path in ("/formgrader", "/assignments", "/courses"):
+        status, _ = lab.request(path)
+        assert status == 404, f"{path} is served (HTTP {status})"
+    status, version = lab.api("/nbgrader_version?version=0.9.6")
+    assert status == 200 and version["success"]
+
+
+def test_the_validate_button_reports_the_unwritten_exercise(lab):
+    """What the notebook toolbar's Validate button asks the server: a failure, in the checks' own words."""
+    status, result = lab.api(f"/assignments/validate?path={START}", method="POST")
+    assert status == 200 and result["success"], result
+    failed = result["value"].get("failed", [])
+    assert [f["error"].strip() for f in failed] == [NOT_WRITTEN], result["value"]
+
+
+def test_nbgrader_validate_works_in_the_labs_terminal(lab):
+    """As 00_start_here says: a terminal of the lab starts in my-work/, and nbgrader is on its PATH."""
+    printed = lab.run_in_terminal("pwd && nbgrader validate 00_start_here/00_start_here.ipynb")
+    assert f"{lab.root / 'my-work'}\r\n" in printed, f"the terminal does not start in my-work/:\n{printed}"
+    assert "command not found" not in printed, f"nbgrader is not on the terminal's PATH:\n{printed}"
+    assert "VALIDATION FAILED ON 1 CELL(S)" in printed, printed
+    assert NOT_WRITTEN in printed, f"the failure is not shown in full:\n{printed}"
+    assert "No nbgrader_config.py" not in printed, printed
+
+
+def test_the_lab_starts_without_nbgrader_or_kernel_warnings(lab):
+    lab.request(f"/assignments/validate?path={START}", method="POST")  # nbgrader's config is read by now
+    output = lab.output
+    for noise in ("No nbgrader_config.py", "exchange", "Exchange", "formgrader does not seem"):
+        assert noise not in output, f"{noise!r} in the lab's output:\n{output[-3000:]}"
+    nbgrader_warnings = [line for line in output.splitlines() if re.search(r"\[(W|E) .*\].*nbgrader", line)]
+    assert not nbgrader_warnings, nbgrader_warnings
+
+
+def test_the_instructors_lab_has_formgrader_on_the_course_configuration(tmp_path: Path):
+    root = copy_repository_layout(tmp_path / "repo", instructor=True)
+    lab = LabProcess(root, runtime=tmp_path / "runtime", arguments=("--instructor",)).start()
+    try:
+        lab.wait_for_output("JupyterLab is running")
+        assert re.findall(r"http://\S+", lab.output)[-1] == f"{lab.base_url}/lab?file-browser-path=solutions&token={lab.token}"
+        disabled = set(lab.page_config("/lab")["disabledExtensions"])
+        assert not HIDDEN_PLUGINS & disabled, f"hidden from the instructor: {sorted(HIDDEN_PLUGINS & disabled)}"
+        status, assignments = lab.api("/formgrader/api/assignments")
+        assert status == 200, assignments
+        assert sorted(a["name"] for a in assignments) == ASSIGNMENTS, "formgrader does not read the course's layout"
+    finally:
+        output = lab.stop()
+    assert "No nbgrader_config.py" not in output, output[-3000:]
+    assert not (root / "my-work").exists(), "the instructor's lab copied the student notebooks into my-work/"

@@ -75,3 +75,27 @@ def test_solution_notebook_runs_top_to_bottom(assignment, tmp_path):
             assert not stderr, f"test cell {cell.id} wrote to stderr (nbgrader would take its points): {stderr}"
             assert any("✓" in o.get("text", "") for o in cell.outputs), f"test cell {cell.id} printed no ✓ line"
     nbformat.write(notebook, tmp_path / f"{assignment}.executed.ipynb")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_untouched_student_notebook_runs_to_the_end(assignment, tmp_path):
+    """Run All on the notebook as released, nothing written: like JupyterLab, stop at the first error.
+
+    Every cell runs (the demonstrations after an exercise say it is not written yet instead of failing);
+    each test cell says "not written yet" in one line on stderr, which nbgrader counts as a failure (the
+    untouched notebook scores 0: test_grading.py), and no other cell writes to stderr.
+    """
+    notebook = student_notebook(assignment)
+    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code[-1].execution_count is not None, "the last cell did not run"
+    for cell in code:
+        stderr = "".join(o.text for o in cell.outputs if o.get("name") == "stderr")
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            lines = stderr.splitlines()
+            assert len(lines) == 1 and "is not written yet: replace `raise NotImplementedError()` with your code" in lines[0], \
+                f"test cell {cell.metadata['nbgrader']['grade_id']} should say in one line that its exercise is not written yet: {stderr!r}"
+        else:
+            assert not stderr, f"cell {cell.id} wrote to stderr: {stderr!r}"

@@ -2,17 +2,35 @@
 
 Your working copies live in ``my-work/`` (ignored by git): the first start copies each student
 notebook there, and later starts never overwrite them, so ``git pull`` never touches your answers.
-JupyterLab opens at ``00_start_here`` and prints its URL.
+
+JupyterLab opens ``my-work/00_start_here/00_start_here.ipynb`` with its file browser in ``my-work/``:
+once the server is up, that URL is printed last, ready to paste into a browser, and opened in your
+browser when this machine has a screen.
+
+The lab is set up for studying on your own (the folder ``tools/lab_config/``, put on
+``JUPYTER_CONFIG_PATH``): of nbgrader's JupyterLab tools only the *Validate* button of the notebook
+toolbar is kept; the Assignments and Courses tabs (there is no course exchange here) and the
+instructor's Formgrader and Create Assignment are left out. The terminals of the lab have the
+environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
+
+``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
+run from ``autograde/`` so that they use the course's configuration (docs/instructors.md).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from urllib.parse import quote, urlencode
 
 REPO = Path(__file__).resolve().parents[1]
+WORK = "my-work"
+START = f"{WORK}/00_start_here/00_start_here.ipynb"
+LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
 
 
 def copy_missing_notebooks(work: Path) -> list[str]:
@@ -24,19 +42,142 @@ def copy_missing_notebooks(work: Path) -> list[str]:
     return copied
 
 
-def main(extra: list[str]) -> int:
-    work = REPO / "my-work"
-    copied = copy_missing_notebooks(work)
-    if copied:
-        print(f"Copied {len(copied)} notebooks into my-work/ (your answers go there): {', '.join(copied)}")
-    start = "my-work/00_start_here/00_start_here.ipynb"
-    command = [sys.executable, "-m", "jupyter", "lab", f"--ServerApp.root_dir={REPO}", start, *extra]
+def start_path() -> str:
+    """The URL path that opens the first notebook in JupyterLab."""
+    return "/lab/tree/" + quote(START)
+
+
+def lab_environment(environ: dict[str, str], instructor: bool = False) -> dict[str, str]:
+    """The server's environment, inherited by its kernels and terminals.
+
+    * the environment's ``bin/`` first on PATH: ``nbgrader`` and ``jupyter`` in the lab's terminals
+      are the course's, whether or not ``make`` started us (it puts it there; a direct start does not);
+    * ``tools/lab_config`` on JUPYTER_CONFIG_PATH: which nbgrader extensions the lab shows, and an
+      ``nbgrader_config.py`` for self-study (nbgrader warns at every start without one). The user's
+      own ``~/.jupyter`` keeps its priority over it.
+    """
+    env = dict(environ)
+    bin_dir = str(Path(sys.executable).parent)  # not resolved: a venv's python is a symlink
+    env["PATH"] = os.pathsep.join([bin_dir] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bin_dir])
+    if not instructor:
+        extra = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(LAB_CONFIG)] + extra)
+    return env
+
+
+def lab_command(extra: list[str], instructor: bool = False) -> list[str]:
+    shell = os.environ.get("SHELL") or shutil.which("sh") or "sh"
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={REPO}"]
+    if not instructor:
+        command += [
+            # the file browser starts in my-work/ (solutions/ stays one level up, for when you are stuck)
+            f"--ContentsManager.preferred_dir={WORK}",
+            # "/" and the URLs JupyterLab prints open the first notebook, not the Launcher
+            f"--LabApp.default_url={start_path()}",
+        ]
+    command += [
+        # this script opens the browser, once the server is up, at the URL it prints (see notebook_url)
+        "--no-browser",
+        # terminals run the shell as it is: a login shell would read /etc/profile, which resets PATH
+        "--ServerApp.terminado_settings", f"shell_command={json.dumps([shell])}",
+        *extra,
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
-    if not os.environ.get("DISPLAY") and sys.platform.startswith("linux"):
-        command.append("--no-browser")  # no screen: open the printed URL in a browser yourself
-    print("Starting JupyterLab; open the http://127.0.0.1:... URL it prints below. Stop it with Ctrl-C.")
-    return subprocess.call(command, cwd=REPO)
+    return command
+
+
+def has_screen() -> bool:
+    """Whether a graphical browser can open here (without a screen, Python would pick a text browser)."""
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def _runtime_dir(env: dict[str, str]) -> Path:
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    saved = os.environ.get("JUPYTER_RUNTIME_DIR")
+    try:
+        if "JUPYTER_RUNTIME_DIR" in env:
+            os.environ["JUPYTER_RUNTIME_DIR"] = env["JUPYTER_RUNTIME_DIR"]
+        return Path(jupyter_runtime_dir())
+    finally:
+        if saved is None:
+            os.environ.pop("JUPYTER_RUNTIME_DIR", None)
+        else:
+            os.environ["JUPYTER_RUNTIME_DIR"] = saved
+
+
+def server_info(process: subprocess.Popen, runtime: Path, timeout: float = 180.0) -> dict | None:
+    """What the server wrote about itself (url, token) once it is up; None if it stopped first."""
+    info_file = runtime / f"jpserver-{process.pid}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            return json.loads(info_file.read_text())
+        except (OSError, ValueError):  # not written yet, or caught mid-write
+            time.sleep(0.3)
+    return None
+
+
+def notebook_url(info: dict, instructor: bool = False) -> str:
+    """The URL that opens the first notebook with the file browser in my-work/ (``file-browser-path``);
+    the instructor's: JupyterLab with the file browser in solutions/ (nbgrader's source)."""
+    query = {"file-browser-path": "solutions" if instructor else WORK,
+             **({"token": info["token"]} if info.get("token") else {})}
+    path = "/lab" if instructor else start_path()
+    return info["url"].rstrip("/") + path + "?" + urlencode(query, safe="/")
+
+
+def open_in_browser(url: str, runtime: Path) -> None:
+    """Open ``url`` through a local redirect page, as Jupyter does: the token stays off command lines."""
+    import html
+    import webbrowser
+
+    page = runtime / f"heads-and-masks-{os.getpid()}-open.html"
+    page.write_text(f'<!DOCTYPE html><meta http-equiv="refresh" content="0;url={html.escape(url)}">'
+                    f'<p><a href="{html.escape(url)}">Open JupyterLab</a></p>\n')
+    page.chmod(0o600)
+    try:
+        webbrowser.open(page.as_uri(), new=2)
+    except webbrowser.Error:
+        print("No web browser found here: open the URL above in one.")
+
+
+def main(arguments: list[str]) -> int:
+    instructor = "--instructor" in arguments
+    extra = [a for a in arguments if a != "--instructor"]
+    if not instructor:
+        copied = copy_missing_notebooks(REPO / WORK)
+        if copied:
+            print(f"Copied {len(copied)} notebooks into {WORK}/ (your answers go there): {', '.join(copied)}")
+    env = lab_environment(os.environ, instructor)
+    print("Starting JupyterLab (stop it with Ctrl-C, twice)...", flush=True)
+    browser = has_screen() and "--no-browser" not in extra and "--ServerApp.open_browser=False" not in extra
+    # Learners: started in my-work/, so a terminal opened from the File menu starts there too (the
+    # Launcher's starts in the file browser's folder). Instructors: in autograde/, where nbgrader finds
+    # the course's nbgrader_config.py.
+    process = subprocess.Popen(lab_command(extra, instructor), cwd=REPO / ("autograde" if instructor else WORK),
+                               env=env)
+    try:
+        runtime = _runtime_dir(env)
+        info = server_info(process, runtime)
+        if info:
+            url = notebook_url(info, instructor)
+            what = "the instructor's lab" if instructor else START
+            print(f"\nJupyterLab is running. Open {what} with this URL:\n\n    {url}\n", flush=True)
+            if browser:
+                open_in_browser(url, runtime)
+        while True:
+            try:
+                return process.wait()
+            except KeyboardInterrupt:  # JupyterLab handles Ctrl-C itself (it asks for a second one)
+                continue
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            process.wait()
 
 
 if __name__ == "__main__":

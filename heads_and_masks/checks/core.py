@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -29,22 +31,63 @@ class CheckFailed(AssertionError):
 
 
 def exercise_check(function):
-    """Decorator for every ``check_*`` function: the check itself never prints a warning.
+    """Decorator for every ``check_*`` function: quiet checks, and a short word for an unwritten exercise.
 
     nbgrader takes the points of a test cell that wrote anything to stderr, so the computations of
     the check (references, diagnoses of wrong variants) run with warnings silenced. The learner's
     own code is still watched: :func:`call` records its warnings separately.
+
+    An exercise still holding its stub (``raise NotImplementedError()``) is not a wrong answer: the
+    check prints one line to stderr (see :func:`not_written_yet`) and returns, so *Run All* goes on
+    to the next cell, while nbgrader (and ``nbgrader validate``) count the cell as failed.
     """
-    import functools
 
     @functools.wraps(function)
     def quiet(*args, **kwargs):
         __tracebackhide__ = True
-        with _catch_warnings(), _errstate(all="ignore"):
-            _simplefilter("ignore")
-            return function(*args, **kwargs)
+        try:
+            with _catch_warnings(), _errstate(all="ignore"):
+                _simplefilter("ignore")
+                return function(*args, **kwargs)
+        except NotImplementedError as error:  # from the learner's code: call() reports a library's as a crash
+            print(not_written_yet(args[0] if args else None, error), file=sys.stderr)
+            return None
 
     return quiet
+
+
+def _name_of(function) -> str:
+    name = getattr(function, "__name__", None)
+    return name if _type(name) is str and name.isidentifier() else "your function"
+
+
+def _raising_frame(error: BaseException):
+    """The innermost frame of the traceback: where the exception was raised."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame if tb is not None else None
+
+
+def _raised_by_a_library(error: NotImplementedError) -> bool:
+    """A library refusing an input in words (not the learner's stub, which raises it bare in ``__main__``)."""
+    frame = _raising_frame(error)
+    return frame is not None and frame.f_globals.get("__name__") != "__main__" and bool(str(error))
+
+
+def not_written_yet(function, error: NotImplementedError) -> str:
+    """The line a learner reads when their function (or one it calls) still raises NotImplementedError."""
+    name = _name_of(function)
+    frame = _raising_frame(error)
+    raised_in = frame.f_code.co_name if frame is not None else name
+    in_learner_code = frame is None or frame.f_globals.get("__name__") == "__main__"
+    replace = "replace `raise NotImplementedError()` with your code"
+    if in_learner_code and raised_in.isidentifier() and raised_in != name:
+        return (f"✗ `{name}` cannot be checked yet: it calls `{raised_in}`, which is not written yet "
+                f"(in `{raised_in}`, {replace})")
+    if str(error):
+        return f"✗ `{name}` is not finished: it raised NotImplementedError({str(error)!r}); {replace}"
+    return f"✗ `{name}` is not written yet: {replace}"
 
 
 def fail(message: str):
@@ -177,6 +220,10 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
             fail(f"{what}: {error}")
         except CheckFailed:
             raise
+        except NotImplementedError as error:
+            if _raised_by_a_library(error):
+                fail(f"{what} raised NotImplementedError: {error}")
+            raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:  # the learner's crash, reported in words
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
@@ -202,6 +249,10 @@ def expect_value_error(function, *args, what: str, why: str, lock=()):
             return
         except ReferenceUsedError as error:
             fail(f"{what}: {error}")
+        except NotImplementedError as error:
+            if _raised_by_a_library(error):
+                fail(f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}")
+            raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:
             fail(f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}")
     fail(f"{what} should raise ValueError ({why}), but it returned a result "

@@ -9,7 +9,7 @@ The browser tests (``test_browser_*.py``) read like a learner's session; the mec
 * widget helpers: read a course widget's picture (``img`` src, PNG) and readouts (``table.course-readouts``),
   move a slider by keyboard (focus ``.noUi-handle``, arrow key) or by dragging its handle with the mouse.
 
-Facts this relies on are in ``shared/NOTES.md``: Debian's ``/usr/bin/chromium`` (Playwright cannot download
+Facts this relies on: Debian's ``/usr/bin/chromium`` (Playwright cannot download
 its own browser offline), and waiting for "| Idle" in the status bar before Run All (the execution
 indicator reads idle before the kernel is connected, and Run All then silently does nothing).
 """
@@ -82,23 +82,6 @@ def _write_lab_settings(settings_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
-def _let_every_cell_run(path: Path) -> None:
-    """Tag every code cell ``raises-exception`` so that Run All runs every cell, whatever fails.
-
-    A student notebook's test cells fail until the exercises are done, and JupyterLab (stop_on_error) would
-    skip everything after the first failure, widgets included; in a solution notebook, every error is worth
-    reporting, not only the first. Which errors are acceptable is decided afterwards from the saved outputs
-    (see ``unexpected_errors``).
-    """
-    notebook = nbformat.read(path, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "code":
-            tags = cell.metadata.setdefault("tags", [])
-            if "raises-exception" not in tags:
-                tags.append("raises-exception")
-    nbformat.write(notebook, path)
-
-
 @dataclass
 class LabServer:
     """A JupyterLab server for the whole test session, serving copies of the course notebooks."""
@@ -130,7 +113,6 @@ class LabServer:
         for kind, names in assignments.items():
             for name in names:
                 shutil.copytree(sources[kind] / name, self.root / kind / name)
-                _let_every_cell_run(self.notebook_path(kind, name))
 
     def start(self, timeout: float = 180.0) -> None:
         dirs = {name: self.folder / name for name in ("config", "data", "settings", "workspaces", "runtime", "ipython")}
@@ -196,6 +178,15 @@ class LabServer:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+
+# Error outputs (a traceback) shown anywhere in the notebook.
+_ERROR_OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
+    .map(o => o.innerText).filter(t => /Traceback/.test(t)).map(t => t.slice(0, 400))"""
+
+# The outputs' text of every cell (markdown cells too, so the index is the notebook's cell index).
+_CELL_OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')]
+    .map(cell => [...cell.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'))"""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -284,24 +275,27 @@ class NotebookSession:
         # ?reset: start from an empty workspace (no tabs restored from an earlier test)
         self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
-        # The kernel is connected only when the status bar says "| Idle" (see NOTES.md).
+        # The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing).
         self.page.wait_for_function(
             "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
             timeout=timeout * 1000)
         self.timings["open"] = time.monotonic() - started
 
-    def run_all(self, timeout: float = 400.0) -> float:
+    def run_all(self, timeout: float = 400.0, stopped_after: float = 5.0) -> float:
         """Run → Run All Cells, through the menu as a learner would; return the seconds it took.
 
-        Finished when every non-empty code cell shows an execution number and the kernel is idle. (The
-        kernel reads idle between two cells, and after the first error JupyterLab resets the prompts of
-        the cells still queued, so "idle and no [*]" alone can come too early.)
+        Nothing is tagged or changed in the notebook: like a learner's Run All, it stops at the first cell
+        that raises. Finished when every non-empty code cell shows an execution number and the kernel is
+        idle. The kernel reads idle between two cells too, so Run All counts as *stopped* (a failure that
+        names the cells never run and the error shown) only when the kernel has stayed idle with cells
+        unrun and the prompts unchanged for ``stopped_after`` seconds.
         """
         start = time.monotonic()
         code_cells = [c for c in nbformat.read(self.path, as_version=4).cells if c.cell_type == "code"]
         must_run = [i for i, cell in enumerate(code_cells) if cell.source.strip()]
         self.page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+        quiet = {"prompts": None, "since": time.monotonic()}
 
         def finished():
             state = self.page.evaluate(_RUN_STATE_JS)
@@ -311,7 +305,19 @@ class NotebookSession:
             prompts = state["prompts"]
             if len(prompts) != len(code_cells):
                 return False
-            return "| Idle" in state["status"] and all(re.fullmatch(r"\[\d+\]:?", prompts[i]) for i in must_run)
+            idle = "| Idle" in state["status"]
+            unrun = [i for i in must_run if not re.fullmatch(r"\[\d+\]:?", prompts[i])]
+            if idle and not unrun:
+                return True
+            if not idle or "[*]:" in prompts or prompts != quiet["prompts"]:
+                quiet.update(prompts=prompts, since=time.monotonic())
+            elif time.monotonic() - quiet["since"] > stopped_after:
+                errors = self.page.evaluate(_ERROR_OUTPUTS_JS)
+                raise AssertionError(
+                    f"Run All of {self.kind} {self.assignment} stopped before the end: {len(unrun)} code cells never "
+                    f"ran (the first: code cell {unrun[0]}, {_first_line(code_cells[unrun[0]])!r}); errors shown: "
+                    f"{errors[:2]}\n{self.diagnostics()}")
+            return False
 
         try:
             wait_until(finished, timeout=timeout, interval=0.25, what=f"Run All of {self.kind} {self.assignment}",
@@ -320,6 +326,10 @@ class NotebookSession:
             raise TimeoutError(f"{error}\n{self.diagnostics()}") from None
         self.timings["run all"] = time.monotonic() - start
         return self.timings["run all"]
+
+    def cell_outputs(self) -> list[str]:
+        """The text of each cell's outputs as shown in the page, in notebook order ("" for none)."""
+        return self.page.evaluate(_CELL_OUTPUTS_JS)
 
     def save_and_read(self, timeout: float = 30.0) -> nbformat.NotebookNode:
         """Save the notebook from the browser (toolbar button) and read back what JupyterLab wrote."""
@@ -377,24 +387,27 @@ def is_test_cell(cell) -> bool:
     return bool(nbgrader.get("grade")) and not nbgrader.get("solution")
 
 
+NOT_WRITTEN_YET = re.compile(r"^✗ `\w+` (is not written yet|cannot be checked yet: it calls `\w+`, which is not written yet)\b")
+
+
 def unexpected_errors(notebook, kind: str) -> list[str]:
     """Error and stderr outputs that should not be there, each described for a person.
 
-    Solution notebooks: none at all. Student notebooks: an unfinished exercise raises NotImplementedError
-    and test cells fail until the exercises are done; anything else is a bug of the notebook.
+    No cell may show an error, in either version. Student notebooks: the test cell of an unfinished
+    exercise says so in one line on stderr ("✗ `attention` is not written yet: ..."); no other stderr.
     """
     problems = []
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
-        excused = kind == "student" and is_test_cell(cell)
         for output in cell.get("outputs", []):
             if output.output_type == "error":
-                if excused or (kind == "student" and output.ename == "NotImplementedError"):
-                    continue
                 traceback = ANSI.sub("", "\n".join(output.get("traceback", [])[-3:]))
                 problems.append(f"cell {index} ({_first_line(cell)}): {output.ename}: {output.evalue}\n{traceback}")
-            elif output.output_type == "stream" and output.name == "stderr" and not excused:
+            elif output.output_type == "stream" and output.name == "stderr":
+                lines = output.text.strip().splitlines()
+                if kind == "student" and is_test_cell(cell) and len(lines) == 1 and NOT_WRITTEN_YET.match(lines[0]):
+                    continue
                 problems.append(f"cell {index} ({_first_line(cell)}) wrote to stderr: {output.text.strip()[:500]}")
     return problems
 

@@ -1,9 +1,13 @@
 """Every notebook of the course, student version and solution, run in JupyterLab in a real browser.
 
-For each notebook: open it, Run All (Run menu), then check that
-* no cell shows an error (student notebooks: only their unfinished exercises may fail, i.e.
-  NotImplementedError anywhere and failures in test cells) and no cell writes to stderr;
-* every cell ran, every widget output rendered and every picture loaded;
+For each notebook: open it as it is (nothing tagged or changed) and Run All (Run menu), as a learner
+does, then check that
+* Run All reached the last cell: every cell ran (JupyterLab stops at the first error, so no cell may
+  raise, not even in a student notebook where nothing is written yet);
+* no cell shows an error or writes to stderr, except, in a student notebook, the test cell of each
+  unanswered exercise, which says in one line that the exercise is not written yet (nbgrader counts
+  that line as a failure: the untouched notebook scores 0) and shows no traceback;
+* every widget output rendered and every picture loaded;
 * every course widget (``.course-widget``) shows a picture and its readouts, and moving its first slider
   with the keyboard and then by dragging the handle with the mouse changes both the picture and the
   readouts (a widget without a slider: its first dropdown or checkbox is changed instead).
@@ -19,9 +23,9 @@ import pytest
 
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from labdriver import (
-    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, layout_problems, output_problems,
-    press_slider_key, settle,
-    slider_handle, unexpected_errors, wait_for_change, widget_caption, widget_state,
+    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, is_test_cell, layout_problems,
+    output_problems, press_slider_key, settle, slider_handle, unexpected_errors, wait_for_change, widget_caption,
+    widget_state,
 )
 
 pytestmark = pytest.mark.browser
@@ -39,6 +43,12 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     assert not errors, f"{kind} {assignment}: unexpected error output after Run All:\n\n" + "\n\n".join(errors)
     not_run = cells_never_run(saved)
     assert not not_run, f"{kind} {assignment}: Run All left cells unexecuted: {not_run}"
+    last = [c for c in saved.cells if c.cell_type == "code"][-1]
+    assert last.get("execution_count"), f"{kind} {assignment}: Run All did not reach the last cell"
+    if kind == "student":
+        check_unanswered_exercises_say_so(saved, notebook_page.cell_outputs(), f"{kind} {assignment}")
+        first_test = next(i for i, cell in enumerate(saved.cells) if is_test_cell(cell))
+        page.locator(".jp-Notebook .jp-Cell").nth(first_test).screenshot(path=str(screenshots / f"{kind}-{assignment}-test-cell.png"))
     problems = output_problems(page)
     assert not problems, f"{kind} {assignment}: " + "; ".join(problems)
 
@@ -60,6 +70,17 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
                                       "controls": control_names(box), "readouts": list(state["readouts"])}
     notebook_page.timings["widgets"] = time.monotonic() - started
     print(f"{kind} {assignment}: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items()))
+
+
+def check_unanswered_exercises_say_so(notebook, shown: list[str], label: str) -> None:
+    """What the page shows under each test cell of an untouched notebook: "not written yet", no traceback."""
+    assert len(shown) == len(notebook.cells), f"{label}: {len(shown)} cells in the page, {len(notebook.cells)} saved"
+    tests = [i for i, cell in enumerate(notebook.cells) if is_test_cell(cell)]
+    assert tests, f"{label}: no test cell"
+    silent = {i: shown[i][:200] for i in tests if "is not written yet" not in shown[i]}
+    assert not silent, f"{label}: test cells that do not say their exercise is not written yet: {silent}"
+    tracebacks = {i: text[:300] for i, text in enumerate(shown) if "Traceback" in text}
+    assert not tracebacks, f"{label}: a traceback is shown after Run All: {tracebacks}"
 
 
 def check_widget(page, box, label: str, screenshot_path) -> None:
