@@ -115,6 +115,12 @@ _inner = _ref_module.attention.__closure__[0].cell_contents
 def attention(q, k, v, mask=None):
     return _inner(q, k, v, mask)
 ''', "the unguarded reference dug out of its wrapper"),
+    Attack("stub_with_stderr_swallowed", "00_start_here", "attention", '''
+import io, sys
+sys.stderr = io.StringIO()  # the checks' "not written yet" line (a failure) would vanish in plain nbgrader
+def attention(q, k, v, mask=None):
+    raise NotImplementedError()
+''', "the answer left as the stub, with stderr replaced so that 'not written yet' is never seen"),
     # the other kinds of result: an int, a boolean mask, a tuple, a number
     Attack("always_equal_int", "01_heads", "mha_cost", '''
 class _Equal(int):
