@@ -30,6 +30,7 @@ class Answer:
     untouched: bool = False  # the student notebook as released: must score 0 everywhere
     # exercises that call the broken one (the learner's own earlier function) and may lose points with it
     cascades: tuple[str, ...] = ()
+    hangs: bool = False  # never returns: only the graded run (with its time limits) may call it
 
     @property
     def correct(self) -> bool:

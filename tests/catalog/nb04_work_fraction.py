@@ -1,3 +1,4 @@
+import dataclasses
 """Sample answers for 04_work_fraction: `causal_used_entries`, `causal_used_fraction`, `blocked_causal_attention`.
 
 Correct answers in several styles (online softmax over key tiles, one softmax per query strip,
@@ -271,11 +272,11 @@ ANSWERS = [
     ''', "MiB"),
     # hangs: stopped at its time limit in the demo cell and in the first test, never called again; the
     # other exercises keep their points (the whole notebook has a time budget)
-    wrong("kernel_never_returns", "blocked_causal_attention", '''
+    dataclasses.replace(wrong("kernel_never_returns", "blocked_causal_attention", '''
         def blocked_causal_attention(q, k, v, block):
             while True:
                 pass
-    ''', "did not finish"),
+    ''', "did not finish"), hangs=True),
     wrong("calls_the_reference", "blocked_causal_attention", '''
         import heads_and_masks as hm
         def blocked_causal_attention(q, k, v, block):
