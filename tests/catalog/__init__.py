@@ -30,7 +30,9 @@ class Answer:
     untouched: bool = False  # the student notebook as released: must score 0 everywhere
     # exercises that call the broken one (the learner's own earlier function) and may lose points with it
     cascades: tuple[str, ...] = ()
-    hangs: bool = False  # never returns: only the graded run (with its time limits) may call it
+    # only the graded run can judge it: it never returns (the grader has time limits), or it fools what a
+    # notebook can measure (the grader also reads the kernel's memory cgroup)
+    graded_only: bool = False
 
     @property
     def correct(self) -> bool:

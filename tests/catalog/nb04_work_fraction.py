@@ -250,7 +250,7 @@ ANSWERS = [
         "block must be at least 1"),
     # the whole score matrix built, with the memory measurement tampered with: the tracer stopped, or the
     # matrix in memory mapped past it (the grader also reads the kernel's memory cgroup, from outside)
-    wrong("full_matrix_then_tracer_stopped", "blocked_causal_attention", ONLINE_TILES + '''
+    dataclasses.replace(wrong("full_matrix_then_tracer_stopped", "blocked_causal_attention", ONLINE_TILES + '''
     _tiled = blocked_causal_attention
     def blocked_causal_attention(q, k, v, block):
         import tracemalloc
@@ -259,8 +259,8 @@ ANSWERS = [
         if tracemalloc.is_tracing():
             tracemalloc.stop()
         return result
-    ''', "MiB"),
-    wrong("full_matrix_in_an_mmap", "blocked_causal_attention", ONLINE_TILES + '''
+    ''', "MiB"), graded_only=True),
+    dataclasses.replace(wrong("full_matrix_in_an_mmap", "blocked_causal_attention", ONLINE_TILES + '''
     _tiled = blocked_causal_attention
     def blocked_causal_attention(q, k, v, block):
         import mmap
@@ -269,14 +269,14 @@ ANSWERS = [
         scores = np.frombuffer(buffer, dtype=np.float64)[: n * n].reshape(n, n)
         scores[...] = 1.0                                     # touched: n x n floats in memory
         return _tiled(q, k, v, block)
-    ''', "MiB"),
+    ''', "MiB"), graded_only=True),
     # hangs: stopped at its time limit in the demo cell and in the first test, never called again; the
     # other exercises keep their points (the whole notebook has a time budget)
     dataclasses.replace(wrong("kernel_never_returns", "blocked_causal_attention", '''
         def blocked_causal_attention(q, k, v, block):
             while True:
                 pass
-    ''', "did not finish"), hangs=True),
+    ''', "did not finish"), graded_only=True),
     wrong("calls_the_reference", "blocked_causal_attention", '''
         import heads_and_masks as hm
         def blocked_causal_attention(q, k, v, block):
