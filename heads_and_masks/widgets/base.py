@@ -10,6 +10,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from ..readable import readable_number
+
 
 # Names and values never wrap; values line up on the right.
 READOUT_STYLE = ("<style>.course-readouts td{white-space:nowrap}"
@@ -62,8 +64,8 @@ class CourseWidget:
         raise NotImplementedError
 
     def format_value(self, value) -> str:
-        """How one readout value is written (HTML)."""
-        return f"{value:.4g}"
+        """How one readout value is written (HTML): as people read numbers (see ``readable``)."""
+        return readable_number(value)
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
         rows = "".join(f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>"
