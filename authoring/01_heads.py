@@ -351,7 +351,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     k = rearrange(x @ w_k, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     v = rearrange(x @ w_v, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (b, h, n, n): every head scaled by 1/sqrt(d)
+    scores = q @ np.swapaxes(k, -1, -2) / d**0.5  # (b, h, n, n): every head scaled by 1/sqrt(d)
     allowed = np.broadcast_to(True if mask is None else mask, scores.shape)  # the mask reaches every head
     row_max = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # a row with nothing allowed stays all zero

@@ -69,7 +69,7 @@ picture(head_mapping_figure(h=8, g=2))
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes (notebook 00)."""
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (..., n_q, n_k)
+    scores = q @ np.swapaxes(k, -1, -2) / d**0.5  # (..., n_q, n_k); a Python float keeps float32 float32
     allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
     top = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # a row with nothing allowed
