@@ -166,12 +166,13 @@ def copies(*arrays):
     return tuple(_array(a, copy=True) if a is not None else None for a in arrays)
 
 
-def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
+def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: str = "", **kwargs):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
     ``lock`` names the course's reference functions that the answer must not call. Warnings are
     recorded instead of printed (a warning on stderr would cost points in nbgrader); with
-    ``allow_warnings=False`` a warning is a failure with its text.
+    ``allow_warnings=False`` a warning is a failure with its text. ``memory_hint`` says what most
+    likely made the answer run out of memory on these arguments.
     """
     __tracebackhide__ = True
     originals = [a for a in args]
@@ -185,6 +186,10 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
             fail(f"{what}: {error}")
         except CheckFailed:
             raise
+        except MemoryError as error:
+            detail = f" ({error})" if str(error) else ""
+            fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
+                 + (memory_hint or "Does it build an array much larger than its inputs?"))
         except Exception as error:  # the learner's crash, reported in words
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
