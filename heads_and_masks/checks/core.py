@@ -29,21 +29,48 @@ class CheckFailed(AssertionError):
     """A check found a wrong answer; the message is written for the learner."""
 
 
+# What the running check has printed, and what its last visible run printed: a test cell runs a check
+# once with the visible inputs and again, in the instructor's version, with ``thorough=True`` (the hidden
+# tests), which repeats the visible probes first. Their ✓ lines are not printed a second time.
+_report: dict | None = None
+_visible_lines: dict[str, tuple[str, ...]] = {}
+SAME_ON_MORE_INPUTS = "✓ the same on more inputs (hidden tests)"
+
+
 def exercise_check(function):
-    """Decorator for every ``check_*`` function: the check itself never prints a warning.
+    """Decorator for every ``check_*`` function: the check itself never prints a warning, nor a ✓ line twice.
 
     nbgrader takes the points of a test cell that wrote anything to stderr, so the computations of
     the check (references, diagnoses of wrong variants) run with warnings silenced. The learner's
-    own code is still watched: :func:`call` records its warnings separately.
+    own code is still watched: :func:`call` records its warnings separately. A thorough run (the hidden
+    tests) prints only the ✓ lines its visible run did not, or one line saying it passed too.
     """
     import functools
+
+    key = f"{function.__module__}.{function.__qualname__}"
 
     @functools.wraps(function)
     def quiet(*args, **kwargs):
         __tracebackhide__ = True
-        with _catch_warnings(), _errstate(all="ignore"):
-            _simplefilter("ignore")
-            return function(*args, **kwargs)
+        global _report
+        outer = _report is None  # checks may call checks: the outermost one keeps the record
+        thorough = bool(kwargs.get("thorough"))
+        if outer:
+            _report = {"printed": [], "new": False, "skip": set(_visible_lines.get(key, ())) if thorough else set()}
+        report = _report
+        try:
+            with _catch_warnings(), _errstate(all="ignore"):
+                _simplefilter("ignore")
+                result = function(*args, **kwargs)
+        finally:
+            if outer:
+                _report = None
+        if outer:
+            if not thorough:
+                _visible_lines[key] = tuple(report["printed"])
+            elif not report["new"]:
+                print(SAME_ON_MORE_INPUTS)
+        return result
 
     return quiet
 
@@ -54,7 +81,13 @@ def fail(message: str):
 
 
 def passed(message: str) -> None:
-    print(f"✓ {message}")
+    line = f"✓ {message}"
+    if _report is not None:
+        _report["printed"].append(line)
+        if line in _report["skip"]:
+            return  # printed by the visible run of this check already
+        _report["new"] = True
+    print(line)
 
 
 def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
