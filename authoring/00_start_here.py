@@ -43,7 +43,9 @@
 #
 # * **Masks are boolean, True = may attend.** `mask[i, j]` says whether query `i` may look at key `j`.
 #   A mask broadcasts against the scores `(..., n_queries, n_keys)`. This is the convention of PyTorch's
-#   boolean `attn_mask` too. (Some libraries use the opposite polarity; always check.)
+#   `scaled_dot_product_attention`, whose boolean `attn_mask` is True where attention is allowed. PyTorch's
+#   own `nn.MultiheadAttention` and `nn.Transformer` use the opposite one: there a True in a boolean mask
+#   means the position is *not* allowed. Two conventions in one library: always check which one you hold.
 # * **Scores are divided by √d**, where `d` is the size of the vectors being multiplied: the head size.
 # * **A query with no allowed key** gets all-zero weights, so its output is zero, never NaN.
 # * **Bad arguments raise `ValueError`** with a sentence that names the problem.

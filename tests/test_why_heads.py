@@ -170,3 +170,13 @@ def test_widget_legend_never_covers_the_curve():
             points = line.get_transform().transform(np.column_stack(line.get_data()))
             inside = [(x, y) for x, y in points if legend.contains(x, y)]
             assert not inside, f"noise {noise}: the legend covers the curve at {inside}"
+
+
+def test_the_models_outside_the_practical_range_are_the_ones_notebook_02_names():
+    """02 says: most models use heads of 32 to 128, and in the course's data the Gemmas (d = 256) do not."""
+    from heads_and_masks import model_configs
+
+    outside = {m.model: m.head_dim for m in model_configs.load_models().values() if not 32 <= m.head_dim <= 128}
+    assert outside == {"Gemma-2B": 256, "Gemma-7B": 256}
+    gemma7 = model_configs.model("Gemma-7B")
+    assert gemma7.query_heads * gemma7.head_dim == 4096 > gemma7.hidden == 3072
