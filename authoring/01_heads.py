@@ -323,21 +323,28 @@ check_merge_heads(merge_heads, seed=2024, thorough=True)
 # The attention you wrote in notebook 00 already does the middle line for all heads and sequences at
 # once: it works on the last two axes and treats the axes `(b, h)` in front as a batch, and it reads d
 # from the last axis of q, so a head is scaled by `1/√d`, not `1/√D`. Graded answers are your own
-# code, so bring it along: paste your `attention` from notebook 00 into the exercise cell (above your
-# function), or write the scores and the softmax inline. (The course's `hm.attention` drives the
-# demonstrations of this notebook, but graded code may not call it.)
+# code, so this layer uses *your* `attention`, and the next cell brings it from notebook 00: it reads
+# your notebook 00 (save it first), defines your function here and, in JupyterLab, replaces its own
+# text by your code, so that this notebook carries it when you hand it in. (The course's `hm.attention`
+# drives the demonstrations of this notebook, but graded code may not call it.) Prefer to write the
+# scores and the softmax inline in your `multi_head_attention`? That works as well.
 #
 # The mask (boolean, True = may attend) must reach every head. It broadcasts against the scores
 # `(b, h, n, n)`: a causal mask `(n, n)` is the same for every sequence and head, a padding mask
 # `(b, 1, 1, n)` differs by sequence, a mask `(b, h, n, n)` may even differ by head. Passing it on to
 # the attention is all it takes.
 
+# %%
+from heads_and_masks.earlier_answers import bring_answer
+
+bring_answer("attention", from_notebook="00_start_here")  # your own attention, from ../00_start_here
+
 # %% [markdown]
 # ### Exercise 3: `multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None)`
 #
 # `x` has shape `(b, n, D)`, the four weights `(D, D)` and are used as `x @ w`; return `(b, n, D)`.
-# You may call your `split_heads` and `merge_heads`, or use einops, loops over the heads or `np.einsum`:
-# every correct style gets full marks. (Not allowed: the course's own `hm.multi_head_attention`,
+# You may call your `attention` (brought above), your `split_heads` and `merge_heads`, or use einops,
+# loops over the heads or `np.einsum`: every correct style gets full marks. (Not allowed: the course's own `hm.multi_head_attention`,
 # `hm.attention`, `hm.split_heads` or `hm.merge_heads`; the tests refuse an answer that calls them.)
 #
 # The tests compare with the course's reference on several batches, with no mask, a causal mask and a
