@@ -83,7 +83,7 @@ query_widget
 # key takes everything. For the default query:
 
 # %%
-print({name: round(value, 3) for name, value in query_widget.readouts.items()})
+print(query_widget.readouts_text())
 uniform = np.full(4, 0.25)
 print("entropy of four equal weights:", hm.row_entropy_bits(uniform), "bits")
 

@@ -490,10 +490,10 @@ check_mha_cost_errors(mha_cost, thorough=True)
 # %%
 D = 768
 n_equal = 2 * D
-print(f"D = {D}: the two terms are equal at n = 2D = {n_equal}")
+print(f"D = {D}: the two terms are equal at n = 2D = {n_equal:,}")
 for n in (n_equal // 8, n_equal, n_equal * 8):
     projections, attention_part = 4 * n * D**2, 2 * n**2 * D
-    print(f"  n = {n:>6}: projections {projections / (projections + attention_part):6.1%}, "
+    print(f"  n = {n:>6,}: projections {projections / (projections + attention_part):6.1%}, "
           f"scores + weighted sum {attention_part / (projections + attention_part):6.1%}")
 
 # %% [markdown]
@@ -525,9 +525,9 @@ widget
 # and n = 1024 with h = 12; this cell reads them, moves the widget above to h = 24 and reads them again:
 
 # %%
-print("h = 12:", widget.readouts)
+print("h = 12:\n" + widget.readouts_text())
 widget.controls["heads"].value = 24
-print("h = 24:", widget.readouts)
+print("h = 24:\n" + widget.readouts_text())
 
 # %% [markdown]
 # ## Summary

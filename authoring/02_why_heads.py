@@ -52,7 +52,7 @@ values = np.array([[0.2, 2.0], [1.8, 1.4], [2.2, -0.4], [0.6, -1.6], [-1.6, -0.9
 cloud = retrieval.reachable_outputs(values, samples=4000, seed=1)
 hull = retrieval.convex_hull(values)
 corners = [int(np.flatnonzero((values == corner).all(axis=1))[0]) for corner in hull]
-print(f"{len(cloud)} random weight vectors: {retrieval.inside_hull(cloud, hull).mean():.0%} of the outputs lie "
+print(f"{len(cloud):,} random weight vectors: {retrieval.inside_hull(cloud, hull).mean():.0%} of the outputs lie "
       f"inside the hull of the values, whose corners are {', '.join(f'v{i}' for i in corners)}")
 plots.picture(plots.hull_figure(values, previous=4, first=0))
 
@@ -382,7 +382,7 @@ noise_widget
 # The readouts for the widget's starting position (d = 8, noise 1), computed:
 
 # %%
-print({name: round(value, 3) for name, value in noise_widget.readouts.items()})
+print(noise_widget.readouts_text())
 
 # %% [markdown]
 # ## Summary

@@ -489,7 +489,7 @@ one_hot = np.eye(n)[0]
 for scale in (0.01, 1.0, 100.0, 1e4):
     s = np.random.default_rng(1).normal(size=(n, n)) * scale
     w = hm.masked_softmax(s, causal)
-    print(f"scores × {scale:>7g}: first row {w[0]}, entropy {row_entropies(w[0]):.1f} bits, "
+    print(f"scores × {scale:>7,g}: first row {w[0]}, entropy {row_entropies(w[0]):.1f} bits, "
           f"one-hot: {np.array_equal(w[0], one_hot)}")
 
 # %% [markdown]

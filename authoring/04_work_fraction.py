@@ -99,7 +99,7 @@ print(f"{'n':>6} {'used':>9} {'of n²':>11} {'share':>8}")
 for n in (4, 128, 1024):
     used, total = hm.causal_used_entries(n), n * n
     assert used == np.count_nonzero(hm.causal_mask(n))  # the formula is the count
-    print(f"{n:>6} {used:>9,} {total:>11,} {hm.causal_used_fraction(n):>8.2%}")
+    print(f"{n:>6,} {used:>9,} {total:>11,} {hm.causal_used_fraction(n):>8.2%}")
 
 # %% [markdown]
 # The share against n: it starts at 1 (one token sees itself, one entry of one) and sinks to ½.
@@ -182,7 +182,7 @@ for block in (1024, 512, 256, 128, 64, 16, 4, 1):
     share = hm.tiled_computed_entries(n, block) / n**2
     assert np.isclose(share, (tiles_a_side + 1) / (2 * tiles_a_side))
     assert hm.tiled_computed_entries(n, block) - hm.causal_used_entries(n) == n * (block - 1) // 2  # the waste
-    print(f"{block:>5} {tiles_a_side:>13} {np.count_nonzero(kinds):>15,} {share:>15.4%} "
+    print(f"{block:>5,} {tiles_a_side:>13,} {np.count_nonzero(kinds):>15,} {share:>15.4%} "
           f"{(tiles_a_side + 1) / (2 * tiles_a_side):>15.4%}")
 
 # %% [markdown]

@@ -318,12 +318,12 @@ print("xformers' band is the course's:", np.array_equal(xformers, hm.sliding_win
 
 # %%
 w = local.MISTRAL_7B["sliding_window"]
-print(f"window w = {w} ({local.MISTRAL_7B['name']})")
+print(f"window w = {w:,} ({local.MISTRAL_7B['name']})")
 print(f"{'n':>8} | {'causal entries':>16} | {'window entries':>16} | causal / window")
 for n in [1024, 4096, 8192, 32768, 131072]:
     causal_entries = hm.causal_used_entries(n)
     window_entries = local.sliding_window_entries(n, w)
-    print(f"{n:>8} | {causal_entries:>16,} | {window_entries:>16,} | {causal_entries / window_entries:.2f}")
+    print(f"{n:>8,} | {causal_entries:>16,} | {window_entries:>16,} | {causal_entries / window_entries:.2f}")
 
 # %% [markdown]
 # Up to `n = w` the two are identical: a window only starts to save once the sequence is longer than it.
@@ -369,7 +369,7 @@ for ax, layers in zip(axes, [1, 2, 4]):
     draw_mask(ax, reach, f"{layers} layer(s): the last token reaches\nback {n - 1 - first_seen} positions")
 plt.show()
 span = config["n_layers"] * config["sliding_window"]
-print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']} "
+print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']:,} "
       f"≈ {span:,} tokens of theoretical reach")
 
 # %% [markdown]
@@ -561,7 +561,7 @@ print(f"{'n':>7} | " + " | ".join(f"{kind:>20}" for kind in local.LAYOUTS))
 for n in [512, 2048, 8192, 32768]:
     n_blocks = n // block
     shares = [local.block_sparse_work(make(n_blocks), block) / n**2 for make in local.LAYOUTS.values()]
-    print(f"{n:>7} | " + " | ".join(f"{share:>20.2%}" for share in shares))
+    print(f"{n:>7,} | " + " | ".join(f"{share:>20.2%}" for share in shares))
 
 # %% [markdown]
 # ## 7 · The widget: compose your own mask

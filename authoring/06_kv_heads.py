@@ -505,7 +505,7 @@ calculator = KVCacheCalculator()
 calculator
 
 # %%
-print({name: (round(value, 3) if isinstance(value, float) else value) for name, value in calculator.readouts.items()})
+print(calculator.readouts_text())
 
 # %% [markdown]
 # ## Summary

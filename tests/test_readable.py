@@ -57,3 +57,11 @@ def test_an_entropy_that_is_zero_reads_0():
     assert _values(widget)[names.index("row entropy (bits)")] == "0"
     assert _values(widget)[names.index("gradient scale")] == "0"
     assert not any(EXPONENT.search(v) for v in _values(QueryWidget(length=8.0)))
+
+
+def test_readouts_printed_in_a_notebook_read_as_on_the_widget():
+    heads = HeadSplitWidget()
+    text = heads.readouts_text()
+    assert f"multiply-adds: {heads.readouts['multiply-adds']:,}" in text and not EXPONENT.search(text)
+    calculator = KVCacheCalculator(model="GPT-3-175B")
+    assert "fits: no" in calculator.readouts_text() and "<" not in calculator.readouts_text()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 
 import ipywidgets as widgets
@@ -66,6 +67,12 @@ class CourseWidget:
     def format_value(self, value) -> str:
         """How one readout value is written (HTML): as people read numbers (see ``readable``)."""
         return readable_number(value)
+
+    def readouts_text(self) -> str:
+        """The readouts as the widget shows them, one "name: value" line each (for a notebook's print)."""
+        width = max((len(name) for name in self.readouts), default=0)
+        return "\n".join(f"{name:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
+                         for name, value in self.readouts.items())
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
         rows = "".join(f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>"
