@@ -219,11 +219,11 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: 
             fail(f"{what}: {error}")
         except CheckFailed:
             raise
-        except MemoryError as error:
-            detail = f" ({error})" if str(error) else ""
-            fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
-                 + (memory_hint or "Does it build an array much larger than its inputs?"))
         except Exception as error:  # the learner's crash, reported in words
+            if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
+                detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
+                fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
+                     + (memory_hint or "Does it build an array much larger than its inputs?"))
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
         if _type(original) is _ndarray and _type(handed) is _ndarray and not _array_equal(original, handed, equal_nan=True):
