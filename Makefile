@@ -42,7 +42,7 @@ bench: $(STAMP)
 # For instructors (docs/instructors.md). ASSIGNMENT=00_start_here; SOURCE=exchange, a .zip from the
 # LMS, or a folder <student>/<assignment>/...; EXCHANGE=/srv/nbgrader/exchange (nbgrader's default).
 ASSIGNMENT ?= 00_start_here
-GRADE := $(BIN)/python autograde/grade.py $(if $(EXCHANGE),--exchange $(EXCHANGE))
+GRADE := $(BIN)/python -m autograde.grade $(if $(EXCHANGE),--exchange $(EXCHANGE))
 GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-collect,$(if $(filter %.zip,$(SOURCE)),--zip $(SOURCE),--folder $(SOURCE))))
 
 .PHONY: release grade feedback export report

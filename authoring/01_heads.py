@@ -69,7 +69,7 @@ print("largest difference:", np.abs(single_head_scores - sum(head_scores)).max()
 # distribution over the keys, two heads turn each part into its own.
 
 # %%
-figure, axes = plt.subplots(1, h + 1, figsize=(8, 2.6), layout="constrained")
+figure, axes = plt.subplots(1, h + 1, figsize=(6.4, 2.5), layout="constrained")
 limit = np.abs(single_head_scores).max()
 for ax, matrix, title in zip(axes, head_scores + [single_head_scores],
                              [f"head {i}: Q_{i} K_{i}ᵀ" for i in range(h)] + ["one head: Q Kᵀ = the sum"]):

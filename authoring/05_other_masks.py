@@ -54,8 +54,8 @@ pictures = {
     "sliding window (w = 4)": (hm.sliding_window_mask(n, 4), None, None),
     f"block-sparse (tiles of {block})": (block_mask, None, block),
 }
-fig, axes = plt.subplots(1, 4, figsize=(13, 3.6), layout="constrained")
-for ax, (title, (mask, key_is_real, tile)) in zip(axes, pictures.items()):
+fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
+for ax, (title, (mask, key_is_real, tile)) in zip(axes.flat, pictures.items()):
     draw_mask(ax, mask, f"{title}\nkeeps {hm.kept_fraction(mask):.1%}", key_is_real=key_is_real, block=tile)
 plt.show()
 
@@ -147,7 +147,7 @@ keys_real = hm.padding_mask([length], n)[0]  # (n,)
 causal = hm.causal_mask(n)
 right = causal & keys_real[None, :]  # the padding constrains the keys (columns)
 also_rows = right & keys_real[:, None]  # ... and, needlessly, the queries (rows) too
-fig, axes = plt.subplots(1, 2, figsize=(7, 3.4), layout="constrained")
+fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.4), layout="constrained")
 draw_mask(axes[0], right, "causal AND key is real\n(the course's attention_mask)", key_is_real=keys_real)
 draw_mask(axes[1], also_rows, "…and filler queries masked too\n(rows with nothing allowed)", key_is_real=keys_real)
 plt.show()
@@ -192,7 +192,7 @@ for neighbour_length in [5, 9, 20]:
 
 # %%
 lengths_tried, filler_share, output_error = pad.padding_damage(n=32, d=16, trials=20, seed=0)
-fig, ax = plt.subplots(figsize=(7, 3.4), layout="constrained")
+fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
 ax.plot(lengths_tried, filler_share, "o-", ms=3, label="share of attention on filler")
 ax.plot(lengths_tried, output_error, "s-", ms=3, label="error of the output (in value-vector lengths)")
 ax.plot(lengths_tried, (32 - lengths_tried) / 32, "k:", lw=1, label="(n − L) / n")
@@ -343,7 +343,7 @@ window_cache = per_token * local.keys_in_cache(context, config["sliding_window"]
 print(f"one cached token: {per_token:,} bytes ({per_token / 2**10:.0f} KiB)")
 print(f"cache at token {context:,}: {full_cache / 2**30:.2f} GiB with a causal mask, "
       f"{window_cache / 2**30:.2f} GiB with the window: {full_cache / window_cache:.0f}× smaller")
-fig, ax = plt.subplots(figsize=(7, 2.8), layout="constrained")
+fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
 tokens = np.arange(1, context + 1)
 ax.plot(tokens, per_token * local.keys_in_cache(context) / 2**30, label="causal: every earlier token")
 ax.plot(tokens, per_token * local.keys_in_cache(context, config["sliding_window"]) / 2**30,
@@ -362,11 +362,11 @@ plt.show()
 
 # %%
 n, w = 16, 3
-fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), layout="constrained")
+fig, axes = plt.subplots(1, 3, figsize=(6.2, 3.0), layout="constrained")
 for ax, layers in zip(axes, [1, 2, 4]):
     reach = local.receptive_field(n, w, layers)
     first_seen = int(np.argmax(reach[-1]))
-    draw_mask(ax, reach, f"{layers} layer(s): the last token reaches\nback {n - 1 - first_seen} positions")
+    draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{n - 1 - first_seen} positions")
 plt.show()
 span = config["n_layers"] * config["sliding_window"]
 print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']:,} "
@@ -484,17 +484,25 @@ checks.check_attention_mask(attention_mask, seed=2719, thorough=True)
 # * Every output must be finite, the filler rows included (a NaN there would poison the next layer, where
 #   `0 · NaN = NaN`).
 #
-# You may use `hm.attention` (notebook 00's function) for the softmax part, and your `attention_mask` or
-# `hm.attention_mask` for the mask. Mind the shapes: the mask is `(b, 1, n, n)` and single-head scores are
-# `(b, n, n)`. What does broadcasting make of those two?
+# Build on your own work, as everywhere in the course: your `attention_mask` of exercise 3 for the mask, and
+# the softmax of notebook 00 written again here (scores over √d, −∞ where the mask forbids, a row with no
+# allowed key all zeros). The course's `hm.attention` and `hm.attention_mask` are not there when the notebook
+# is graded. Mind the shapes: the mask is `(b, 1, n, n)` and single-head scores are `(b, n, n)`. What does
+# broadcasting make of those two?
 
 # %% solution id=batched_attention
 def batched_attention(q, k, v, lengths, causal=True, window=None):
     """Masked single-head attention over a padded batch: (b, n, d) -> (b, n, d_v)."""
     ### BEGIN SOLUTION
-    n = q.shape[1]
-    mask = hm.attention_mask(lengths, n, causal=causal, window=window)  # (b, 1, n_q, n_k)
-    return hm.attention(q, k, v, mask[:, 0])  # (b, n_q, n_k) scores and mask: (b, n, d_v)
+    n, d = q.shape[1], q.shape[-1]
+    allowed = attention_mask(lengths, n, causal=causal, window=window)[:, 0]  # (b, n_q, n_k): drop the head axis
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (b, n_q, n_k)
+    scores = np.where(allowed, scores, -np.inf)
+    top = scores.max(axis=-1, keepdims=True)  # (b, n_q, 1); -inf on a row with no allowed key
+    weights = np.exp(scores - np.where(np.isfinite(top), top, 0.0))  # exactly 0 where forbidden
+    total = weights.sum(axis=-1, keepdims=True)
+    weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)  # empty rows stay 0
+    return weights @ v  # (b, n, d_v)
     ### END SOLUTION
 
 # %% [markdown]
@@ -536,17 +544,17 @@ checks.check_batched_attention(batched_attention, seed=8191, thorough=True)
 
 # %%
 n, block = 48, 6
-fig, axes = plt.subplots(2, 3, figsize=(11, 7.4), layout="constrained", height_ratios=[1, 2.4])
+fig, axes = plt.subplots(2, 3, figsize=(6.2, 5.0), layout="constrained", height_ratios=[1, 2.0])
 for column, kind in enumerate(["local", "global + local", "strided"]):
     layout, mask = local.layout_mask(kind, n, block)
     draw_mask(axes[0, column], layout, f"{kind}: layout {layout.shape}")
     axes[0, column].set(xlabel="key block", ylabel="query block")
-    draw_mask(axes[1, column], mask, f"expanded to tokens: keeps {hm.kept_fraction(mask):.1%}\n"
-              f"tiles computed: {local.block_sparse_work(layout, block, n) / n**2:.1%} of n²", block=block)
+    draw_mask(axes[1, column], mask, f"tokens: keeps {hm.kept_fraction(mask):.1%}\n"
+              f"computes {local.block_sparse_work(layout, block, n) / n**2:.1%} of n²", block=block)
 plt.show()
 
 # %% [markdown]
-# The two percentages under each picture differ: a kernel computes kept tiles whole, including the half of each
+# The two percentages over each picture of tokens differ: a kernel computes kept tiles whole, including the half of each
 # diagonal tile that the causal rule then throws away. The *work* is the number of kept tiles times `block²`.
 #
 # What matters is how that work grows. The causal layout keeps about half of all tiles at any length. A
@@ -568,8 +576,9 @@ for n in [512, 2048, 8192, 32768]:
 #
 # Tick the masks to combine (these four are all ANDed: each forbids something) and move their parameters: the sequence length `n`, the real
 # `length` of the sequence for the padding mask, the window `w`, the tile size and layout for the block-sparse
-# mask. On the left is the mask; on the right, how many keys each query attends to, which is also how many
-# keys and values must be cached to generate that token. The readouts give the kept entries and their share of
+# mask (each mask's own controls stay greyed out until the mask is ticked). On the left is the mask; on the
+# right, how many keys each query attends to, which is also how many keys and values must be cached to
+# generate that token. The readouts give the kept entries and their share of
 # the full `n²` matrix and of the causal `n(n + 1)/2`. Things to try:
 #
 # * causal with a window: the right-hand curve stops growing at `w` (the bounded cache);

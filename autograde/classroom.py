@@ -14,7 +14,7 @@ Everything goes through the real nbgrader; this module adds what a class needs o
 * ``export_grades`` a CSV, one row per student and assignment, one column per graded exercise;
 * ``report``        what went wrong, per student, in plain words.
 
-The command line is ``grade.py`` (``python autograde/grade.py --help``); docs/instructors.md walks
+The command line is ``grade.py`` (``python -m autograde.grade --help``); docs/instructors.md walks
 through a term.
 """
 from __future__ import annotations
@@ -41,11 +41,11 @@ from typing import Callable, Iterable
 
 import nbformat
 
+from . import collect
+from .tool_env import tool_env
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
-from tool_env import tool_env  # noqa: E402
 
 # The statuses, from best to worst. Every student of an assignment gets exactly one.
 GRADED, REVIEW, TIMED_OUT, DIED, INVALID, MISSING = (
@@ -187,53 +187,39 @@ def release(course: Course, assignment: str) -> list[str]:
 # Collecting
 # ---------------------------------------------------------------------------------------------
 
+def collection(course: Course, assignment: str) -> collect.Collection:
+    return collect.Collection(course.path("submitted"), assignment, course.runtime_dir("results") / "collection.json")
+
+
 def collect_exchange(course: Course, assignment: str) -> list[str]:
-    """Copy the latest submission of every student from the exchange into ``submitted/``."""
+    """The latest submission of every student in the exchange, into ``submitted/`` (``collect.py``)."""
     setup(course, assignment)
-    course.nbgrader("collect", assignment, "--update")
-    return students_with_submissions(course, assignment)
-
-
-def default_zip_regexp(assignment: str) -> str:
-    """``<student>_<anything>_<assignment>[suffix].ipynb``: Canvas and Moodle downloads, for example
-    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``."""
-    import re
-
-    return rf".*/(?P<student_id>[^/_]+)_(?:[^/]*_)?(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
+    exchange = course.exchange or Path("/srv/nbgrader/exchange")
+    return collect.from_exchange(collection(course, assignment), exchange / course.course_id / "inbound")
 
 
 def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regexp: str | None = None) -> list[str]:
-    """Collect an LMS download (zip files, or loose files named by student) with ``zip_collect``."""
+    """An LMS download (zip files, or loose files named by student), one level, with caps (``collect.py``)."""
     setup(course, assignment)
-    downloaded = course.runtime_dir("downloaded")
-    archive_dir = downloaded / assignment / "archive"
-    shutil.rmtree(archive_dir, ignore_errors=True)
-    archive_dir.mkdir(parents=True)
-    for archive in archives:
-        shutil.copy(archive, archive_dir / Path(archive).name)
-    course.nbgrader("zip_collect", assignment, "--force",  # (a path relative to the course root)
-                    f"--ZipCollectApp.downloaded_directory={downloaded.relative_to(course.root)}",
-                    f"--FileNameCollectorPlugin.named_regexp={regexp or default_zip_regexp(assignment)}")
-    return students_with_submissions(course, assignment)
+    students, notes = collect.from_zips(collection(course, assignment), archives, regexp,
+                                        expected_notebooks(course, assignment))
+    for note in notes:
+        print(f"note: {collect.printable(note)}", file=sys.stderr)
+    return students
 
 
 def collect_folder(course: Course, assignment: str, folder: Path) -> list[str]:
     """Collect ``<folder>/<student>/<assignment>/...`` (e.g. copied from a shared drive)."""
-    folder = Path(folder)
-    students = []
-    for student_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
-        source = student_dir / assignment
-        if not source.is_dir():
-            continue
-        target = course.path("submitted", student_dir.name, assignment)
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-        stamp = target / "timestamp.txt"
-        if not stamp.exists():
-            newest = max((p.stat().st_mtime for p in target.rglob("*") if p.is_file()), default=time.time())
-            stamp.write_text(dt.datetime.fromtimestamp(newest, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
-        students.append(student_dir.name)
-    return students
+    return collect.from_folder(collection(course, assignment), Path(folder))
+
+
+def collection_notes(course: Course, assignment: str) -> dict[str, list[str]]:
+    return collection(course, assignment).data.get("notes", {}).get(assignment, {})
+
+
+def original_ids(course: Course) -> dict[str, str]:
+    record = course.root / course.runtime / "results" / "collection.json"
+    return json.loads(record.read_text()).get("ids", {}) if record.exists() else {}
 
 
 def students_with_submissions(course: Course, assignment: str) -> list[str]:
@@ -295,12 +281,13 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
     """Decide whether a submission can be graded, and note everything unusual about it."""
     folder = course.path("submitted", student, assignment)
     result = Inspection()
-    if not folder.is_dir():
+    result.notes += collection_notes(course, assignment).get(student, [])
+    if folder.is_symlink() or not folder.is_dir():
         result.status = MISSING
         result.notes.append("nothing was submitted")
         return result
     result.fingerprint = fingerprint(folder)
-    present = sorted(p.name for p in folder.glob("*.ipynb"))
+    present = sorted(p.name for p in folder.glob("*.ipynb") if not p.is_symlink())
     expected = [f"{name}.ipynb" for name in expected_notebooks(course, assignment)]
     missing = [name for name in expected if name not in present]
     extra = [name for name in present if name not in expected]
@@ -324,17 +311,22 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
                                 "clear its outputs and submit again")
             return result
         try:
-            with open(path, encoding="utf-8") as handle:
-                raw = json.load(handle)
+            raw = json.loads(collect.read_regular(path, int(max_mb * 1e6)).decode("utf-8"))
+        except RecursionError:
+            result.status = INVALID
+            result.notes.append(f"`{submitted_name}` is nested too deeply to be a notebook")
+            return result
         except (UnicodeDecodeError, ValueError) as error:
             result.status = INVALID
-            result.notes.append(f"`{submitted_name}` is not valid JSON ({error}): the file is damaged or not a notebook")
+            result.notes.append(f"`{submitted_name}` is not valid JSON ({str(error)[:120]}): the file is damaged "
+                                "or not a notebook")
             return result
         try:
             notebook = nbformat.reads(json.dumps(raw), as_version=4)
-        except Exception as error:  # nbformat raises several kinds
+        except (Exception, RecursionError) as error:  # nbformat raises several kinds
             result.status = INVALID
-            result.notes.append(f"`{submitted_name}` is JSON but not a Jupyter notebook ({type(error).__name__}: {error})")
+            result.notes.append(f"`{submitted_name}` is JSON but not a Jupyter notebook "
+                                f"({type(error).__name__}: {str(error)[:120]})")
             return result
         if (release / name).exists():
             result.notes += compare_with_release(notebook, nbformat.read(release / name, as_version=4))
@@ -345,7 +337,7 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
 def suspicious_code(notebook, assignment: str) -> list[str]:
     """Constructs that can game the grader (``scan.py``): a note each, the score is not changed."""
     try:
-        from scan import scan_notebook
+        from .scan import scan_notebook
     except ImportError:
         return []
     try:
@@ -401,7 +393,7 @@ class Result:
     fingerprint: str = ""
     seconds: float = 0.0  # nbgrader's autograde of this submission
     graded_at: str = ""
-    recheck_seconds: float = 0.0  # the trusted re-check (verify.py) after it
+    original_id: str = ""  # the student id as submitted, when it had to be made safe (collect.py)
 
     @property
     def total(self) -> float:
@@ -415,7 +407,7 @@ class Result:
         """The report's line for this student."""
         score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
         text = f"{self.student}: {self.status}, {score}"
-        return text + (": " + "; ".join(self.notes) if self.notes else "")
+        return collect.printable(text + (": " + "; ".join(self.notes) if self.notes else ""))
 
 
 def results_dir(course: Course, assignment: str) -> Path:
@@ -435,7 +427,9 @@ def read_results(course: Course, assignment: str) -> dict[str, Result]:
     if folder.exists():
         for path in sorted(folder.glob("*.json")):
             try:
-                results[path.stem] = Result(**json.loads(path.read_text()))
+                data = json.loads(path.read_text())
+                data.pop("recheck_seconds", None)  # records of an earlier version
+                results[path.stem] = Result(**data)
             except (ValueError, TypeError):
                 continue  # a damaged record: that student is graded again
     return results
@@ -502,33 +496,6 @@ def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict
 
 
 # ---------------------------------------------------------------------------------------------
-# What the autograded notebook says happened
-# ---------------------------------------------------------------------------------------------
-
-def _cell_label(cell, index: int) -> str:
-    gid = _grade_id(cell)
-    first = next((line.strip() for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
-    return f"`{gid}`" if gid else f"cell {index + 1} (`{first[:40]}`)"
-
-
-def outcome_notes(notebook, cell_timeout: int, memory_mb: int) -> tuple[str | None, list[str]]:
-    """Timeouts and memory errors seen in the autograded notebook: (status or None, notes)."""
-    status, notes = None, []
-    for index, cell in enumerate(notebook.cells):
-        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
-            if output.get("output_type") != "error":
-                continue
-            if output.get("ename") == "CellTimeoutError":
-                status = TIMED_OUT
-                notes.append(f"{_cell_label(cell, index)} ran longer than {cell_timeout} s and was stopped; "
-                             "the other cells were graded")
-            elif output.get("ename") == "MemoryError":
-                status = status or REVIEW
-                notes.append(f"{_cell_label(cell, index)} ran out of memory (the limit is {memory_mb} MiB per notebook)")
-    return status, notes
-
-
-# ---------------------------------------------------------------------------------------------
 # Workers: long-lived processes, each grading in its own private root
 # ---------------------------------------------------------------------------------------------
 
@@ -537,7 +504,7 @@ class Worker:
         self.settings = settings
         with open(stderr_path, "a") as stderr:  # what nbgrader and the kernels print, for debugging
             self.process = subprocess.Popen(
-                [*prefix, sys.executable, str(HERE / "grade_worker.py")], cwd=HERE, env=tool_env(headless=True),
+                [*prefix, sys.executable, "-m", "autograde.grade_worker"], cwd=HERE, env=tool_env(headless=True),
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
                 start_new_session=True)
         self.job: dict | None = None
@@ -642,8 +609,8 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     from traitlets.config.loader import PyFileConfigLoader
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
-    cell_timeout = int(cell_timeout or config.Execute.get("timeout", 60))
-    memory_mb = int(memory_mb if memory_mb is not None else config.GuardedKernelManager.get("memory_limit_mb", 2048))
+    cell_timeout = int(cell_timeout or config.Judge.get("timeout", 60))
+    memory_mb = int(memory_mb if memory_mb is not None else config.Judge.get("memory_mb", 2048))
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
     with exclusive(course):
@@ -685,7 +652,11 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
     jobs: list[dict] = []
     inspections: dict[str, Inspection] = {}
     for student in everyone:
-        found = inspect(course, assignment, student)
+        try:
+            found = inspect(course, assignment, student)
+        except Exception as error:  # noqa: BLE001 - one unreadable submission never stops the class
+            found = Inspection(status=INVALID, notes=[f"the submission could not be inspected "
+                                                       f"({type(error).__name__}: {str(error)[:200]})"])
         inspections[student] = found
         old = previous.get(student)
         if not force and old is not None and old.fingerprint == found.fingerprint:
@@ -735,8 +706,14 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
         shutil.rmtree(stale, ignore_errors=True)
     work = course.runtime_dir("work", f"run-{uuid.uuid4().hex[:8]}")
     snapshot = snapshot_gradebook(course, work)
+    from . import grading_key
+
+    key_file = grading_key.key_path(course.root)
+    grading_key.load_or_create(key_file)  # made on the first grading run, kept out of git
     settings = {"source": str(course.path("source")), "gradebook": str(snapshot), "course_id": course.course_id,
-                "config": {"Execute.timeout": cell_timeout, "GuardedKernelManager.memory_limit_mb": memory_mb}}
+                "config": {"Judge.timeout": cell_timeout, "Judge.memory_mb": memory_mb,
+                           "Judge.budget": max(30, int(submission_timeout * 0.8)), "Judge.key_file": str(key_file),
+                           "Judge.release_directory": str(course.path("release"))}}
     incoming: queue.Queue = queue.Queue()
     pending = list(jobs)
     retried: set[str] = set()
@@ -751,48 +728,47 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
     def conclude(job: dict, message: dict | None, killed_for: str | None = None) -> None:
         student = job["student"]
         found = inspections[student]
+        try:
+            status, scores, notes, seconds = record(job, message, killed_for)
+        except Exception as error:  # noqa: BLE001 - recording one student never stops the class
+            status, scores, notes, seconds = REVIEW, {g: 0.0 for g in maxima}, list(found.notes), 0.0
+            notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
+        if not sandbox_state()[0]:  # say it on every grade: these kernels could reach everything
+            notes.append(f"unsandboxed: {sandbox_state()[1]}")
+        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
+                      original_ids(course).get(student, "")))
+
+    def record(job: dict, message: dict | None, killed_for: str | None):
+        student = job["student"]
+        notes = list(inspections[student].notes)
         log_text = (message or {}).get("log", "")
         (course.runtime_dir("logs", assignment) / f"{student}.log").write_text(log_text or "(no log)\n")
-        notes = list(found.notes)
         seconds = message.get("seconds", 0.0) if message else 0.0
         if message and message.get("ok"):
             target = course.path("autograded", student, assignment)
             shutil.rmtree(target, ignore_errors=True)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(message["autograded"], target)
+            shutil.move(message["autograded"], target)  # written by nbgrader in the worker, never by a kernel
             merge_into_gradebook(course, assignment, student, message)
-            notebook_path = target / f"{expected_notebooks(course, assignment)[0]}.ipynb"
-            notes += message.get("recheck_notes", [])  # points withheld by the trusted re-check (verify.py)
-            status = REVIEW if notes else GRADED
-            if notebook_path.exists():
-                seen, more = outcome_notes(nbformat.read(notebook_path, as_version=4), cell_timeout, memory_mb)
-                notes += more
-                if seen == TIMED_OUT or (seen == REVIEW and status == GRADED):
-                    status = seen
-            scores = scores_from_gradebook(course, assignment, student)
-        else:
-            status = killed_for or (message or {}).get("failure") or DIED
-            log = (message or {}).get("log", "")
-            if status == "grading error":
-                status = REVIEW
-                notes.append("nbgrader could not grade it: " + last_error_line(log))
-            elif status == DIED:
-                notes.append("the kernel died while running the notebook (a crash such as os._exit or a "
-                             "segfault, or memory beyond the limit): nothing could be graded; "
-                             + last_error_line(log))
-            elif status == TIMED_OUT:
-                notes.append(killed_for and f"grading took longer than {submission_timeout:g} s and was stopped"
-                             or "a cell could not be interrupted after its time limit: " + last_error_line(log))
-            elif status == INVALID:
-                notes.append("nbgrader could not read the notebook: " + last_error_line(log))
-            merge_into_gradebook(course, assignment, student, None)
-            shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
-            scores = {g: 0.0 for g in maxima}
-        if not sandbox_state()[0]:  # say it on every grade: these kernels could reach everything
-            notes.append(f"unsandboxed: {sandbox_state()[1]}")
-        recheck_seconds = round((message or {}).get("recheck_seconds", 0.0), 2)
-        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
-                      recheck_seconds))
+            notes += message.get("judge_notes", [])
+            status = message.get("judge_status") or (REVIEW if notes else GRADED)
+            return status, scores_from_gradebook(course, assignment, student), notes, seconds
+        status = killed_for or (message or {}).get("failure") or DIED
+        log = (message or {}).get("log", "")
+        if status == "grading error":
+            status = REVIEW
+            notes.append("nbgrader could not grade it: " + last_error_line(log))
+        elif status == DIED:
+            notes.append("the grading process died while grading it (twice): nothing could be graded; "
+                         + last_error_line(log))
+        elif status == TIMED_OUT:
+            notes.append(f"grading took longer than {submission_timeout:g} s and was stopped" if killed_for
+                         else "a cell could not be interrupted after its time limit: " + last_error_line(log))
+        elif status == INVALID:
+            notes.append("nbgrader could not read the notebook: " + last_error_line(log))
+        merge_into_gradebook(course, assignment, student, None)
+        shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
+        return status, {g: 0.0 for g in maxima}, notes, seconds
 
     try:
         while pending or any(w.job for w in pool):
@@ -846,7 +822,7 @@ def last_error_line(log: str) -> str:
 
 def hidden_lines(course: Course, assignment: str) -> set[str]:
     """The lines of the assignment's hidden tests (from the source), for checking feedback."""
-    from feedback_filter import split_hidden
+    from .feedback_filter import split_hidden
 
     lines = set()
     for path in course.path("source", assignment=assignment).glob("*.ipynb"):
@@ -864,18 +840,79 @@ def leaked_lines(html: str, hidden: set[str]) -> list[str]:
     return sorted(line for line in hidden if line in text)
 
 
-def feedback(course: Course, assignment: str, release_to_students: bool = False) -> list[Path]:
-    """Generate the students' feedback (HTML, hidden tests removed), check it, optionally release it."""
-    course.nbgrader("generate_feedback", assignment, "--force")
+def _feedback_app(course: Course, assignment: str, student: str):
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+    overrides = Config()
+    for argument in course.nbgrader_args():
+        dotted, value = argument[2:].split("=", 1)
+        section, name = dotted.split(".", 1)
+        overrides[section][name] = value
+    config.merge(overrides)
+    coursedir = CourseDirectory(config=config)
+    coursedir.assignment_id, coursedir.student_id = assignment, student
+    app = GenerateFeedback(coursedir=coursedir, config=config)
+    app.force = True
+    return app
+
+
+def feedback(course: Course, assignment: str, release_to_students: bool = False,
+             students: list[str] | None = None) -> list[Path]:
+    """Generate each student's feedback (HTML, hidden tests removed), check it, optionally release it.
+
+    One student at a time: a problem with one submission's feedback is a note in that student's
+    result, never the end of the run. Released through the exchange for students who submitted
+    there; for the others (an LMS zip, a folder) one zip to upload back: ``feedback/<assignment>-for-lms.zip``.
+    """
     hidden = hidden_lines(course, assignment)
-    files = sorted(course.path("feedback").glob(f"*/{assignment}/*.html"))
-    for path in files:
-        leaks = leaked_lines(path.read_text(encoding="utf-8"), hidden)
-        if leaks:
-            path.unlink()
-            raise RuntimeError(f"{path} showed hidden tests ({leaks[:2]}); it was deleted, nothing was released")
+    results = read_results(course, assignment)
+    files: list[Path] = []
+    through_exchange: list[str] = []
+    for student in sorted(results if students is None else set(students) & set(results)):
+        result = results[student]
+        if not course.path("autograded", student, assignment).is_dir():
+            continue
+        folder = course.path("feedback", student, assignment)
+        problem = None
+        try:
+            _feedback_app(course, assignment, student).start()
+            made = sorted(folder.glob("*.html"))
+            for path in made:
+                leaks = leaked_lines(path.read_text(encoding="utf-8", errors="replace"), hidden)
+                if leaks:
+                    problem = "its feedback showed a line of the hidden tests and was withheld"
+            if problem:
+                shutil.rmtree(folder, ignore_errors=True)
+            else:
+                files += made
+                if (course.path("submitted", student, assignment) / "submission_secret.txt").is_file():
+                    through_exchange.append(student)
+        except Exception as error:  # noqa: BLE001
+            problem = f"no feedback could be made ({type(error).__name__}: {str(error)[:200]})"
+            shutil.rmtree(folder, ignore_errors=True)
+        if problem and problem not in result.notes:
+            result.notes.append(problem)
+            write_result(course, result)
     if release_to_students:
-        course.nbgrader("release_feedback", assignment)
+        for student in through_exchange:
+            run = course.nbgrader("release_feedback", assignment, f"--student={student}", check=False)
+            if run.returncode != 0:
+                result = results[student]
+                result.notes.append("its feedback could not be released through the exchange: "
+                                    + last_error_line(run.stdout + run.stderr))
+                write_result(course, result)
+        others = [p for p in files if p.parts[-3] not in through_exchange]
+        if others:
+            import zipfile
+
+            bundle = course.path("feedback") / f"{assignment}-for-lms.zip"
+            with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED) as archive:
+                for path in others:
+                    archive.write(path, f"{path.parts[-3]}/{path.name}")
     return files
 
 
@@ -921,14 +958,16 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
             status = result.status if result else (MISSING if not course.path("submitted", student, assignment).is_dir()
                                                    else "not graded yet")
             scores = scores_from_gradebook(course, assignment, student) if result else {}
-            row = {"student": student, "assignment": assignment, "status": status}
+            row = {"student": student, "student_as_submitted": (result.original_id if result else "") or student,
+                   "assignment": assignment, "status": status}
             for exercise, cells in grouped.items():
                 row[exercise] = f"{sum(scores.get(c, 0.0) for c in cells):g}"
             row["total"] = f"{sum(scores.get(c, 0.0) for c in maxima):g}"
             row["max_total"] = f"{sum(maxima.values()):g}"
             row["notes"] = "; ".join(result.notes) if result else ""
             rows.append(row)
-    header = ["student", "assignment", "status", *columns, "total", "max_total", "notes"]
+    header = ["student", "student_as_submitted", "assignment", "status", *columns, "total", "max_total", "notes"]
+    rows = [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
@@ -938,9 +977,25 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
     return rows
 
 
+def spreadsheet_safe(value) -> str:
+    """A CSV cell a spreadsheet shows as text: no formula (``=1+2``, ``+``, ``-``, ``@``), no control characters."""
+    text = collect.printable(str(value))
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(text):
+        return "'" + text
+    return text
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
 def sandbox_state() -> tuple[bool, str]:
     """(True, "") when grading kernels run in the bubblewrap sandbox (sandbox.py), else (False, why)."""
-    from sandbox import sandbox_available
+    from .sandbox import sandbox_available
 
     return sandbox_available()
 
@@ -956,8 +1011,8 @@ def report(course: Course, assignment: str) -> str:
         if result is None:
             status = MISSING if not course.path("submitted", student, assignment).is_dir() else "not graded yet"
             counts[status] = counts.get(status, 0) + 1
-            lines.append(f"  {student}: {status}" + (": nothing was submitted" if status == MISSING else
-                                                      ": run `grade.py autograde` again"))
+            lines.append(collect.printable(f"  {student}: {status}") + (": nothing was submitted" if status == MISSING
+                                                                          else ": run `grade.py autograde` again"))
             continue
         counts[result.status] += 1
         if result.status != GRADED:
@@ -1029,7 +1084,6 @@ def grading_throughput_benchmark(assignment: str = "00_start_here", n_submission
             figures[f"{mode}_full_marks"] = full
             if mode == "serial":  # where one submission's time goes, without competition for the cores
                 figures["median_autograde_seconds"] = statistics.median(r.seconds for r in results.values())
-                figures["median_recheck_seconds"] = statistics.median(r.recheck_seconds for r in results.values())
             problems = [r.line() for r in results.values() if not (r.status == GRADED and r.total == r.max_total)]
             figures[f"{mode}_problems"] = problems[:3]
     figures["speedup"] = figures["serial_seconds"] / figures["parallel_seconds"]
@@ -1045,6 +1099,6 @@ def describe(figures: dict) -> str:
         f"  parallel ({figures['workers']} workers): {figures['parallel_seconds']:6.1f} s  "
         f"{figures['parallel_per_minute']:6.1f} notebooks/min",
         f"  speedup {figures['speedup']:.2f}x; every submission full marks: {figures['all_full_marks']}",
-        f"  one submission, serially (medians): autograde {figures['median_autograde_seconds']:.1f} s, "
-        f"trusted re-check {figures['median_recheck_seconds']:.1f} s",
+        f"  one submission, serially (median): {figures['median_autograde_seconds']:.1f} s "
+        "(sandboxed kernel and judge included)",
     ])

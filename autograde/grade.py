@@ -1,16 +1,16 @@
 """The instructor's command line: release, collect, autograde (in parallel), feedback, grades, report.
 
-    python autograde/grade.py setup     ASSIGNMENT            record it in the gradebook (once)
-    python autograde/grade.py release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
-    python autograde/grade.py collect   ASSIGNMENT            from the exchange
-    python autograde/grade.py collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
-    python autograde/grade.py collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
-    python autograde/grade.py autograde ASSIGNMENT [--workers N] [--force] [--cell-timeout S]
-    python autograde/grade.py feedback  ASSIGNMENT [--release]
-    python autograde/grade.py export    [ASSIGNMENT ...] [--output grades.csv]
-    python autograde/grade.py report    ASSIGNMENT
-    python autograde/grade.py all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
-    python autograde/grade.py bench     [--submissions 40] [--workers N]
+    python -m autograde.grade setup     ASSIGNMENT            record it in the gradebook (once)
+    python -m autograde.grade release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
+    python -m autograde.grade collect   ASSIGNMENT            from the exchange
+    python -m autograde.grade collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
+    python -m autograde.grade collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
+    python -m autograde.grade autograde ASSIGNMENT [--workers N] [--force] [--cell-timeout S]
+    python -m autograde.grade feedback  ASSIGNMENT [--release]
+    python -m autograde.grade export    [ASSIGNMENT ...] [--output grades.csv]
+    python -m autograde.grade report    ASSIGNMENT
+    python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
+    python -m autograde.grade bench     [--submissions 40] [--workers N]
 
 Every command works on the course root (the repository, or ``--root``) with the layout of
 ``autograde/nbgrader_config.py``; ``--exchange DIR`` points at nbgrader's exchange. ``autograde``
@@ -23,8 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import classroom  # noqa: E402
+from autograde import classroom
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +98,7 @@ def autograde(course, args) -> None:
                               memory_mb=args.memory_mb, progress=not args.quiet)
     problems = sum(r.status != classroom.GRADED for r in results.values())
     print(f"{len(results)} students, {problems} with something to look at "
-          f"(python autograde/grade.py report {args.assignment})")
+          f"(python -m autograde.grade report {args.assignment})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """One grading worker: grades submissions one after another with nbgrader, in a private course root.
 
-Started by ``classroom.grade`` (one worker per core), never by hand. It speaks JSON lines:
+Started by ``classroom.grade`` (one worker per core, ``python -m autograde.grade_worker``), never by hand. It speaks JSON lines:
 
     stdin, first line   {"root": ..., "source": ..., "gradebook": ..., "course_id": ..., "config": {...}}
     stdin, then         {"assignment": ..., "student": ..., "folder": ..., "rename": {...}}   one per job
@@ -27,8 +27,6 @@ import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
 
 def load_config(settings: dict):
@@ -113,14 +111,18 @@ def grade_one(settings: dict, job: dict) -> dict:
     from nbgrader.converters import Autograde
     from nbgrader.coursedir import CourseDirectory
 
+    from . import judge
+    from .collect import take_folder, write_submission
+
     root = Path(settings["root"])
     assignment, student = job["assignment"], job["student"]
     submitted = root / "submitted" / student / assignment
-    shutil.rmtree(submitted, ignore_errors=True)
     shutil.rmtree(root / "autograded" / student / assignment, ignore_errors=True)
-    shutil.copytree(job["folder"], submitted, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    for wrong, right in job.get("rename", {}).items():
-        (submitted / wrong).rename(submitted / right)
+    # Only the regular files grading needs, read without following links (collect.py), under the
+    # names the assignment expects: nothing else a student handed in reaches nbgrader.
+    files, _, _ = take_folder(Path(job["folder"]))
+    files = {job.get("rename", {}).get(name, name): data for name, data in files.items()}
+    write_submission(submitted, files)
     for path in submitted.glob("*.ipynb"):
         try:
             repair_duplicates(path)
@@ -153,47 +155,18 @@ def grade_one(settings: dict, job: dict) -> dict:
     log = buffer.getvalue()
     result = {"assignment": assignment, "student": student, "ok": ok, "seconds": time.monotonic() - started,
               "log": log[-20000:], "autograded": str(root / "autograded" / student / assignment)}
+    notes, statuses = [], []
+    for key in [k for k in judge.REPORTS if k[0] == assignment and k[1] == student]:
+        report = judge.REPORTS.pop(key)
+        notes += report.notes
+        statuses.append(report.status)
+    result["judge_notes"] = notes
+    result["judge_status"] = next((s for s in ("kernel died", "timed out") if s in statuses), None)
     if ok:
         result.update(read_grades(config.CourseDirectory.db_url, assignment, student))
-        started = time.monotonic()
-        recheck(settings, assignment, submitted, result)
-        result["recheck_seconds"] = time.monotonic() - started
     else:
         result["failure"] = classify_failure(log)
     return result
-
-
-def recheck(settings: dict, assignment: str, submitted: Path, result: dict) -> None:
-    """The trusted re-check (``verify.py``): a test cell keeps nbgrader's points only if it also passes
-    when the tests run here, in the grader's process, against the student's functions."""
-    import tempfile
-
-    import nbformat
-    from verify import verify_notebook
-
-    for name, record in result.get("notebooks", {}).items():
-        source_path = Path(settings["source"]) / assignment / f"{name}.ipynb"
-        submitted_path = submitted / f"{name}.ipynb"
-        earned = {g: v for g, v in record["grades"].items() if (v.get("auto_score") or 0) > 0}
-        if not earned or not source_path.exists() or not submitted_path.exists():
-            continue
-        try:
-            with tempfile.TemporaryDirectory(prefix="hm-recheck-") as workdir:
-                shutil.copytree(submitted, workdir, dirs_exist_ok=True)
-                verdicts = verify_notebook(nbformat.read(source_path, as_version=4),
-                                           nbformat.read(submitted_path, as_version=4), Path(workdir))
-        except Exception as error:  # the re-check itself failed: keep no unverified points
-            verdicts = {}
-            result.setdefault("recheck_notes", []).append(
-                f"the trusted re-check could not run ({type(error).__name__}: {error}); unverified points withheld")
-        for grade_id in earned:
-            verdict = verdicts.get(grade_id)
-            if verdict is None or not verdict.passed:
-                record["grades"][grade_id]["auto_score"] = 0.0
-                why = verdict.message if verdict else "no verdict"
-                result.setdefault("recheck_notes", []).append(
-                    f"test cell `{grade_id}` passed in the notebook but failed the trusted re-check "
-                    f"({why[:200]}): its points were withheld")
 
 
 def watch_parent() -> None:

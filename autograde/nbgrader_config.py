@@ -4,6 +4,7 @@
     notebooks/<assignment>/          the release (student version), committed
     autograde/submitted|autograded|feedback|solution/<student>/<assignment>/   runtime, never committed
     autograde/gradebook.db           the gradebook, runtime, never committed
+    autograde/grading-key            the instructor's secret for hidden inputs (grading_key.py), never committed
 
 Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
 """
@@ -24,36 +25,27 @@ c.CourseDirectory.solution_directory = "autograde/solution"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
 
-# A test cell that a student deleted is put back and run, instead of silently scoring nothing.
+# A test cell that a student deleted is put back and judged, instead of silently scoring nothing.
 c.OverwriteCells.add_missing_cells = True
-# Each cell gets its own time limit; a cell that loops forever is interrupted, the rest still run.
-c.Execute.timeout = 60
-c.Execute.interrupt_on_timeout = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# Kernels that run students' code start through kernel_guard (a per-kernel memory limit, no core
-# dumps, one BLAS thread, and a hook to put a sandbox command in front: command_prefix).
-here in sys.path or sys.path.insert(0, here)
-from kernel_guard import GuardedExecute  # noqa: E402
-from feedback_filter import HideHiddenTests  # noqa: E402
+from autograde.feedback_filter import HideHiddenTests  # noqa: E402
+from autograde.judge import Judge  # noqa: E402
+from autograde.sandbox import sandbox_available  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades,  # noqa: E402
-                                    IgnorePattern, LimitOutput, SaveAutoGrades)
+                                    LimitOutput, SaveAutoGrades)
 
-c.Autograde.autograde_preprocessors = [GuardedExecute, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
-                                       SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-c.GuardedKernelManager.memory_limit_mb = 2048
-c.GuardedKernelManager.command_prefix = []  # an extra wrapper, if a deployment wants one
-# Every grading kernel runs in the bubblewrap sandbox (sandbox.py): no network, no access to the
-# solutions, the gradebook, the exchange or other submissions, an unprivileged user, limits.
-from sandbox import sandbox_available  # noqa: E402
-
+# The judge replaces nbgrader's Execute: the student's code runs in a sandboxed kernel, every test
+# cell runs in the grader's own process against it (judge.py). Limits per cell and per notebook.
+c.Autograde.autograde_preprocessors = [Judge, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       AssignLatePenalties, CheckCellMetadata]
+c.Judge.timeout = 60
+c.Judge.budget = 480
+c.Judge.memory_mb = 2048
 SANDBOXED, WHY_NOT_SANDBOXED = sandbox_available()
-if SANDBOXED:
-    c.GuardedExecute.kernel_manager_class = "sandbox.SandboxedKernelManager"
-else:
+if not SANDBOXED:
     print(f"WARNING: GRADING UNSANDBOXED: {WHY_NOT_SANDBOXED}", file=sys.stderr)
-# Huge outputs are cut (stored outputs are cleared before grading anyway).
 c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 

@@ -1,45 +1,71 @@
-"""An OS sandbox for every grading kernel (bubblewrap), plugged into nbgrader as a kernel manager.
+"""The sandbox every grading kernel runs in: what student code can reach, and nothing more.
 
-Student code runs in the kernel that grades it. In the sandbox the kernel:
+A student's notebook is code, and grading runs it. The kernel that runs it is started inside
+bubblewrap with an **allowlist**, not a blocklist: it sees
 
-* has **no network** (its own empty network namespace) and talks to the grader over unix sockets
-  (jupyter's IPC transport) in a private runtime folder;
-* sees the file system **read-only**, with the course repository replaced by an empty folder except
-  the package it needs (``heads_and_masks/``, ``data/``, the environment), so ``solutions/``,
-  ``authoring/``, ``tests/``, the gradebook, the exchange and other submissions are simply not there;
-* writes only to its own submission folder and a private ``/tmp``;
-* runs as an unprivileged user (when the grader is root) with limits on memory (``kernel_guard``),
-  CPU time, processes and file size.
+* the operating system read-only (``/usr``, ``/etc`` and the merged-usr links), the Python it runs on
+  and the course's environment read-only;
+* the course package in a **stub copy** whose reference implementations of every graded function are
+  gone (``judge.stub_package``), and the course's ``data/``;
+* a private scratch folder as its working directory, a private ``/tmp`` and ``/dev/shm``: small
+  tmpfs mounts with a size cap, thrown away with the kernel;
+* a private folder for the two unix sockets it talks to the grader through (no network at all: its
+  own empty network namespace). The folder is made read-only as soon as the kernel is up.
 
-``nbgrader_config.py`` selects it for every grading kernel when bubblewrap works here; where it
-does not, :func:`sandbox_available` says why, the configuration prints a loud warning and the
-grading report marks every grade "unsandboxed".
+Nothing else exists for it: not the repository, the gradebook, the solutions, the exchange, other
+submissions, ``/root``, ``/home`` or ``/srv``. It runs
+
+* as a **uid of its own** (no other process on the machine has it), so its process limit and its
+  files are its own;
+* in its own pid, IPC and UTS namespaces, in a new session, dying with its parent;
+* with an **environment built from nothing** (a handful of variables, no secret of the grader's);
+* under limits: a memory cgroup that also counts shared memory and tmpfs pages (when the machine
+  offers cgroups to root), a pids cgroup, RLIMIT_DATA (an allocation beyond it is a ``MemoryError``
+  in the cell rather than a killed kernel), CPU time, file size, no core dumps, one BLAS thread.
+
+After the kernel the grader reads back nothing it wrote: answers travel as plain data over the
+kernel protocol (``judge.py``), and the scratch folder vanishes with its mount.
+
+Where bubblewrap is missing or cannot create namespaces, :func:`sandbox_available` says why; the
+kernel then runs unsandboxed (with a clean environment and limits) and every grade says so.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import os
-import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-import uuid
+import time
 from pathlib import Path
 
 from jupyter_client.manager import KernelManager
 
-from kernel_guard import GuardedCommand, GuardedKernelManager
-from traitlets import Bool, Int, List, Unicode
-from traitlets.config import LoggingConfigurable
-
 REPO = Path(__file__).resolve().parents[1]
-UNPRIVILEGED_USER = "nobody"
+LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
+LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+GRADING_ENV = "HEADS_AND_MASKS_GRADING"
+UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked), e.g. where it misbehaves  # set in every grading kernel: pictures and widgets stay idle
+
+# Variables a kernel may inherit from the grader, by name: nothing secret, only what makes the
+# numerics run correctly on this machine (see the OpenBLAS note in docs/security.md).
+PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
+
+
+def sandbox_available() -> tuple[bool, str]:
+    """(True, "") when bubblewrap can run a process without network here; else (False, why)."""
+    if os.environ.get(UNSANDBOXED_ENV) == "1":
+        return False, f"the sandbox was turned off ({UNSANDBOXED_ENV}=1)"
+    return _bubblewrap_works()
 
 
 @functools.cache
-def sandbox_available() -> tuple[bool, str]:
-    """(True, "") when bubblewrap can run a process without network here; else (False, why)."""
+def _bubblewrap_works() -> tuple[bool, str]:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         return False, "bubblewrap is not installed (Debian package `bubblewrap`)"
@@ -54,105 +80,226 @@ def sandbox_available() -> tuple[bool, str]:
     return True, ""
 
 
-def _unprivileged_ids() -> tuple[int, int] | None:
-    if os.geteuid() != 0:
-        return None  # already unprivileged: run as ourselves
-    try:
-        entry = pwd.getpwnam(UNPRIVILEGED_USER)
-    except KeyError:
-        return None
-    return entry.pw_uid, entry.pw_gid
+_uids = itertools.count()
 
 
-class _Sandboxed(LoggingConfigurable):
-    """Starts every kernel inside bubblewrap, with IPC transport and limits (mixed into a kernel manager)."""
+def private_uid() -> int:
+    """A uid no other process on the machine uses: 100000 + 64 * (our pid) + a counter.
 
-    cpu_seconds = Int(600, config=True, help="CPU-time limit of the kernel, in seconds")
-    max_processes = Int(64, config=True, help="process limit of the unprivileged kernel user")
-    max_file_mb = Int(64, config=True, help="largest file the kernel may write, in MiB")
-    visible_paths = List(Unicode(), config=True, help="repository paths the kernel may read")
-    hidden_paths = List(Unicode(), config=True, help="extra folders to hide (course root, exchange, ...)")
-    require = Bool(False, config=True, help="refuse to grade at all when the sandbox is unavailable")
-    package_override = Unicode("", help="a folder bound read-only in place of the course package")
+    Only root can switch to it. Every kernel gets its own, so RLIMIT_NPROC (which counts per uid)
+    and file ownership are never shared between two students graded at the same time.
+    """
+    return 100_000 + 64 * os.getpid() + next(_uids) % 64
+
+
+class Cgroups:
+    """A memory and a pids cgroup (v1 or v2) for one kernel, when root may create them here."""
+
+    def __init__(self, name: str, memory_bytes: int, max_pids: int):
+        self.folders: list[Path] = []
+        self.procs: list[Path] = []
+        if os.geteuid() != 0:
+            return
+        v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
+        wanted = [("", {"memory.max": memory_bytes, "pids.max": max_pids, "memory.swap.max": 0})] if v2 else \
+            [("memory", {"memory.limit_in_bytes": memory_bytes}), ("pids", {"pids.max": max_pids})]
+        for controller, limits in wanted:
+            folder = CGROUP_ROOT / controller / "heads-and-masks" / name
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                for key, value in limits.items():
+                    with contextlib.suppress(OSError):
+                        (folder / key).write_text(str(value))
+            except OSError:
+                continue
+            self.folders.append(folder)
+            self.procs.append(folder / "cgroup.procs")
+
+    @property
+    def limits_memory(self) -> bool:
+        return any(f.parent.parent.name in ("memory", "") and (f / ("memory.max" if f.parent.parent == CGROUP_ROOT
+                                                                    else "memory.limit_in_bytes")).exists()
+                   for f in self.folders)
+
+    def enter_command(self) -> list[str]:
+        """A prefix that moves the starting process into the cgroups before it execs the rest."""
+        if not self.procs:
+            return []
+        script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; shift; done; shift; exec "$@"'
+        return ["/bin/sh", "-c", script, "sh", *map(str, self.procs), "--"]
+
+    def remove(self) -> None:
+        for folder in self.folders:
+            for _ in range(20):
+                with contextlib.suppress(OSError):
+                    for pid in (folder / "cgroup.procs").read_text().split():
+                        with contextlib.suppress(OSError):
+                            os.kill(int(pid), signal.SIGKILL)
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def python_paths() -> list[Path]:
+    """The interpreter and the environment the kernel needs, wherever they live (outermost folders only)."""
+    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
+                  Path(os.path.realpath(sys.executable)).parent.parent]
+    candidates = [p.resolve() for p in candidates] + candidates
+    unique: list[Path] = []
+    for path in candidates:
+        if str(path) in ("/", "/usr") or str(path).startswith("/usr/"):
+            continue  # already there
+        if path not in unique:
+            unique.append(path)
+    return [p for p in unique if not any(other != p and other in p.parents for other in unique)]
+
+
+def kernel_environment(runtime: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a grading kernel: built from nothing, nothing of the grader's secrets."""
+    env = {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_CONFIG_DIR": "/tmp/.jupyter", "JUPYTER_DATA_DIR": "/tmp/.jupyter-data",
+        "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8",
+        GRADING_ENV: "1",
+    }
+    env.update({name: os.environ[name] for name in PASSED_THROUGH if name in os.environ})
+    env.update(extra or {})
+    return env
+
+
+def bwrap_command(command: list[str], *, scratch: str, runtime: Path, package: Path | None, env: dict[str, str],
+                  uid: int | None, scratch_mb: int, cpu_seconds: int, max_file_mb: int, max_processes: int) -> list[str]:
+    """``command`` wrapped in bubblewrap, limits and a switch to ``uid`` (see the module's docstring)."""
+    wrapper = [shutil.which("bwrap"), "--die-with-parent", "--new-session",
+               "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               "--clearenv", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        path = Path(top)
+        if path.is_symlink():
+            wrapper += ["--symlink", os.readlink(path), top]
+        elif path.is_dir():
+            wrapper += ["--ro-bind", top, top]
+    wrapper += ["--proc", "/proc", "--dev", "/dev",
+                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", "/tmp",
+                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm",
+                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", scratch]
+    binds: list[tuple[str, Path, Path]] = []
+    for path in python_paths():
+        if path.exists():
+            binds.append(("--ro-bind", path, path))
+    binds.append(("--ro-bind", LAUNCHER, LAUNCHER_INSIDE))
+    if (REPO / "data").is_dir():
+        binds.append(("--ro-bind", REPO / "data", REPO / "data"))
+    if package is not None:  # where the installed package is looked for (an editable install points here)
+        binds.append(("--ro-bind", package, REPO / "heads_and_masks"))
+    binds.append(("--bind", runtime, runtime))
+    made: set[Path] = {Path("/"), Path("/usr"), Path("/etc"), Path("/tmp"), Path(scratch)}
+    for option, source, target in binds:
+        for ancestor in reversed(target.parents):  # the way down to it, traversable by the kernel's uid
+            if ancestor not in made:
+                wrapper += ["--perms", "0755", "--dir", str(ancestor)]
+                made.add(ancestor)
+        wrapper += [option, str(source), str(target)]
+        made.add(target)
+    for name, value in env.items():
+        wrapper += ["--setenv", name, value]
+    wrapper += ["--chdir", scratch]
+    limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
+    if max_processes:
+        limits.append(f"--nproc={max_processes}")
+    drop = []
+    if uid is not None:
+        drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                "--"]
+    return [*wrapper, "--", *limits, "--", *drop, *command]
+
+
+def _runtime_base() -> str | None:
+    """Where the kernels' socket folders go: a root-owned folder of their own when we are root."""
+    if os.geteuid() == 0:
+        base = Path("/run/heads-and-masks")
+        with contextlib.suppress(OSError):
+            base.mkdir(mode=0o755, parents=True, exist_ok=True)
+            if base.is_dir() and not base.is_symlink():
+                return str(base)
+    return None
+
+
+class SandboxedKernelManager(KernelManager):
+    """A kernel manager whose kernel runs in the sandbox described above (or, where bubblewrap is not
+    available, unsandboxed with a clean environment and the same limits, loudly marked by the caller).
+
+    Set the limits before ``start_kernel``; ``package`` is the stub package to show as the course's.
+    """
+
+    memory_mb = 2048
+    cpu_seconds = 900
+    max_processes = 64
+    max_file_mb = 64
+    scratch_mb = 256
+    package: Path | None = None
+    extra_env: dict[str, str] | None = None
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        available, why = sandbox_available()
-        self.sandboxed = available
-        if not available:
-            message = f"GRADING UNSANDBOXED: {why}"
-            if self.require:
-                raise RuntimeError(message)
-            print(message, file=sys.stderr)
-            return
-        self.runtime = Path(tempfile.mkdtemp(prefix="hm-kernel-"))
+        self.sandboxed, self.why_not = sandbox_available()
+        # Sockets and the connection file live in a folder of their own, made read-only once the
+        # kernel is up: the kernel can neither leave files there nor replace a socket.
+        self.runtime = Path(tempfile.mkdtemp(prefix="kernel-", dir=_runtime_base()))
         os.chmod(self.runtime, 0o1777)
         self.transport = "ipc"
-        self.ip = str(self.runtime / f"kernel-{uuid.uuid4().hex[:8]}")
+        self.ip = str(self.runtime / "kernel")
         self.connection_file = str(self.runtime / "connection.json")
-
-    def _visible(self) -> list[Path]:
-        paths = [REPO / "data", REPO / "autograde" / "kernel_launch.py"]
-        paths += [] if self.package_override else [REPO / "heads_and_masks"]
-        prefix = Path(sys.prefix).resolve()
-        if REPO in prefix.parents:
-            paths.append(prefix)  # a venv inside the repository
-        # the interpreter the venv points to (for example under ~/.pyenv, which is hidden)
-        paths += [Path(sys.base_prefix).resolve(), Path(os.path.realpath(sys.executable)).parent.parent]
-        return paths + [Path(p) for p in self.visible_paths]
-
-    def _hidden(self) -> list[Path]:
-        hidden = [REPO, Path.home(), Path("/work"), Path("/srv"), Path("/var/lib")]
-        return hidden + [Path(p) for p in self.hidden_paths]
+        self.uid = private_uid() if os.geteuid() == 0 else None
+        self.cgroups: Cgroups | None = None
+        self.scratch = "/scratch" if self.sandboxed else tempfile.mkdtemp(prefix="hm-scratch-")
 
     def format_kernel_cmd(self, extra_arguments=None):
+        if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
+            self.kernel_spec.interrupt_mode = "message"
         command = super().format_kernel_cmd(extra_arguments)
-        if not getattr(self, "sandboxed", False):
-            return command
-        cwd = Path(self._launch_args.get("cwd") or os.getcwd()).resolve()
-        ids = _unprivileged_ids()
-        if ids:  # the kernel reads its connection file and writes in its own folder, nothing else
-            os.chown(self.connection_file, *ids)
-            for folder in [cwd, *cwd.rglob("*")]:
-                if folder.is_dir():
-                    os.chown(folder, *ids)
-        wrapper = [shutil.which("bwrap"), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                   "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
-                   "--new-session", "--unsetenv", "JPY_PARENT_PID",  # the parent is outside the pid namespace
-                   "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm"]
-        hidden = [p for p in self._hidden() if p.exists()]
-        for path in hidden:  # an empty folder in place of each hidden one
-            wrapper += ["--perms", "0755", "--tmpfs", str(path)]
-        binds = [("--ro-bind", p) for p in self._visible() if p.exists()]
-        binds += [("--bind", cwd), ("--bind", self.runtime)]
-        if self.package_override:
-            binds.append(("--ro-bind", Path(self.package_override), REPO / "heads_and_masks"))
-        for option, path, *inside in binds:  # recreate the way down to each folder inside the hidden ones
-            where = inside[0] if inside else path
-            for ancestor in reversed(where.parents):
-                if any(h == ancestor or h in ancestor.parents for h in [*hidden, Path("/tmp")]):
-                    wrapper += ["--perms", "0755", "--dir", str(ancestor)]
-            wrapper += [option, str(path), str(where)]
-        wrapper += ["--chdir", str(cwd), "--setenv", "HOME", "/tmp", "--setenv", "MPLCONFIGDIR", "/tmp",
-                    "--setenv", "IPYTHONDIR", "/tmp/.ipython", "--setenv", "JUPYTER_RUNTIME_DIR", str(self.runtime)]
-        limits = [shutil.which("prlimit"), f"--cpu={self.cpu_seconds}",
-                  f"--fsize={self.max_file_mb * 2**20}", f"--nproc={self.max_processes}", "--core=0", "--"]
-        drop = []
-        if ids:
-            drop = [shutil.which("setpriv"), f"--reuid={ids[0]}", f"--regid={ids[1]}", "--clear-groups",
-                    "--inh-caps=-all", "--"]
-        return [*wrapper, "--", *limits, *drop, *command]
+        launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER
+        launch = [sys.executable, str(launcher), f"--memory-mb={self.memory_mb}", "--threads=1", "--"]
+        if self.uid is not None:
+            os.chown(self.connection_file, self.uid, self.uid)
+        os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
+        name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
+        self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
+        env = kernel_environment(self.runtime, self.extra_env)
+        if not self.sandboxed:
+            self._unsandboxed_env = env
+            return [*self.cgroups.enter_command(), shutil.which("prlimit"), f"--cpu={self.cpu_seconds}",
+                    f"--fsize={self.max_file_mb * 2**20}", "--core=0", "--", *launch, *command]
+        wrapped = bwrap_command([*launch, *command], scratch=self.scratch, runtime=self.runtime,
+                                package=self.package, env=env, uid=self.uid, scratch_mb=self.scratch_mb,
+                                cpu_seconds=self.cpu_seconds, max_file_mb=self.max_file_mb,
+                                max_processes=0 if self.cgroups.procs else self.max_processes)
+        return [*self.cgroups.enter_command(), *wrapped]
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        # The kernel's environment is the one built above, never the grader's (bubblewrap clears
+        # its own; the few processes in front of it get no more than a PATH).
+        kw["env"] = getattr(self, "_unsandboxed_env", None) or {"PATH": "/usr/bin:/bin"}
+        kw["cwd"] = self.scratch if not self.sandboxed else "/"
+        return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    def seal(self) -> None:
+        """Once the kernel is connected: its socket folder becomes read-only to it."""
+        os.chmod(self.runtime, 0o555)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)
-        if not restart and getattr(self, "sandboxed", False):
-            shutil.rmtree(self.runtime, ignore_errors=True)
-
-
-class SandboxedKernelManager(_Sandboxed, GuardedKernelManager):
-    """What the grading uses (``nbgrader_config.py``): the guarded kernel (memory limit, one BLAS thread,
-    no core dumps, see ``kernel_guard.py``) started inside the sandbox."""
-
-
-class SandboxedSyncKernelManager(_Sandboxed, GuardedCommand, KernelManager):
-    """The same sandbox for code that drives a kernel synchronously (the trusted re-check)."""
+        if restart:
+            return
+        if self.cgroups is not None:
+            self.cgroups.remove()
+        with contextlib.suppress(OSError):
+            os.chmod(self.runtime, 0o700)
+        shutil.rmtree(self.runtime, ignore_errors=True)
+        if not self.sandboxed:
+            shutil.rmtree(self.scratch, ignore_errors=True)

@@ -1,14 +1,27 @@
-"""Measure what the causal mask saves: full-then-mask attention against the tiled kernel.
+"""Measure what the causal mask saves: the tiled kernel against full attention, in one run.
 
-Both versions run side by side in one process on the same inputs, alternating, so that whatever
-else the machine is doing slows both alike. Times are medians over ``repeats`` runs; memory is the
-peak that ``tracemalloc`` sees while one call runs (numpy reports its buffers to tracemalloc), that
-is the *extra* memory of the call: the inputs already exist before it starts.
+Three ways to get a causal attention output, or what it saves against, run side by side in one
+process on the same inputs, alternating, so that whatever else the machine is doing slows them alike:
 
-By default both run with one BLAS thread. The tiled kernel makes many small matrix products, and a
-multi-threaded BLAS on a busy machine can spend far longer synchronising its threads than
-multiplying (measured here: the tiled kernel 3 to 10 times slower with two threads under load,
-normal with one). One thread for both compares the work each version does, which is the question.
+* ``full_causal_attention``: every score computed, the future masked afterwards (the naive way);
+* ``unmasked_full_attention``: plain attention with no mask at all, as fast as numpy does it, in the
+  inputs' float type. It is the honest yardstick: a causal kernel that does half the work should take
+  about half of *its* time, not merely beat a slow masked version;
+* ``blocked_causal_attention``: the tiled kernel, which never computes the tiles above the diagonal.
+
+Also measured in the same run: a plain square matrix product of the same float type (what the machine's
+BLAS reaches, the "roofline" the kernel's arithmetic is compared with) and, where PyTorch is installed and
+asked for, PyTorch's causal ``scaled_dot_product_attention`` (PyTorch is not a dependency of the course).
+Times are the best (fastest) of ``repeats`` runs: on a shared machine other work only ever adds time to
+a run, so the fastest is the closest to what the version itself costs, for every version alike. Memory is
+the peak that ``tracemalloc`` sees while one call runs
+(numpy reports its buffers to tracemalloc), that is the *extra* memory of the call: the inputs already
+exist before it starts.
+
+By default everything runs with one BLAS thread (and one PyTorch thread). A multi-threaded BLAS on a
+busy machine can spend far longer synchronising its threads than multiplying (measured here: the
+first tiled kernel 3 to 10 times slower with two threads under load, normal with one). One thread for
+all compares the work each version does, which is the question.
 """
 from __future__ import annotations
 
@@ -16,14 +29,13 @@ import contextlib
 import ctypes
 import glob
 import os
-import statistics
 import time
 import tracemalloc
 
 import numpy as np
 
 from ._validate import whole_number
-from .tiled import blocked_causal_attention, causal_used_fraction, full_causal_attention
+from .tiled import blocked_causal_attention, causal_used_fraction, full_causal_attention, unmasked_full_attention
 
 
 def _openblas():
@@ -73,72 +85,148 @@ def peak_bytes(function, *args) -> int:
 
 
 def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, repeats=5, seed=0,
-                               threads: int | None = 1) -> list[dict]:
-    """One row per sequence length n: times, speedup, work and peak memory of both versions.
+                               threads: int | None = 1, dtype="float64", torch: bool = False) -> list[dict]:
+    """One row per sequence length n: times, speedups, work rate and peak memory of every version.
 
-    ``threads`` is the number of BLAS threads both versions get (None: leave numpy's setting alone).
+    ``threads`` is the number of BLAS threads all versions get (None: leave numpy's setting alone).
+    ``dtype`` is the float type of the inputs (every version works in it). ``torch=True`` also times
+    PyTorch's causal ``scaled_dot_product_attention`` where PyTorch is installed.
     Each row holds
-        n, d, block, repeats, threads
-        full_seconds, tiled_seconds   median wall time of one call
-        speedup                       full_seconds / tiled_seconds
+        n, d, block, repeats, threads, dtype
+        full_seconds, unmasked_seconds, tiled_seconds   wall time of one call, the best of ``repeats``
+        speedup                       full_seconds / tiled_seconds (against full-then-mask)
+        speedup_over_unmasked         unmasked_seconds / tiled_seconds (against plain full attention)
         theoretical_speedup           2n / (n + 1): all n² entries against the n(n+1)/2 that are used
         computed_fraction             entries the tiled kernel computed, over n²
         ideal_fraction                (n + 1) / (2n)
+        causal_flops                  the arithmetic causal attention needs: 2(d + d_v) per used entry
+        tiled_gflops                  causal_flops / tiled_seconds, in GFLOP/s
+        matmul_gflops                 a plain square matrix product of the same float type, in GFLOP/s
+        roofline_fraction             tiled_gflops / matmul_gflops
+        torch_seconds, tiled_over_torch   PyTorch's causal SDPA and tiled / it (None when not measured)
         full_peak_bytes, tiled_peak_bytes   peak extra memory of one call
         memory_ratio                  tiled_peak_bytes / full_peak_bytes
-        max_abs_difference            largest difference between the two outputs (they must agree)
+        max_abs_difference            largest difference between the full and tiled outputs (they must agree)
     """
     d = whole_number("d", d, minimum=1)
     block = whole_number("block", block, minimum=1)
     repeats = whole_number("repeats", repeats, minimum=1)
     sizes = [whole_number("n", n, minimum=1) for n in sizes]
-    with blas_threads(threads):
-        return [_measure(n, d, block, repeats, np.random.default_rng([seed, n]), threads) for n in sizes]
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        raise ValueError(f"dtype must be a float type, got {dtype}")
+    sdpa = _torch_causal_attention(threads) if torch else None
+    with blas_threads(threads), (sdpa or contextlib.nullcontext(None)) as run_torch:
+        return [_measure(n, d, block, repeats, np.random.default_rng([seed, n]), threads, dtype, run_torch)
+                for n in sizes]
 
 
-def _measure(n, d, block, repeats, rng, threads) -> dict:
-    """One row of the benchmark: both versions on the same (n, d) inputs."""
-    q, k, v = (rng.standard_normal((n, d)) for _ in range(3))  # (n, d) each
+def torch_version() -> str | None:
+    """PyTorch's version where it is installed, else None (it is not a dependency of the course)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch.__version__
+
+
+@contextlib.contextmanager
+def _torch_causal_attention(threads: int | None):
+    """Within the block: a function (q, k, v) -> PyTorch's causal SDPA output, or None without PyTorch."""
+    if torch_version() is None:
+        yield None
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def run(q, k, v):  # numpy (n, d) arrays, shared with torch without a copy, as (batch 1, head 1, n, d)
+        with torch.no_grad():
+            return sdpa(*(torch.from_numpy(x)[None, None] for x in (q, k, v)), is_causal=True)[0, 0].numpy()
+
+    try:
+        yield run
+    finally:
+        torch.set_num_threads(before)
+
+
+MATMUL_SIZE = 1024  # the square product that measures the machine's matrix-multiply rate
+
+
+def _timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return time.perf_counter() - start
+
+
+def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
+    """One row of the benchmark: every version on the same (n, d) inputs."""
+    q, k, v = (rng.standard_normal((n, d)).astype(dtype) for _ in range(3))  # (n, d) each
+    a, b = (rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE)).astype(dtype) for _ in range(2))
+    versions = {
+        "full": lambda: full_causal_attention(q, k, v),
+        "unmasked": lambda: unmasked_full_attention(q, k, v),
+        "tiled": lambda: blocked_causal_attention(q, k, v, block),
+        "matmul": lambda: a @ b,
+    }
+    if run_torch is not None:
+        versions["torch"] = lambda: run_torch(q, k, v)
 
     full_out, full_computed = full_causal_attention(q, k, v)  # warm-up, and the outputs to compare
     tiled_out, tiled_computed = blocked_causal_attention(q, k, v, block)
-    full_times, tiled_times = [], []
-    for _ in range(repeats):  # alternate, so both see the same machine
-        start = time.perf_counter()
-        full_causal_attention(q, k, v)
-        full_times.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        blocked_causal_attention(q, k, v, block)
-        tiled_times.append(time.perf_counter() - start)
+    for version in ("unmasked", "matmul", "torch"):
+        if version in versions:
+            versions[version]()  # warm-up
+    times = {name: [] for name in versions}
+    for _ in range(repeats):  # alternate, so all see the same machine
+        for name, function in versions.items():
+            times[name].append(_timed(function))
+    seconds = {name: min(runs) for name, runs in times.items()}  # the run least disturbed by other work
 
-    full_seconds, tiled_seconds = statistics.median(full_times), statistics.median(tiled_times)
     full_peak = peak_bytes(full_causal_attention, q, k, v)
     tiled_peak = peak_bytes(blocked_causal_attention, q, k, v, block)
+    causal_flops = 2 * (d + v.shape[1]) * (n * (n + 1) // 2)  # q·k and weight·v for each used entry
+    tiled_gflops = causal_flops / seconds["tiled"] / 1e9
+    matmul_gflops = 2 * MATMUL_SIZE**3 / seconds["matmul"] / 1e9
+    torch_seconds = seconds.get("torch")
     return {
-        "n": n, "d": d, "block": block, "repeats": repeats, "threads": threads,
-        "full_seconds": full_seconds,
-        "tiled_seconds": tiled_seconds,
-        "speedup": full_seconds / tiled_seconds,
+        "n": n, "d": d, "block": block, "repeats": repeats, "threads": threads, "dtype": dtype.name,
+        "full_seconds": seconds["full"],
+        "unmasked_seconds": seconds["unmasked"],
+        "tiled_seconds": seconds["tiled"],
+        "speedup": seconds["full"] / seconds["tiled"],
+        "speedup_over_unmasked": seconds["unmasked"] / seconds["tiled"],
         "theoretical_speedup": 2 * n / (n + 1),
         "full_computed": int(full_computed),
         "tiled_computed": int(tiled_computed),
         "computed_fraction": tiled_computed / n**2,
         "ideal_fraction": causal_used_fraction(n),
+        "causal_flops": causal_flops,
+        "tiled_gflops": tiled_gflops,
+        "matmul_gflops": matmul_gflops,
+        "roofline_fraction": tiled_gflops / matmul_gflops,
+        "torch_seconds": torch_seconds,
+        "tiled_over_torch": seconds["tiled"] / torch_seconds if torch_seconds else None,
         "full_peak_bytes": full_peak,
         "tiled_peak_bytes": tiled_peak,
         "memory_ratio": tiled_peak / full_peak if full_peak else float("nan"),
-        "max_abs_difference": float(np.max(np.abs(full_out - tiled_out))),
+        "max_abs_difference": float(np.max(np.abs(full_out.astype(np.float64) - tiled_out))),
     }
 
 
 def format_benchmark(rows: list[dict]) -> str:
     """The rows as a plain-text table (for the notebook and the bench command)."""
-    header = (f"{'n':>6} {'full s':>9} {'tiled s':>9} {'speedup':>8} {'2n/(n+1)':>9} {'computed':>9} "
-              f"{'(n+1)/2n':>9} {'full peak':>10} {'tiled peak':>11} {'ratio':>7}")
-    lines = [header]
+    header = (f"{'dtype':>7} {'n':>5} {'full+mask':>10} {'unmasked':>9} {'tiled':>8} {'vs mask':>8} "
+              f"{'vs unmasked':>11} {'2n/(n+1)':>8} {'computed':>8} {'GFLOP/s':>7} {'of matmul':>9} "
+              f"{'tiled peak':>10} {'/ full':>7}")
+    lines = [header, f"{'':>13} {'(ms)':>10} {'(ms)':>9} {'(ms)':>8}"]
     for r in rows:
         lines.append(
-            f"{r['n']:>6} {r['full_seconds']:>9.4f} {r['tiled_seconds']:>9.4f} {r['speedup']:>7.2f}× "
-            f"{r['theoretical_speedup']:>8.3f}× {r['computed_fraction']:>9.2%} {r['ideal_fraction']:>9.2%} "
-            f"{r['full_peak_bytes'] / 2**20:>7.1f} MiB {r['tiled_peak_bytes'] / 2**20:>8.2f} MiB {r['memory_ratio']:>7.4f}")
+            f"{r['dtype']:>7} {r['n']:>5} {r['full_seconds'] * 1e3:>10.1f} {r['unmasked_seconds'] * 1e3:>9.1f} "
+            f"{r['tiled_seconds'] * 1e3:>8.1f} {r['speedup']:>7.2f}× {r['speedup_over_unmasked']:>10.2f}× "
+            f"{r['theoretical_speedup']:>7.3f}× {r['computed_fraction']:>8.1%} {r['tiled_gflops']:>7.1f} "
+            f"{r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB {r['memory_ratio']:>7.4f}")
     return "\n".join(lines)

@@ -73,8 +73,8 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
         ("entries deleted", masked_softmax(scores, mask), None, ~mask),
         ("mask after softmax", plain * mask, ~mask, None),
     ]
-    figure = Figure(figsize=(13.5, 3.3), dpi=90, layout="constrained")
-    axes = figure.subplots(1, len(panels))
+    figure = Figure(figsize=(7.3, 6.6), dpi=90, layout="constrained")  # two by two: fits a laptop's notebook
+    axes = figure.subplots(2, 2).ravel()
     for ax, (title, weights, forbidden, missing) in zip(axes, panels):
         weights_heatmap(ax, weights, tokens, forbidden=forbidden, missing=missing, title=title)
         sums = np.where(missing, 0.0, weights).sum(axis=-1) if missing is not None else weights.sum(axis=-1)
@@ -95,7 +95,7 @@ def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
     ``with_sqrt`` and ``without_sqrt`` map a readout name to a list of values, one per head size.
     """
     head_sizes = np.asarray(head_sizes, dtype=float)
-    figure = Figure(figsize=(11.0, 3.2), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.3, 3.0), dpi=90, layout="constrained")
     axes = figure.subplots(1, 3)
     for ax, name, log in zip(axes, ["score spread", "row entropy (bits)", "gradient scale"], [True, False, False]):
         ax.plot(head_sizes, with_sqrt[name], "o-", color="tab:blue", label="divided by √d")

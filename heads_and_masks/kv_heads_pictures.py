@@ -18,7 +18,7 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
     group = h // g
     rows = {"repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
             "tile: KV head i % g  (the silent bug)": np.arange(h) % g}
-    figure = Figure(figsize=(0.55 * h + 3.2, 1.9), dpi=90, layout="constrained")
+    figure = Figure(figsize=(0.5 * h + 3.0, 1.9), dpi=90, layout="constrained")
     ax = figure.subplots()
     colours = [f"C{j % 10}" for j in range(g)]
     for row, (label, kv) in enumerate(rows.items()):
@@ -43,7 +43,7 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
     """Horizontal bars: KV cache one token adds, for every model, coloured by MHA / GQA / MQA."""
     names = list(models)[::-1]
     sizes = [models[m].kv_bytes_per_token(bytes_per_value) / KiB for m in names]  # KiB
-    figure = Figure(figsize=(8.0, 0.38 * len(names) + 1.2), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.3, 0.38 * len(names) + 1.2), dpi=90, layout="constrained")
     ax = figure.subplots()
     bars = ax.barh(names, sizes, color=[ATTENTION_COLOURS[models[m].attention] for m in names])
     for bar, m, size in zip(bars, names, sizes):

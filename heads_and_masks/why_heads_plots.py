@@ -17,7 +17,7 @@ def picture(figure: Figure):
 
 def hull_figure(values, previous: int, first: int) -> Figure:
     """One head's reachable outputs (the convex hull of the values) and what the task would need."""
-    figure = Figure(figsize=(7.6, 4.2), layout="constrained")
+    figure = Figure(figsize=(6.5, 3.9), layout="constrained")
     ax = figure.subplots()
     cloud = reachable_outputs(values, samples=4000, seed=1)
     hull = convex_hull(values)
@@ -40,7 +40,7 @@ def hull_figure(values, previous: int, first: int) -> Figure:
 
 def recovery_figure(weights_on_previous, recovered_previous, recovered_first) -> Figure:
     """How much of each content the best linear readout of one head's blend recovers."""
-    figure = Figure(figsize=(7.4, 3.4), layout="constrained")
+    figure = Figure(figsize=(6.5, 3.3), layout="constrained")
     ax = figure.subplots()
     w = np.asarray(weights_on_previous)
     ax.plot(w, recovered_previous, "o-", color="tab:orange", ms=4, label="content of the previous token")
@@ -57,7 +57,7 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
 def head_weights_figure(weights, titles) -> Figure:
     """Heat maps of the attention weights of several heads (queries down, keys across)."""
     weights = np.asarray(weights)
-    figure = Figure(figsize=(3.1 * len(weights) + 0.6, 3.0), layout="constrained")
+    figure = Figure(figsize=(2.9 * len(weights) + 0.6, 2.9), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(weights)))
     for ax, w, title in zip(axes, weights, titles):
         image = ax.imshow(w, vmin=0, vmax=1, cmap="Blues")
@@ -88,7 +88,7 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
 
 def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None) -> Figure:
     """Winning rate against d, one exact curve per noise; optional simulated points and marked head sizes."""
-    figure = Figure(figsize=(6.6, 3.8), layout="constrained")
+    figure = Figure(figsize=(6.5, 3.8), layout="constrained")
     ax = figure.subplots()
     ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
     for noise, curve in curves.items():

@@ -4,15 +4,20 @@
 """
 from __future__ import annotations
 
+import atexit
+import dataclasses
+import functools
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-for extra in (REPO / "autograde", REPO / "tools", REPO / "tests"):
+for extra in (REPO / "tools", REPO / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
@@ -33,7 +38,7 @@ def student_notebook(assignment: str) -> nbformat.NotebookNode:
 
 def require_sandbox() -> None:
     """Sandboxed grading needs bubblewrap: fail in CI without it, skip (saying how to get it) elsewhere."""
-    from sandbox import sandbox_available
+    from autograde.sandbox import sandbox_available
 
     available, why = sandbox_available()
     if available:
@@ -44,5 +49,135 @@ def require_sandbox() -> None:
     pytest.skip(message + " (as root: apt-get install bubblewrap; CI installs it)")
 
 
-# The course configuration sandboxes every grading kernel when it can; say so explicitly here.
-SANDBOX_ARGS = ("--GuardedExecute.kernel_manager_class=sandbox.SandboxedKernelManager",)
+# ---------------------------------------------------------------------------------------------
+# Grading through the instructor's pipeline (the one path: collect, grade, feedback, export)
+# ---------------------------------------------------------------------------------------------
+CELL_TIMEOUT = 30  # seconds per cell and per call in the suite's class runs (instructors' default: 60)
+TEST_KEY = "a grading key for the test suite only: 7c2f0e9a51d84b6f93a0c1e2d4b5a6f7\n"
+
+
+@dataclasses.dataclass
+class Graded:
+    """One student's result, as the pipeline recorded it, with the autograded notebook."""
+
+    student: str
+    assignment: str
+    status: str
+    scores: dict[str, float]
+    max_scores: dict[str, float]
+    notes: list[str]
+    notebook: nbformat.NotebookNode | None
+
+    @property
+    def total(self) -> float:
+        return sum(self.scores.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(self.max_scores.values())
+
+    @property
+    def log(self) -> str:
+        return f"{self.status}: " + "; ".join(self.notes)
+
+    def error_text(self, grade_id: str) -> str:
+        """What a test cell reported as its failure (the grader's verdict)."""
+        if self.notebook is None:
+            return ""
+        for cell in self.notebook.cells:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+                parts = []
+                for output in cell.get("outputs", []):
+                    if output.get("output_type") == "error":
+                        parts += [output.get("ename", ""), output.get("evalue", "")]
+                    elif output.get("name") == "stderr":
+                        parts.append(output.get("text", ""))
+                return "\n".join(parts)
+        return ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Symlink:
+    """A symbolic link a student leaves in a handed-in folder."""
+
+    target: str
+
+
+@dataclasses.dataclass
+class ClassRun:
+    course: object  # autograde.classroom.Course
+    assignment: str
+    results: dict[str, Graded]
+
+
+def grade_class(assignment: str, submissions: dict[str, object], root: Path, *, workers: int = 2,
+                key: str = TEST_KEY, **grade_options) -> ClassRun:
+    """Grade ``{student: notebook}`` (or ``{student: {file name: bytes}}``) for one assignment the way an
+    instructor does: a course root at ``root``, the submissions collected from a folder, graded in
+    parallel by ``classroom.grade``. Every test that grades goes through here."""
+    from autograde import classroom
+
+    shutil.copytree(_template_course(), root / "course", symlinks=True)
+    course = classroom.Course(root=root / "course")
+    (course.root / "autograde" / "grading-key").write_text(key)
+    folder = root / "handed-in"
+    for student, content in submissions.items():
+        target = folder / student / assignment
+        target.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, nbformat.NotebookNode):
+            nbformat.write(content, target / f"{assignment}.ipynb")
+        else:  # {file name: bytes, or a Symlink}
+            for name, data in content.items():
+                if isinstance(data, Symlink):
+                    os.symlink(data.target, target / name)
+                else:
+                    (target / name).write_bytes(data if isinstance(data, bytes) else str(data).encode())
+    classroom.collect_folder(course, assignment, folder)
+    results = classroom.grade(course, assignment, workers=workers, progress=False, **grade_options)
+    graded = {}
+    for student, result in results.items():
+        path = course.path("autograded", student, assignment) / f"{assignment}.ipynb"
+        notebook = nbformat.read(path, as_version=4) if path.exists() else None
+        graded[student] = Graded(student, assignment, result.status, result.scores, result.max_scores,
+                                 result.notes, notebook)
+    return ClassRun(course, assignment, graded)
+
+
+_SCRATCH = Path(tempfile.mkdtemp(prefix="hm-tests-"))
+atexit.register(shutil.rmtree, _SCRATCH, True)
+
+
+@functools.cache
+def _template_course() -> Path:
+    """A course root with every assignment in its gradebook, made once; each grading test copies it."""
+    from autograde import classroom
+
+    course = classroom.make_course_copy(_SCRATCH / "template")
+    (course.root / "autograde").mkdir(parents=True, exist_ok=True)
+    for assignment in ASSIGNMENTS:
+        classroom.setup(course, assignment)
+    return course.root
+
+
+@functools.cache
+def graded_batch(assignment: str) -> ClassRun:
+    """One grading run per assignment for the whole suite: the untouched notebook, the solutions, every
+    catalog answer and every attack on that assignment, graded together (tests read their parts)."""
+    require_sandbox()
+    from catalog import catalogs
+    from catalog.attacks import ATTACKS, PROBE
+    from submissions import submission
+
+    submissions: dict[str, object] = {"untouched": student_notebook(assignment),
+                                      "solution": submission(assignment, {})}
+    for answer in catalogs().get(assignment, []):
+        submissions[f"catalog-{answer.name}"] = submission(
+            assignment, {k: answer.source(k) for k in answer.cells}, keep_stubs=answer.untouched)
+    for attack in ATTACKS:
+        if attack.assignment == assignment:
+            submissions[f"attack-{attack.name}"] = attack.submission()
+    if assignment == "00_start_here":
+        probe = submission(assignment, {})
+        probe.cells.insert(1, nbformat.v4.new_code_cell(PROBE))
+        submissions["probe"] = probe
+    return grade_class(assignment, submissions, _SCRATCH / assignment, cell_timeout=CELL_TIMEOUT)

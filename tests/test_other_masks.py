@@ -244,6 +244,30 @@ def test_widget_readouts_follow_the_controls(artifacts):
     assert widget.readouts["kept fraction"] == 1.0  # nothing ticked: full attention
 
 
+def test_widget_greys_out_what_does_nothing():
+    """length, window w, block and layout act only through their mask: disabled while it is off, and then
+    moving them changes nothing (picture and readouts); enabled once it is ticked, and then they act."""
+    widget = MaskWidget()
+    controls = widget.controls
+    moves = {"length": 5, "w": 2, "block": 3, "layout": "strided"}
+    for mask_name, parameters in MaskWidget.PARAMETERS.items():
+        assert controls[mask_name].value is False, f"{mask_name} starts unticked"
+        for parameter in parameters:
+            assert controls[parameter].disabled, f"{parameter} looks live while {mask_name} is off"
+            before = (widget.png(), dict(widget.readouts))
+            controls[parameter].value = moves[parameter]
+            assert (widget.png(), widget.readouts) == before, f"{parameter} acted while {mask_name} was off"
+        controls[mask_name].value = True
+        assert not any(controls[p].disabled for p in parameters), f"{mask_name} ticked, its controls still disabled"
+        for parameter in parameters:
+            before = widget.png()
+            controls[parameter].value = {"length": 9, "w": 4, "block": 4, "layout": "global + local"}[parameter]
+            assert widget.png() != before, f"{parameter} did nothing with {mask_name} ticked"
+        controls[mask_name].value = False
+        assert all(controls[p].disabled for p in parameters)
+    assert not any(controls[name].disabled for name in ("causal", "padding", "window", "block-sparse", "n"))
+
+
 def test_widget_sliders_follow_n():
     widget = MaskWidget()
     widget.controls["n"].value = 8

@@ -1,18 +1,25 @@
-"""The grading pipeline's parts that need no grading run: kernel limits and the hook for a sandbox,
-feedback without hidden tests, exercise columns, LMS file names, the submission inspection."""
+"""The grading pipeline's parts that need no grading run: kernel limits, the sandbox's command and
+environment, the grading key and the hidden inputs, feedback without hidden tests, exercise columns,
+LMS file names, the submission inspection."""
 from __future__ import annotations
 
 import re
+import shutil
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 from course import REPO, ASSIGNMENTS, solution_notebook
 
-import classroom
-from feedback_filter import HideHiddenTests, split_hidden
-from kernel_guard import GuardedExecute, GuardedKernelManager
+import numpy as np
+
+from autograde import classroom
+from autograde.collect import default_zip_regexp
+from autograde.feedback_filter import HideHiddenTests, split_hidden
+from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
 
 LAUNCHER = REPO / "autograde" / "kernel_launch.py"
 
@@ -28,33 +35,79 @@ def test_kernel_launcher_limits_memory_and_keeps_small_work_possible():
     assert run.stdout.strip() == "MemoryError 1000000.0", run.stdout
 
 
-def test_kernel_command_goes_through_prefix_and_launcher():
-    manager = GuardedKernelManager(kernel_name="python3", memory_limit_mb=777, command_prefix=["wrapper", "--flag", "--"])
-    command = manager.format_kernel_cmd()
-    assert command[:3] == ["wrapper", "--flag", "--"]
-    assert command[4] == str(LAUNCHER) and "--memory-mb=777" in command
-    kernel = command[command.index("--", 4) + 1:]
-    assert "ipykernel_launcher" in " ".join(kernel), kernel
+def test_kernel_environment_is_built_from_nothing(monkeypatch):
+    monkeypatch.setenv("INSTRUCTOR_SECRET", "do-not-leak")
+    monkeypatch.setenv("HEADS_AND_MASKS_GRADING_KEY_FILE", "/secret/key")
+    env = kernel_environment(Path("/tmp/runtime"))
+    assert "INSTRUCTOR_SECRET" not in env and "HEADS_AND_MASKS_GRADING_KEY_FILE" not in env
+    assert env["HOME"] == "/tmp" and env["HEADS_AND_MASKS_GRADING"] == "1"
+    assert set(env) <= {"PATH", "HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR",
+                        "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE",
+                        "PYTHONNOUSERSITE", "LC_ALL", "HEADS_AND_MASKS_GRADING", *PASSED_THROUGH}
 
 
-def test_configured_kernel_manager_is_honoured():
-    """nbgrader's Execute ignores c.Execute.kernel_manager_class; GuardedExecute does not."""
-    from traitlets.config import Config
+def test_sandbox_command_is_an_allowlist_with_a_capped_private_scratch():
+    if not shutil.which("bwrap"):
+        pytest.skip("bubblewrap is not installed")
+    command = bwrap_command(["python", "-m", "ipykernel_launcher"], scratch="/scratch", runtime=Path("/tmp/rt"),
+                            package=Path("/tmp/stub/heads_and_masks"), env={"HOME": "/tmp"}, uid=123456,
+                            scratch_mb=64, cpu_seconds=10, max_file_mb=8, max_processes=32)
+    text = " ".join(command)
+    assert "--clearenv" in command and "--unshare-net" in command and "--unshare-pid" in command
+    assert "--ro-bind / /" not in text, "the whole file system must not be visible"
+    for path in ("/tmp", "/dev/shm", "/scratch"):  # small private tmpfs mounts, never the grader's folders
+        index = command.index(path, command.index("--tmpfs") - 1)
+        assert command[index - 1] == "--tmpfs" and command[index - 5] == "--size"
+        assert int(command[index - 4]) == 64 * 2**20
+    assert f"--ro-bind /tmp/stub/heads_and_masks {REPO / 'heads_and_masks'}" in text
+    assert "--bind /tmp/rt /tmp/rt" in text and command[command.index("--chdir") + 1] == "/scratch"
+    assert "--reuid=123456" in text and "--nproc=32" in text and f"--fsize={8 * 2**20}" in text
+    assert str(REPO / "solutions") not in text and str(REPO / "autograde" / "gradebook.db") not in text
 
-    assert GuardedExecute().kernel_manager_class is GuardedKernelManager
-    config = Config()
-    config.Execute.kernel_manager_class = "jupyter_client.manager.AsyncKernelManager"
-    from jupyter_client.manager import AsyncKernelManager
-    assert GuardedExecute(config=config).kernel_manager_class is AsyncKernelManager
+
+def test_every_kernel_gets_a_uid_of_its_own():
+    uids = {private_uid() for _ in range(10)}
+    assert len(uids) == 10 and min(uids) >= 100_000
 
 
-def test_course_config_selects_the_guarded_kernels_and_the_feedback_filter():
+def test_course_config_puts_the_judge_in_place_of_execute():
     from traitlets.config.loader import PyFileConfigLoader
 
+    from autograde.judge import Judge
+
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "autograde")).load_config()
-    assert config.Autograde.autograde_preprocessors[0] is GuardedExecute
+    steps = config.Autograde.autograde_preprocessors
+    assert steps[0] is Judge and not any(getattr(s, "__name__", "") == "Execute" for s in steps)
     assert config.GenerateFeedback.preprocessors[0] is HideHiddenTests
     assert config.OverwriteCells.add_missing_cells is True
+
+
+def test_grading_key_is_made_once_private_and_never_overwritten(tmp_path):
+    from autograde import grading_key
+
+    path = tmp_path / "autograde" / "grading-key"
+    first = grading_key.load_or_create(path)
+    assert len(first) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert grading_key.load_or_create(path) == first
+    link = tmp_path / "linked-key"
+    link.symlink_to(path)
+    with pytest.raises(OSError):
+        grading_key.load_or_create(link)  # never read through a link
+
+
+def test_hidden_inputs_depend_on_the_key_and_the_submission():
+    from heads_and_masks.checks.core import rng, secret_inputs
+
+    published = rng(7919).normal(size=5)
+    assert np.array_equal(published, np.random.default_rng(7919).normal(size=5))
+    with secret_inputs(b"k" * 32, "00/alice/abc"):
+        alice = rng(7919).normal(size=5)
+        assert np.array_equal(alice, rng(7919).normal(size=5)), "the same submission must get the same inputs"
+    with secret_inputs(b"k" * 32, "00/alice/abd"):
+        changed = rng(7919).normal(size=5)
+    with secret_inputs(b"K" * 32, "00/alice/abc"):
+        other_key = rng(7919).normal(size=5)
+    assert not np.allclose(alice, published) and not np.allclose(alice, changed) and not np.allclose(alice, other_key)
 
 
 def _hidden_of(assignment):
@@ -100,12 +153,12 @@ def test_exercise_columns_group_test_cells():
     ("bob_00_start_here.ipynb", "bob", "00_start_here.ipynb"),
 ])
 def test_default_lms_names(name, student, file):
-    match = re.match(classroom.default_zip_regexp("00_start_here"), f"/x/extracted/{name}")
+    match = re.match(default_zip_regexp("00_start_here"), f"/x/extracted/{name}")
     assert match and match["student_id"] == student and match["file_id"] == file
 
 
 def test_lms_name_of_another_assignment_is_not_collected():
-    assert re.match(classroom.default_zip_regexp("00_start_here"), "/x/extracted/bob_01_heads.ipynb") is None
+    assert re.match(default_zip_regexp("00_start_here"), "/x/extracted/bob_01_heads.ipynb") is None
 
 
 def test_compare_with_release_names_what_was_done_to_test_cells():

@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 from catalog import catalogs
-from scan import scan_notebook
+from autograde.scan import scan_notebook
 from submissions import submission
 
 ATTACKS = {

@@ -4,8 +4,8 @@
     python tools/bench.py --only causal    one section (causal, widgets, course, grading)
     python tools/bench.py --quick          fewer repetitions and smaller sizes (a smoke run)
 
-Ratios are measured side by side in the same run (medians of several repetitions), because absolute
-times on shared machines are noisy. Exits 1 when a target is missed. Not part of `make test`.
+Ratios are measured side by side in the same run (medians or best runs of several repetitions, as each
+section says), because absolute times on shared machines are noisy. Exits 1 when a target is missed. Not part of `make test`.
 """
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "autograde"))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 @dataclasses.dataclass
@@ -33,10 +32,14 @@ class Check:
     measured: str
     target: str
     ok: bool
+    skipped: bool = False  # not measured on this machine (e.g. the comparison with PyTorch, where it is absent)
 
 
 TARGETS = {
     "causal_speedup": 1.8,  # tiled vs full-then-mask at n = 4096
+    "causal_speedup_over_unmasked": 1.7,  # tiled vs plain unmasked full attention, same dtype, n = 4096
+    "causal_roofline_fraction": 0.5,  # GFLOP/s of the causal work / GFLOP/s of a plain matmul, same dtype
+    "causal_over_torch": 1.5,  # tiled time / PyTorch's causal scaled_dot_product_attention (where installed)
     "causal_memory_ratio": 1 / 8,  # tiled peak / full peak at n = 4096
     "widget_update_ms": 100.0,  # median of one update, each notebook's widgets
     "course_seconds": 60.0,  # executing every solution notebook
@@ -45,31 +48,76 @@ TARGETS = {
 
 
 def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
-    from heads_and_masks.benchmarks import causal_attention_benchmark
+    from heads_and_masks.benchmarks import MATMUL_SIZE, causal_attention_benchmark, torch_version
 
     sizes = (512, 1024, 2048) if quick else (512, 1024, 2048, 4096)
-    rows = causal_attention_benchmark(sizes=sizes, d=64, block=128, repeats=3 if quick else 5)
-    lines = ["| n | full (ms) | tiled (ms) | speedup | theory 2n/(n+1) | computed fraction | full peak (MB) | tiled peak (MB) | memory ratio |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    ok = []
-    for row in rows:
-        lines.append(f"| {row['n']} | {row['full_seconds'] * 1000:.1f} | {row['tiled_seconds'] * 1000:.1f} | {row['speedup']:.2f}× | "
-                     f"{row['theoretical_speedup']:.3f}× | {row['computed_fraction']:.4f} | "
-                     f"{row['full_peak_bytes'] / 1e6:.1f} | {row['tiled_peak_bytes'] / 1e6:.2f} | "
-                     f"{row['tiled_peak_bytes'] / row['full_peak_bytes']:.4f} |")
-    last = rows[-1]
-    if last["n"] == 4096:
-        ratio = last["tiled_peak_bytes"] / last["full_peak_bytes"]
-        ok += [Check("causal attention at n = 4096: tiled speedup over full-then-mask", f"{last['speedup']:.2f}×",
+    torch = torch_version()
+    lines = ["Versions: *full-then-mask* (every score, then the mask), *unmasked* (plain full attention with no "
+             "mask, numpy's best: the yardstick), *tiled* (`blocked_causal_attention`, block = 128), each in the "
+             "inputs' float type; *matmul*: a plain square product of "
+             f"{MATMUL_SIZE} × {MATMUL_SIZE} matrices of the same type, measured in the same run. GFLOP/s count the "
+             "causal work, 2(d + d_v) per used entry n(n+1)/2. Each time is the fastest of "
+             f"{3 if quick else 5} runs, the versions alternating (other work on the machine only adds time). "
+             + (f"*torch*: PyTorch {torch}'s causal `scaled_dot_product_attention` (one thread)."
+                if torch else "PyTorch is not installed here: the comparison with it is skipped."),
+             "",
+             "| dtype | n | full-then-mask (ms) | unmasked (ms) | tiled (ms) | torch (ms) | tiled vs full-then-mask | "
+             "tiled vs unmasked | theory 2n/(n+1) | computed fraction | tiled GFLOP/s | matmul GFLOP/s | "
+             "of matmul | tiled / torch | full peak (MB) | tiled peak (MB) | memory ratio |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    ok, every_row = [], []
+    for dtype in ("float32", "float64"):
+        rows = causal_attention_benchmark(sizes=sizes, d=64, block=128, repeats=3 if quick else 5, dtype=dtype,
+                                          torch=True)
+        every_row += rows
+        for row in rows:
+            torch_ms = f"{row['torch_seconds'] * 1000:.1f}" if row["torch_seconds"] else "–"
+            over_torch = f"{row['tiled_over_torch']:.2f}×" if row["tiled_over_torch"] else "–"
+            lines.append(f"| {dtype} | {row['n']} | {row['full_seconds'] * 1000:.1f} | {row['unmasked_seconds'] * 1000:.1f} | "
+                         f"{row['tiled_seconds'] * 1000:.1f} | {torch_ms} | {row['speedup']:.2f}× | "
+                         f"{row['speedup_over_unmasked']:.2f}× | {row['theoretical_speedup']:.3f}× | "
+                         f"{row['computed_fraction']:.4f} | {row['tiled_gflops']:.1f} | {row['matmul_gflops']:.1f} | "
+                         f"{row['roofline_fraction']:.2f} | {over_torch} | {row['full_peak_bytes'] / 1e6:.1f} | "
+                         f"{row['tiled_peak_bytes'] / 1e6:.2f} | {row['memory_ratio']:.4f} |")
+        last = rows[-1]
+        if last["n"] != 4096:
+            continue
+        where = f"causal attention at n = 4096, {dtype}"
+        ok += [Check(f"{where}: tiled speedup over full-then-mask", f"{last['speedup']:.2f}×",
                      f"≥ {TARGETS['causal_speedup']}×", last["speedup"] >= TARGETS["causal_speedup"]),
-               Check("causal attention at n = 4096: tiled peak memory / full", f"{ratio:.4f}",
-                     "≤ 1/8", ratio <= TARGETS["causal_memory_ratio"])]
-        lines.append(f"\nTarget at n = 4096: speedup ≥ {TARGETS['causal_speedup']}× "
-                     f"({verdict(ok[0].ok)}), memory ≤ 1/8 of full ({verdict(ok[1].ok)}).")
-    if any(row["speedup"] > row["theoretical_speedup"] for row in rows):
-        lines.append("\nWhere the measured speedup exceeds 2n/(n+1), it is because full-then-mask also pays for "
-                     "masking all n² entries (np.where, exp over the whole matrix) and for allocating n × n "
-                     "matrices, which the tiled version never does for the tiles it skips.")
+               Check(f"{where}: tiled speedup over unmasked full attention", f"{last['speedup_over_unmasked']:.2f}×",
+                     f"≥ {TARGETS['causal_speedup_over_unmasked']}×",
+                     last["speedup_over_unmasked"] >= TARGETS["causal_speedup_over_unmasked"]),
+               Check(f"{where}: tiled GFLOP/s of causal work / matmul GFLOP/s",
+                     f"{last['roofline_fraction']:.2f} ({last['tiled_gflops']:.1f} / {last['matmul_gflops']:.1f})",
+                     f"≥ {TARGETS['causal_roofline_fraction']}",
+                     last["roofline_fraction"] >= TARGETS["causal_roofline_fraction"])]
+        if last["tiled_over_torch"] is None:
+            ok.append(Check(f"{where}: tiled time / PyTorch causal SDPA", "PyTorch not installed",
+                            f"≤ {TARGETS['causal_over_torch']}×", True, skipped=True))
+        else:
+            ok.append(Check(f"{where}: tiled time / PyTorch causal SDPA",
+                            f"{last['tiled_over_torch']:.2f}× ({last['tiled_seconds'] * 1000:.1f} vs "
+                            f"{last['torch_seconds'] * 1000:.1f} ms)", f"≤ {TARGETS['causal_over_torch']}×",
+                            last["tiled_over_torch"] <= TARGETS["causal_over_torch"]))
+        ratio = last["memory_ratio"]
+        ok.append(Check(f"{where}: tiled peak memory / full", f"{ratio:.4f}", "≤ 1/8",
+                        ratio <= TARGETS["causal_memory_ratio"]))
+    if ok:
+        lines.append(f"\nTargets at n = 4096, in each float type: tiled ≥ {TARGETS['causal_speedup']}× faster than "
+                     f"full-then-mask and ≥ {TARGETS['causal_speedup_over_unmasked']}× faster than unmasked full "
+                     f"attention, ≥ {TARGETS['causal_roofline_fraction']} of the matmul rate, ≤ "
+                     f"{TARGETS['causal_over_torch']}× PyTorch's time (where installed), memory ≤ 1/8 of "
+                     f"full-then-mask ({verdict(all(c.ok for c in ok if not c.skipped))}).")
+    lines.append("\nAgainst full-then-mask the speedup exceeds 2n/(n+1): that version also masks all n² entries "
+                 "(np.where, exp over the whole matrix) and allocates several n × n arrays. The honest comparison is "
+                 "with unmasked full attention, which does only the arithmetic of attention, once: the tiled kernel "
+                 "does a computed fraction of it, about half at large n.")
+    beyond = [f"{r['dtype']} n = {r['n']}" for r in every_row if r["speedup_over_unmasked"] > r["theoretical_speedup"]]
+    if beyond:
+        lines.append(f"\nWhere the tiled kernel beats unmasked full attention by more than 2n/(n+1) ({', '.join(beyond)}), "
+                     "the difference is memory, not arithmetic: the unmasked version streams an n × n matrix through "
+                     "memory several times, while the tiled kernel's scores stay in the processor's cache.")
     return lines, ok
 
 
@@ -161,7 +209,7 @@ def section_course(quick: bool) -> tuple[list[str], list[Check]]:
 
 
 def section_grading(quick: bool) -> tuple[list[str], list[Check]]:
-    from classroom import grading_throughput_benchmark
+    from autograde.classroom import grading_throughput_benchmark
 
     result = grading_throughput_benchmark(n_submissions=10 if quick else 40)
     lines = ["| mode | submissions | seconds | notebooks per minute |", "|---|---|---|---|"]
@@ -177,9 +225,8 @@ def section_grading(quick: bool) -> tuple[list[str], list[Check]]:
     lines.append(f"\nParallel / serial: {result['speedup']:.2f}× with {result['workers']} workers "
                  f"(target ≥ {TARGETS['grading_speedup']}×: {verdict(ok[0].ok)}). Assignment {result['assignment']}, "
                  f"every submission a correct one; full marks in both runs: {result['all_full_marks']}.")
-    lines.append(f"\nOne submission, serially (medians): nbgrader's autograde in its sandboxed kernel "
-                 f"{result['median_autograde_seconds']:.1f} s, then the trusted re-check (a second sandboxed "
-                 f"kernel runs the answers; the tests run in the grader) {result['median_recheck_seconds']:.1f} s.")
+    lines.append(f"\nOne submission, serially (median): {result['median_autograde_seconds']:.1f} s for nbgrader's "
+                 "autograde with the judge (the student's code in one sandboxed kernel, every test cell in the grader).")
     for problem in result.get("serial_problems", []) + result.get("parallel_problems", []):
         lines.append(f"- not full marks: {problem}")
     return lines, ok
@@ -210,7 +257,8 @@ README_BEGIN, README_END = "<!-- bench:begin (written by make bench) -->", "<!--
 def summary(checks: list[Check]) -> list[str]:
     """Every target in one table: what was promised, what this run measured."""
     lines = ["| promise | measured | target | |", "|---|---|---|---|"]
-    lines += [f"| {c.what} | {c.measured} | {c.target} | {verdict(c.ok)} |" for c in checks]
+    lines += [f"| {c.what} | {c.measured} | {c.target} | {'skipped' if c.skipped else verdict(c.ok)} |"
+              for c in checks]
     return lines
 
 
@@ -259,7 +307,7 @@ def main() -> int:
         (REPO / "docs" / "benchmarks.md").write_text("\n".join(report), encoding="utf-8")
         write_readme(header, checks)
         print("\nwrote docs/benchmarks.md and the benchmark block of README.md")
-    all_ok = all(c.ok for c in checks)
+    all_ok = all(c.ok for c in checks if not c.skipped)
     if not checks:
         print("\nno target is checked by this selection (a quick run stops below n = 4096)", flush=True)
     else:

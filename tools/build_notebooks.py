@@ -21,9 +21,9 @@ from pathlib import Path
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tools"), str(REPO / "autograde")]
+sys.path[:0] = [str(REPO / "tools")]
 from notebook_source import read_source  # noqa: E402
-from tool_env import tool_env  # noqa: E402
+from autograde.tool_env import tool_env  # noqa: E402
 
 
 ONLY: list[str] = []  # set from the command line: build only these assignments

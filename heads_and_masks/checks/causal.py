@@ -14,6 +14,7 @@ from ..attention import masked_softmax as reference_softmax
 from ..attention import row_entropy_bits as reference_entropy
 from ..masks import causal_mask as reference_mask
 from .core import (
+    secret_draws,
     CheckFailed,
     _array_equal,
     call,
@@ -67,7 +68,7 @@ def _expect_mask(actual, expected, *, what, diagnoses):
 def check_causal_mask(causal_mask, thorough: bool = False) -> None:
     """``causal_mask(n)``: an (n, n) boolean array, True where key <= query."""
     __tracebackhide__ = True
-    sizes = [4, 1] + ([0, 2, 3, 7, 64] if thorough else [])
+    sizes = [4, 1] + ([0, 2, 3, 7, 64, *secret_draws(3, 5, 90, label="causal_mask")] if thorough else [])
     for n in sizes:
         what = f"causal_mask({n})"
         mask = plain_bool_array(call(causal_mask, n, what=what, lock=_LOCK), what=what)

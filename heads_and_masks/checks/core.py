@@ -254,5 +254,40 @@ def expect_value_error(function, *args, what: str, why: str, lock=()):
          f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}")
 
 
+# Hidden inputs are the instructor's secret. In a notebook (self-study, the solutions) a check's seed
+# is used as it is; while the grader judges a submission, in the grader's own process, every seed
+# is mixed with the instructor's grading key and the submission (see autograde/grading_key.py), so
+# the published seeds of the hidden tests say nothing about the inputs a submission is graded on.
+_secret: tuple[bytes, str] | None = None
+
+
+@contextlib.contextmanager
+def secret_inputs(key: bytes, context: str):
+    """Within the block, ``rng(seed)`` draws from HMAC(key, context | seed) instead of ``seed``."""
+    global _secret
+    before, _secret = _secret, (bytes(key), str(context))
+    try:
+        yield
+    finally:
+        _secret = before
+
+
 def rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
+    if _secret is None:
+        return np.random.default_rng(seed)
+    import hashlib
+    import hmac
+
+    key, context = _secret
+    digest = hmac.new(key, f"{context}|{seed}".encode("utf-8"), hashlib.sha256).digest()
+    return np.random.default_rng(int.from_bytes(digest, "big"))
+
+
+def secret_draws(count: int, low: int, high: int, *, label: str) -> list[int]:
+    """``count`` extra integers in [low, high) drawn from the grading key (none outside grading): for
+    checks whose inputs are a fixed list, so that a table of the published list earns nothing."""
+    if _secret is None:
+        return []
+    import zlib
+
+    return [int(v) for v in rng(zlib.crc32(label.encode("utf-8"))).integers(low, high, size=count)]

@@ -7,6 +7,7 @@ from .. import masks as reference
 from ..attention import attention as reference_attention
 from ..padding import batched_attention as reference_batched_attention
 from .core import (
+    secret_draws,
     call,
     exercise_check,
     expect_shape,
@@ -163,7 +164,8 @@ def check_sliding_window_mask(sliding_window_mask, thorough: bool = False) -> No
     _probe_window(sliding_window_mask, 3, 8)
     passed("sliding_window_mask with w = 1 (only itself) and w ≥ n (the causal mask)")
     if thorough:
-        for n, w in [(9, 2), (12, 5), (1, 1), (7, 6), (10, 10), (0, 3), (2, 1)]:
+        drawn = zip(secret_draws(3, 1, 40, label="sliding_window n"), secret_draws(3, 1, 12, label="sliding_window w"))
+        for n, w in [(9, 2), (12, 5), (1, 1), (7, 6), (10, 10), (0, 3), (2, 1), *drawn]:
             _probe_window(sliding_window_mask, n, w)
         passed("sliding_window_mask matches the reference on more sizes")
 

@@ -338,9 +338,20 @@ def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 204
     q, k, v = _inputs(r, n, d, d)
     matrix_bytes = n * n * 8
     limit = matrix_bytes // 4
-    with _MemoryProbe() as probe:
-        what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
-        peak = probe.peak()
+    if hasattr(blocked_causal_attention, "measure_memory"):
+        # Graded: the answer runs in the student's kernel, so it is measured there (by the grader's judge).
+        blocked_causal_attention.measure_memory = True
+        try:
+            what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+        finally:
+            blocked_causal_attention.measure_memory = False
+        peak = blocked_causal_attention.last_peak_bytes
+        if peak is None:
+            fail(f"the memory of blocked_causal_attention with n = {n} could not be measured in your kernel")
+    else:
+        with _MemoryProbe() as probe:
+            what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+            peak = probe.peak()
     expected, _ = _reference_blocked(q, k, v, block)
     expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
                  hint="The memory is measured only for a correct output: fix the output first (the test of the "

@@ -35,11 +35,13 @@ class CourseWidget:
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
         self.readouts: dict[str, float] = {}
-        # the picture gives way (scales down, keeping its proportions) when the notebook is narrow; the
-        # readouts never do, so their names and values always show in full beside it
+        # The picture keeps its own size, in which its text is legible, whenever the notebook is as wide:
+        # where picture and readouts do not fit side by side, the readouts move below it (the row wraps).
+        # Only a notebook narrower than the picture itself scales it down (keeping its proportions). The
+        # readouts never shrink, so their names and values always show in full.
         self.image = widgets.Image(format="png", layout=widgets.Layout(
             flex="0 1 auto", min_width="0", max_width="100%", height="auto", object_fit="contain"))
-        self.readout_html = widgets.HTML(layout=widgets.Layout(flex="0 0 auto"))
+        self.readout_html = widgets.HTML(layout=widgets.Layout(flex="0 0 auto", margin="0 0 0 8px"))
         self.last_update_seconds = 0.0
         self._background = None  # the static part of the figure, when the subclass blits
         self._backgrounds: dict = {}  # earlier backgrounds by background_key(), most recent last
@@ -51,10 +53,12 @@ class CourseWidget:
             control.observe(self._on_change, names="value")
         self.widget = widgets.VBox(
             [widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")),
-             widgets.HBox([self.image, self.readout_html])],
+             widgets.HBox([self.image, self.readout_html],
+                          layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))],
             layout=widgets.Layout(width="100%"),
         )
         self.widget.add_class("course-widget")
+        self.widget.add_class(f"course-widget-{type(self).__name__}")  # which widget this is, in the page
         self.update()
 
     # subclasses override these two
@@ -142,6 +146,35 @@ class CourseWidget:
         Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()
         self.last_update_seconds = time.perf_counter() - start
+
+    def text_sizes_px(self) -> list[float]:
+        """The size of every text the picture shows, in the picture's own pixels (points × dpi / 72).
+
+        Text drawn by matplotlib is recorded as the figure is drawn (static and changing parts alike);
+        labels drawn as glyph paths (fast_text) are found through the painters the widget holds.
+        """
+        from matplotlib.backends.backend_agg import RendererAgg
+
+        from .fast_text import PathLegend, PathTextPainter
+
+        sizes = []
+        renderer = RendererAgg(int(self.figure.bbox.width), int(self.figure.bbox.height), self.figure.dpi)
+        draw_text = renderer.draw_text
+
+        def recording(gc, x, y, text, prop, *args, **kwargs):
+            if text.strip():
+                sizes.append(prop.get_size_in_points() * self.figure.dpi / 72.0)
+            return draw_text(gc, x, y, text, prop, *args, **kwargs)
+
+        renderer.draw_text = recording
+        self.figure.draw(renderer)
+        for artist in self.dynamic_artists() or ():
+            artist.draw(renderer)
+        for value in vars(self).values():  # a PathTitle's size is its Text's, recorded above
+            painter = value.painter if isinstance(value, PathLegend) and value.entries else value
+            if isinstance(painter, PathTextPainter):
+                sizes.append(painter.font.get_size_in_points() * painter.scale)
+        return sizes
 
     def png(self) -> bytes:
         return bytes(self.image.value)

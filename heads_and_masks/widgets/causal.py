@@ -61,7 +61,7 @@ def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -
 class LessonWidget(CourseWidget):
     """The lesson's widget: attention weights over a sentence (keys across, queries down)."""
 
-    figsize = (8.2, 3.8)
+    figsize = (7.3, 3.8)
     dpi = 90
 
     def __init__(self, **initial):
@@ -110,7 +110,7 @@ class LessonWidget(CourseWidget):
         ax.spines[["top", "right"]].set_visible(False)
 
         # 36 numbers as Text artists took most of an update; as glyph paths (see fast_text) a few ms
-        self.painter = PathTextPainter(7.5, self.dpi)
+        self.painter = PathTextPainter(8, self.dpi)
         self.dark_numbers = self.figure.add_artist(path_text_patch("black"))
         self.light_numbers = self.figure.add_artist(path_text_patch("white"))
 

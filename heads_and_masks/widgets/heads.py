@@ -58,7 +58,7 @@ class _HiddenText(Artist):
 class HeadSplitWidget(CourseWidget):
     """Pick D and h: the picture shows which columns of the width feed which head, the cost does not move."""
 
-    figsize = (8.0, 5.6)
+    figsize = (7.3, 5.6)
 
     def setup(self):
         self.controls["width"] = widgets.Dropdown(options=WIDTHS, value=768, description="width D",
@@ -79,7 +79,7 @@ class HeadSplitWidget(CourseWidget):
         self.strip_all = self.ax_all.imshow(np.zeros((1, 8, 4)), aspect="auto", interpolation="antialiased")
         self.ax_all.set_yticks([])
         # the labels of the strips are drawn as paths (see fast_text): 24 Text artists took half the update
-        self.painter = PathTextPainter(7, self.dpi, weight="bold")
+        self.painter = PathTextPainter(8, self.dpi, weight="bold")
         self.head_labels = self.figure.add_artist(path_text_patch("white"))
         self._head_label_items = []  # (text, x) in the data coordinates of ax_all
         # the first columns, large, each with the number of its head

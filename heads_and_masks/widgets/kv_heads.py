@@ -49,8 +49,8 @@ class KVCacheCalculator(CourseWidget):
     model's own context, and which of the two binds.
     """
 
-    figsize = (9.6, 3.6)
-    dpi = 80
+    figsize = (7.3, 3.4)
+    dpi = 90
     background_cache_size = 24  # ~0.9 MB each
 
     def setup(self):
@@ -96,7 +96,7 @@ class KVCacheCalculator(CourseWidget):
         self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # three lines that change with everything
         self.weights_text = PathTitle(self.weights_label, self.dpi)
         self.cache_text = PathTitle(self.cache_label, self.dpi)
-        self.legend = PathLegend(ax, 7, self.dpi)  # its entries change with the model and the GPU
+        self.legend = PathLegend(ax, 8, self.dpi)  # its entries change with the model and the GPU
 
     def draw(self):
         config = self.models[self.value("model")]

@@ -43,10 +43,10 @@ def draw_mask(ax, mask, title="", key_is_real=None, block=None, labels=None):
     ax.set_xlabel("key", fontsize=8)
     ax.set_ylabel("query", fontsize=8)
     if labels is not None:
-        ax.set_xticks(range(n_k), labels, rotation=90, fontsize=7)
-        ax.set_yticks(range(n_q), labels, fontsize=7)
+        ax.set_xticks(range(n_k), labels, rotation=90, fontsize=8)
+        ax.set_yticks(range(n_q), labels, fontsize=8)
     else:
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     show_blocks(ax, block, n_q, n_k)
     return image
 
@@ -74,6 +74,8 @@ class MaskWidget(CourseWidget):
 
     figsize = (6.4, 3.4)
     max_n = 64
+    # the controls that only act through one mask: greyed out (disabled) while that mask is not ticked
+    PARAMETERS = {"padding": ("length",), "window": ("w",), "block-sparse": ("block", "layout")}
 
     def setup(self):
         check = dict(indent=False, layout=widgets.Layout(width="auto"))
@@ -88,6 +90,9 @@ class MaskWidget(CourseWidget):
         self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local",
                                                    description="layout")
         self.controls["n"].observe(self._follow_n, names="value")
+        for mask_name in self.PARAMETERS:
+            self.controls[mask_name].observe(self._enable_parameters, names="value")
+        self._enable_parameters()
 
         # Text is what costs most to render, so the picture carries little of it: the legend and the
         # description of the composed mask live in the HTML beside it (format_readouts).
@@ -99,7 +104,7 @@ class MaskWidget(CourseWidget):
         self.ax_keys.set_title("keys per query (solid; dashed: causal)\n= the KV cache each token needs", fontsize=8)
         self.ax_keys.set_xlabel("keys", fontsize=8)
         self.ax_keys.set_ylabel("query", fontsize=8)
-        self.ax_keys.tick_params(labelsize=7)
+        self.ax_keys.tick_params(labelsize=8)
         for ax in (self.ax_mask, self.ax_keys):
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
@@ -115,6 +120,12 @@ class MaskWidget(CourseWidget):
                          for colour, label in LEGEND_ITEMS)
         return (f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
                 + super().format_readouts(readouts))
+
+    def _enable_parameters(self, _change=None):
+        """A parameter whose mask is off does nothing: it looks so (disabled) until its mask is ticked."""
+        for mask_name, parameters in self.PARAMETERS.items():
+            for parameter in parameters:
+                self.controls[parameter].disabled = not self.value(mask_name)
 
     def _follow_n(self, change):
         """Keep the length and window sliders within the sequence (before the redraw)."""

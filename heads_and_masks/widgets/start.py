@@ -15,7 +15,7 @@ KEY_NAMES = ["east", "north", "west", "south"]
 class QueryWidget(CourseWidget):
     """Turn a query around and lengthen it: watch the weights sharpen and the output move."""
 
-    figsize = (7.5, 3.4)
+    figsize = (7.3, 3.4)
 
     def setup(self):
         self.controls["angle"] = widgets.IntSlider(value=30, min=0, max=359, step=1, description="query angle°",

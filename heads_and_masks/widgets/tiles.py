@@ -35,7 +35,7 @@ def computed_fraction_by_tile_size(n: int, blocks) -> np.ndarray:
 class TileGridWidget(CourseWidget):
     """Choose n and the tile size: see which tiles are computed and what share of the work that is."""
 
-    figsize = (7.6, 3.4)
+    figsize = (7.3, 3.4)
     max_n = 256
     max_block = 64
 
@@ -67,7 +67,7 @@ class TileGridWidget(CourseWidget):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter("{x:.0f}")
         ax.yaxis.set_major_locator(FixedLocator([0.5, 0.625, 0.75, 0.875, 1.0]))
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=8, loc="upper left")
         ax.grid(True, which="major", alpha=0.3)
         self.grid_title = PathTitle(self.ax_grid.title, self.dpi)  # the title names the tile size
 

@@ -27,7 +27,7 @@ class ScoreNoiseWidget(CourseWidget):
     """Pick a head size and a noise: the similarity estimates of matching and unrelated keys narrow
     like 1/sqrt(d), and the match wins more often."""
 
-    figsize = (9.0, 3.6)
+    figsize = (7.3, 3.6)
 
     def setup(self):
         self.controls["d"] = widgets.SelectionSlider(options=D_VALUES, value=8, description="head size d",
@@ -46,7 +46,7 @@ class ScoreNoiseWidget(CourseWidget):
             ax.axvline(x, color="0.3", lw=0.8, ls=":")
         ax.set(xlim=(EDGES[0], EDGES[-1]), ylim=(0, 1.3), yticks=[], xlabel="similarity estimate q·k / d",
                ylabel="how often (tallest bar = 1)")
-        ax.legend(loc="upper left", fontsize=7, frameon=False)
+        ax.legend(loc="upper left", fontsize=8, frameon=False)
         self.hist_title = ax.set_title(" ", fontsize=9)
 
         ax = self.ax_rate
@@ -62,7 +62,7 @@ class ScoreNoiseWidget(CourseWidget):
         ax.set(xlim=(0.8, 960), ylim=(0, 1.32), xlabel="head size d (log scale)", ylabel="match wins",
                xticks=[1, 4, 16, 64, 256, 768], xticklabels=["1", "4", "16", "64", "256", "768"],
                yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
-        ax.legend(loc="upper left", ncols=2, fontsize=7, frameon=False, borderaxespad=0.3, columnspacing=1.0)
+        ax.legend(loc="upper left", ncols=2, fontsize=8, frameon=False, borderaxespad=0.3, columnspacing=1.0)
         ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys", fontsize=9)
 
     def dynamic_artists(self):

@@ -9,7 +9,9 @@ on that exercise only.
 * ``Answer(name, cells, breaks="split_heads", says="(d h)")``: a realistic mistake; the test cells of
   exercise ``split_heads`` (grade ids starting with ``test_split_heads``) must lose points, every
   other exercise must keep full marks, and the failure text of a broken test cell must contain
-  ``says`` (case-insensitive), so the learner is told the misconception.
+  ``says`` (case-insensitive), so the learner is told the misconception. An exercise that builds on the
+  broken one (it calls the learner's own function, as the course's rule says) may lose points too when
+  it is listed in ``cascades``.
 """
 from __future__ import annotations
 
@@ -26,6 +28,8 @@ class Answer:
     breaks: str | None = None
     says: str | tuple[str, ...] = ()
     untouched: bool = False  # the student notebook as released: must score 0 everywhere
+    # exercises that call the broken one (the learner's own earlier function) and may lose points with it
+    cascades: tuple[str, ...] = ()
 
     @property
     def correct(self) -> bool:

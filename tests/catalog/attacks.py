@@ -2,7 +2,7 @@
 
 Each attack fills the answer cell of one exercise with a wrong (or no) answer plus a trick, and must
 earn, on that exercise, no more than the untouched student notebook does (0) once graded through
-the pipeline (nbgrader in a sandboxed kernel, then the trusted re-check). Probes look for the
+the pipeline (nbgrader, the student's code in a sandboxed kernel, the tests judged in the grader). Probes look for the
 network, the solutions and the gradebook from inside the grading kernel.
 """
 from __future__ import annotations
@@ -22,6 +22,11 @@ class Attack:
     exercise: str  # the graded answer cell whose test cells must earn nothing
     source: str
     why: str
+
+    def submission(self):
+        from submissions import submission
+
+        return submission(self.assignment, {self.exercise: self.source.strip("\n")})
 
 
 ATTACKS = [
@@ -171,5 +176,8 @@ here = pathlib.Path.cwd()
 found["gradebooks"] = sorted(str(p) for parent in [here, *here.parents] for p in parent.glob("gradebook.db*"))
 found["other_submissions"] = sorted(str(p) for p in here.parent.parent.glob("*/*/*.ipynb") if here not in p.parents)
 found["root_home"] = sorted(set(os.listdir("/root")) - {".pyenv"}) if os.path.isdir("/root") else []  # the interpreter only
+found["course_root"] = sorted(glob.glob("/tmp/hm-*") + glob.glob("/work/*/autograde") + glob.glob("/work/*/solutions")
+                              + glob.glob("/srv/*") + glob.glob("/home/*"))
+found["environment"] = sorted(k for k in os.environ if "CANARY" in k or "KEY" in k or "TOKEN" in k)
 print("PROBE", found)
 '''

@@ -3,6 +3,18 @@ from catalog import Answer
 
 ASSIGNMENT = "05_other_masks"
 
+# The softmax part written by the learner (notebook 00's attention, again: graded code may not call hm.*).
+OWN_ATTENTION = '''
+        def own_attention(q, k, v, mask=None):
+            scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            top = scores.max(axis=-1, keepdims=True)
+            e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
+            t = e.sum(axis=-1, keepdims=True)
+            return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
+'''
+
 # ---------------------------------------------------------------------------------------------------
 # correct answers, each in another style for all four exercises
 
@@ -45,7 +57,7 @@ LOOPS = {
                         mask[b, 0, i, j] = True
             return mask
     ''',
-    "batched_attention": '''
+    "batched_attention": OWN_ATTENTION + '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             # every sequence on its own; the filler rows get zeros (nobody reads them)
             out = np.zeros(q.shape[:2] + (v.shape[-1],))
@@ -56,7 +68,7 @@ LOOPS = {
                 if window is not None:
                     i_, j_ = np.indices((L, L))
                     mask &= (j_ <= i_) & (j_ > i_ - window)
-                out[i, :L] = hm.attention(q[i, :L], k[i, :L], v[i, :L], mask)
+                out[i, :L] = own_attention(q[i, :L], k[i, :L], v[i, :L], mask)
             return out
     ''',
 }
@@ -126,10 +138,10 @@ EINSUM_4D = {
                 ok = np.logical_and(ok, sliding_window_mask(n, window))
             return np.einsum("bk,qk->bqk", real, ok).astype(bool)[:, None]
     ''',
-    "batched_attention": '''
+    "batched_attention": OWN_ATTENTION + '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             mask = attention_mask(lengths, q.shape[1], causal=causal, window=window)  # (b, 1, n, n)
-            out = hm.attention(q[:, None], k[:, None], v[:, None], mask)             # (b, 1, n, d_v)
+            out = own_attention(q[:, None], k[:, None], v[:, None], mask)             # (b, 1, n, d_v)
             return out[:, 0]
     ''',
 }
@@ -223,7 +235,7 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k <= q) & (k > q - window)
             return real[:, None, :, None] & pattern               # rows, not columns
-    '''}, breaks="attention_mask", says="instead of the keys"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="instead of the keys"),
     Answer("mask_query_rows_too", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -250,7 +262,7 @@ ANSWERS = [
             else:
                 pattern = np.ones((n, n), bool)
             return real & pattern
-    '''}, breaks="attention_mask", says="logical AND"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="logical AND"),
     Answer("mask_window_sees_future", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -264,7 +276,7 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k > q - window)   # not combined with key <= query
             return real & pattern
-    '''}, breaks="attention_mask", says="future"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="future"),
     Answer("mask_without_head_axis", {"attention_mask": '''
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
@@ -277,34 +289,34 @@ ANSWERS = [
             if window is not None:
                 mask = mask & (k <= q) & (k > q - window)
             return np.broadcast_to(mask, (len(lengths), n, n)).copy()
-    '''}, breaks="attention_mask", says="head axis"),
+    '''}, breaks="attention_mask", cascades=("batched_attention",), says="head axis"),
 
     # batched_attention
-    Answer("batched_forgets_padding", {"batched_attention": '''
+    Answer("batched_forgets_padding", {"batched_attention": OWN_ATTENTION + '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             mask = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
             if window is not None:
-                mask = mask & hm.sliding_window_mask(n, window)
-            return hm.attention(q, k, v, mask)
+                mask = mask & sliding_window_mask(n, window)
+            return own_attention(q, k, v, mask)
     '''}, breaks="batched_attention", says="padding mask is missing"),
-    Answer("batched_4d_mask_on_3d_scores", {"batched_attention": '''
+    Answer("batched_4d_mask_on_3d_scores", {"batched_attention": OWN_ATTENTION + '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
-            mask = hm.attention_mask(lengths, q.shape[1], causal=causal, window=window)
-            return hm.attention(q, k, v, mask)
+            mask = attention_mask(lengths, q.shape[1], causal=causal, window=window)
+            return own_attention(q, k, v, mask)
     '''}, breaks="batched_attention", says="(b, b, n, d_v)"),
-    Answer("batched_pads_queries", {"batched_attention": '''
+    Answer("batched_pads_queries", {"batched_attention": OWN_ATTENTION + '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             real = np.arange(n)[None, :] < np.asarray(lengths)[:, None]
-            pattern = hm.attention_mask([n] * len(lengths), n, causal=causal, window=window)[:, 0]
-            return hm.attention(q, k, v, real[:, :, None] & pattern)
+            pattern = attention_mask([n] * len(lengths), n, causal=causal, window=window)[:, 0]
+            return own_attention(q, k, v, real[:, :, None] & pattern)
     '''}, breaks="batched_attention", says="queries instead of the keys"),
     Answer("batched_nan_in_filler_rows", {"batched_attention": '''
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             real = np.arange(n)[None, :] < np.asarray(lengths)[:, None]
-            mask = hm.attention_mask(lengths, n, causal=causal, window=window)[:, 0] & real[:, :, None]
+            mask = attention_mask(lengths, n, causal=causal, window=window)[:, 0] & real[:, :, None]
             scores = np.where(mask, q @ np.swapaxes(k, 1, 2) / np.sqrt(q.shape[-1]), -np.inf)
             e = np.exp(scores - scores.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True) @ v

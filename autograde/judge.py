@@ -1,0 +1,690 @@
+"""The judge: runs a submission's code in a sandboxed kernel and every test cell in the grader's process.
+
+nbgrader's own ``Execute`` runs the test cells (hidden tests included) in the same kernel as the
+student's code, which can then read them, rewrite them, or fake what they compare. The judge takes
+that step's place in ``Autograde.autograde_preprocessors`` and separates the roles:
+
+1. **The student's code runs in a sandboxed kernel** (``sandbox.py``): every code cell of the
+   notebook except the test cells, in order, each under a time limit. The course package there is a
+   stub copy without the reference implementations of the graded functions.
+2. **Every test cell runs here, in the grader's process**, with the real checks. Each name a test
+   cell takes from the notebook is a proxy: a student function is called remotely on inputs sent as
+   plain data (numbers, strings, numeric arrays, lists, tuples, dicts), and its result comes back as
+   plain data. Nothing the student wrote runs in this process; neither the source of the hidden
+   tests nor the expected values ever enter the kernel.
+3. **Hidden inputs come from the instructor's key**: while a test cell runs, the checks' random
+   inputs are drawn from ``HMAC(key, submission | seed)`` (``grading_key.py``).
+4. **The outputs are the grader's**: a test cell that passed gets the checks' own lines; one that
+   failed gets an error with the checks' message. What the student's code printed while it was being
+   tested is dropped. Other cells keep only what the student's own cells printed (plain text, cut
+   short); cells the instructor wrote get no outputs at all.
+
+nbgrader then does the rest as usual (``SaveAutoGrades`` reads those outputs: an error scores 0).
+
+A cell (or a call) that runs past its limit is interrupted; a function that timed out once is not
+called again; the whole submission has a time budget. A kernel that dies is named with the cell that
+killed it. Each of these is a note for the report (``JudgeReport``), never an abort of the run.
+"""
+from __future__ import annotations
+
+import ast
+import atexit
+import base64
+import builtins
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import math
+import os
+import queue
+import shutil
+import tempfile
+import textwrap
+import time
+import types
+import warnings
+from pathlib import Path
+
+import nbformat
+import numpy as np
+from nbgrader.preprocessors import NbGraderPreprocessor
+from nbgrader.utils import is_grade, is_solution
+from traitlets import Integer, Unicode
+
+from .sandbox import REPO, SandboxedKernelManager, sandbox_available
+
+REPLY_MARK = "__HM_REPLY__"
+MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
+MAX_MESSAGE = 2000  # characters of a test cell's verdict
+
+
+# ------------------------------------------------------------------ plain data on the wire
+def encode(value, depth: int = 0):
+    """Plain data only: numbers, strings, None, numpy arrays of numbers/bools, lists, tuples, dicts."""
+    if depth > 20:
+        raise ValueError("nested too deep")
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy":
+        return {"__scalar__": value.dtype.str, "v": value.item()}
+    if type(value) is np.ndarray:
+        if value.dtype.kind not in "biufc":
+            return {"__unsupported__": f"numpy array of dtype {value.dtype}"}
+        buffer = io.BytesIO()
+        np.save(buffer, value, allow_pickle=False)
+        return {"__nd__": base64.b64encode(buffer.getvalue()).decode("ascii")}
+    if type(value) in (list, tuple):
+        return {"__seq__": type(value).__name__, "items": [encode(v, depth + 1) for v in value]}
+    if type(value) is dict and all(type(k) is str for k in value):
+        return {"__dict__": {k: encode(v, depth + 1) for k, v in value.items()}}
+    return {"__unsupported__": type(value).__name__}
+
+
+class Unsupported:
+    """Stands for a value that cannot travel as plain data (an object of the student's own class...)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<a {self.type_name} object>"
+
+
+def decode(value, depth: int = 0):
+    """The inverse of :func:`encode`, for data that came from the student's kernel: checked, never trusted."""
+    if depth > 20:
+        raise ValueError("nested too deep")
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, list):
+        raise ValueError("malformed value")
+    if not isinstance(value, dict):
+        raise ValueError("malformed value")
+    if "__nd__" in value:
+        array = np.load(io.BytesIO(base64.b64decode(str(value["__nd__"]))), allow_pickle=False)
+        if array.dtype.kind not in "biufc":
+            return Unsupported(f"numpy array of dtype {array.dtype}")
+        return np.array(array, copy=True)
+    if "__scalar__" in value:
+        dtype = np.dtype(str(value["__scalar__"]))
+        if dtype.kind not in "biufc":
+            return Unsupported(f"numpy scalar of dtype {dtype}")
+        return dtype.type(value["v"])
+    if "__seq__" in value:
+        items = [decode(v, depth + 1) for v in value["items"]]
+        return tuple(items) if value["__seq__"] == "tuple" else items
+    if "__dict__" in value:
+        return {str(k): decode(v, depth + 1) for k, v in value["__dict__"].items()}
+    if "__unsupported__" in value:
+        return Unsupported(str(value["__unsupported__"])[:100])
+    raise ValueError("malformed value")
+
+
+# ------------------------------------------------------------------ the harness inside the student's kernel
+# Defined after the student's cells ran. Tampering with it only breaks the student's own answers:
+# whatever it sends back is checked here as plain data.
+HARNESS = textwrap.dedent('''
+    def __hm_rpc(request_json):
+        import base64 as _b64, io as _io, json as _json, warnings as _warnings, tracemalloc as _tm
+        import numpy as _np
+
+        def _encode(value, depth=0):
+            if depth > 20:
+                return {"__unsupported__": "deeply nested data"}
+            if value is None or type(value) in (bool, int, float, str):
+                return value
+            if isinstance(value, _np.generic) and type(value).__module__ == "numpy":
+                return {"__scalar__": value.dtype.str, "v": value.item()}
+            if type(value) is _np.ndarray:
+                if value.dtype.kind not in "biufc":
+                    return {"__unsupported__": "numpy array of dtype %s" % value.dtype}
+                buffer = _io.BytesIO()
+                _np.save(buffer, value, allow_pickle=False)
+                return {"__nd__": _b64.b64encode(buffer.getvalue()).decode("ascii")}
+            if type(value) in (list, tuple):
+                return {"__seq__": type(value).__name__, "items": [_encode(v, depth + 1) for v in value]}
+            if type(value) is dict and all(type(k) is str for k in value):
+                return {"__dict__": {k: _encode(v, depth + 1) for k, v in value.items()}}
+            return {"__unsupported__": type(value).__name__}
+
+        def _decode(value):
+            if not isinstance(value, dict):
+                return value
+            if "__nd__" in value:
+                return _np.load(_io.BytesIO(_b64.b64decode(value["__nd__"])), allow_pickle=False)
+            if "__scalar__" in value:
+                return _np.dtype(value["__scalar__"]).type(value["v"])
+            if "__seq__" in value:
+                items = [_decode(v) for v in value["items"]]
+                return tuple(items) if value["__seq__"] == "tuple" else items
+            if "__dict__" in value:
+                return {k: _decode(v) for k, v in value["__dict__"].items()}
+            return None
+
+        request = _json.loads(request_json)
+        reply = {}
+        namespace = globals()
+        if request["op"] == "describe":
+            name = request["name"]
+            if name not in namespace:
+                reply["kind"] = "missing"
+            else:
+                obj = namespace[name]
+                if type(obj).__name__ == "module":
+                    reply["kind"] = "module"
+                elif callable(obj):
+                    reply["kind"] = "callable"
+                else:
+                    reply.update(kind="value", value=_encode(obj))
+        elif request["op"] == "call":
+            args = [_decode(a) for a in request["args"]]
+            kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
+            before = [a.copy() if type(a) is _np.ndarray else None for a in args]
+            with _warnings.catch_warnings(record=True) as caught:
+                _warnings.simplefilter("always")
+                if request.get("trace_memory"):
+                    _tm.start()
+                    _tm.reset_peak()
+                try:
+                    with _np.errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
+                        result = namespace[request["name"]](*args, **kwargs)
+                    reply["result"] = _encode(result)
+                except BaseException as error:
+                    reply["error"] = [type(error).__name__, str(error)[:2000]]
+                finally:
+                    if request.get("trace_memory"):
+                        reply["peak_bytes"] = _tm.get_traced_memory()[1]
+                        _tm.stop()
+            reply["warnings"] = [[w.category.__name__, str(w.message)[:500]] for w in caught[:20]]
+            reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
+                                if b is not None and not _np.array_equal(a, b, equal_nan=True)}
+        print("__HM_REPLY__" + _json.dumps(reply))
+''')
+
+
+# ------------------------------------------------------------------ the package without its reference implementations
+def reference_functions() -> frozenset[str]:
+    """Every function the course package marks ``@reference`` (the registry in ``heads_and_masks._guard``)."""
+    import importlib
+    import pkgutil
+
+    import heads_and_masks
+    from heads_and_masks import _guard
+
+    for module in pkgutil.walk_packages(heads_and_masks.__path__, "heads_and_masks."):
+        if ".widgets" in module.name or ".checks" in module.name:
+            continue
+        with contextlib.suppress(Exception):
+            importlib.import_module(module.name)
+    return frozenset(_guard._names)
+
+
+def stub_package(into: Path, removed: frozenset[str]) -> Path:
+    """A copy of the course package in which every ``@reference`` function named in ``removed`` only raises.
+
+    Grading kernels import this copy: widgets and helpers are there, the reference implementations
+    of the graded functions (and their source) are not. The package's checks are not there either:
+    checks run in the grader, never in a kernel.
+    """
+    target = into / "heads_and_masks"
+    shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__"))
+    for path in target.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        changed = False
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in removed and any(
+                    (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
+                message = (f"{node.name}: the course's reference implementation is not available while a notebook "
+                           "is graded (graded answers are your own code)")
+                node.body = [ast.parse(f"raise RuntimeError({message!r})").body[0]]
+                changed = True
+        if changed:
+            path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+    for path in [into, *into.rglob("*")]:  # readable by the kernel's own uid
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return target
+
+
+@functools.cache
+def shared_stub_package() -> Path:
+    """:func:`stub_package` made once per process, then bound read-only into every kernel."""
+    scratch = Path(tempfile.mkdtemp(prefix="hm-stub-"))
+    os.chmod(scratch, 0o755)
+    atexit.register(shutil.rmtree, scratch, True)
+    return stub_package(scratch, reference_functions())
+
+
+# ------------------------------------------------------------------ talking to the student's kernel
+class KernelGone(RuntimeError):
+    """The kernel died, or is stuck in code it cannot be interrupted from."""
+
+
+@dataclasses.dataclass
+class CellRun:
+    outputs: list[dict]
+    error: str | None = None  # exception name, "Timeout" or "KernelDied"
+    stdout: str = ""
+
+
+class StudentKernel:
+    """A sandboxed kernel running the student's notebook, and calls into it."""
+
+    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900):
+        self.manager = SandboxedKernelManager(kernel_name="python3")
+        self.manager.package = shared_stub_package()
+        self.manager.memory_mb = memory_mb
+        self.manager.cpu_seconds = cpu_seconds
+        self.manager.start_kernel()
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+        self.manager.seal()
+        self.usable = True
+
+    def run(self, code: str, timeout: float) -> CellRun:
+        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds."""
+        if not self.usable:
+            raise KernelGone("the kernel is no longer usable")
+        outputs: list[dict] = []
+        stdout: list[str] = []
+        errors: list[str] = []
+
+        def on_output(message):
+            kind, content = message["msg_type"], message["content"]
+            if len(outputs) >= 50:  # a flood of output: the rest is dropped (a reply is always the last line)
+                if kind == "stream" and content.get("name") == "stdout" and REPLY_MARK in str(content.get("text", "")):
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
+                return
+            if kind == "stream":
+                if content.get("name") == "stdout":
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
+                outputs.append({"output_type": "stream", "name": content.get("name", "stdout"),
+                                "text": str(content.get("text", ""))[:MAX_TEXT]})
+            elif kind == "error":
+                errors.append(str(content.get("ename", "Error"))[:100])
+                outputs.append({"output_type": "error", "ename": str(content.get("ename", "Error"))[:100],
+                                "evalue": str(content.get("evalue", ""))[:MAX_TEXT], "traceback": []})
+            elif kind in ("execute_result", "display_data"):
+                text = content.get("data", {}).get("text/plain")
+                if isinstance(text, str):
+                    outputs.append({"output_type": "stream", "name": "stdout", "text": text[:MAX_TEXT] + "\n"})
+
+        # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
+        # waiting out the cell's time limit for a reply that will never come.
+        msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                message = self.client.get_iopub_msg(timeout=0.2)
+            except queue.Empty:
+                if not self.manager.is_alive():
+                    self.usable = False
+                    return CellRun(outputs, "KernelDied", "".join(stdout))
+                if time.monotonic() > deadline:
+                    self._interrupt()
+                    return CellRun(outputs, "Timeout", "".join(stdout))
+                continue
+            if message.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if message["msg_type"] == "status" and message["content"].get("execution_state") == "idle":
+                break
+            on_output(message)
+            if time.monotonic() > deadline:  # a cell that prints without end
+                self._interrupt()
+                return CellRun(outputs, "Timeout", "".join(stdout))
+        try:  # the reply on the shell channel (its status), briefly
+            while True:
+                reply = self.client.get_shell_msg(timeout=5)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    if reply["content"].get("status") == "error" and not errors:
+                        errors.append(str(reply["content"].get("ename", "Error"))[:100])
+                    break
+        except queue.Empty:
+            pass
+        if not self.manager.is_alive():
+            self.usable = False
+            return CellRun(outputs, "KernelDied", "".join(stdout))
+        return CellRun(outputs, errors[0] if errors else None, "".join(stdout))
+
+    def _interrupt(self) -> None:
+        """Interrupt the running code; a kernel that does not come back within 10 s is given up."""
+        try:
+            self.manager.interrupt_kernel()
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    message = self.client.get_shell_msg(timeout=max(0.1, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if message["msg_type"] == "execute_reply":
+                    return
+        except Exception:  # noqa: BLE001 - any failure here means the kernel is unusable
+            pass
+        self.usable = False
+
+    def request(self, payload: dict, timeout: float) -> dict:
+        if not self.usable or not self.manager.is_alive():
+            self.usable = False
+            raise KernelGone("the kernel running your notebook has died or is stuck")
+        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout)
+        if run.error == "Timeout":
+            raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
+        if run.error == "KernelDied":
+            raise KernelGone("the kernel running your notebook died during this call (a crash such as "
+                             "os._exit or a segfault, or memory beyond the limit)")
+        replies = [line[len(REPLY_MARK):] for line in run.stdout.splitlines() if line.startswith(REPLY_MARK)]
+        if not replies:
+            raise RuntimeError("no answer came back from your notebook's kernel" + (f" ({run.error})" if run.error else ""))
+        reply = json.loads(replies[-1])
+        if not isinstance(reply, dict):
+            raise RuntimeError("a malformed answer came back from your notebook's kernel")
+        return reply
+
+    def shutdown(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.stop_channels()
+        with contextlib.suppress(Exception):
+            self.manager.shutdown_kernel(now=True)
+
+
+def _exception_class(name: str) -> type[BaseException]:
+    candidate = getattr(builtins, name, None)
+    if isinstance(candidate, type) and issubclass(candidate, Exception) and not issubclass(candidate, Warning):
+        return candidate
+    return type(name if name.isidentifier() else "Error", (RuntimeError,), {})
+
+
+def _warning_class(name: str) -> type[Warning]:
+    candidate = getattr(builtins, name, None)
+    if isinstance(candidate, type) and issubclass(candidate, Warning):
+        return candidate
+    return UserWarning
+
+
+class Budget:
+    """The time a submission may still use, and the functions that already ran out of it."""
+
+    def __init__(self, seconds: float, per_call: float):
+        self.deadline = time.monotonic() + seconds
+        self.per_call = per_call
+        self.hung: set[str] = set()
+
+    def next_limit(self) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 1:
+            raise TimeoutError("the time for grading this notebook ran out before this test")
+        return min(self.per_call, left)
+
+
+class RemoteFunction:
+    """Calls the student's function in its own kernel, on plain data, and returns plain data.
+
+    ``measure_memory = True`` (set by a check) traces the call's peak memory inside the kernel, where
+    the student's code really runs; ``last_peak_bytes`` then holds it.
+    """
+
+    def __init__(self, kernel: StudentKernel, name: str, budget: Budget):
+        self.kernel, self.name, self.__name__, self.budget = kernel, name, name, budget
+        self.measure_memory = False
+        self.last_peak_bytes = None
+
+    def __repr__(self) -> str:
+        return f"<your function {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        if self.name in self.budget.hung:
+            raise TimeoutError(f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
+                               "earlier test, so it was not called again")
+        payload = {"op": "call", "name": self.name, "args": [encode(a) for a in args],
+                   "kwargs": {k: encode(v) for k, v in kwargs.items()}, "trace_memory": bool(self.measure_memory)}
+        try:
+            reply = self.kernel.request(payload, self.budget.next_limit())
+        except TimeoutError:
+            self.budget.hung.add(self.name)
+            raise
+        peak = reply.get("peak_bytes")
+        self.last_peak_bytes = int(peak) if isinstance(peak, int) and not isinstance(peak, bool) else None
+        for category, message in (reply.get("warnings") or [])[:20]:
+            warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
+        mutated = reply.get("mutated") or {}
+        for index, value in (mutated.items() if isinstance(mutated, dict) else []):  # mirror in-place changes
+            index = int(index) if str(index).isdigit() else -1
+            if 0 <= index < len(args) and type(args[index]) is np.ndarray:
+                new = decode(value)
+                if type(new) is np.ndarray and new.shape == args[index].shape:
+                    args[index][...] = new
+                else:
+                    args[index][...] = np.nan if args[index].dtype.kind == "f" else 0
+        if "error" in reply:
+            name, message = (list(reply["error"]) + ["", ""])[:2]
+            raise _exception_class(str(name)[:100])(str(message)[:2000])
+        return decode(reply.get("result"))
+
+
+# ------------------------------------------------------------------ judging the test cells here
+def _free_names(source: str) -> list[str]:
+    tree = ast.parse(source)
+    bound, loaded = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
+                bound.add(node.id)
+            elif node.id not in loaded:
+                loaded.append(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return [n for n in loaded if n not in bound and not hasattr(builtins, n)]
+
+
+@functools.cache
+def grader_names() -> dict[str, object]:
+    """Names a test cell may take from the grader instead of the notebook: the checks and numpy."""
+    import importlib
+    import pkgutil
+
+    from heads_and_masks import checks as checks_package
+
+    every_check: dict[str, object] = {}
+    for module in pkgutil.iter_modules(checks_package.__path__, "heads_and_masks.checks."):
+        loaded = importlib.import_module(module.name)
+        every_check.update({k: v for k, v in vars(loaded).items() if k.startswith("check_") and callable(v)})
+    names: dict[str, object] = dict(every_check)
+    names.update(np=np, numpy=np, math=math, checks=types.SimpleNamespace(**every_check))
+    return names
+
+
+@dataclasses.dataclass
+class Verdict:
+    grade_id: str
+    passed: bool
+    message: str = ""  # what the checks printed (passed) or the failure (failed)
+    ename: str = ""
+
+
+def _resolve(kernel: StudentKernel, name: str, budget: Budget):
+    if name in grader_names():
+        return grader_names()[name]
+    reply = kernel.request({"op": "describe", "name": name}, budget.next_limit())
+    kind = reply.get("kind")
+    if kind == "callable":
+        return RemoteFunction(kernel, name, budget)
+    if kind == "value":
+        return decode(reply.get("value"))
+    if kind == "module":
+        raise NameError(f"`{name}` is a module in your notebook; the tests expected a function or a value")
+    raise NameError(f"name '{name}' is not defined in your notebook")
+
+
+def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget) -> Verdict:
+    """Run one test cell here, with the student's names as proxies; its verdict."""
+    from heads_and_masks.checks.core import CheckFailed
+
+    code = source.replace("### BEGIN HIDDEN TESTS", "").replace("### END HIDDEN TESTS", "")
+    try:
+        names = _free_names(code)
+    except SyntaxError as error:
+        return Verdict(grade_id, False, f"the test cell does not parse: {error}", "SyntaxError")
+    namespace: dict = {"__name__": "__heads_and_masks_judge__"}
+    printed, complaints = io.StringIO(), io.StringIO()
+    try:
+        for name in names:
+            namespace[name] = _resolve(kernel, name, budget)
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(complaints), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(code, f"<test cell {grade_id}>", "exec"), namespace)  # noqa: S102 (the instructor's test code)
+    except CheckFailed as error:
+        return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed")
+    except KernelGone as error:
+        return Verdict(grade_id, False, str(error), "KernelDied")
+    except TimeoutError as error:
+        return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "Timeout")
+    except Exception as error:  # noqa: BLE001 - every failure is a verdict
+        return Verdict(grade_id, False, f"{type(error).__name__}: {error}"[:MAX_MESSAGE], type(error).__name__)
+    if complaints.getvalue().strip():  # a check that wrote to stderr did not pass (e.g. "not written yet")
+        return Verdict(grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed")
+    return Verdict(grade_id, True, printed.getvalue()[-MAX_MESSAGE:])
+
+
+def code_fingerprint(cells: list[str]) -> str:
+    """What the hidden inputs of a submission are keyed on: the code the student submitted."""
+    digest = hashlib.sha256()
+    for source in cells:
+        digest.update(source.encode("utf-8", "replace") + b"\0")
+    return digest.hexdigest()
+
+
+@dataclasses.dataclass
+class JudgeReport:
+    """What the judge saw, for the grading report (one per notebook judged)."""
+
+    notes: list[str] = dataclasses.field(default_factory=list)
+    status: str | None = None  # "timed out" / "kernel died" when that happened
+    verdicts: dict[str, Verdict] = dataclasses.field(default_factory=dict)
+    sandboxed: bool = True
+
+
+REPORTS: dict[tuple[str, str, str], JudgeReport] = {}  # (assignment, student, notebook) -> report
+
+
+def _label(cell, index: int) -> str:
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    first = next((line.strip() for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
+    return f"`{grade_id}`" if grade_id else f"cell {index + 1} (`{first[:40]}`)"
+
+
+def _verdict_outputs(verdict: Verdict) -> list:
+    if verdict.passed:
+        return [nbformat.v4.new_output("stream", name="stdout", text=verdict.message or "✓ passed\n")]
+    return [nbformat.v4.new_output("error", ename=verdict.ename or "CheckFailed", evalue=verdict.message,
+                                   traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"])]
+
+
+def judge_notebook(nb: nbformat.NotebookNode, *, key: bytes | None, context: str, released_sources: set[str],
+                   cell_timeout: float = 60, budget_seconds: float = 480, memory_mb: int = 2048) -> JudgeReport:
+    """Judge ``nb`` (an nbgrader-sanitized notebook: test cells as the instructor wrote them) in place.
+
+    ``released_sources`` are the code cells of the released notebook: cells with that exact source are
+    the instructor's, and get no outputs in the graded notebook.
+    """
+    from heads_and_masks.checks.core import secret_inputs
+
+    report = JudgeReport(sandboxed=sandbox_available()[0])
+    tests = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and is_grade(c) and not is_solution(c)]
+    test_indices = {i for i, _ in tests}
+    student_code = [c.source for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in test_indices]
+    budget = Budget(budget_seconds, cell_timeout)
+    kernel = None
+    try:
+        kernel = StudentKernel(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or index in test_indices:
+                continue
+            cell.outputs = []
+            try:
+                limit = budget.next_limit()
+            except TimeoutError:
+                report.status = "timed out"
+                report.notes.append(f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}")
+                break
+            run = kernel.run(cell.source, min(limit, cell_timeout))
+            if cell.source not in released_sources:  # the student's own code: keep what it printed
+                cell.outputs = [nbformat.from_dict(o) for o in run.outputs][:20]
+            if run.error == "Timeout":
+                report.status = "timed out"
+                report.notes.append(f"{_label(cell, index)} ran longer than {min(limit, cell_timeout):g} s and was "
+                                    "stopped; the other cells were graded")
+                if not kernel.usable:
+                    report.notes.append("the kernel could not be interrupted: the cells after it were not run")
+                    break
+            elif run.error == "KernelDied":
+                report.status = "kernel died"
+                report.notes.append(f"the kernel died while running {_label(cell, index)} (a crash such as os._exit "
+                                    f"or a segfault, or memory beyond {memory_mb} MiB): the cells after it were not run")
+                break
+            elif run.error == "MemoryError":
+                report.notes.append(f"{_label(cell, index)} ran out of memory (the limit is {memory_mb} MiB)")
+        if kernel.usable:
+            kernel.run(HARNESS, 30)
+        secret = secret_inputs(key, context) if key else contextlib.nullcontext()
+        with secret:
+            for index, cell in tests:
+                grade_id = cell.metadata["nbgrader"]["grade_id"]
+                verdict = judge_cell(kernel, grade_id, cell.source, budget)
+                report.verdicts[grade_id] = verdict
+                cell.outputs = _verdict_outputs(verdict)
+                cell.execution_count = None
+                if verdict.ename == "Timeout":
+                    report.status = report.status or "timed out"
+                    report.notes.append(f"`{grade_id}`: {verdict.message}")
+                elif verdict.ename == "KernelDied" and report.status != "kernel died":
+                    report.status = "kernel died"
+                    report.notes.append(f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
+                                        "the tests after it could not run")
+    except Exception as error:  # noqa: BLE001 - the kernel could not even start: every test fails, with why
+        report.status = report.status or "kernel died"
+        report.notes.append(f"the notebook's kernel could not run ({type(error).__name__}: {str(error)[:200]})")
+        for index, cell in tests:
+            grade_id = cell.metadata["nbgrader"]["grade_id"]
+            verdict = report.verdicts.get(grade_id) or Verdict(grade_id, False, "the kernel could not run", "KernelDied")
+            report.verdicts[grade_id] = verdict
+            cell.outputs = _verdict_outputs(verdict)
+    finally:
+        if kernel is not None:
+            kernel.shutdown()
+    return report
+
+
+class Judge(NbGraderPreprocessor):
+    """nbgrader's execution step, replaced by the judge (``Autograde.autograde_preprocessors``)."""
+
+    timeout = Integer(60, help="seconds for each cell and each call of a student function").tag(config=True)
+    budget = Integer(480, help="seconds for a whole notebook, all cells and tests").tag(config=True)
+    memory_mb = Integer(2048, help="memory of a grading kernel, MiB").tag(config=True)
+    key_file = Unicode("", help="the grading key (grading_key.py); empty: the course's").tag(config=True)
+    release_directory = Unicode("", help="where the released notebooks are (absolute)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from . import grading_key
+
+        info = resources.get("nbgrader", {})
+        assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
+        root = Path(self.config.CourseDirectory.get("root", REPO))
+        key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
+        released_sources: set[str] = set()
+        release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
+        if release.exists():
+            released = nbformat.read(release, as_version=4)
+            released_sources = {c.source for c in released.cells if c.cell_type == "code"}
+        code = [c.source for c in nb.cells if c.cell_type == "code" and not (is_grade(c) and not is_solution(c))]
+        context = f"{assignment}/{name}/{student}/{code_fingerprint(code)}"
+        report = judge_notebook(nb, key=key, context=context, released_sources=released_sources,
+                                cell_timeout=self.timeout, budget_seconds=self.budget, memory_mb=self.memory_mb)
+        REPORTS[(assignment, student, name)] = report
+        return nb, resources

@@ -1,0 +1,115 @@
+"""On a laptop: JupyterLab in a 1100 px wide window with its file browser open, every picture stays legible.
+
+For each solution notebook (the student notebooks show the same pictures and widgets): open it in a
+1100 × 900 window, open the file browser if it is not (it takes about 250 px), Run All, then check
+
+* every course widget: the smallest text of its picture *on the screen* is at least ``LEGIBLE_TEXT_PX``.
+  That is the smallest text size in the picture's own pixels (``CourseWidget.text_sizes_px`` of the
+  package's widget of the same class, drawn here: same code, same fonts, and the test checks that it makes
+  a picture of the same size) times the scale the page shows the picture at (rendered width / natural width).
+  The readouts may move below the picture, but are never cut off or clipped (``layout_problems``).
+* every static picture (a figure shown as a PNG) is shown at its own size, not scaled down to fit:
+  scaled down, its text shrinks with it.
+
+Screenshots of every widget and the whole page go to ``test-artifacts/browser/laptop-*.png``.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+from heads_and_masks.pictures import LEGIBLE_TEXT_PX
+from labdriver import NOT_LOCAL, SOLUTION_ASSIGNMENTS, layout_problems, opened_notebook, settle
+
+pytestmark = pytest.mark.browser
+
+LAPTOP = {"width": 1100, "height": 900}
+
+
+@pytest.fixture(scope="module")
+def laptop_context(browser):
+    """A browser context with a laptop-sized window; requests off this machine are aborted."""
+    context = browser.new_context(viewport=LAPTOP, device_scale_factor=1)
+    context.route(NOT_LOCAL, lambda route: route.abort())
+    yield context
+    context.close()
+
+
+def widget_class(name: str):
+    """The course widget class called ``name`` (from the box's ``course-widget-NAME`` class)."""
+    import heads_and_masks.widgets as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"heads_and_masks.widgets.{info.name}")
+        if isinstance(getattr(module, name, None), type):
+            return getattr(module, name)
+    raise LookupError(f"no course widget class {name} in heads_and_masks.widgets")
+
+
+def open_file_browser(page) -> float:
+    """Open JupyterLab's file browser in the left sidebar if it is closed; return its width in px."""
+    width = page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
+    if width < 50:
+        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").first.click()
+        page.wait_for_function("() => (document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0) > 50")
+        width = page.evaluate("() => document.querySelector('#filebrowser').getBoundingClientRect().width")
+    return width
+
+
+_PICTURES_JS = """() => [...document.querySelectorAll('.jp-OutputArea-output img')].map((img, index) => {
+  const box = img.closest('.course-widget');
+  const name = box ? [...box.classList].find(c => c.startsWith('course-widget-')) : null;
+  const output = img.closest('.jp-OutputArea-output');
+  return {index, natural: img.naturalWidth, shown: img.getBoundingClientRect().width,
+          room: output ? output.getBoundingClientRect().width : 0,
+          widget: box ? (name ? name.slice('course-widget-'.length) : '?') : null};
+})"""
+
+
+@pytest.mark.parametrize("assignment", SOLUTION_ASSIGNMENTS)
+def test_pictures_stay_legible_at_laptop_width(assignment, lab, laptop_context, screenshots):
+    with opened_notebook(lab, laptop_context, "solution", assignment) as notebook:
+        page = notebook.page
+        browser_width = open_file_browser(page)
+        notebook.run_all()
+        boxes = page.locator(".course-widget")
+        for index in range(boxes.count()):
+            settle(boxes.nth(index))
+        pictures = page.evaluate(_PICTURES_JS)
+        room = max((p["room"] for p in pictures), default=0)
+        assert 0 < room < 720, (f"{assignment}: the notebook's outputs are {room:.0f} px wide with the file browser "
+                                f"({browser_width:.0f} px) open: not the laptop layout this test is about")
+        problems, smallest = [], {}
+        for number in range(boxes.count()):
+            box = boxes.nth(number)
+            box.scroll_into_view_if_needed()
+            box.screenshot(path=str(screenshots / f"laptop-solution-{assignment}-{number + 1}.png"))
+            problems += [f"widget {number + 1}: {p}" for p in layout_problems(box)]
+        for picture in pictures:
+            if picture["widget"] is None:
+                if picture["shown"] < picture["natural"] - 1:
+                    problems.append(f"static picture {picture['index'] + 1} is {picture['natural']} px wide and "
+                                    f"scaled down to {picture['shown']:.0f} px (the notebook has {picture['room']:.0f} "
+                                    f"px): its text shrinks to {picture['shown'] / picture['natural']:.0%} of its size")
+                continue
+            widget = widget_class(picture["widget"])()
+            if abs(widget.figure.bbox.width - picture["natural"]) > 1:
+                problems.append(f"{picture['widget']}: the page's picture is {picture['natural']} px wide, the "
+                                f"package's {widget.figure.bbox.width:.0f} px: not the same picture")
+                continue
+            scale = picture["shown"] / picture["natural"]
+            on_screen = min(widget.text_sizes_px()) * scale
+            smallest[picture["widget"]] = on_screen
+            if on_screen < LEGIBLE_TEXT_PX:
+                problems.append(f"{picture['widget']}: its smallest text is {on_screen:.1f} px on the screen "
+                                f"(the picture is shown at {scale:.0%} of its {picture['natural']} px), below "
+                                f"{LEGIBLE_TEXT_PX} px")
+        page.screenshot(path=str(screenshots / f"laptop-solution-{assignment}-page.png"))
+        print(f"{assignment} at {LAPTOP['width']} px, file browser {browser_width:.0f} px, outputs {room:.0f} px: "
+              + ", ".join(f"{name} smallest text {px:.1f} px" for name, px in smallest.items()))
+        assert not problems, (f"{assignment} in a {LAPTOP['width']} px window with the file browser open "
+                              f"(screenshots test-artifacts/browser/laptop-solution-{assignment}-*.png):\n"
+                              + "\n".join(problems))
+

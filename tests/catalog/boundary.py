@@ -1,0 +1,183 @@
+"""Attacks on the trust boundary: what a hostile student hands in to reach beyond their own grade.
+
+Each entry is one student's hand-in for ``00_start_here`` (a notebook, or files for the folder), graded
+in ONE class run together with honest classmates (tests/test_boundary.py). They try to write where
+root later reads, fill the disk, read the grader's environment and the hidden tests, answer from a
+table of the published seeds, call the course's reference after unlocking it, starve classmates of
+processes, hold shared memory past the limit, crash or hang, and break collection, the CSV and the
+report with their names. The test asserts the boundary held for every one of them.
+
+``CANARY`` and ``CANARY_ENV`` are filled in by the test: a root-owned file outside every scratch
+folder, and a variable set in the grader's environment.
+"""
+from __future__ import annotations
+
+import base64
+import io
+
+import numpy as np
+
+ASSIGNMENT = "00_start_here"
+WRONG = '''
+def attention(q, k, v, mask=None):
+    return np.zeros(q.shape[:-1] + (v.shape[-1],))
+'''
+
+# Code placed in the answer cell of `attention` (after it, in the same cell).
+CODE_ATTACKS = {
+    "links_for_root": WRONG + '''
+import os
+for target, link in [("{CANARY}", "00_start_here.ipynb"), ("{CANARY}", "feedback.html"), ("/", "everything.html"),
+                     ("{CANARY}", "../00_start_here.ipynb"), ("{CANARY}", "/tmp/00_start_here.ipynb")]:
+    try:
+        os.symlink(target, link)
+    except OSError:
+        pass
+for path in ["{CANARY}", "../gradebook.db", "../../gradebook.db"]:
+    try:
+        with open(path, "w") as handle:
+            handle.write("pwned")
+    except OSError:
+        pass
+    try:
+        os.chmod(path, 0o777)
+    except OSError:
+        pass
+''',
+    "fills_the_disk": WRONG + '''
+import os
+chunk = b"x" * (1 << 20)
+for folder in [".", "/tmp", "/dev/shm"]:
+    for i in range(20):
+        try:
+            with open(os.path.join(folder, f"big{i}.html"), "wb") as handle:
+                for _ in range(60):
+                    handle.write(chunk)
+        except OSError:
+            break
+try:
+    with open("latin1.html", "wb") as handle:
+        handle.write(bytes(range(128, 256)))
+except OSError:
+    pass
+''',
+    "reads_the_environment": '''
+import os, glob
+def attention(q, k, v, mask=None):
+    found = dict(os.environ)
+    for path in glob.glob("/proc/*/environ"):
+        try:
+            found[path] = open(path, "rb").read().decode("latin-1")
+        except OSError:
+            pass
+    print(found)
+    raise RuntimeError("ENVIRONMENT " + repr(found))
+''',
+    "hunts_the_hidden_tests": '''
+import gc, os, sys, glob
+def attention(q, k, v, mask=None):
+    found = []
+    for name in ("_ih", "In", "_i", "_ii", "_iii"):
+        found.append(repr(globals().get(name))[-3000:])
+    frame = sys._getframe()
+    while frame is not None:
+        found.append(repr(frame.f_code.co_filename) + repr(list(frame.f_locals))[:300])
+        frame = frame.f_back
+    for obj in gc.get_objects():
+        if isinstance(obj, str) and ("thorough" in obj or "HIDDEN" in obj):
+            found.append(obj[:500])
+    for pattern in ["*", "../*", "../../*", "/tmp/*", "/work/*", "/root/*", "/srv/*", "/home/*"]:
+        found += glob.glob(pattern)[:50]
+    print("\\n".join(found))
+    raise RuntimeError("FOUND " + "\\n".join(found)[:1900])
+''',
+    "unlocks_the_reference": '''
+import heads_and_masks as _hm
+import heads_and_masks._guard as _guard
+_guard._locked.clear()
+_guard.locked = lambda *names: __import__("contextlib").nullcontext()
+_reference = _hm.attention
+def attention(q, k, v, mask=None):
+    _guard._locked.clear()
+    return _reference(q, k, v, mask)
+''',
+    "hogs_processes": WRONG + '''
+import threading, time, os
+def _sleep():
+    time.sleep(120)
+_threads = []
+for _ in range(5000):
+    try:
+        t = threading.Thread(target=_sleep, daemon=True)
+        t.start()
+        _threads.append(t)
+    except Exception:
+        break
+for _ in range(200):
+    try:
+        if os.fork() == 0:
+            time.sleep(120)
+            os._exit(0)
+    except OSError:
+        break
+''',
+    "holds_shared_memory": WRONG + '''
+import mmap
+_held = mmap.mmap(-1, 2_600_000_000)
+for _i in range(0, len(_held), 4096):
+    _held[_i] = 1
+''',
+    "crashes_in_the_test": '''
+import os
+def attention(q, k, v, mask=None):
+    os._exit(3)
+''',
+    "loops_in_the_test": '''
+def attention(q, k, v, mask=None):
+    while True:
+        pass
+''',
+}
+
+
+def seed_table_attack(check, exercise_name: str = "attention") -> str:
+    """An answer that is right exactly on the inputs the published seeds give, and returns zeros otherwise.
+
+    ``check`` is the course's check of the exercise; it is run here, without a grading key, with a
+    recording stand-in to learn the inputs of the visible and hidden tests (as a student can, offline).
+    """
+    import hashlib
+
+    table: dict[str, np.ndarray] = {}
+
+    def reference(q, k, v, mask=None):  # the student's own correct attention, run offline
+        scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+        allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
+        scores = np.where(allowed, scores, -np.inf)
+        top = scores.max(axis=-1, keepdims=True)
+        top = np.where(np.isfinite(top), top, 0.0)
+        weights = np.where(allowed, np.exp(scores - top), 0.0)
+        total = weights.sum(axis=-1, keepdims=True)
+        weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)
+        return (weights @ v).astype(np.result_type(q, k, v), copy=False)
+
+    def recorder(q, k, v, mask=None):
+        key = hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (q, k, v))).hexdigest()
+        out = reference(q, k, v, mask)
+        table[key] = out
+        return out
+
+    check(recorder)
+    check(recorder, seed=7919, thorough=True)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **{f"k{key}": value for key, value in table.items()})
+    blob = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'''
+import base64, hashlib, io
+_table = dict(np.load(io.BytesIO(base64.b64decode("{blob}"))))
+def {exercise_name}(q, k, v, mask=None):
+    key = "k" + hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in (q, k, v))).hexdigest()
+    if key in _table:
+        return _table[key]
+    return np.zeros(q.shape[:-1] + (v.shape[-1],))
+'''

@@ -1,0 +1,174 @@
+"""The trust boundary, tested as a hostile class: attackers and honest students graded in one run.
+
+The run goes through everything an instructor runs (collect from a folder, grade in parallel,
+feedback with release, CSV, report), with a root-owned canary file outside every scratch folder and
+a canary variable in the grader's environment. Then, for every attacker: no points above the blank
+notebook; for the boundary: the canary file keeps its content and mode, the canary variable and the
+hidden tests appear in no feedback, no autograded notebook, no CSV and no report, the disk holds no
+more than the class handed in; and the honest classmates keep full marks.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import os
+import secrets
+import stat
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from catalog import boundary
+from course import Symlink, grade_class, require_sandbox, solution_notebook, student_notebook
+from submissions import submission
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = boundary.ASSIGNMENT
+HONEST = [f"honest{i}" for i in range(3)]
+LONG_ID = "x" * 250
+ESCAPE_ID = "eve\x1b[2K\x1b[1Gall good"
+FORMULA_ID = "=1+2"
+
+
+@functools.cache
+def hostile_class():
+    require_sandbox()
+    scratch = Path(tempfile.mkdtemp(prefix="hm-boundary-"))
+    canary = scratch / "canary.txt"
+    canary.write_text("the canary's own words\n")
+    os.chmod(canary, 0o600)
+    canary_env = "canary-" + secrets.token_hex(8)
+    os.environ["HEADS_AND_MASKS_TEST_CANARY"] = canary_env  # the grader's environment (workers inherit it)
+
+    hand_ins: dict[str, object] = {name: submission(ASSIGNMENT, {}) for name in HONEST}
+    for name, code in boundary.CODE_ATTACKS.items():
+        hand_ins[name] = submission(ASSIGNMENT, {"attention": code.replace("{CANARY}", str(canary)).strip("\n")})
+    from heads_and_masks.checks.start import check_attention
+
+    hand_ins["seed_table"] = submission(ASSIGNMENT, {"attention": boundary.seed_table_attack(check_attention).strip()})
+    solutions_path = str(Path(__file__).resolve().parents[1] / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    hand_ins["linked_solutions"] = {f"{ASSIGNMENT}.ipynb": Symlink(solutions_path),
+                                   "solutions.html": Symlink(solutions_path)}
+    hand_ins["dangling_link"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
+                                 "notes.html": Symlink("/nonexistent/file")}
+    hand_ins["deep_json"] = {f"{ASSIGNMENT}.ipynb": b"[" * 200_000 + b"]" * 200_000}
+    hand_ins["not_utf8"] = {f"{ASSIGNMENT}.ipynb": bytes(range(128, 256)) * 10}
+    hand_ins[LONG_ID] = submission(ASSIGNMENT, {})
+    hand_ins[FORMULA_ID] = submission(ASSIGNMENT, {})
+    hand_ins[ESCAPE_ID] = submission(ASSIGNMENT, {})
+    run = grade_class(ASSIGNMENT, hand_ins, scratch, cell_timeout=20)
+    from autograde import classroom
+
+    feedback_files = classroom.feedback(run.course, ASSIGNMENT, release_to_students=True)
+    csv_path = run.course.root / "autograde" / "grades.csv"
+    rows = classroom.export_grades(run.course, csv_path, [ASSIGNMENT])
+    report = classroom.report(run.course, ASSIGNMENT)
+    return run, canary, canary_env, feedback_files, csv_path, rows, report
+
+
+def _by_original(run, original: str):
+    from autograde.collect import safe_id
+
+    return run.results[safe_id(original)]
+
+
+def _hidden_lines() -> set[str]:
+    from autograde.feedback_filter import split_hidden
+
+    return {line.strip() for c in solution_notebook(ASSIGNMENT).cells if c.cell_type == "code"
+            for line in split_hidden(c.source)[1] if len(line.strip()) >= 8}
+
+
+def _everything_written(run) -> str:
+    """Every text the pipeline wrote for people to read: autograded notebooks, feedback, CSV, report, logs."""
+    texts = []
+    for path in (run.course.root / "autograde").rglob("*"):
+        if path.is_file() and path.suffix in (".ipynb", ".html", ".csv", ".txt", ".json") and "results" not in path.parts:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+    return "\n".join(texts)
+
+
+@pytest.mark.parametrize("attacker", [*boundary.CODE_ATTACKS, "seed_table"])
+def test_attacker_earns_nothing(attacker):
+    run = hostile_class()[0]
+    result = run.results[attacker]
+    assert result.total == 0, f"{attacker} earned {result.scores} ({result.log})"
+
+
+def test_honest_classmates_keep_full_marks():
+    run = hostile_class()[0]
+    for name in [*HONEST, "dangling_link"]:
+        result = run.results[name]
+        assert result.max_total > 0 and result.total == result.max_total, f"{name}: {result.scores} ({result.log})"
+    for name in (LONG_ID, FORMULA_ID, ESCAPE_ID):
+        result = _by_original(run, name)
+        assert result.total == result.max_total, f"{name!r}: {result.scores} ({result.log})"
+
+
+def test_root_owned_canary_is_untouched():
+    _, canary, *_ = hostile_class()
+    assert not canary.is_symlink()
+    assert canary.read_text() == "the canary's own words\n"
+    info = canary.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == os.getuid()
+
+
+def test_grader_environment_and_hidden_tests_reach_nobody():
+    run, _, canary_env, feedback_files, *_ = hostile_class()
+    written = _everything_written(run)
+    assert canary_env not in written, "a variable of the grader's environment was written out"
+    assert feedback_files, "no feedback was made"
+    feedback = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in feedback_files)
+    leaked = [line for line in _hidden_lines() if line in feedback]
+    assert not leaked, f"hidden tests in feedback: {leaked[:2]}"
+    autograded = "\n".join(p.read_text(errors="replace") for p in (run.course.root / "autograde" / "autograded").rglob("*.ipynb"))
+    found = run.results["hunts_the_hidden_tests"].notebook
+    assert found is not None
+    assert "thorough=True" not in "\n".join(str(o) for c in found.cells if not c.get("metadata", {}).get("nbgrader", {}).get("grade")
+                                         for o in c.get("outputs", [])), "a hidden test was visible to student code"
+    assert canary_env not in autograded
+
+
+def test_feedback_holds_only_what_the_grader_made():
+    run, _, _, feedback_files, *_ = hostile_class()
+    for folder in (run.course.root / "autograde" / "feedback").glob(f"*/{ASSIGNMENT}"):
+        names = sorted(p.name for p in folder.iterdir())
+        assert names == [f"{ASSIGNMENT}.html", "timestamp.txt"], f"{folder.parent.name}: {names}"
+        assert not any(p.is_symlink() for p in folder.iterdir())
+    assert (run.course.root / "autograde" / "feedback" / f"{ASSIGNMENT}-for-lms.zip").is_file(), \
+        "feedback of a folder collection must be released as a bundle for the LMS"
+
+
+def test_disk_holds_no_more_than_the_class_handed_in():
+    run = hostile_class()[0]
+    total = sum(p.stat().st_size for p in run.course.root.rglob("*") if p.is_file() and not p.is_symlink())
+    assert total < 200 * 2**20, f"the course root grew to {total / 2**20:.0f} MiB"
+    assert not any(p.is_symlink() for p in (run.course.root / "autograde").rglob("*"))
+
+
+def test_bad_hand_ins_get_their_own_status():
+    run = hostile_class()[0]
+    assert run.results["linked_solutions"].status == "missing", run.results["linked_solutions"].log
+    assert run.results["deep_json"].status == "invalid notebook", run.results["deep_json"].log
+    assert run.results["not_utf8"].status == "invalid notebook", run.results["not_utf8"].log
+    assert run.results["crashes_in_the_test"].status == "kernel died", run.results["crashes_in_the_test"].log
+    assert "test_attention" in " ".join(run.results["crashes_in_the_test"].notes)
+    assert run.results["holds_shared_memory"].status == "kernel died", run.results["holds_shared_memory"].log
+    assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].log
+
+
+def test_csv_and_report_are_complete_and_inert():
+    run, _, _, _, csv_path, rows, report = hostile_class()
+    with open(csv_path, newline="", encoding="utf-8") as handle:
+        table = list(csv.DictReader(handle))
+    assert len(table) == len(run.results) == len(rows)
+    for row in table:
+        for value in row.values():
+            assert not value[:1] in ("=", "+", "@") or value[1:2] == "", f"a formula reached the CSV: {value!r}"
+            assert "\x1b" not in value
+    originals = {row["student_as_submitted"] for row in table}
+    assert "'=1+2" in originals and LONG_ID in originals
+    assert "\x1b" not in report and len(report.splitlines()) >= 3
+    for name in ("deep_json", "crashes_in_the_test", "linked_solutions"):
+        assert name in report
