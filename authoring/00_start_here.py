@@ -47,7 +47,9 @@
 #
 # * **Masks are boolean, True = may attend.** `mask[i, j]` says whether query `i` may look at key `j`.
 #   A mask broadcasts against the scores `(..., n_queries, n_keys)`. This is the convention of PyTorch's
-#   boolean `attn_mask` too. (Some libraries use the opposite polarity; always check.)
+#   `scaled_dot_product_attention`, whose boolean `attn_mask` is True where attention is allowed. PyTorch's
+#   own `nn.MultiheadAttention` and `nn.Transformer` use the opposite one: there a True in a boolean mask
+#   means the position is *not* allowed. Two conventions in one library: always check which one you hold.
 # * **Scores are divided by √d**, where `d` is the size of the vectors being multiplied: the head size.
 # * **A query with no allowed key** gets all-zero weights, so its output is zero, never NaN.
 # * **Bad arguments raise `ValueError`** with a sentence that names the problem.
@@ -85,7 +87,7 @@ query_widget
 # key takes everything. For the default query:
 
 # %%
-print({name: round(value, 3) for name, value in query_widget.readouts.items()})
+print(query_widget.readouts_text())
 uniform = np.full(4, 0.25)
 print("entropy of four equal weights:", hm.row_entropy_bits(uniform), "bits")
 
@@ -118,7 +120,7 @@ def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes."""
     ### BEGIN SOLUTION
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (..., n_q, n_k)
+    scores = q @ np.swapaxes(k, -1, -2) / d**0.5  # (..., n_q, n_k); d**0.5, a Python float, keeps float32 float32
     if mask is None:
         mask = np.ones(scores.shape, dtype=bool)
     mask = np.broadcast_to(mask, scores.shape)

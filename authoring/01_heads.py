@@ -323,21 +323,28 @@ check_merge_heads(merge_heads, seed=2024, thorough=True)
 # The attention you wrote in notebook 00 already does the middle line for all heads and sequences at
 # once: it works on the last two axes and treats the axes `(b, h)` in front as a batch, and it reads d
 # from the last axis of q, so a head is scaled by `1/√d`, not `1/√D`. Graded answers are your own
-# code, so bring it along: paste your `attention` from notebook 00 into the exercise cell (above your
-# function), or write the scores and the softmax inline. (The course's `hm.attention` drives the
-# demonstrations of this notebook, but graded code may not call it.)
+# code, so this layer uses *your* `attention`, and the next cell brings it from notebook 00: it reads
+# your notebook 00 (save it first), defines your function here and, in JupyterLab, replaces its own
+# text by your code, so that this notebook carries it when you hand it in. (The course's `hm.attention`
+# drives the demonstrations of this notebook, but graded code may not call it.) Prefer to write the
+# scores and the softmax inline in your `multi_head_attention`? That works as well.
 #
 # The mask (boolean, True = may attend) must reach every head. It broadcasts against the scores
 # `(b, h, n, n)`: a causal mask `(n, n)` is the same for every sequence and head, a padding mask
 # `(b, 1, 1, n)` differs by sequence, a mask `(b, h, n, n)` may even differ by head. Passing it on to
 # the attention is all it takes.
 
+# %%
+from heads_and_masks.earlier_answers import bring_answer
+
+bring_answer("attention", from_notebook="00_start_here")  # your own attention, from ../00_start_here
+
 # %% [markdown]
 # ### Exercise 3: `multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None)`
 #
 # `x` has shape `(b, n, D)`, the four weights `(D, D)` and are used as `x @ w`; return `(b, n, D)`.
-# You may call your `split_heads` and `merge_heads`, or use einops, loops over the heads or `np.einsum`:
-# every correct style gets full marks. (Not allowed: the course's own `hm.multi_head_attention`,
+# You may call your `attention` (brought above), your `split_heads` and `merge_heads`, or use einops,
+# loops over the heads or `np.einsum`: every correct style gets full marks. (Not allowed: the course's own `hm.multi_head_attention`,
 # `hm.attention`, `hm.split_heads` or `hm.merge_heads`; the tests refuse an answer that calls them.)
 #
 # The tests compare with the course's reference on several batches, with no mask, a causal mask and a
@@ -351,7 +358,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     k = rearrange(x @ w_k, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     v = rearrange(x @ w_v, "b n (h d) -> b h n d", h=h)  # (b, h, n, d)
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (b, h, n, n): every head scaled by 1/sqrt(d)
+    scores = q @ np.swapaxes(k, -1, -2) / d**0.5  # (b, h, n, n): every head scaled by 1/sqrt(d)
     allowed = np.broadcast_to(True if mask is None else mask, scores.shape)  # the mask reaches every head
     row_max = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
     row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # a row with nothing allowed stays all zero
@@ -483,10 +490,10 @@ check_mha_cost_errors(mha_cost, thorough=True)
 # %%
 D = 768
 n_equal = 2 * D
-print(f"D = {D}: the two terms are equal at n = 2D = {n_equal}")
+print(f"D = {D}: the two terms are equal at n = 2D = {n_equal:,}")
 for n in (n_equal // 8, n_equal, n_equal * 8):
     projections, attention_part = 4 * n * D**2, 2 * n**2 * D
-    print(f"  n = {n:>6}: projections {projections / (projections + attention_part):6.1%}, "
+    print(f"  n = {n:>6,}: projections {projections / (projections + attention_part):6.1%}, "
           f"scores + weighted sum {attention_part / (projections + attention_part):6.1%}")
 
 # %% [markdown]
@@ -518,9 +525,9 @@ widget
 # and n = 1024 with h = 12; this cell reads them, moves the widget above to h = 24 and reads them again:
 
 # %%
-print("h = 12:", widget.readouts)
+print("h = 12:\n" + widget.readouts_text())
 widget.controls["heads"].value = 24
-print("h = 24:", widget.readouts)
+print("h = 24:\n" + widget.readouts_text())
 
 # %% [markdown]
 # ## Summary

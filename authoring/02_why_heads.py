@@ -22,7 +22,7 @@ import numpy as np
 from IPython.display import Markdown
 
 import heads_and_masks as hm
-from heads_and_masks import retrieval, score_noise
+from heads_and_masks import model_configs, retrieval, score_noise
 from heads_and_masks import why_heads_plots as plots
 from heads_and_masks.widgets.why_heads import ScoreNoiseWidget
 
@@ -52,7 +52,7 @@ values = np.array([[0.2, 2.0], [1.8, 1.4], [2.2, -0.4], [0.6, -1.6], [-1.6, -0.9
 cloud = retrieval.reachable_outputs(values, samples=4000, seed=1)
 hull = retrieval.convex_hull(values)
 corners = [int(np.flatnonzero((values == corner).all(axis=1))[0]) for corner in hull]
-print(f"{len(cloud)} random weight vectors: {retrieval.inside_hull(cloud, hull).mean():.0%} of the outputs lie "
+print(f"{len(cloud):,} random weight vectors: {retrieval.inside_hull(cloud, hull).mean():.0%} of the outputs lie "
       f"inside the hull of the values, whose corners are {', '.join(f'v{i}' for i in corners)}")
 plots.picture(plots.hull_figure(values, previous=4, first=0))
 
@@ -340,6 +340,25 @@ plots.picture(plots.winning_figure(d_curve, curves, n_keys, marks=[(8, "h = 96")
                                    simulated=(d_points, points, label)))
 
 # %% [markdown]
+# "Almost every model" is not every model. Here are the head sizes of the ten real models whose
+# configurations notebook 06 uses (`data/models.csv`, each number with its public source):
+
+# %%
+by_head_size = {}
+for m in model_configs.load_models().values():
+    by_head_size.setdefault(m.head_dim, []).append(m.model)
+for size, names in sorted(by_head_size.items()):
+    where = "inside" if 32 <= size <= 128 else "outside"
+    print(f"d = {size:>3} ({where} [32, 128]): {', '.join(names)}")
+
+# %% [markdown]
+# The two Gemma models use heads of **256**, twice the top of the range. The curve above says what that
+# buys: at d = 128 the match already wins nearly every time, so a larger head adds little reliability; it
+# costs width, which is why so few models do it (Gemma-7B even makes its 16 heads of 256 wider together,
+# 4096, than the model itself, 3072: notebook 06 comes back to it). The range is the usual choice, where
+# heads are reliable and still cheap enough to have many, not a law.
+
+# %% [markdown]
 # ## 6. Move d and the noise yourself
 #
 # Left: how the similarity estimates `q·k / d` of the match (orange, true similarity 1) and of the
@@ -363,7 +382,7 @@ noise_widget
 # The readouts for the widget's starting position (d = 8, noise 1), computed:
 
 # %%
-print({name: round(value, 3) for name, value in noise_widget.readouts.items()})
+print(noise_widget.readouts_text())
 
 # %% [markdown]
 # ## Summary
@@ -375,6 +394,7 @@ print({name: round(value, 3) for name, value in noise_widget.readouts.items()})
 #   64, or 96 of 8.
 # * A head compares query and key through `d` products; the spread of that estimate falls like `1/√d`,
 #   and below a few dozen components the right key loses often. Above about 128, little is left to gain.
-#   Hence `d ∈ [32, 128]` and as many heads as the width then allows.
+#   Hence `d ∈ [32, 128]` in most models and as many heads as the width then allows (Gemma's heads of 256
+#   are the exception in our data).
 #
 # Next, notebook 03 turns to masks: how a head is kept from looking at the future.

@@ -13,9 +13,11 @@
 #   softmax) and watch three of them fail, each in its own way;
 # * learn why real code writes −1e9 or the dtype's minimum instead of −∞, where a pure −∞ gives NaN,
 #   and what happens when the fill value is not negative enough;
+# * play with the lesson's widget, where the lesson has it: the division by √d, the mask, the head size
+#   and the temperature, with four readouts that say how peaked the attention is and how much gradient
+#   still flows;
 # * write a masked softmax that never returns NaN, and the entropy of a row in bits;
-# * play with the lesson's widget: the division by √d, the mask, the head size and the temperature,
-#   with four readouts that say how peaked the attention is and how much gradient still flows.
+
 
 # %%
 import time
@@ -54,9 +56,9 @@ def caught_warnings(compute):
 # generation time, when the next token does not exist yet, it would have nothing to copy.
 #
 # So the rule: **query *q* may attend to key *k* only if *k ≤ q*** (itself and the past). Let us check
-# that the rule does what it says. Below, the sentence `<s> cat sat on the mat` gets random queries,
-# keys and values (seeded, the same every run). Then we change the last token's key and value (as if
-# the sentence ended with another word) and measure how much each position's attention output moves.
+# that the rule does what it says. Below, the lesson's sentence `<s> cat sat on mat .` gets random
+# queries, keys and values (seeded, the same every run). Then we change the last token's key and value
+# (as if the sentence ended differently) and measure how much each position's attention output moves.
 
 # %%
 n = len(TOKENS)
@@ -65,7 +67,7 @@ q, k = sentence_queries_keys(d)  # (n, d) each: fixed random vectors, one per to
 v = np.random.default_rng(3).normal(size=(n, d))  # (n, d)
 
 k_changed, v_changed = k.copy(), v.copy()
-k_changed[-1] = np.random.default_rng(4).normal(size=d)  # "mat" replaced by another word
+k_changed[-1] = np.random.default_rng(4).normal(size=d)  # "." replaced by another token
 v_changed[-1] = np.random.default_rng(5).normal(size=d)
 
 causal = hm.causal_mask(n)  # (n, n) bool, True = may attend
@@ -76,9 +78,9 @@ for label, mask in [("no mask    ", None), ("causal mask", causal)]:
     print(label, " ".join(f"{t}:{m:.3f}" for t, m in zip(TOKENS, moved)))
 
 # %% [markdown]
-# Without a mask, changing the last word moves the output of *every* position: `<s>`, which should
+# Without a mask, changing the last token moves the output of *every* position: `<s>`, which should
 # know nothing yet, already "knows" how the sentence ends. With the causal mask only the last
-# position moves, the only one that is allowed to see that word.
+# position moves, the only one that is allowed to see that token.
 
 # %% [markdown]
 # ## The causal mask as a boolean array
@@ -360,13 +362,192 @@ print("correct        :", hm.masked_softmax(large, allowed))
 # weight. An additive −1e4 fails the same way from the other side: a forbidden score of 5e3 minus
 # 1e4 is still far above the allowed −2e4.
 #
-# The recipe that survives all of this, and that the next exercise asks for:
+# The recipe that survives all of this, and that exercise 2 (after the lesson's widget) asks for:
 #
 # 1. fill the forbidden scores with −∞ (or the dtype's minimum), never 0;
 # 2. subtract each row's largest *allowed* score before `exp` (so `exp` never overflows, and the
 #    largest allowed term is exactly 1, so it cannot underflow to 0);
 # 3. set the forbidden terms to exactly 0 (automatic with −∞; explicit with a finite fill);
 # 4. divide by the row sum only where it is positive, and leave a row with nothing allowed at 0.
+
+# %% [markdown]
+# ## The lesson's widget
+#
+# The lesson showed this widget right here, after the −∞ argument: the attention weights over its
+# sentence `<s> кот сел на коврик .`, which is `<s> cat sat on mat .` token for token (Russian has no
+# articles: six tokens, the full stop included). Keys across, queries down. The queries and keys are
+# fixed random vectors of 512 numbers per token (seeded, not a trained model), and a head of size *d*
+# uses their first *d* numbers. The controls:
+#
+# * **divide by √d**: the scores are `q·k / √d` (on) or the raw `q·k` (off);
+# * **causal mask**: the future is forbidden (hatched) or not;
+# * **head size d**: 8 to 512;
+# * **temperature T**: every score is divided by *T* before softmax; `T > 1` flattens the rows, `T < 1`
+#   sharpens them.
+#
+# What enters the softmax is therefore `z = q·k / (√d · T)` (or `q·k / T`). The readouts are defined on
+# `z` and on the weights `w`:
+#
+# | readout | definition |
+# |---|---|
+# | score spread | the range of the allowed entries of `z`: largest minus smallest (forbidden ones do not exist for the softmax) |
+# | row entropy (bits) | the entropy `H = −Σ w log₂ w` of each query row (0 for a one-hot row, `log₂ m` for *m* equal weights; exercise 3 below has you write it), **averaged over the six rows** |
+# | first row entropy (bits) | the entropy of row `<s>` alone: 0 whenever the mask is on |
+# | max weight | the largest weight anywhere in the matrix (with the mask on, the first row pins it at 1) |
+# | gradient scale | for each row, the largest eigenvalue of softmax's Jacobian `J = diag(w) − w wᵀ` (how much the weights can move per unit move of `z`), averaged over the rows |
+#
+# The Jacobian needs a word. A small change `δz` of a row's inputs changes its weights by `J δz`. `J` is
+# symmetric and positive semi-definite; its largest eigenvalue is at most ½ (two keys sharing the
+# weight), `1/m` for *m* equal weights, and **0 for a one-hot row**: a saturated softmax passes no
+# gradient back to its scores, so training cannot move them. Here are the definitions as code,
+# recomputed by hand for the widget's default state and compared with what the widget shows:
+
+# %%
+lesson = LessonWidget()  # defaults: divide by √d, causal mask, d = 64, T = 1
+
+z = sentence_logits(64, scale_by_sqrt_d=True, temperature=1.0)  # (n, n)
+w = hm.masked_softmax(z, causal)  # (n, n)
+entropies = hm.row_entropy_bits(w) + 0.0  # (n,) bits; + 0.0 turns -0.0 (from -1·log2 1) into 0.0
+jacobians = w[:, :, None] * np.eye(n) - w[:, :, None] * w[:, None, :]  # (n, n_k, n_k): diag(w) - w wᵀ per row
+by_hand = {
+    "score spread": z[causal].max() - z[causal].min(),
+    "row entropy (bits)": entropies.mean(),
+    "max weight": w.max(),
+    "gradient scale": np.linalg.eigvalsh(jacobians)[:, -1].mean(),
+    "first row entropy (bits)": entropies[0],
+}
+for name, value in by_hand.items():
+    print(f"{name:>26}: by hand {value:.4f}   widget {lesson.readouts[name]:.4f}")
+
+# %% [markdown]
+# ### Why its numbers are not the lesson's
+#
+# The lesson's widget, at these same settings (d = 64, T = 1, the mask on), read *score spread 4.38, row
+# entropy 1.209 bits, max weight 1, gradient scale 2.47e-1*. Its queries and keys were its own (a model's,
+# or its author's random draw) and are not published, so ours cannot give the same numbers. Two things
+# can be checked all the same.
+#
+# **What the structure fixes.** Max weight is 1 (the first row, always), and the entropy and the gradient
+# scale must lie between 0 and the most a causal 6-token matrix allows:
+
+# %%
+lesson_snapshot = {"score spread": 4.38, "row entropy (bits)": 1.209, "max weight": 1.0, "gradient scale": 2.47e-1}
+ours = lesson.readouts
+most_entropy = max_entropies(causal).mean()  # every row uniform over its allowed keys
+most_gradient = (0.0 + 0.5 * (n - 1)) / n  # row 0 is one-hot (0); at best ½ for each other row
+print(f"max weight forced by the first row: {ours['max weight']:.0f} (lesson: {lesson_snapshot['max weight']:.0f})")
+print(f"row entropy: lesson {lesson_snapshot['row entropy (bits)']}, ours {ours['row entropy (bits)']:.3f}, "
+      f"possible range [0, {most_entropy:.3f}]")
+print(f"gradient scale: lesson {lesson_snapshot['gradient scale']}, ours {ours['gradient scale']:.3f}, "
+      f"possible range [0, {most_gradient:.3f}]")
+print(f"score spread: lesson {lesson_snapshot['score spread']}, ours {ours['score spread']:.2f}")
+
+# %% [markdown]
+# **What kind of number the spread is.** "Spread" could mean a standard deviation or a range. The lesson's
+# own numbers decide: stretch our scores until their spread is the lesson's 4.38, once as a standard
+# deviation and once as a range, and look at the entropy each gives. Only the range lands near the
+# lesson's 1.209 bits; a standard deviation of 4.38 saturates the rows far below it:
+
+# %%
+allowed_z = z[causal]
+for kind, spread in [("range (max − min)", np.ptp(allowed_z)), ("standard deviation", allowed_z.std())]:
+    stretched = z * (lesson_snapshot["score spread"] / spread)  # same scores, spread = 4.38 of this kind
+    entropy = row_entropies(hm.masked_softmax(stretched, causal)).mean()
+    print(f"spread 4.38 as a {kind:<18}: row entropy {entropy:.3f} bits (lesson: {lesson_snapshot['row entropy (bits)']})")
+
+# %% [markdown]
+# So the widget's *score spread* is the range, the lesson's kind, and with it the lesson's spread and entropy
+# go together as ours do. What remains between the two widgets (the lines printed above: our spread, entropy
+# and gradient scale beside the lesson's) is the difference between two sets of six vectors: other
+# embeddings, other numbers, the same behaviour. Now the widget:
+
+# %%
+lesson
+
+# %% [markdown]
+# Things to try, and what you should see:
+#
+# 1. **Switch off "divide by √d"** and drag *d* from 8 to 512: the score spread grows like √d, the rows
+#    saturate into one-hot rows (entropy towards 0, every row's top weight towards 1) and the gradient
+#    scale collapses. Switch it back on: the spread stays about the same for every *d*.
+# 2. **Toggle the causal mask**: the upper triangle is hatched, the first row becomes `1.00` followed by
+#    nothing, and *first row entropy* reads 0 whatever else you do. With the mask on, *max weight* is
+#    always 1 (the first row); switch the mask off to watch max weight saturate on its own.
+# 3. **Move T**: a high temperature flattens every row (entropy up, towards the limits marked `|`), a low
+#    one sharpens them. Dividing by √d is a temperature of √d, chosen so that the spread does not
+#    depend on the head size.
+
+# %% [markdown]
+# ## The first row: one key, weight 1, entropy 0
+#
+# Under the causal mask the first query, `<s>`, has exactly one allowed key: itself. A softmax over one
+# number is 1, whatever that number is. So the first row is always one-hot and its entropy is always
+# 0, at any scale of the scores:
+
+# %%
+one_hot = np.eye(n)[0]
+for scale in (0.01, 1.0, 100.0, 1e4):
+    s = np.random.default_rng(1).normal(size=(n, n)) * scale
+    w = hm.masked_softmax(s, causal)
+    print(f"scores × {scale:>7,g}: first row {w[0]}, entropy {row_entropies(w[0]):.1f} bits, "
+          f"one-hot: {np.array_equal(w[0], one_hot)}")
+
+# %% [markdown]
+# That is not a defect. The first token has nothing earlier to look at; its output is its own value,
+# and the model's first prediction has to rest on `<s>` alone. The row carries no information about
+# the scores, and its scores get no gradient from this softmax (a one-hot softmax does not change
+# when its inputs move a little; the widget's *gradient scale* measures exactly that). It is how
+# autoregression works: the second token sees two, the last sees all of them. The most entropy
+# row *q* can have is `log₂(q + 1)`:
+
+# %%
+print("most entropy per row (bits):", max_entropies(causal))
+
+# %% [markdown]
+# ## Without √d, in numbers
+#
+# The first experiment of the widget, computed for every head size with the mask on (readouts as defined
+# above):
+
+# %%
+head_sizes = [8, 16, 32, 64, 128, 256, 512]
+table = {True: {}, False: {}}
+for scaled in (True, False):
+    for name in ("score spread", "row entropy (bits)", "gradient scale", "max weight"):
+        table[scaled][name] = []
+    for size in head_sizes:
+        z = sentence_logits(size, scale_by_sqrt_d=scaled)
+        w = hm.masked_softmax(z, causal)
+        table[scaled]["score spread"].append(score_spread(z, causal))
+        table[scaled]["row entropy (bits)"].append(row_entropies(w).mean())
+        table[scaled]["gradient scale"].append(gradient_scale(w))
+        table[scaled]["max weight"].append(w[1:].max(axis=-1).mean())  # "top w": mean top weight of rows 2..n
+
+print(f"{'':>4} | {'not divided by √d':<40} | {'divided by √d':<30}")
+print(f"{'d':>4} | {'spread':>7} {'spread/√d':>9} {'entropy':>8} {'top w':>6} {'grad':>7} | "
+      f"{'spread':>7} {'entropy':>8} {'top w':>6} {'grad':>7}")
+for i, size in enumerate(head_sizes):
+    raw, scaled = ({key: values[i] for key, values in table[flag].items()} for flag in (False, True))
+    print(f"{size:>4} | {raw['score spread']:>7.2f} {raw['score spread'] / np.sqrt(size):>9.2f} "
+          f"{raw['row entropy (bits)']:>8.3f} {raw['max weight']:>6.3f} {raw['gradient scale']:>7.4f} | "
+          f"{scaled['score spread']:>7.2f} {scaled['row entropy (bits)']:>8.3f} {scaled['max weight']:>6.3f} "
+          f"{scaled['gradient scale']:>7.4f}")
+growth = table[False]["score spread"][-1] / table[False]["score spread"][0]
+exponent = np.polyfit(np.log(head_sizes), np.log(table[False]["score spread"]), 1)[0]  # spread ∝ d^exponent
+print(f"spread without √d grew {growth:.1f}× from d = {head_sizes[0]} to d = {head_sizes[-1]} "
+      f"(√({head_sizes[-1]}/{head_sizes[0]}) = {np.sqrt(head_sizes[-1] / head_sizes[0]):.0f}); "
+      f"fitted over all seven sizes it grows like d^{exponent:.2f}, and √d is d^0.5")
+
+display(picture(readouts_versus_d_figure(head_sizes, table[True], table[False])))
+
+# %% [markdown]
+# Without the division, `spread / √d` stays within a narrow band while the spread itself grows several-fold:
+# the spread grows like √d, as it must for a sum of d random products (the range of a few dozen scores is a
+# noisy measure, hence a band and not a constant). The rows
+# saturate with it: the entropy falls towards 0, the top weight of a row ("top w", the mean over the
+# rows after the first, which the mask does not pin at 1) climbs towards 1, and the gradient scale
+# collapses. With the division, the spread, the entropy and the gradient scale stay where they are
+# whatever the head size: that is the whole purpose of the √d.
 
 # %% [markdown]
 # ### Exercise 2: `masked_softmax(scores, mask)`
@@ -480,155 +661,6 @@ check_row_entropy_bits(row_entropy_bits)
 ### BEGIN HIDDEN TESTS
 check_row_entropy_bits(row_entropy_bits, seed=3, thorough=True)
 ### END HIDDEN TESTS
-
-# %% [markdown]
-# ## The first row: one key, weight 1, entropy 0
-#
-# Under the causal mask the first query, `<s>`, has exactly one allowed key: itself. A softmax over one
-# number is 1, whatever that number is. So the first row is always one-hot and its entropy is always
-# 0, at any scale of the scores:
-
-# %%
-one_hot = np.eye(n)[0]
-for scale in (0.01, 1.0, 100.0, 1e4):
-    s = np.random.default_rng(1).normal(size=(n, n)) * scale
-    w = hm.masked_softmax(s, causal)
-    print(f"scores × {scale:>7g}: first row {w[0]}, entropy {row_entropies(w[0]):.1f} bits, "
-          f"one-hot: {np.array_equal(w[0], one_hot)}")
-
-# %% [markdown]
-# That is not a defect. The first token has nothing earlier to look at; its output is its own value,
-# and the model's first prediction has to rest on `<s>` alone. The row carries no information about
-# the scores, and its scores get no gradient from this softmax (a one-hot softmax does not change
-# when its inputs move a little; the *gradient scale* readout below measures exactly that). It is
-# how autoregression works: the second token sees two, the last sees all of them. The most entropy
-# row *q* can have is `log₂(q + 1)`:
-
-# %%
-print("most entropy per row (bits):", max_entropies(causal))
-
-# %% [markdown]
-# ## The lesson's widget
-#
-# The widget shows the attention weights over `<s> cat sat on the mat`, keys across and queries down.
-# The queries and keys are fixed random vectors of 512 numbers per token (seeded, not a trained
-# model), and a head of size *d* uses their first *d* numbers. The controls:
-#
-# * **divide by √d**: the scores are `q·k / √d` (on) or the raw `q·k` (off);
-# * **causal mask**: the future is forbidden (hatched) or not;
-# * **head size d**: 8 to 512;
-# * **temperature T**: every score is divided by *T* before softmax; `T > 1` flattens the rows, `T < 1`
-#   sharpens them.
-#
-# What enters the softmax is therefore `z = q·k / (√d · T)` (or `q·k / T`). The readouts are defined on
-# `z` and on the weights `w`:
-#
-# | readout | definition |
-# |---|---|
-# | score spread | standard deviation of the allowed entries of `z` (forbidden ones do not exist for the softmax) |
-# | row entropy (bits) | the entropy of each query row, **averaged over the six rows** |
-# | first row entropy (bits) | the entropy of row `<s>` alone: 0 whenever the mask is on |
-# | max weight | the largest weight anywhere in the matrix (with the mask on, the first row pins it at 1) |
-# | gradient scale | for each row, the largest eigenvalue of softmax's Jacobian `J = diag(w) − w wᵀ` (how much the weights can move per unit move of `z`), averaged over the rows |
-#
-# The Jacobian needs a word. A small change `δz` of a row's inputs changes its weights by `J δz`. `J` is
-# symmetric and positive semi-definite; its largest eigenvalue is at most ½ (two keys sharing the
-# weight), `1/m` for *m* equal weights, and **0 for a one-hot row**: a saturated softmax passes no
-# gradient back to its scores, so training cannot move them. Here are the definitions as code,
-# recomputed by hand for the widget's default state and compared with what the widget shows:
-
-# %%
-lesson = LessonWidget()  # defaults: divide by √d, causal mask, d = 64, T = 1
-
-z = sentence_logits(64, scale_by_sqrt_d=True, temperature=1.0)  # (n, n)
-w = hm.masked_softmax(z, causal)  # (n, n)
-entropies = hm.row_entropy_bits(w) + 0.0  # (n,) bits; + 0.0 turns -0.0 (from -1·log2 1) into 0.0
-jacobians = w[:, :, None] * np.eye(n) - w[:, :, None] * w[:, None, :]  # (n, n_k, n_k): diag(w) - w wᵀ per row
-by_hand = {
-    "score spread": z[causal].std(),
-    "row entropy (bits)": entropies.mean(),
-    "max weight": w.max(),
-    "gradient scale": np.linalg.eigvalsh(jacobians)[:, -1].mean(),
-    "first row entropy (bits)": entropies[0],
-}
-for name, value in by_hand.items():
-    print(f"{name:>26}: by hand {value:.4f}   widget {lesson.readouts[name]:.4f}")
-
-# %%
-lesson
-
-# %% [markdown]
-# Things to try, and what you should see:
-#
-# 1. **Switch off "divide by √d"** and drag *d* from 8 to 512: the score spread grows like √d, the rows
-#    saturate into one-hot rows (entropy towards 0, every row's top weight towards 1) and the gradient
-#    scale collapses. Switch it back on: the spread stays near 1 for every *d*.
-# 2. **Toggle the causal mask**: the upper triangle is hatched, the first row becomes `1.00` followed by
-#    nothing, and *first row entropy* reads 0 whatever else you do. With the mask on, *max weight* is
-#    always 1 (the first row); switch the mask off to watch max weight saturate on its own.
-# 3. **Move T**: a high temperature flattens every row (entropy up, towards the limits marked `|`), a low
-#    one sharpens them. Dividing by √d is a temperature of √d, chosen so that the spread does not
-#    depend on the head size.
-#
-# The same story in numbers, computed for every head size with the mask on (readouts as defined above):
-
-# %%
-head_sizes = [8, 16, 32, 64, 128, 256, 512]
-table = {True: {}, False: {}}
-for scaled in (True, False):
-    for name in ("score spread", "row entropy (bits)", "gradient scale", "max weight"):
-        table[scaled][name] = []
-    for size in head_sizes:
-        z = sentence_logits(size, scale_by_sqrt_d=scaled)
-        w = hm.masked_softmax(z, causal)
-        table[scaled]["score spread"].append(score_spread(z, causal))
-        table[scaled]["row entropy (bits)"].append(row_entropies(w).mean())
-        table[scaled]["gradient scale"].append(gradient_scale(w))
-        table[scaled]["max weight"].append(w[1:].max(axis=-1).mean())  # "top w": mean top weight of rows 2..n
-
-print(f"{'':>4} | {'not divided by √d':<40} | {'divided by √d':<30}")
-print(f"{'d':>4} | {'spread':>7} {'spread/√d':>9} {'entropy':>8} {'top w':>6} {'grad':>7} | "
-      f"{'spread':>7} {'entropy':>8} {'top w':>6} {'grad':>7}")
-for i, size in enumerate(head_sizes):
-    raw, scaled = ({key: values[i] for key, values in table[flag].items()} for flag in (False, True))
-    print(f"{size:>4} | {raw['score spread']:>7.2f} {raw['score spread'] / np.sqrt(size):>9.2f} "
-          f"{raw['row entropy (bits)']:>8.3f} {raw['max weight']:>6.3f} {raw['gradient scale']:>7.4f} | "
-          f"{scaled['score spread']:>7.2f} {scaled['row entropy (bits)']:>8.3f} {scaled['max weight']:>6.3f} "
-          f"{scaled['gradient scale']:>7.4f}")
-growth = table[False]["score spread"][-1] / table[False]["score spread"][0]
-print(f"spread without √d grew {growth:.1f}× from d = {head_sizes[0]} to d = {head_sizes[-1]}; "
-      f"√({head_sizes[-1]}/{head_sizes[0]}) = {np.sqrt(head_sizes[-1] / head_sizes[0]):.0f}")
-
-display(picture(readouts_versus_d_figure(head_sizes, table[True], table[False])))
-
-# %% [markdown]
-# Without the division, `spread / √d` stays roughly constant while the spread itself grows about as
-# much as √d does: the spread grows like √d, as it must for a sum of d random products. The rows
-# saturate with it: the entropy falls towards 0, the top weight of a row ("top w", the mean over the
-# rows after the first, which the mask does not pin at 1) climbs towards 1, and the gradient scale
-# collapses. With the division, the spread, the entropy and the gradient scale stay where they are
-# whatever the head size: that is the whole purpose of the √d.
-#
-# ### The lesson's snapshot
-#
-# The lesson showed its widget at d = 64, T = 1 with the mask on, reading *score spread 4.38, row
-# entropy 1.209 bits, max weight 1, gradient scale 2.47e-1*. Its queries and keys were its own and
-# are not published, so the spread, entropy and gradient scale cannot be recomputed; what the
-# structure of a causal 6-token attention fixes can. Max weight is 1 (the first row), and the other two
-# must lie between 0 and their largest possible values under the mask:
-
-# %%
-lesson_snapshot = {"score spread": 4.38, "row entropy (bits)": 1.209, "max weight": 1.0, "gradient scale": 2.47e-1}
-ours = LessonWidget(head_size=64, temperature=1.0, causal=True).readouts
-most_entropy = max_entropies(causal).mean()  # every row uniform over its allowed keys
-most_gradient = (0.0 + 0.5 * (n - 1)) / n  # row 0 is one-hot (0); at best ½ for each other row
-print(f"max weight forced by the first row: {ours['max weight']:.0f} (lesson: {lesson_snapshot['max weight']:.0f})")
-print(f"row entropy: lesson {lesson_snapshot['row entropy (bits)']}, ours {ours['row entropy (bits)']:.3f}, "
-      f"possible range [0, {most_entropy:.3f}]")
-print(f"gradient scale: lesson {lesson_snapshot['gradient scale']}, ours {ours['gradient scale']:.3f}, "
-      f"possible range [0, {most_gradient:.3f}]")
-print(f"score spread: lesson {lesson_snapshot['score spread']}, ours {ours['score spread']:.2f} "
-      "(set by how large the embeddings are, not by the mask)")
 
 # %% [markdown]
 # ## Summary

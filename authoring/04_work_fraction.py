@@ -51,6 +51,10 @@ np.set_printoptions(precision=3, suppress=True)
 #
 # Return the number of score entries a causal mask allows for a sequence of length `n`, as a Python
 # `int` (use `//` if you divide: `/` makes a float). `n = 0` has no entries.
+#
+# It must work for the contexts of today's models: the tests go up to `n = 1,000,000`. There the n × n
+# mask has a million million entries (close to a terabyte even as booleans, and hours of loop), so count
+# with a formula, not by building or walking through the matrix.
 
 # %% solution id=causal_used_entries
 def causal_used_entries(n):
@@ -96,7 +100,7 @@ print(f"{'n':>6} {'used':>9} {'of n²':>11} {'share':>8}")
 for n in (4, 128, 1024):
     used, total = hm.causal_used_entries(n), n * n
     assert used == np.count_nonzero(hm.causal_mask(n))  # the formula is the count
-    print(f"{n:>6} {used:>9,} {total:>11,} {hm.causal_used_fraction(n):>8.2%}")
+    print(f"{n:>6,} {used:>9,} {total:>11,} {hm.causal_used_fraction(n):>8.2%}")
 
 # %% [markdown]
 # The share against n: it starts at 1 (one token sees itself, one entry of one) and sinks to ½.
@@ -179,7 +183,7 @@ for block in (1024, 512, 256, 128, 64, 16, 4, 1):
     share = hm.tiled_computed_entries(n, block) / n**2
     assert np.isclose(share, (tiles_a_side + 1) / (2 * tiles_a_side))
     assert hm.tiled_computed_entries(n, block) - hm.causal_used_entries(n) == n * (block - 1) // 2  # the waste
-    print(f"{block:>5} {tiles_a_side:>13} {np.count_nonzero(kinds):>15,} {share:>15.4%} "
+    print(f"{block:>5,} {tiles_a_side:>13,} {np.count_nonzero(kinds):>15,} {share:>15.4%} "
           f"{(tiles_a_side + 1) / (2 * tiles_a_side):>15.4%}")
 
 # %% [markdown]

@@ -11,9 +11,12 @@
 # | sliding window | everything further back than the last w tokens | Longformer, Mistral |
 # | block-sparse | everything outside a chosen set of tiles | long-context models |
 #
-# All four follow the course convention (**True = may attend**, indexed `[query, key]`), and they combine
-# the only way booleans can: with a logical AND. A key is allowed if it is real *and* not in the future *and*
-# within the window *and* in a kept tile.
+# All four follow the course convention (**True = may attend**, indexed `[query, key]`), and they combine with
+# boolean logic. Most often with AND: a key is allowed if it is real *and* not in the future *and* within the
+# window *and* in a kept tile. But some rules *grant* attention, and those combine with OR: a prefix LM lets
+# the prompt see itself both ways (causal OR key in the prompt), attention sinks keep the first tokens visible
+# to every query (window OR key is a sink), and global tokens are seen by every query (local OR global).
+# Section 4 builds both kinds.
 #
 # This notebook draws each mask, has you write the first three, and then shows the one that causes
 # real bugs: **forget the padding mask and a sequence's output depends on the batch it was put in.** Nothing
@@ -235,7 +238,9 @@ print("decoder, right padding, padding mask forgotten: max difference",
 #
 # Two models made it famous. **Longformer** (Beltagy et al., 2020) is an encoder: its window is symmetric,
 # half before and half after each token, and a few chosen tokens attend globally. **Mistral 7B** (Jiang et al.,
-# 2023) is a decoder: its window looks only backwards, and that is the one you write here.
+# 2023) is a decoder: its window looks only backwards, and that is the kind you write here. Mind the count,
+# though: Mistral's paper and reference code count one more key than this course does (see "The off-by-one"
+# below).
 #
 # ### Exercise 2: `sliding_window_mask(n, w)`
 #
@@ -275,23 +280,34 @@ checks.check_sliding_window_mask_errors(sliding_window_mask, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
-# ### The off-by-one that gives w + 1
+# ### w keys or w + 1? The off-by-one
 #
 # "The last `w` tokens" is ambiguous: does it count the query itself? Write the condition as
-# `query − w ≤ key ≤ query` and each query sees itself *and* `w` before it, `w + 1` keys. This mistake is not
-# hypothetical: FlashAttention's `window_size=(left, right)` counts the keys on each side of the query
-# (`[i − left, i + right]`, inclusive), so a model with a window of `w` keys must pass `left = w − 1`; passing
-# `w` silently makes the window one key wider. Hugging Face transformers has had exactly this disagreement
-# between its attention back-ends (issues #29623 and #39408, fixed in pull request #40163), and vLLM's issue
-# #3385 shows people arguing over which count is the right one. Which convention a model was *trained* with is
-# part of the model: read its attention code, not only the number in its config. Count the keys:
+# `query − w ≤ key ≤ query` and each query sees itself *and* `w` before it, `w + 1` keys. Both counts are in
+# real use, for the same model:
+#
+# * **Mistral's paper** describes the window as the positions from `i − W` to `i`, which is `W + 1` keys, and
+#   **Mistral's reference code** (`one_file_ref.py` of github.com/mistralai/mistral-src) builds it as
+#   `torch.triu(mask, diagonal=-sliding_window)`: `W + 1` keys too.
+# * **xformers**' local attention masks (`diagonal=-window_size + 1`), which Mistral's own inference code
+#   calls (`make_local_attention(sliding_window)`), **Hugging Face transformers**, and **FlashAttention**
+#   called with `window_size=(W − 1, 0)` keep **`W`** keys. This course does the same: `w` keys.
+#
+# FlashAttention's `window_size=(left, right)` counts the keys on each side of the query (`[i − left, i + right]`,
+# inclusive), so `W` keys need `left = W − 1`; passing `W` silently makes the window one key wider. Hugging Face
+# transformers has had exactly this disagreement between its attention back-ends (issues #29623 and #39408,
+# fixed in pull request #40163), and vLLM's issue #3385 shows people arguing over which count is the right one.
+# Which convention a model was *trained* with is part of the model: read its attention code, not only the number
+# in its config. Here are the two codebases' lines, transcribed to NumPy, against the course's mask:
 
 # %%
 n, w = 10, 4
-query, key = np.arange(n)[:, None], np.arange(n)[None, :]
-one_too_many = (key <= query) & (key >= query - w)
-print("keys per query, query − w < key ≤ query :", hm.sliding_window_mask(n, w).sum(axis=1))
-print("keys per query, query − w ≤ key ≤ query :", one_too_many.sum(axis=1))
+mistral_reference = local.window_as_in_mistral_reference(n, w)  # np.triu(np.tril(ones), -w)
+xformers = local.window_as_in_xformers(n, w)  # np.triu(np.tril(ones), -w + 1)
+print("keys per query, this course (query − w < key ≤ query):", hm.sliding_window_mask(n, w).sum(axis=1))
+print("keys per query, as xformers / Hugging Face           :", xformers.sum(axis=1))
+print("keys per query, as Mistral's paper and reference code:", mistral_reference.sum(axis=1))
+print("xformers' band is the course's:", np.array_equal(xformers, hm.sliding_window_mask(n, w)))
 
 # %% [markdown]
 # ### What the window saves
@@ -302,12 +318,12 @@ print("keys per query, query − w ≤ key ≤ query :", one_too_many.sum(axis=1
 
 # %%
 w = local.MISTRAL_7B["sliding_window"]
-print(f"window w = {w} ({local.MISTRAL_7B['name']})")
+print(f"window w = {w:,} ({local.MISTRAL_7B['name']})")
 print(f"{'n':>8} | {'causal entries':>16} | {'window entries':>16} | causal / window")
 for n in [1024, 4096, 8192, 32768, 131072]:
     causal_entries = hm.causal_used_entries(n)
     window_entries = local.sliding_window_entries(n, w)
-    print(f"{n:>8} | {causal_entries:>16,} | {window_entries:>16,} | {causal_entries / window_entries:.2f}")
+    print(f"{n:>8,} | {causal_entries:>16,} | {window_entries:>16,} | {causal_entries / window_entries:.2f}")
 
 # %% [markdown]
 # Up to `n = w` the two are identical: a window only starts to save once the sequence is longer than it.
@@ -353,7 +369,7 @@ for ax, layers in zip(axes, [1, 2, 4]):
     draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{n - 1 - first_seen} positions")
 plt.show()
 span = config["n_layers"] * config["sliding_window"]
-print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']} "
+print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']:,} "
       f"≈ {span:,} tokens of theoretical reach")
 
 # %% [markdown]
@@ -363,8 +379,9 @@ print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sl
 # %% [markdown]
 # ## 4 · Composing masks
 #
-# Each mask answers one yes/no question about a (query, key) pair, so the combined mask is their AND. The
-# shapes make it work through broadcasting, each mask carrying only the axes it depends on:
+# Each mask answers one yes/no question about a (query, key) pair. When every question must be answered yes,
+# the combined mask is their AND; that is how padding, causal and window combine. The shapes make it work
+# through broadcasting, each mask carrying only the axes it depends on:
 #
 # | mask | depends on | shape to broadcast as |
 # |---|---|---|
@@ -379,6 +396,32 @@ pattern = hm.causal_mask(n) & hm.sliding_window_mask(n, 3)  # (n_q, n_k)
 combined = keys_real & pattern
 print("padding", keys_real.shape, "AND pattern", pattern.shape, "->", combined.shape)
 print("against the scores:", np.broadcast_shapes(combined.shape, (b, h, n, n)))
+
+# %% [markdown]
+# Some rules *grant* attention instead of forbidding it, and those combine with **OR**: a key is allowed if one
+# rule or the other allows it.
+#
+# * **Prefix LM** (as in T5's prefix language modelling and UniLM): the prompt, the first `p` tokens, is read
+#   both ways, and the rest is generated causally: `causal OR (key < p)`.
+# * **Attention sinks** (Xiao et al., 2023, StreamingLLM): a sliding window alone loses the first tokens, on which
+#   many heads park their attention; keeping them visible to every query repairs it: `(window OR key < s) AND causal`.
+# * **Global tokens** (Longformer, BigBird): a few tokens every query sees, beside a local window: `local OR global`.
+#   The block-sparse layout "global + local" of section 6 is exactly this, tile by tile.
+
+# %%
+n = 12
+prefix_lm = local.prefix_lm_mask(n, 4)
+sinks = local.window_with_sinks_mask(n, 3, 2)
+global_local = local.global_local_layout(n, width=3, n_global=1)
+fig, axes = plt.subplots(1, 3, figsize=(10, 3.5), layout="constrained")
+draw_mask(axes[0], prefix_lm, f"prefix LM: causal OR key < 4\nkeeps {hm.kept_fraction(prefix_lm):.1%}")
+draw_mask(axes[1], sinks, f"window 3 OR 2 sinks (and causal)\nkeeps {hm.kept_fraction(sinks):.1%}")
+draw_mask(axes[2], global_local, f"local 3 OR global first (and causal)\nkeeps {hm.kept_fraction(global_local):.1%}")
+plt.show()
+causal, window = hm.causal_mask(n), hm.sliding_window_mask(n, 3)
+print("prefix LM is more than the causal mask:", int(prefix_lm.sum() - causal.sum()), "extra entries;",
+      "an AND with the prefix rule would be less:", int((causal & (np.arange(n) < 4)[None, :]).sum()), "entries")
+print("sinks add to the window:", int(sinks.sum() - window.sum()), "entries")
 
 # %% [markdown]
 # ### Exercise 3: `attention_mask(lengths, n, causal=True, window=None)`
@@ -526,12 +569,12 @@ print(f"{'n':>7} | " + " | ".join(f"{kind:>20}" for kind in local.LAYOUTS))
 for n in [512, 2048, 8192, 32768]:
     n_blocks = n // block
     shares = [local.block_sparse_work(make(n_blocks), block) / n**2 for make in local.LAYOUTS.values()]
-    print(f"{n:>7} | " + " | ".join(f"{share:>20.2%}" for share in shares))
+    print(f"{n:>7,} | " + " | ".join(f"{share:>20.2%}" for share in shares))
 
 # %% [markdown]
 # ## 7 · The widget: compose your own mask
 #
-# Tick the masks to combine (they are ANDed) and move their parameters: the sequence length `n`, the real
+# Tick the masks to combine (these four are all ANDed: each forbids something) and move their parameters: the sequence length `n`, the real
 # `length` of the sequence for the padding mask, the window `w`, the tile size and layout for the block-sparse
 # mask (each mask's own controls stay greyed out until the mask is ticked). On the left is the mask; on the
 # right, how many keys each query attends to, which is also how many keys and values must be cached to
@@ -551,12 +594,15 @@ mask_widget
 # %% [markdown]
 # ## What to remember
 #
-# * Masks are booleans (True = may attend) indexed `[query, key]`; they combine with AND and broadcast to
-#   `(b, h, n, n)`, each carrying only the axes it depends on.
+# * Masks are booleans (True = may attend) indexed `[query, key]`; rules that forbid combine with AND, rules
+#   that grant (prefix, sinks, global tokens) with OR; they broadcast to `(b, h, n, n)`, each carrying only
+#   the axes it depends on.
 # * Padding masks **keys**. Forget it and outputs depend on the batch: no crash, just worse results, and worst
 #   for the shortest sequences. A causal mask with right padding hides the bug; left padding and encoders do not.
-# * A window of `w` is the query and the `w − 1` tokens before it: `w` keys, not `w + 1`. It makes the work
-#   linear in `n` and bounds the KV cache at `w` tokens, while stacked layers still reach `L(w − 1)` back.
+# * A window of `w` is, in this course (and in xformers, Hugging Face, FlashAttention's `(w − 1, 0)`), the query
+#   and the `w − 1` tokens before it: `w` keys. Mistral's paper and reference code count `w + 1`: check which
+#   count a model was trained with. A window makes the work linear in `n` and bounds the KV cache at `w`
+#   tokens, while stacked layers still reach `L(w − 1)` back.
 # * Block-sparse masks are chosen per tile; the work is the kept tiles, and with local layouts it grows linearly.
 #
 # Next, notebook 06: how many keys and values a model keeps per head, and what the KV cache of real models weighs.

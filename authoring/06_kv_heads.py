@@ -27,6 +27,7 @@ from IPython.display import Markdown, display
 
 import heads_and_masks as hm
 from heads_and_masks import model_configs
+from heads_and_masks.model_configs import GiB, KiB
 from heads_and_masks.kv_heads_pictures import cache_per_token_figure, cache_vs_context_figure, head_mapping_figure, picture
 from heads_and_masks.widgets.kv_heads import KVCacheCalculator
 
@@ -68,7 +69,7 @@ picture(head_mapping_figure(h=8, g=2))
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes (notebook 00)."""
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (..., n_q, n_k)
+    scores = q @ np.swapaxes(k, -1, -2) / d**0.5  # (..., n_q, n_k); a Python float keeps float32 float32
     allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
     top = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # a row with nothing allowed
@@ -242,7 +243,7 @@ mha_per_token = llama70.kv_bytes_per_token(2, llama70.query_heads)
 for g in (llama70.query_heads, llama70.kv_heads, 1):
     per_token = llama70.kv_bytes_per_token(2, g)
     saving = "(MHA)" if g == llama70.query_heads else f"({mha_per_token // per_token}× less than MHA)"
-    print(f"KV cache per token with g = {g:2d}: {per_token / 1e3:6,.0f} kB {saving}")
+    print(f"KV cache per token with g = {g:2d}: {per_token / KiB:6,.0f} KiB {saving}")
 
 # %% [markdown]
 # ## The size of the KV cache
@@ -344,8 +345,8 @@ for m in models.values():
 gemma7 = models["Gemma-7B"]
 derived = gemma7.hidden // gemma7.query_heads
 print(f"Gemma-7B head size: {gemma7.head_dim} (config) vs width / heads = {derived}")
-print(f"  cache per token: {gemma7.kv_bytes_per_token() / 1e3:.0f} kB, with the derived head size "
-      f"{hm.kv_cache_bytes(gemma7.layers, gemma7.kv_heads, derived, 1) / 1e3:.0f} kB "
+print(f"  cache per token: {gemma7.kv_bytes_per_token() / KiB:.0f} KiB, with the derived head size "
+      f"{hm.kv_cache_bytes(gemma7.layers, gemma7.kv_heads, derived, 1) / KiB:.0f} KiB "
       f"({1 - derived / gemma7.head_dim:.0%} too little)")
 falcon = models["Falcon-7B"]
 print(f"Falcon-7B: divisors of h = {falcon.query_heads}:",
@@ -355,7 +356,7 @@ opt = models["OPT-13B"]
 print(f"OPT-13B cache per token: ours {opt.kv_bytes_per_token():,} bytes, published "
       f"{opt.published_kv_bytes_per_token:,} bytes (= {opt.published_kv_bytes_per_token / 1024:g} KiB, "
       f"the paper's '800 KB'); a full {opt.context:,}-token request: "
-      f"{hm.kv_cache_bytes(opt.layers, opt.kv_heads, opt.head_dim, opt.context) / 1e9:.2f} GB")
+      f"{hm.kv_cache_bytes(opt.layers, opt.kv_heads, opt.head_dim, opt.context) / GiB:.2f} GiB")
 
 # %% [markdown]
 # Cache per token, across the models. MHA models (red) pay for every query head; GQA (blue) divides by
@@ -374,38 +375,65 @@ picture(cache_per_token_figure(models))
 # $$\text{longest context} = \left\lfloor \frac{\text{GPU memory} - \text{weights}}{\text{cache per token}
 # \cdot \text{batch}} \right\rfloor .$$
 #
-# (Real servers fit somewhat less: activations, the framework and fragmentation also take memory.)
-# For one sequence in bf16, on an 80 GB H100 and a 141 GB H200 (GB = 10⁹ bytes):
+# (Real servers fit somewhat less: activations, the framework and fragmentation also take memory, and
+# the driver reserves a little of it.)
+#
+# **Units.** Memory is built in powers of two, and GPU memory is sized that way: the "80 GB" of an H100
+# are 80 GiB, with 1 GiB = 2³⁰ bytes = 1,073,741,824 bytes. Counting them as 80 × 10⁹ bytes undercounts
+# every card, by enough to turn "fits" into "does not fit" (below: Llama-3.1-70B on an H200). This
+# notebook counts every size in binary units: GiB, and KiB = 2¹⁰ bytes.
+#
+# **Two limits.** Memory is not the only limit on the context: a model handles at most the context it was
+# released with (the `context` column above; beyond it, its positions are untrained). The usable context is
+# the smaller of the two. For one sequence in bf16, on an H100 and an H200:
 
 # %%
 gpus = model_configs.load_gpus()
-table = "| model | weights (GB) | cache per 1K tokens (GB) | " + " | ".join(
-    f"longest context, {name} {memory / 1e9:.0f} GB" for name, memory in gpus.items() if name != "RTX 4090") + " |\n"
-table += "|---|---|---|" + "---|" * (len(gpus) - 1) + "\n"
+shown = [name for name in gpus if name != "RTX 4090"]
+binds = {"weights": "the weights do not fit", "memory": "**memory**", "model": "model"}  # the limit that binds
+table = ("| model | weights (GiB) | cache per 1K tokens (GiB) | its own context | "
+         + " | ".join(f"{name} ({gpus[name] // GiB} GiB): memory allows | usable (binding limit)" for name in shown)
+         + " |\n")
+table += "|---|---|---|---|" + "---|---|" * len(shown) + "\n"
 for m in models.values():
     cells = []
-    for name, memory in gpus.items():
-        if name == "RTX 4090":
-            continue
-        longest = model_configs.longest_context(m, memory)
-        cells.append("weights do not fit" if longest == 0 else f"{longest:,}")
-    table += (f"| {m.model} | {m.weights_bytes() / 1e9:.1f} | {m.kv_bytes_per_token() * 1024 / 1e9:.3f} | "
-              + " | ".join(cells) + " |\n")
+    for name in shown:
+        limits = model_configs.context_limits(m, gpus[name])
+        cells += [f"{limits.memory:,}", f"{limits.usable:,} ({binds[limits.binding]})"]
+    table += (f"| {m.model} | {m.weights_bytes() / GiB:.1f} | {m.kv_bytes_per_token() * 1024 / GiB:.3f} | "
+              f"{m.context:,} | " + " | ".join(cells) + " |\n")
 display(Markdown(table))
+
+# %% [markdown]
+# For one sequence the model's own context binds almost everywhere: a single cache is small. Memory binds
+# for the 70B models, whose weights leave little room. The H200 case in numbers, and what counting in
+# decimal gigabytes would have said:
+
+# %%
+llama31 = models["Llama-3.1-70B"]
+h200 = gpus["H200"]
+as_decimal = h200 // GiB * 10**9  # "141 GB" misread as 141 × 10⁹ bytes
+print(f"Llama-3.1-70B weights in bf16: {llama31.weights_bytes():,} bytes = {llama31.weights_bytes() / GiB:.1f} GiB")
+print(f"H200: {h200 // GiB} GiB = {h200:,} bytes; free beside the weights {(h200 - llama31.weights_bytes()) / GiB:.1f} GiB, "
+      f"a cache of {model_configs.longest_context(llama31, h200):,} tokens")
+misread = model_configs.longest_context(llama31, as_decimal)
+print(f"counted as {as_decimal:,} bytes (decimal GB): "
+      + ("the weights alone would not fit" if misread == 0 else f"a cache of {misread:,} tokens"))
 
 # %% [markdown]
 # Llama-2-70B and Llama-3.1-70B have the same attention shape, so the same cache per token; only the
 # context they were trained for differs (4K and 128K). Here is what GQA buys the 70B model, compared
-# with the MHA and MQA versions of the same shape, on two H100s (160 GB):
+# with the MHA and MQA versions of the same shape, on two H100s (160 GiB):
 
 # %%
 picture(cache_vs_context_figure(llama70, memory_bytes=2 * gpus["H100"]))
 
 # %%
-free = 2 * gpus["H100"] - llama70.weights_bytes()
-for label, g in llama70.variants().items():
-    longest = model_configs.longest_context(llama70, 2 * gpus["H100"], kv_heads=g)
-    print(f"{label:14s}: longest context on 2 × H100 = {longest:>9,} tokens")
+llama31 = models["Llama-3.1-70B"]  # the same shape, trained for 128K tokens: here memory is what binds
+for label, g in llama31.variants().items():
+    limits = model_configs.context_limits(llama31, 2 * gpus["H100"], kv_heads=g)
+    print(f"{label:14s}: on 2 × H100 the memory allows {limits.memory:>9,} tokens "
+          f"(the model's own context: {limits.model:,}; the {limits.binding}'s limit binds)")
 
 # %% [markdown]
 # ## Why the cache, and not the arithmetic, limits generation
@@ -427,7 +455,7 @@ for name in ["Llama-2-7B", "Llama-3-8B", "Falcon-7B"]:
 
 # %% [markdown]
 # And memory decides the **batch**: how many sequences one GPU can serve at once, which sets its
-# throughput. Llama-3-8B on one 80 GB H100 at 8K tokens of context, as it is (g = 8) and as MHA or MQA
+# throughput. Llama-3-8B on one 80 GiB H100 at 8K tokens of context, as it is (g = 8) and as MHA or MQA
 # versions of the same shape would be:
 
 # %%
@@ -435,8 +463,8 @@ llama3 = models["Llama-3-8B"]
 free = gpus["H100"] - llama3.weights_bytes()
 for label, g in llama3.variants().items():
     per_sequence = hm.kv_cache_bytes(llama3.layers, g, llama3.head_dim, 8192)
-    print(f"{label:14s}: {per_sequence / 1e9:5.2f} GB per 8K-token sequence, at most {free // per_sequence:4d} "
-          f"sequences beside the {llama3.weights_bytes() / 1e9:.1f} GB of weights")
+    print(f"{label:14s}: {per_sequence / GiB:5.2f} GiB per 8K-token sequence, at most {free // per_sequence:4d} "
+          f"sequences beside the {llama3.weights_bytes() / GiB:.1f} GiB of weights")
 
 # %% [markdown]
 # ### A sliding window bounds the cache
@@ -451,7 +479,7 @@ mistral = models["Mistral-7B-v0.1"]
 full = hm.kv_cache_bytes(mistral.layers, mistral.kv_heads, mistral.head_dim, 32 * 1024)
 rolling = hm.kv_cache_bytes(mistral.layers, mistral.kv_heads, mistral.head_dim,
                             mistral.cached_tokens(32 * 1024, rolling_buffer=True))
-print(f"32K tokens: full cache {full / 1e9:.2f} GB, rolling buffer {rolling / 1e9:.2f} GB, ratio {full / rolling:g}×")
+print(f"32K tokens: full cache {full / GiB:.2f} GiB, rolling buffer {rolling / GiB:.2f} GiB, ratio {full / rolling:g}×")
 
 # %% [markdown]
 # ## The calculator
@@ -462,21 +490,22 @@ print(f"32K tokens: full cache {full / 1e9:.2f} GB, rolling buffer {rolling / 1e
 # Right: the cache of this model against the context (thick line, the black dot is your choice) and
 # of its MHA / GQA / MQA variants; the dashed line is the memory left after the weights.
 #
-# Readouts: *KV cache per token* (one more token of one sequence, kB); *KV cache* (the whole batch at
-# this context, GB); *weights* (parameters × bytes per value); *fits* (weights + cache ≤ GPU memory);
-# *longest context that fits* (the formula above, for this batch). For Mistral-7B an extra line gives
-# the cache with the rolling buffer.
+# Readouts, all sizes in binary units: *KV cache per token* (one more token of one sequence, KiB);
+# *KV cache* (the whole batch at this context, GiB); *weights* (parameters × bytes per value, GiB);
+# *fits* (weights + cache ≤ GPU memory); *context the memory allows* (the formula above, for this batch);
+# the *model's own context*; and *the limit that binds*, the smaller of the two. For Mistral-7B an extra
+# line gives the cache with the rolling buffer.
 #
 # Things to try: Llama-2-7B against Llama-3-8B at the same context (same width, 4× smaller cache); the
-# 70B models on an H100 (the weights alone do not fit: switch to fp8, or to the H200); Gemma-2B at 1M
-# tokens; the batch slider at 8K tokens.
+# 70B models on an H100 (the weights alone do not fit: switch to fp8, or to the H200); OPT-13B with a
+# batch of 1, then 64 (which limit binds?); Gemma-2B at 1M tokens; the batch slider at 8K tokens.
 
 # %%
 calculator = KVCacheCalculator()
 calculator
 
 # %%
-print({name: (round(value, 3) if isinstance(value, float) else value) for name, value in calculator.readouts.items()})
+print(calculator.readouts_text())
 
 # %% [markdown]
 # ## Summary

@@ -5,9 +5,12 @@ Conventions of the whole course:
 * a mask is boolean, **True = may attend**, broadcastable against the scores ``(..., n_q, n_k)``;
 * scores are scaled by ``1/sqrt(d)``, ``d`` being the size of one head;
 * a query row with no allowed key gets all-zero weights (so a zero output), never NaN;
-* inputs are never modified in place.
+* inputs are never modified in place;
+* the result has the float type of the inputs (float32 in, float32 out).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -61,7 +64,8 @@ def attention(q, k, v, mask=None):
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have as many keys (axis -2): got {k.shape} and {v.shape}")
     d = q.shape[-1]
-    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)  # (..., n_q, n_k)
+    # a Python float, not np.sqrt's float64 scalar, which would turn float32 scores into float64
+    scores = q @ np.swapaxes(k, -1, -2) / math.sqrt(d)  # (..., n_q, n_k), the dtype of q and k
     weights = masked_softmax(scores, mask)  # (..., n_q, n_k), rows sum to 1 (or 0)
     return weights @ v  # (..., n_q, d_v)
 
@@ -75,8 +79,8 @@ def attention_weights(q, k, mask=None, *, scale=True, temperature=1.0):
         raise ValueError(f"temperature must be positive, got {temperature}")
     scores = q @ np.swapaxes(k, -1, -2)
     if scale:
-        scores = scores / np.sqrt(q.shape[-1])
-    return masked_softmax(scores / temperature, mask)
+        scores = scores / math.sqrt(q.shape[-1])  # Python floats keep float32 scores float32
+    return masked_softmax(scores / float(temperature), mask)
 
 
 @reference

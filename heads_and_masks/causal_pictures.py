@@ -106,7 +106,7 @@ def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
         ax.plot(head_sizes, without_sqrt[name], "s-", color="tab:red", label="not divided")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("head size d")
-        ax.set_title(name, fontsize=10)
+        ax.set_title(name + (" (max − min)" if name == "score spread" else ""), fontsize=10)
         if log:
             ax.set_yscale("log", base=2)
             reference = np.sqrt(head_sizes) * without_sqrt[name][0] / np.sqrt(head_sizes[0])

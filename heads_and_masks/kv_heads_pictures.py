@@ -5,7 +5,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .kv_heads import kv_cache_bytes
-from .model_configs import GB, ModelConfig
+from .model_configs import GiB, KiB, ModelConfig
 from .pictures import picture  # noqa: F401  (the notebooks import it from here)
 from .grading import idle_while_grading
 
@@ -45,18 +45,18 @@ def _square(x, y, colour):
 def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int = 2) -> Figure:
     """Horizontal bars: KV cache one token adds, for every model, coloured by MHA / GQA / MQA."""
     names = list(models)[::-1]
-    sizes = [models[m].kv_bytes_per_token(bytes_per_value) / 1e3 for m in names]  # kB
+    sizes = [models[m].kv_bytes_per_token(bytes_per_value) / KiB for m in names]  # KiB
     figure = Figure(figsize=(7.3, 0.38 * len(names) + 1.2), dpi=90, layout="constrained")
     ax = figure.subplots()
     bars = ax.barh(names, sizes, color=[ATTENTION_COLOURS[models[m].attention] for m in names])
     for bar, m, size in zip(bars, names, sizes):
         c = models[m]
         ax.text(size * 1.08, bar.get_y() + bar.get_height() / 2,
-                f"{size:,.0f} kB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
+                f"{size:,.0f} KiB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
                 va="center", fontsize=8)
     ax.set_xscale("log")
     ax.set_xlim(min(sizes) / 1.5, max(sizes) * 100)
-    ax.set_xlabel(f"KV cache per token (kB = 10³ bytes, {8 * bytes_per_value}-bit values), log scale")
+    ax.set_xlabel(f"KV cache per token (KiB = 2¹⁰ bytes, {8 * bytes_per_value}-bit values), log scale")
     for kind, colour in ATTENTION_COLOURS.items():
         ax.bar([0], [0], color=colour, label=kind)
     ax.legend(loc="lower right", fontsize=8)
@@ -74,12 +74,12 @@ def cache_vs_context_figure(config: ModelConfig, *, batch: int = 1, bytes_per_va
     for (label, g), colour in zip(config.variants().items(), ("tab:red", "tab:blue", "tab:green")):
         per_token = kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
         own = g == config.kv_heads
-        ax.plot(contexts, contexts * per_token / GB, color=colour, lw=3 if own else 1.5,
+        ax.plot(contexts, contexts * per_token / GiB, color=colour, lw=3 if own else 1.5,
                 label=label + ("  ← the real model" if own else ""))
     if memory_bytes is not None:
         free = memory_bytes - config.weights_bytes(bytes_per_value)
-        ax.axhline(free / GB, color="black", ls="--", lw=1, label=f"{memory_bytes / GB:.0f} GB minus the weights")
-    ax.set(xscale="log", yscale="log", xlabel="context (tokens)", ylabel="KV cache (GB)",
+        ax.axhline(free / GiB, color="black", ls="--", lw=1, label=f"{memory_bytes / GiB:.0f} GiB minus the weights")
+    ax.set(xscale="log", yscale="log", xlabel="context (tokens)", ylabel="KV cache (GiB)",
            title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)

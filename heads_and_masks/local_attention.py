@@ -24,6 +24,40 @@ MISTRAL_7B = {
 }
 
 
+# The same window, as two codebases write it (NumPy transcriptions of their one line). Mistral's reference
+# implementation (github.com/mistralai/mistral-src, one_file_ref.py) bands the causal mask with
+# ``torch.triu(mask, diagonal=-sliding_window)``: keys i - w ... i, w + 1 of them, as the paper's
+# "positions between i - W and i". xformers' local attention masks, which Mistral's own inference code
+# uses (``make_local_attention(sliding_window)``), use ``diagonal=-window_size + 1``: w keys, as this course.
+
+def window_as_in_mistral_reference(n, w):
+    """(n, n) bool: ``triu(tril(ones), -w)``, the band of mistral-src's one_file_ref.py (w + 1 keys)."""
+    return np.triu(np.tril(np.ones((n, n), dtype=bool)), -whole_number("window w", w, minimum=1))
+
+
+def window_as_in_xformers(n, w):
+    """(n, n) bool: ``triu(tril(ones), -w + 1)``, xformers' local attention band (w keys)."""
+    return np.triu(np.tril(np.ones((n, n), dtype=bool)), -whole_number("window w", w, minimum=1) + 1)
+
+
+# Masks combined with OR: a key is allowed if one rule OR another allows it.
+
+def prefix_lm_mask(n, prefix):
+    """(n, n) bool: the first ``prefix`` tokens see one another both ways, the rest causally (a prefix LM):
+    causal OR (the key is in the prefix)."""
+    n, prefix = whole_number("n", n), whole_number("prefix", prefix)
+    key = np.arange(n)[None, :]
+    return causal_mask(n) | (key < prefix)
+
+
+def window_with_sinks_mask(n, w, sinks):
+    """(n, n) bool: a sliding window OR the first ``sinks`` tokens (attention sinks, kept visible to every
+    later query as in StreamingLLM, Xiao et al. 2023), never the future."""
+    n, sinks = whole_number("n", n), whole_number("sinks", sinks)
+    key = np.arange(n)[None, :]
+    return (sliding_window_mask(n, w) | (key < sinks)) & causal_mask(n)
+
+
 def sliding_window_entries(n, w) -> int:
     """Score entries a sliding window of w keeps: sum over queries of min(query + 1, w)."""
     n = whole_number("n", n)

@@ -1,7 +1,8 @@
 """Boolean attention masks (True = may attend) and how they compose.
 
-Every mask here is indexed ``[query, key]``; masks combine with a logical AND and broadcast to
-``(b, h, n_q, n_k)``.
+Every mask here is indexed ``[query, key]`` and broadcasts to ``(b, h, n_q, n_k)``. Masks that forbid
+(padding, causal, window, block-sparse) combine with a logical AND; rules that grant attention (a prefix
+seen both ways, attention sinks, global tokens) combine with OR (see ``local_attention``).
 """
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 memory arithmetic of notebook 06: KV cache per token, weights, the longest context that fits.
 
 Every number in the data files names its public source (a ``config.json`` on the Hugging Face hub
-or a paper) and the second source it was checked against. Sizes are in bytes; ``GB`` means 10⁹
-bytes, as GPU makers count.
+or a paper) and the second source it was checked against. Sizes are in bytes and shown in binary
+units, as memory is built: ``GiB`` = 2³⁰ bytes, ``KiB`` = 2¹⁰ bytes. A GPU sold as "80 GB" holds
+80 GiB (its memory chips come in powers of two), which is 85.9 × 10⁹ bytes.
 """
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ import heads_and_masks
 from ._validate import whole_number
 from .kv_heads import kv_cache_bytes
 
-GB = 10**9
+GiB = 2**30
+KiB = 2**10
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp8": 1}  # the storage formats of the calculator
 
 
@@ -122,9 +124,9 @@ def model(name: str) -> ModelConfig:
 
 @functools.cache
 def load_gpus() -> dict[str, int]:
-    """{GPU name: memory in bytes} from ``data/gpus.csv``."""
+    """{GPU name: memory in bytes} from ``data/gpus.csv`` (sizes given there in GiB)."""
     with open(data_dir() / "gpus.csv", newline="", encoding="utf-8") as file:
-        return {row["gpu"]: int(row["memory_gb"]) * GB for row in csv.DictReader(file)}
+        return {row["gpu"]: int(row["memory_gib"]) * GiB for row in csv.DictReader(file)}
 
 
 def longest_context(config: ModelConfig, memory_bytes: int, *, batch: int = 1, bytes_per_value: float = 2,
@@ -144,6 +146,31 @@ def longest_context(config: ModelConfig, memory_bytes: int, *, batch: int = 1, b
     if rolling_buffer and config.sliding_window is not None and tokens >= config.sliding_window:
         return math.inf
     return int(tokens)
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextLimits:
+    """The two limits on the context of one sequence: what the memory allows, what the model was made for."""
+
+    memory: float  # tokens whose cache fits beside the weights: 0 if the weights alone do not fit, inf if bounded
+    model: int  # the context length the model was released with (data/models.csv)
+
+    @property
+    def usable(self) -> float:
+        """The longest context that both fits and is one the model can handle: the smaller limit."""
+        return min(self.memory, self.model)
+
+    @property
+    def binding(self) -> str:
+        """Which limit binds: "weights" (nothing fits), "memory" or "model"."""
+        if self.memory == 0:
+            return "weights"
+        return "memory" if self.memory < self.model else "model"
+
+
+def context_limits(config: ModelConfig, memory_bytes: int, **options) -> ContextLimits:
+    """Both limits on the context of ``config`` in ``memory_bytes`` (options as for ``longest_context``)."""
+    return ContextLimits(memory=longest_context(config, memory_bytes, **options), model=config.context)
 
 
 def parameters_with_kv_heads(config: ModelConfig, kv_heads: int) -> int:

@@ -37,7 +37,7 @@ def expected_readouts(scale_by_sqrt_d: bool, causal: bool, head_size: int, tempe
         jacobian = np.diag(full) - np.outer(full, full)
         top_eigenvalues.append(max(np.linalg.eigvalsh(jacobian)))
     return {
-        "score spread": float(np.std(allowed_logits)),
+        "score spread": float(max(allowed_logits) - min(allowed_logits)),
         "row entropy (bits)": float(np.mean(entropies)),
         "max weight": float(weights.max()),
         "gradient scale": float(np.mean(top_eigenvalues)),
@@ -141,3 +141,33 @@ def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
         f"wall: median {wall:.4f} s, max {max(times):.4f} s; cpu: median {cpu:.4f} s\n")
     # CPU time, not wall time: the budget is 100 ms, and a busy shared machine must not fail the test
     assert cpu < 0.1, f"an update costs {cpu * 1e3:.0f} ms of CPU (budget 100 ms)"
+
+
+def test_the_sentence_is_the_lessons():
+    """The lesson's sentence, "<s> кот сел на коврик .", token for token: six tokens ending in a full stop."""
+    assert TOKENS == ("<s>", "cat", "sat", "on", "mat", ".")
+
+
+def test_the_readouts_are_of_the_kind_of_the_lessons_figures():
+    """The lesson's widget read spread 4.38 with a row entropy of 1.209 bits (d = 64, T = 1, mask on).
+    Stretched to a spread of 4.38, our scores give about the lesson's entropy when the spread is a range
+    (max - min, the widget's definition), and far less when it is a standard deviation: the lesson's
+    spread is a range. Notebook 03 prints the same computation beside the widget."""
+    from heads_and_masks.attention import masked_softmax
+    from heads_and_masks.attention_stats import row_entropies
+    from heads_and_masks.masks import causal_mask
+
+    widget = LessonWidget()
+    causal = causal_mask(len(TOKENS))
+    z = QUERIES[:, :64] @ KEYS[:, :64].T / 8.0
+    assert widget.readouts["score spread"] == pytest.approx(z[causal].max() - z[causal].min())
+
+    def entropy_at(spread_of_kind):
+        return row_entropies(masked_softmax(z * (4.38 / spread_of_kind), causal)).mean()
+
+    as_range, as_std = entropy_at(np.ptp(z[causal])), entropy_at(z[causal].std())
+    assert abs(as_range - 1.209) < 0.1, as_range
+    assert as_std < 0.6, as_std
+    # and unstretched, our widget's own readouts are of the lesson's order (other embeddings, same kind)
+    assert 0.8 < widget.readouts["score spread"] / 4.38 < 1.25
+    assert abs(widget.readouts["row entropy (bits)"] - 1.209) < 0.1

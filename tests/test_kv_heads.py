@@ -96,13 +96,45 @@ def test_longest_context_and_parameters_with_kv_heads():
     assert extra == 56 * 2 * 8192 * 128 * 80
 
 
+def test_gpu_memory_is_counted_in_binary_units():
+    """GPU memory is built and sized in powers of two: an "80 GB" H100 holds 80 GiB. Counted in decimal
+    gigabytes, Llama-3.1-70B's bf16 weights (131.5 GiB) would not fit on an H200; in GiB they do."""
+    gpus = model_configs.load_gpus()
+    assert gpus == {"RTX 4090": 24 * 2**30, "H100": 80 * 2**30, "H200": 141 * 2**30}
+    llama31 = MODELS["Llama-3.1-70B"]
+    assert 141 * 10**9 < llama31.weights_bytes() < gpus["H200"]
+    assert model_configs.longest_context(llama31, 141 * 10**9) == 0
+    room = model_configs.longest_context(llama31, gpus["H200"])
+    assert room == (gpus["H200"] - llama31.weights_bytes()) // llama31.kv_bytes_per_token() > 30_000
+    widget = KVCacheCalculator(model="Llama-3.1-70B", gpu="H200", batch=1, context=16384)
+    assert widget.readouts["fits"] and widget.readouts["GPU memory (GiB)"] == 141
+    assert "H200 · 141 GiB" in [label for label, _ in widget.controls["gpu"].options]
+
+
+def test_both_limits_on_the_context_and_the_one_that_binds():
+    h100 = model_configs.load_gpus()["H100"]
+    opt = model_configs.context_limits(MODELS["OPT-13B"], h100)  # one sequence: plenty of memory
+    assert opt.memory > opt.model == 2048 and opt.usable == 2048 and opt.binding == "model"
+    crowded = model_configs.context_limits(MODELS["OPT-13B"], h100, batch=64)  # 64 sequences share the cache
+    assert crowded.memory < 2048 and crowded.usable == crowded.memory and crowded.binding == "memory"
+    none = model_configs.context_limits(MODELS["GPT-3-175B"], h100)
+    assert none.memory == 0 and none.usable == 0 and none.binding == "weights"
+    widget = KVCacheCalculator(model="OPT-13B", gpu="H100", batch=1)
+    assert widget.readouts["context the memory allows (tokens)"] == opt.memory
+    assert widget.readouts["model's own context (tokens)"] == 2048
+    assert widget.readouts["the limit that binds"] == "the model's own context"
+    widget.controls["batch"].value = 64
+    assert widget.readouts["the limit that binds"] == "the memory"
+
+
 # ---------------------------------------------------------------------------- the widget
 def _expected(config, context, batch, bytes_per_value, memory):
     cache = 2 * config.layers * config.kv_heads * config.head_dim * context * batch * bytes_per_value
     weights = config.parameters * bytes_per_value
     free = memory - weights
     longest = 0 if free < 0 else free // (2 * config.layers * config.kv_heads * config.head_dim * batch * bytes_per_value)
-    return cache, weights, longest
+    binding = "weights" if longest == 0 else "memory" if longest < config.context else "model"
+    return cache, weights, longest, binding
 
 
 def test_calculator_follows_its_controls(artifacts):
@@ -120,19 +152,22 @@ def test_calculator_follows_its_controls(artifacts):
         widget.controls["dtype"].value = dtype
         widget.controls["gpu"].value = gpu
         config, bpv, memory = MODELS[model], {"fp32": 4, "bf16": 2, "fp8": 1}[dtype], gpus[gpu]
-        cache, weights, longest = _expected(config, context, batch, bpv, memory)
+        cache, weights, longest, binding = _expected(config, context, batch, bpv, memory)
         r = widget.readouts
-        assert r["KV cache (GB)"] == pytest.approx(cache / 1e9)
-        assert r["weights (GB)"] == pytest.approx(weights / 1e9)
-        assert r["GPU memory (GB)"] == memory / 1e9
+        assert r["KV cache (GiB)"] == pytest.approx(cache / 2**30)
+        assert r["weights (GiB)"] == pytest.approx(weights / 2**30)
+        assert r["GPU memory (GiB)"] == memory / 2**30
         assert r["fits"] == (cache + weights <= memory)
-        assert r["longest context that fits (tokens)"] == longest
-        assert r["KV cache per token (kB)"] == pytest.approx(cache / context / batch / 1e3)
+        assert r["context the memory allows (tokens)"] == longest
+        assert r["model's own context (tokens)"] == config.context
+        assert {"weights": "do not fit", "memory": "the memory", "model": "the model's own context"}[binding] \
+            in r["the limit that binds"]
+        assert r["KV cache per token (KiB)"] == pytest.approx(cache / context / batch / 2**10)
         assert "<table class='course-readouts'>" in widget.readout_html.value
         slug = f"{model}_{context}_{batch}_{dtype}_{gpu}".replace(" ", "")
         (artifacts / f"widget_06_{slug}.png").write_bytes(widget.png())
-    window = widget.readouts["with a rolling buffer of 4,096 tokens (GB)"]
-    assert window == pytest.approx(widget.readouts["KV cache (GB)"] / 8)  # 32K tokens vs a 4K buffer
+    window = widget.readouts["with a rolling buffer of 4,096 tokens (GiB)"]
+    assert window == pytest.approx(widget.readouts["KV cache (GiB)"] / 8)  # 32K tokens vs a 4K buffer
     assert widget.png() != first_png
 
 
@@ -159,7 +194,7 @@ def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
 def test_pictures_draw(artifacts):
     (artifacts / "nb06_mapping.png").write_bytes(picture(head_mapping_figure(8, 2)).data)
     (artifacts / "nb06_per_token.png").write_bytes(picture(cache_per_token_figure(MODELS)).data)
-    figure = cache_vs_context_figure(MODELS["Llama-2-70B"], memory_bytes=160 * 10**9)
+    figure = cache_vs_context_figure(MODELS["Llama-2-70B"], memory_bytes=160 * 2**30)
     (artifacts / "nb06_context.png").write_bytes(picture(figure).data)
     assert len(figure.axes[0].lines) == 4  # MHA, GQA, MQA and the memory line
     with pytest.raises(ValueError):

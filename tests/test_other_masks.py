@@ -289,3 +289,35 @@ def test_widget_update_time(artifacts):
     (artifacts / "widget_05_update_seconds.txt").write_text(" ".join(f"{t:.3f}" for t in times))
     # the target is 100 ms on an idle machine; this bound only catches a widget that rebuilds its figure
     assert min(times) < 1.0, times
+
+
+def test_masks_that_grant_attention_compose_with_or():
+    """05: prefix LM, attention sinks and global tokens are ORs of simpler masks, not ANDs."""
+    from heads_and_masks import local_attention as local
+
+    n = 12
+    query, key = np.arange(n)[:, None], np.arange(n)[None, :]
+    prefix_lm = local.prefix_lm_mask(n, 4)
+    assert np.array_equal(prefix_lm, (key <= query) | (key < 4))
+    assert prefix_lm.sum() > hm.causal_mask(n).sum()  # an OR grants: more than either part alone
+    assert prefix_lm[:4, :4].all() and not prefix_lm[:4, 4:].any()  # the prompt both ways, never the future
+    sinks = local.window_with_sinks_mask(n, 3, 2)
+    assert np.array_equal(sinks, ((key > query - 3) | (key < 2)) & (key <= query))
+    assert sinks[:, :2][2:].all() and sinks.sum() > hm.sliding_window_mask(n, 3).sum()
+    layout = local.global_local_layout(n, width=3, n_global=1)
+    assert np.array_equal(layout, (local.local_layout(n, 3) | (key < 1)) & (key <= query))
+    assert layout.sum() > (local.local_layout(n, 3) & (key < 1)).sum()
+
+
+def test_the_window_conventions_notebook_05_quotes():
+    """w keys (this course, xformers' diagonal=-w + 1) against w + 1 (Mistral's paper and reference code,
+    diagonal=-w)."""
+    from heads_and_masks import local_attention as local
+
+    for n, w in [(10, 4), (16, 1), (7, 7), (5, 9)]:
+        course = hm.sliding_window_mask(n, w)
+        assert np.array_equal(local.window_as_in_xformers(n, w), course)
+        reference = local.window_as_in_mistral_reference(n, w)
+        assert reference.sum(axis=1).max() == min(n, w + 1) and course.sum(axis=1).max() == min(n, w)
+        query, key = np.arange(n)[:, None], np.arange(n)[None, :]
+        assert np.array_equal(reference, (key <= query) & (key >= query - w))  # "positions between i - W and i"

@@ -160,3 +160,24 @@ def test_entry_kinds_for_a_tiny_grid():
     assert (kinds[:2, 2:] == SKIPPED).all()
     assert kinds[0, 1] == MASKED and kinds[2, 3] == MASKED
     assert (kinds[2:, :2] == 3).all()
+
+
+def test_widget_tick_labels_stay_inside_the_picture():
+    """At the largest n the last tile size tick (256) used to be cut at the picture's right edge."""
+    widget = TileGridWidget(n=TileGridWidget.max_n, block=8)
+    renderer = widget.canvas.get_renderer()
+    picture = widget.figure.bbox
+    widget.canvas.draw()  # ticks and labels as drawn
+    labels = []
+    for ax in widget.figure.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            labels += [label for tick in axis.get_major_ticks() if low <= tick.get_loc() <= high
+                       for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text()]
+    assert any(label.get_text() == "256" for label in labels)
+    for label in labels:
+        box = label.get_window_extent(renderer)
+        margin = label.get_fontsize() * widget.dpi / 72 / 2  # half a character: a label touching the edge looks cut
+        assert (picture.x0 + margin <= box.x0 and box.x1 <= picture.x1 - margin
+                and picture.y0 <= box.y0 and box.y1 <= picture.y1), \
+            f"tick label {label.get_text()!r} is cut off (or touches the edge): {box} in {picture}"

@@ -156,3 +156,27 @@ def test_widget_rate_rises_and_spread_halves_with_d():
     assert all(b >= a - 1e-9 for a, b in zip(rates, rates[1:]))
     i, j = D_VALUES.index(16), D_VALUES.index(64)
     assert abs(spreads[j] / spreads[i] - 0.5) < 0.05
+
+
+def test_widget_legend_never_covers_the_curve():
+    """The legend of the winning-rate panel sits above every curve, whatever the noise (it used to sit
+    where the curve goes at high noise)."""
+    widget = ScoreNoiseWidget()
+    renderer = widget.canvas.get_renderer()
+    for noise in (0.0, 1.0, 2.0, 3.0):
+        widget.controls["noise"].value = noise
+        legend = widget.ax_rate.get_legend().get_window_extent(renderer)
+        for line in (widget.exact_line, widget.sim_dots):
+            points = line.get_transform().transform(np.column_stack(line.get_data()))
+            inside = [(x, y) for x, y in points if legend.contains(x, y)]
+            assert not inside, f"noise {noise}: the legend covers the curve at {inside}"
+
+
+def test_the_models_outside_the_practical_range_are_the_ones_notebook_02_names():
+    """02 says: most models use heads of 32 to 128, and in the course's data the Gemmas (d = 256) do not."""
+    from heads_and_masks import model_configs
+
+    outside = {m.model: m.head_dim for m in model_configs.load_models().values() if not 32 <= m.head_dim <= 128}
+    assert outside == {"Gemma-2B": 256, "Gemma-7B": 256}
+    gemma7 = model_configs.model("Gemma-7B")
+    assert gemma7.query_heads * gemma7.head_dim == 4096 > gemma7.hidden == 3072

@@ -24,34 +24,61 @@ _array, _abs, _max, _isnan, _isfinite = np.array, np.abs, np.max, np.isnan, np.i
 _array_equal, _issubdtype, _number, _argmax, _unravel = np.array_equal, np.issubdtype, np.number, np.argmax, np.unravel_index
 _errstate, _catch_warnings, _simplefilter = np.errstate, warnings.catch_warnings, warnings.simplefilter
 _floor, _isclose_scalar = math.floor, math.isclose
+_LOWER_PRECISION = (np.dtype(np.float16), np.dtype(np.float32))
 
 
 class CheckFailed(AssertionError):
     """A check found a wrong answer; the message is written for the learner."""
 
 
+# What the running check has printed, and what its last visible run printed: a test cell runs a check
+# once with the visible inputs and again, in the instructor's version, with ``thorough=True`` (the hidden
+# tests), which repeats the visible probes first. Their ✓ lines are not printed a second time.
+_report: dict | None = None
+_visible_lines: dict[str, tuple[str, ...]] = {}
+SAME_ON_MORE_INPUTS = "✓ the same on more inputs (hidden tests)"
+
+
 def exercise_check(function):
-    """Decorator for every ``check_*`` function: quiet checks, and a short word for an unwritten exercise.
+    """Decorator for every ``check_*`` function: quiet checks, each ✓ line once, a short word for an unwritten exercise.
 
     nbgrader takes the points of a test cell that wrote anything to stderr, so the computations of
     the check (references, diagnoses of wrong variants) run with warnings silenced. The learner's
-    own code is still watched: :func:`call` records its warnings separately.
+    own code is still watched: :func:`call` records its warnings separately. A thorough run (the hidden
+    tests) prints only the ✓ lines its visible run did not, or one line saying it passed too.
 
     An exercise still holding its stub (``raise NotImplementedError()``) is not a wrong answer: the
     check prints one line to stderr (see :func:`not_written_yet`) and returns, so *Run All* goes on
     to the next cell, while nbgrader (and ``nbgrader validate``) count the cell as failed.
     """
 
+    key = f"{function.__module__}.{function.__qualname__}"
+
     @functools.wraps(function)
     def quiet(*args, **kwargs):
         __tracebackhide__ = True
+        global _report
+        outer = _report is None  # checks may call checks: the outermost one keeps the record
+        thorough = bool(kwargs.get("thorough"))
+        if outer:
+            _report = {"printed": [], "new": False, "skip": set(_visible_lines.get(key, ())) if thorough else set()}
+        report = _report
         try:
             with _catch_warnings(), _errstate(all="ignore"):
                 _simplefilter("ignore")
-                return function(*args, **kwargs)
+                result = function(*args, **kwargs)
         except NotImplementedError as error:  # from the learner's code: call() reports a library's as a crash
             print(not_written_yet(args[0] if args else None, error), file=sys.stderr)
             return None
+        finally:
+            if outer:
+                _report = None
+        if outer:
+            if not thorough:
+                _visible_lines[key] = tuple(report["printed"])
+            elif not report["new"]:
+                print(SAME_ON_MORE_INPUTS)
+        return result
 
     return quiet
 
@@ -96,7 +123,13 @@ def fail(message: str):
 
 
 def passed(message: str) -> None:
-    print(f"✓ {message}")
+    line = f"✓ {message}"
+    if _report is not None:
+        _report["printed"].append(line)
+        if line in _report["skip"]:
+            return  # printed by the visible run of this check already
+        _report["new"] = True
+    print(line)
 
 
 def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
@@ -111,6 +144,8 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
              + (" (did you forget the `return`?)" if result is None else ""))
     if result.dtype.kind not in "biuf":
         fail(f"{what} should return an array of numbers, but its dtype is {result.dtype}")
+    if result.dtype in _LOWER_PRECISION:  # a float32 (or float16) answer is compared at its own precision
+        return _array(result, copy=True)
     return _array(result, dtype=dtype, copy=True)
 
 
@@ -153,6 +188,11 @@ def is_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-6, atol=1e-9) 
         return False
     with _errstate(invalid="ignore", over="ignore"):
         tolerance = atol + rtol * _abs(expected)
+        if actual.dtype in _LOWER_PRECISION and expected.size:
+            # the contract fixes values, not the float type: a float32 answer rounds every step to about
+            # 1e-7 of the size of the numbers involved, also where the result itself is near 0
+            finite = _abs(expected[_isfinite(expected)])
+            tolerance = tolerance + 64 * np.finfo(actual.dtype).eps * (float(_max(finite)) if finite.size else 0.0)
         diff = _abs(actual - expected)
     ok = (diff <= tolerance) | (_isnan(actual) & _isnan(expected))
     return bool(ok.all())
@@ -201,12 +241,13 @@ def copies(*arrays):
     return tuple(_array(a, copy=True) if a is not None else None for a in arrays)
 
 
-def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
+def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: str = "", **kwargs):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
     ``lock`` names the course's reference functions that the answer must not call. Warnings are
     recorded instead of printed (a warning on stderr would cost points in nbgrader); with
-    ``allow_warnings=False`` a warning is a failure with its text.
+    ``allow_warnings=False`` a warning is a failure with its text. ``memory_hint`` says what most
+    likely made the answer run out of memory on these arguments.
     """
     __tracebackhide__ = True
     originals = [a for a in args]
@@ -225,6 +266,10 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, **kwargs):
                 fail(f"{what} raised NotImplementedError: {error}")
             raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:  # the learner's crash, reported in words
+            if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
+                detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
+                fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
+                     + (memory_hint or "Does it build an array much larger than its inputs?"))
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
         if _type(original) is _ndarray and _type(handed) is _ndarray and not _array_equal(original, handed, equal_nan=True):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
-from .core import call, exercise_check, expect_close, expect_shape, passed, plain_array, rng
+from .core import call, exercise_check, expect_close, expect_shape, fail, passed, plain_array, rng
 
 _LOCK = ("attention", "masked_softmax", "multi_head_attention", "grouped_query_attention")
 
@@ -24,18 +24,46 @@ def _wrong_attentions(q, k, v, mask):
     yield (raw / np.sqrt(d)) @ v, "softmax is missing: the raw scores were used as weights."
     if mask is not None:
         yield soft(raw / np.sqrt(d), np.ones_like(allowed)) @ v, "the mask is ignored."
-        yield soft(raw / np.sqrt(d), ~allowed) @ v, "the mask polarity is flipped: in this course True means *may attend*."
+        yield soft(raw / np.sqrt(d), ~allowed) @ v, _POLARITY
         yield reference_softmax(np.where(allowed, raw / np.sqrt(d), 0.0)) @ v, (
             "forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number).")
         full = reference_softmax(raw / np.sqrt(d))
         yield (full * allowed) @ v, "the mask was applied after softmax, so rows no longer sum to 1."
 
 
+_POLARITY = ("the mask polarity is inverted: your attention treats True as *forbidden*, but in this course "
+             "(as in PyTorch's scaled_dot_product_attention) True means *may attend*: query i may look at key j "
+             "where mask[i, j] is True. Keep the scores where the mask is True and forbid them where it is False "
+             "(np.where(mask, scores, -np.inf)).")
+
+
+def _inverted_polarity(out, q, k, v, mask) -> bool:
+    """Does ``out`` equal attention under the negated mask, on every row the negated mask leaves some key?
+
+    A row that the true mask allows entirely has no key at all under the negated mask: what an inverted
+    answer gives there (NaN, zeros, or an unmasked softmax) depends on how it fills, so only the other
+    rows decide.
+    """
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    inverted = ~np.broadcast_to(mask, scores.shape)
+    wrong = reference_softmax(scores, inverted) @ v  # (..., n_q, d_v)
+    rows = inverted.any(axis=-1)  # (..., n_q): rows with a key under the inverted mask
+    if out.shape != wrong.shape or not rows.any():
+        return False
+    with np.errstate(all="ignore"):
+        return bool(np.allclose(out[rows], wrong[rows], rtol=1e-5, atol=1e-8)
+                    and not np.allclose(wrong[rows], reference_attention(q, k, v, mask)[rows], rtol=1e-5, atol=1e-8))
+
+
 def _probe(attention, q, k, v, mask, label):
     __tracebackhide__ = True
     what = f"attention(q, k, v{', mask' if mask is not None else ''}) {label}"
-    out = plain_array(call(attention, q, k, v, *(() if mask is None else (mask,)), what=what, lock=_LOCK,
-                           allow_warnings=False), what=what)
+    arguments = (q, k, v) + (() if mask is None else (mask,))
+    if mask is not None:  # a flipped mask often also gives NaN (and a warning) on a row: name the flip first
+        first = call(attention, *arguments, what=what, lock=_LOCK)
+        if type(first) is np.ndarray and first.dtype.kind == "f" and _inverted_polarity(first, q, k, v, mask):
+            fail(f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}")
+    out = plain_array(call(attention, *arguments, what=what, lock=_LOCK, allow_warnings=False), what=what)
     expected = reference_attention(q, k, v, mask)
     expect_shape(out, expected.shape, what=what,
                  hint="The output has one row per query and the width of v: (..., n_q, d_v).")

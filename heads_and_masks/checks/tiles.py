@@ -17,8 +17,8 @@ from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
 from .core import (
-    call, exercise_check, expect_close, expect_shape, expect_value_error, fail, passed, plain_array, plain_float,
-    plain_int, rng,
+    call, exercise_check, expect_close, expect_shape, expect_value_error, fail, is_close, passed, plain_array,
+    plain_float, plain_int, rng,
 )
 
 _LOCK_COUNTS = ("causal_used_entries", "causal_used_fraction", "tiled_computed_entries", "tile_kinds")
@@ -35,27 +35,47 @@ _get_traced, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
 def _wrong_entries(n):
     yield n * (n - 1) // 2, "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2."
     yield n * n, "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query."
+    yield n * n / 2, ("the diagonal is missing: n²/2 is the lower triangle without it, which is only the limit for "
+                      "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2.")
     yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries."
     yield (n + 1) * (n + 2) // 2, "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2."
 
 
+_LARGE_N = 10**6  # the contexts of today's models: the exercise states it, the tests use it
+
+_COUNT_BY_FORMULA = (f"At n = {_LARGE_N:,} an n × n mask has {_LARGE_N**2:,} entries ({_LARGE_N**2 / 2**30:,.0f} GiB even "
+                     "as booleans): do not build the matrix to count it, use the formula n(n+1)/2, which costs "
+                     "nothing at any n.")
+
+
 @exercise_check
 def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> None:
-    """``causal_used_entries(n)`` must be n(n+1)/2, an int, for every n ≥ 0."""
+    """``causal_used_entries(n)`` must be n(n+1)/2, an int, for every n ≥ 0, up to n = a million."""
     __tracebackhide__ = True
-    sizes = [1, 2, 4, 5, 128, 1024] + ([0, 3, 7, 100, 999, 4096, 10**6, np.int64(12)] if thorough else [])
+    sizes = [1, 2, 4, 5, 128, 1024] + ([0, 3, 7, 100, 999, 4096, np.int64(12)] if thorough else []) + [_LARGE_N]
     for n in sizes:
         what = f"causal_used_entries({n})"
-        got = plain_int(call(causal_used_entries, n, what=what, lock=_LOCK_COUNTS), what=what)
+        got = call(causal_used_entries, n, what=what, lock=_LOCK_COUNTS,
+                   memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "")
         expected = int(n) * (int(n) + 1) // 2
+        as_number = float(got) if isinstance(got, (float, np.floating)) else got
+        if isinstance(as_number, float) and as_number != expected:  # a float answer: say what is wrong with its value
+            message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got!r}."
+            for wrong, explanation in _wrong_entries(int(n)):
+                if as_number == wrong:
+                    message += f" Likely cause: {explanation}"
+                    break
+            fail(message + " It should also be a whole number (an int): use // rather than / to divide.")
+        got = plain_int(got, what=what)
         if got != expected:
-            message = f"{what} should be {expected} (out of n² = {int(n) ** 2}), but it returned {got}."
+            message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got:,}."
             for wrong, explanation in _wrong_entries(int(n)):
                 if got == wrong:
                     message += f" Likely cause: {explanation}"
                     break
             fail(message)
-    passed("causal_used_entries gives n(n+1)/2 as an int" + (" for n from 0 to a million" if thorough else ""))
+    passed("causal_used_entries gives n(n+1)/2 as an int, for n up to a million"
+           + (" (and from 0 on)" if thorough else ""))
 
 
 def _wrong_fractions(n):
@@ -123,6 +143,33 @@ def _wrong_outputs(q, k, v, block):
                      "was accumulated when the maximum grows).")
 
 
+_SKIPPED_DIAGONAL = ("the diagonal tiles were skipped{which}: a query may attend to itself and to the keys before "
+                     "it in its own tile, so a diagonal tile must be computed (whole) and masked inside (key > query "
+                     "set to -inf). Only the tiles strictly above the diagonal, whose keys all come after all their "
+                     "queries, are skipped.")
+
+
+def _skipped_diagonal_tiles(out, q, k, v, block) -> list[int]:
+    """The query tiles whose rows come out as if their diagonal tile had been skipped (else [])."""
+    n = q.shape[0]
+    if out.shape != (n, v.shape[1]) or n == 0:
+        return []
+    tile = _tile_index(n, block)
+    causal = np.arange(n)[None, :] <= np.arange(n)[:, None]
+    right = _attend(q, k, v, causal)
+    earlier_only = _attend(q, k, v, tile[None, :] < tile[:, None])  # rows with no earlier key: 0
+    has_earlier = tile > 0
+    with np.errstate(all="ignore"):
+        ok = np.isclose(out, right, rtol=1e-5, atol=1e-8).all(axis=1)
+        # a row whose query tile has no earlier keys gets nothing at all: NaN, zeros, whatever the answer fills in
+        skipped = np.where(has_earlier, np.isclose(out, earlier_only, rtol=1e-5, atol=1e-8).all(axis=1), True)
+        differs = ~np.isclose(right, earlier_only, rtol=1e-5, atol=1e-8).all(axis=1) | ~has_earlier
+    if not (ok | skipped).all():
+        return []
+    missing = sorted({int(t) for t in tile[skipped & ~ok & differs]})
+    return missing
+
+
 _ONLINE_HINT = ("If you use a running (online) softmax: when the running maximum m grows to m_new, multiply both "
                 "the running sum and the accumulated output by exp(m − m_new) before adding the new tile, and "
                 "divide by the running sum only at the end.")
@@ -176,10 +223,30 @@ def check_blocked_causal_attention(blocked_causal_attention, seed: int = 0, thor
             hint = (f"Here n = {q.shape[0]} is not a multiple of block = {block}: the last tile is smaller "
                     f"({q.shape[0] % block} rows); slices like q[start:start + block] handle that by themselves. "
                     + hint)
+        missing = [] if is_close(out, expected) else _skipped_diagonal_tiles(out, q, k, v, block)
+        if missing:
+            tiles = -(-q.shape[0] // block)
+            which = "" if len(missing) == tiles else (
+                f" (for query tile{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}, counting from 0)")
+            fail(f"the output of {what} is wrong for the queries of {len(missing)} of the {tiles} query tiles. "
+                 f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}")
         expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
                      hint=hint)
     passed("blocked_causal_attention computes causal attention"
            + (" for every tiling tried, ragged last tiles included" if thorough else ", also when block does not divide n"))
+
+
+def _missing_diagonal_tiles(n, block, computed) -> int:
+    """How many diagonal tiles a count leaves out, if it is the right count minus some diagonal tiles (else 0)."""
+    sizes = [min(block, n - start) for start in range(0, n, block)]
+    shortfall = _reference_computed(n, block) - computed
+    if shortfall <= 0:
+        return 0
+    reachable = {0: 0}  # subset sums of the diagonal tiles' sizes -> fewest tiles that make them
+    for size in sizes:
+        for total, count in list(reachable.items()):
+            reachable.setdefault(total + size * size, count + 1)
+    return reachable.get(shortfall, 0)
 
 
 def _wrong_counts(n, block):
@@ -216,6 +283,12 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
                 if computed == wrong:
                     message += f" Likely cause: {explanation}"
                     break
+            else:
+                missing = _missing_diagonal_tiles(n, block, computed)
+                if missing:
+                    message += (f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
+                                + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
+                                + " Count every entry of every tile you compute.")
             fail(message)
     passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
 

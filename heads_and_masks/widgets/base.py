@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 
 import ipywidgets as widgets
@@ -11,6 +12,7 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode
+from ..readable import readable_number
 
 # Names and values never wrap; values line up on the right.
 READOUT_STYLE = ("<style>.course-readouts td{white-space:nowrap}"
@@ -78,8 +80,14 @@ class CourseWidget:
         raise NotImplementedError
 
     def format_value(self, value) -> str:
-        """How one readout value is written (HTML)."""
-        return f"{value:.4g}"
+        """How one readout value is written (HTML): as people read numbers (see ``readable``)."""
+        return readable_number(value)
+
+    def readouts_text(self) -> str:
+        """The readouts as the widget shows them, one "name: value" line each (for a notebook's print)."""
+        width = max((len(name) for name in self.readouts), default=0)
+        return "\n".join(f"{name:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
+                         for name, value in self.readouts.items())
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
         rows = "".join(f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>"

@@ -1,4 +1,4 @@
-"""Notebook 03's widget, the lesson's own: attention weights over a short sentence, with and without
+"""Notebook 03's widget, the lesson's own: attention weights over its sentence, with and without
 the division by sqrt(d), with and without the causal mask, for any head size and temperature.
 
 The queries and keys are not from a trained model: each token gets a fixed random query and key of
@@ -18,7 +18,7 @@ from ..masks import causal_mask
 from .base import CourseWidget
 from .fast_text import PathTextPainter, path_text_patch
 
-TOKENS = ("<s>", "cat", "sat", "on", "the", "mat")
+TOKENS = ("<s>", "cat", "sat", "on", "mat", ".")  # the lesson's "<s> кот сел на коврик ." token for token
 MAX_HEAD_SIZE = 512
 SEED = 2017  # the year of "Attention Is All You Need"
 
@@ -50,7 +50,7 @@ def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -
     """The widget's readouts, each defined in one line (notebook 03 explains them)."""
     entropies = row_entropies(weights)  # (n_q,), bits
     return {
-        "score spread": score_spread(logits, mask),  # std of the allowed logits
+        "score spread": score_spread(logits, mask),  # max - min of the allowed logits, the lesson's kind
         "row entropy (bits)": float(entropies.mean()),  # mean over the query rows
         "max weight": float(weights.max()),  # the largest weight anywhere in the matrix
         "gradient scale": gradient_scale(weights),  # mean spectral norm of softmax's Jacobian

@@ -8,7 +8,8 @@ import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..kv_heads import kv_cache_bytes
-from ..model_configs import BYTES_PER_VALUE, GB, load_gpus, load_models, longest_context
+from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
+from ..readable import readable_number
 from .base import CourseWidget
 from .fast_text import PathLegend, PathTitle
 
@@ -31,6 +32,10 @@ def _nice_ceiling(x: float) -> float:
     return next(m * power for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * power >= x * (1 - 1e-9))
 
 
+_BINDING = {"weights": "<span style='color:#c00'>the weights alone do not fit</span>",
+            "memory": "the memory", "model": "the model's own context"}
+
+
 def _tokens(n: int) -> str:
     return f"{n // 1024}K" if n >= 1024 else str(n)
 
@@ -40,7 +45,8 @@ class KVCacheCalculator(CourseWidget):
 
     Left: the GPU's memory filled by the weights and the cache (a red edge when they overflow).
     Right: the cache of this model against the context, and of its MHA / GQA / MQA variants.
-    Readouts: sizes in GB (10⁹ bytes) and the longest context whose cache still fits.
+    Readouts: sizes in GiB (2³⁰ bytes, the units memory is built in), the context the memory allows, the
+    model's own context, and which of the two binds.
     """
 
     figsize = (7.3, 3.4)
@@ -58,7 +64,7 @@ class KVCacheCalculator(CourseWidget):
         self.controls["dtype"] = widgets.ToggleButtons(options=list(BYTES_PER_VALUE), value="bf16",
                                                        description="format", style={"button_width": "4em"})
         self.controls["gpu"] = widgets.Dropdown(
-            options=[(f"{name} · {memory // GB} GB", name) for name, memory in self.gpus.items()], value="H100",
+            options=[(f"{name} · {memory // GiB} GiB", name) for name, memory in self.gpus.items()], value="H100",
             description="GPU")
 
         # fixed axes positions: the tick labels change width with the model, the layout must not move
@@ -71,7 +77,7 @@ class KVCacheCalculator(CourseWidget):
         self.gpu_line = ax.axvline(0, color="black", lw=2)
         self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", fontsize=8, color="dimgray")
         self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", fontsize=8, color="tab:orange")
-        ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GB (10⁹ bytes)")
+        ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GiB (2³⁰ bytes)")
         ax.xaxis.set_major_locator(MaxNLocator(5))
 
         ax = self.ax_context
@@ -86,7 +92,7 @@ class KVCacheCalculator(CourseWidget):
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=9))  # every decade
         ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
         ax.grid(True, which="major", alpha=0.3)
-        ax.text(0.99, 0.03, "KV cache (GB) of the batch", transform=ax.transAxes, ha="right", fontsize=8)
+        ax.text(0.99, 0.03, "KV cache (GiB) of the batch", transform=ax.transAxes, ha="right", fontsize=8)
         self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # three lines that change with everything
         self.weights_text = PathTitle(self.weights_label, self.dpi)
         self.cache_text = PathTitle(self.cache_label, self.dpi)
@@ -100,34 +106,34 @@ class KVCacheCalculator(CourseWidget):
 
         cache = kv_cache_bytes(config.layers, config.kv_heads, config.head_dim, context, batch, bytes_per_value)
         weights = config.weights_bytes(bytes_per_value)
-        longest = longest_context(config, memory, batch=batch, bytes_per_value=bytes_per_value)
+        limits = context_limits(config, memory, batch=batch, bytes_per_value=bytes_per_value)
         fits = weights + cache <= memory
 
         # left: weights + cache against the GPU
-        self.bar_weights.set_width(weights / GB)
-        self.bar_cache.set_x(weights / GB)
-        self.bar_cache.set_width(cache / GB)
+        self.bar_weights.set_width(weights / GiB)
+        self.bar_cache.set_x(weights / GiB)
+        self.bar_cache.set_width(cache / GiB)
         self.bar_cache.set_edgecolor("none" if fits else "red")
         self.bar_cache.set_linewidth(0 if fits else 2)
-        self.gpu_line.set_xdata([memory / GB] * 2)
+        self.gpu_line.set_xdata([memory / GiB] * 2)
         # round limits: the axes change less often, and are then drawn once for all (see background_key)
-        self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GB))
+        self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GiB))
         self.ax_memory.set_title(f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
-                                 f"\none {self.value('gpu')}: {memory / GB:.0f} GB (black line)\nbatch {batch} × {context:,} tokens, "
+                                 f"\none {self.value('gpu')}: {memory / GiB:.0f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
                                  f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
                                  fontsize=9, color="black" if fits else "tab:red")
-        self.weights_label.set_text(f"weights {weights / GB:,.3g} GB")
-        end = (weights + cache) / GB
+        self.weights_label.set_text(f"weights {readable_number(weights / GiB, 3)} GiB")
+        end = (weights + cache) / GiB
         self.cache_label.set_position((end, 0.45))
         self.cache_label.set_horizontalalignment("right" if end > 0.4 * self.ax_memory.get_xlim()[1] else "left")
-        self.cache_label.set_text(f"KV cache {cache / GB:,.3g} GB")
+        self.cache_label.set_text(f"KV cache {readable_number(cache / GiB, 3)} GiB")
 
         # right: the cache against the context, for the model and its MHA / GQA / MQA variants
         contexts = np.array(CONTEXTS, dtype=float)
         per_token = {label: kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
                      for label, g in config.variants().items()}
         for line, (label, size) in zip(self.variant_lines, per_token.items()):
-            line.set_data(contexts, contexts * size / GB)
+            line.set_data(contexts, contexts * size / GiB)
             own = f"g = {config.kv_heads})" in label
             line.set_label(label + ("  ← this model" if own else ""))
             line.set_linewidth(3.0 if own else 1.5)
@@ -135,27 +141,29 @@ class KVCacheCalculator(CourseWidget):
             line.set_data([], [])
             line.set_label("_hidden")
         free = max(memory - weights, 1)
-        self.free_line.set_ydata([free / GB] * 2)
+        self.free_line.set_ydata([free / GiB] * 2)
         self.free_line.set_label(f"{self.value('gpu')} minus the weights" if memory > weights else
                                  "(the weights alone overflow the GPU)")
-        self.point.set_data([context], [cache / GB])
-        low = min(contexts[0] * min(per_token.values()), cache) / GB
-        high = max(contexts[-1] * max(per_token.values()), free) / GB
+        self.point.set_data([context], [cache / GiB])
+        low = min(contexts[0] * min(per_token.values()), cache) / GiB
+        high = max(contexts[-1] * max(per_token.values()), free) / GiB
         self.ax_context.set_ylim(10.0 ** math.floor(math.log10(low / 1.5)), 10.0 ** math.ceil(math.log10(high * 1.5)))
         self.legend.set_entries([*self.variant_lines, self.free_line])
 
         readouts = {
-            "KV cache per token (kB)": config.kv_bytes_per_token(bytes_per_value) / 1e3,
-            "KV cache (GB)": cache / GB,
-            "weights (GB)": weights / GB,
-            "GPU memory (GB)": memory / GB,
+            "KV cache per token (KiB)": config.kv_bytes_per_token(bytes_per_value) / KiB,
+            "KV cache (GiB)": cache / GiB,
+            "weights (GiB)": weights / GiB,
+            "GPU memory (GiB)": memory / GiB,
             "fits": fits,
-            "longest context that fits (tokens)": longest,
+            "context the memory allows (tokens)": limits.memory,
+            "model's own context (tokens)": limits.model,
+            "the limit that binds": _BINDING[limits.binding],
         }
         if config.sliding_window is not None:
             window_cache = kv_cache_bytes(config.layers, config.kv_heads, config.head_dim,
                                           min(context, config.sliding_window), batch, bytes_per_value)
-            readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GB)"] = window_cache / GB
+            readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"] = window_cache / GiB
         return readouts
 
     def background_key(self):
@@ -171,8 +179,8 @@ class KVCacheCalculator(CourseWidget):
     def format_value(self, value) -> str:
         if isinstance(value, bool):
             return "yes" if value else "<span style='color:#c00'>no</span>"
-        if isinstance(value, int):
-            return f"{value:,}"
+        if isinstance(value, str):
+            return value
         if isinstance(value, float) and math.isinf(value):
             return "unlimited"
-        return f"{value:,.3g}" if value < 1000 else f"{value:,.0f}"
+        return readable_number(value, 3)

@@ -104,7 +104,7 @@ class TileGridWidget(CourseWidget):
         blocks = np.unique(np.geomspace(1, max(n, 1), num=min(n, 40)).round().astype(int))
         fractions = computed_fraction_by_tile_size(n, blocks)
         self.curve.set_data(blocks, fractions)
-        self.ax_curve.set_xlim(0.8, max(n, 2) * 1.25)
+        self.ax_curve.set_xlim(0.8, max(n, 2) * 1.6)  # room for the last tick label (256), clear of the edge
         self.ax_curve.set_title(f"share computed against tile size, n = {n}", fontsize=9)
         ideal = causal_used_fraction(n)
         self.ideal_line.set_ydata([ideal, ideal])

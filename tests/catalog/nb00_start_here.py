@@ -107,6 +107,22 @@ ANSWERS = [
             t = e.sum(-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
     '''}, breaks="attention", says="polarity"),
+    Answer("mask_polarity_inverted_where", {"attention": '''
+        def attention(q, k, v, mask=None):
+            s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+            if mask is not None:
+                s = np.where(mask, -np.inf, s)  # True taken as "forbidden"
+            e = np.exp(s - s.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True) @ v
+    '''}, breaks="attention", says=("polarity", "true means *may attend*")),
+    Answer("mask_polarity_inverted_additive", {"attention": '''
+        def attention(q, k, v, mask=None):
+            s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+            if mask is not None:
+                s = s + np.where(mask, -1e9, 0.0)  # an additive mask built the wrong way round
+            e = np.exp(s - s.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True) @ v
+    '''}, breaks="attention", says=("polarity", "true means *may attend*")),
     Answer("nan_on_fully_masked_row", {"attention": '''
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])

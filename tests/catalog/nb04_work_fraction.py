@@ -171,6 +171,14 @@ ANSWERS = [
         def causal_used_entries(n):
             return n * (n + 1) / 2
     ''', "whole number"),
+    wrong("entries_n_squared_over_two", "causal_used_entries", '''
+        def causal_used_entries(n):
+            return n * n / 2
+    ''', ("diagonal is missing", "whole number")),
+    wrong("entries_counted_on_an_n_by_n_mask", "causal_used_entries", '''
+        def causal_used_entries(n):
+            return int(np.count_nonzero(np.tril(np.ones((n, n), dtype=bool))))
+    ''', ("ran out of memory", "n(n+1)/2")),
     wrong("fraction_is_the_limit_one_half", "causal_used_fraction", '''
         def causal_used_fraction(n):
             return 1 / 2
@@ -187,6 +195,29 @@ ANSWERS = [
     wrong("diagonal_tiles_not_masked", "blocked_causal_attention", ONLINE_TILES.replace(
         "s = np.where(allowed, s, -np.inf)", "pass"),
         "future leaks"),
+    wrong("diagonal_tiles_skipped_after_the_first", "blocked_causal_attention", '''
+        def blocked_causal_attention(q, k, v, block):
+            if block < 1 or not (len(q) == len(k) == len(v)):
+                raise ValueError("bad arguments")
+            n, d = q.shape
+            out = np.zeros((n, v.shape[1]))
+            computed = 0
+            for qs in range(0, n, block):
+                qe = min(qs + block, n)
+                m, total, acc = np.full(qe - qs, -np.inf), np.zeros(qe - qs), np.zeros((qe - qs, v.shape[1]))
+                for ks in range(0, max(qs, block), block):   # key tiles before the query tile (the first one kept)
+                    ke = min(ks + block, n)
+                    s = q[qs:qe] @ k[ks:ke].T / np.sqrt(d)
+                    computed += s.size
+                    s = np.where(np.arange(ks, ke)[None, :] <= np.arange(qs, qe)[:, None], s, -np.inf)
+                    m_new = np.maximum(m, s.max(axis=1))
+                    p, shrink = np.exp(s - m_new[:, None]), np.exp(m - m_new)
+                    total = total * shrink + p.sum(axis=1)
+                    acc = acc * shrink[:, None] + p @ v[ks:ke]
+                    m = m_new
+                out[qs:qe] = acc / total[:, None]
+            return out, computed
+    ''', ("diagonal tiles were skipped", "diagonal tile(s) short")),
     wrong("diagonal_tiles_skipped", "blocked_causal_attention", '''
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
