@@ -413,10 +413,10 @@ n = 12
 prefix_lm = local.prefix_lm_mask(n, 4)
 sinks = local.window_with_sinks_mask(n, 3, 2)
 global_local = local.global_local_layout(n, width=3, n_global=1)
-fig, axes = plt.subplots(1, 3, figsize=(10, 3.5), layout="constrained")
-draw_mask(axes[0], prefix_lm, f"prefix LM: causal OR key < 4\nkeeps {hm.kept_fraction(prefix_lm):.1%}")
-draw_mask(axes[1], sinks, f"window 3 OR 2 sinks (and causal)\nkeeps {hm.kept_fraction(sinks):.1%}")
-draw_mask(axes[2], global_local, f"local 3 OR global first (and causal)\nkeeps {hm.kept_fraction(global_local):.1%}")
+fig, axes = plt.subplots(1, 3, figsize=(6.5, 3.2), layout="constrained")  # fits a laptop's notebook
+draw_mask(axes[0], prefix_lm, f"prefix LM:\ncausal OR key < 4\nkeeps {hm.kept_fraction(prefix_lm):.1%}")
+draw_mask(axes[1], sinks, f"window 3 OR 2 sinks\n(and causal)\nkeeps {hm.kept_fraction(sinks):.1%}")
+draw_mask(axes[2], global_local, f"local 3 OR global\nfirst (and causal)\nkeeps {hm.kept_fraction(global_local):.1%}")
 plt.show()
 causal, window = hm.causal_mask(n), hm.sliding_window_mask(n, 3)
 print("prefix LM is more than the causal mask:", int(prefix_lm.sum() - causal.sum()), "extra entries;",
