@@ -101,7 +101,7 @@ def take_folder(folder: Path, max_mb: float = MAX_FILE_MB) -> tuple[dict[str, by
     with os.scandir(folder) as entries:
         for entry in sorted(entries, key=lambda e: e.name)[:1000]:
             name = entry.name
-            if name in (".ipynb_checkpoints", "__pycache__"):
+            if name in (".ipynb_checkpoints", "__pycache__", "timestamp.txt"):  # nbgrader's own: replaced by ours
                 continue
             if not wanted(name):
                 left.append(name)

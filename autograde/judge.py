@@ -182,9 +182,17 @@ HARNESS = textwrap.dedent('''
                     reply["kind"] = "callable"
                 else:
                     reply.update(kind="value", value=_encode(obj))
+        elif request["op"] == "stage":  # arguments kept here, so that a measured call decodes nothing
+            globals()["__hm_staged"] = ([_decode(a) for a in request["args"]],
+                                        {k: _decode(v) for k, v in request["kwargs"].items()})
         elif request["op"] == "call":
-            args = [_decode(a) for a in request["args"]]
-            kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
+            if request.get("staged"):
+                staged_args, staged_kwargs = globals()["__hm_staged"]
+                args = [a.copy() if type(a) is _np.ndarray else a for a in staged_args]
+                kwargs = dict(staged_kwargs)
+            else:
+                args = [_decode(a) for a in request["args"]]
+                kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
             before = [a.copy() if type(a) is _np.ndarray else None for a in args]
             with _warnings.catch_warnings(record=True) as caught:
                 _warnings.simplefilter("always")
@@ -240,8 +248,8 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in removed and any(
                     (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
-                message = (f"{node.name}: the course's reference implementation is not available while a notebook "
-                           "is graded (graded answers are your own code)")
+                message = (f"the course's reference `{node.name}` is not available while a notebook is graded "
+                           "(graded answers are your own code)")
                 node.body = [ast.parse(f"raise RuntimeError({message!r})").body[0]]
                 changed = True
         if changed:
@@ -455,32 +463,46 @@ class RemoteFunction:
     def __repr__(self) -> str:
         return f"<your function {self.name}>"
 
+    def _measured(self, payload: dict) -> dict:
+        """The call, with its peak memory measured twice where the student's code runs; the larger counts.
+
+        The arguments are sent first and kept in the kernel, so the measured calls decode nothing. Then
+        the function runs (1) under tracemalloc in the kernel (Python's and numpy's allocations, exact),
+        and (2) again without a tracer while the grader reads the kernel's memory cgroup from outside
+        (everything: memory mapped past tracemalloc, or a tracer the student's code stopped, counts).
+        The reply of the first run is the answer.
+        """
+        self.kernel.request({"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]},
+                            self.budget.next_limit())
+        reply = self.kernel.request({"op": "call", "name": self.name, "staged": True, "trace_memory": True},
+                                    self.budget.next_limit())
+        peak = reply.get("peak_bytes")
+        found = [int(peak)] if isinstance(peak, int) and not isinstance(peak, bool) else []
+        cgroups = self.kernel.manager.cgroups
+        before = cgroups.reset_memory_peak() if cgroups is not None else None
+        if before is not None and "error" not in reply:
+            self.kernel.request({"op": "call", "name": self.name, "staged": True}, self.budget.next_limit())
+            after = cgroups.memory_peak()
+            if after is not None:
+                found.append(max(0, after - before))
+        self.last_peak_bytes = max(found) if found else None
+        return reply
+
     def __call__(self, *args, **kwargs):
         if self.name in self.budget.hung:
             raise TimeoutError(f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
                                "earlier test, so it was not called again")
         payload = {"op": "call", "name": self.name, "args": [encode(a) for a in args],
-                   "kwargs": {k: encode(v) for k, v in kwargs.items()}, "trace_memory": bool(self.measure_memory)}
-        cgroups = self.kernel.manager.cgroups if self.measure_memory else None
-        before = cgroups.reset_memory_peak() if cgroups is not None else None
+                   "kwargs": {k: encode(v) for k, v in kwargs.items()}}
         try:
-            reply = self.kernel.request(payload, self.budget.next_limit())
+            if not self.measure_memory:
+                reply = self.kernel.request(payload, self.budget.next_limit())
+                self.last_peak_bytes = None
+            else:
+                reply = self._measured(payload)
         except TimeoutError:
             self.budget.hung.add(self.name)
             raise
-        peak = reply.get("peak_bytes")
-        traced = int(peak) if isinstance(peak, int) and not isinstance(peak, bool) else None
-        # Two measurements, the larger counts: tracemalloc inside the kernel (Python's and numpy's own
-        # allocations, exact), and the kernel's memory cgroup seen from here (everything, even memory
-        # mapped past tracemalloc or a tracer the student's code stopped; it includes a few MiB of the
-        # call's own traffic).
-        after = cgroups.memory_peak() if before is not None else None
-        outside = max(0, after - before) if after is not None else None
-        if self.measure_memory:
-            found = [m for m in (traced, outside) if m is not None]
-            self.last_peak_bytes = max(found) if found else None
-        else:
-            self.last_peak_bytes = traced
         for category, message in (reply.get("warnings") or [])[:20]:
             warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
         mutated = reply.get("mutated") or {}

@@ -132,7 +132,12 @@ class LabProcess:
         """Open a terminal of the lab, type ``command`` in it; everything it printed until done."""
         status, terminal = self.api("/api/terminals", method="POST")
         assert status == 200, status
-        return asyncio.run(self._type(terminal["name"], command, timeout))
+        # In a thread of its own: a browser test earlier in the session may have left an event loop
+        # running in this one (Playwright's sync API), where asyncio.run() refuses to start.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self._type(terminal["name"], command, timeout)).result()
 
     async def _type(self, name: str, command: str, timeout: float) -> str:
         from tornado.websocket import websocket_connect

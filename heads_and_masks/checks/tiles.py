@@ -358,7 +358,7 @@ def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 204
                       "output above names the likely mistake).")
     mib = 2**20
     if peak > limit:
-        fail(f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured with tracemalloc), but a "
+        fail(f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a "
              f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
              f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
              "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
