@@ -277,11 +277,13 @@ def expected_notebooks(course: Course, assignment: str) -> list[str]:
         sorted(p.stem for p in course.path("source", assignment=assignment).glob("*.ipynb"))
 
 
-def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_NOTEBOOK_MB) -> Inspection:
+def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_NOTEBOOK_MB,
+            collected: dict[str, list[str]] | None = None) -> Inspection:
     """Decide whether a submission can be graded, and note everything unusual about it."""
     folder = course.path("submitted", student, assignment)
     result = Inspection()
-    result.notes += collection_notes(course, assignment).get(student, [])
+    collected = collection_notes(course, assignment) if collected is None else collected  # read once per run
+    result.notes += collected.get(student, [])
     if folder.is_symlink() or not folder.is_dir():
         result.status = MISSING
         result.notes.append("nothing was submitted")
@@ -651,9 +653,10 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
     results: dict[str, Result] = {}
     jobs: list[dict] = []
     inspections: dict[str, Inspection] = {}
+    collected = collection_notes(course, assignment)
     for student in everyone:
         try:
-            found = inspect(course, assignment, student)
+            found = inspect(course, assignment, student, collected=collected)
         except Exception as error:  # noqa: BLE001 - one unreadable submission never stops the class
             found = Inspection(status=INVALID, notes=[f"the submission could not be inspected "
                                                        f"({type(error).__name__}: {str(error)[:200]})"])
@@ -730,6 +733,8 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
         pool.append(worker)
         return worker
 
+    ids = original_ids(course)  # read once per run, not once per student
+
     def conclude(job: dict, message: dict | None, killed_for: str | None = None) -> None:
         student = job["student"]
         found = inspections[student]
@@ -741,7 +746,7 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
         if not sandbox_state()[0]:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {sandbox_state()[1]}")
         finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
-                      original_ids(course).get(student, "")))
+                      ids.get(student, "")))
 
     def record(job: dict, message: dict | None, killed_for: str | None):
         student = job["student"]
