@@ -23,7 +23,7 @@ import numpy as np
 
 import heads_and_masks as hm
 from heads_and_masks import training
-from heads_and_masks.learned_heads_pictures import head_count_figure, head_maps_figure, loss_curves_figure, picture
+from heads_and_masks.pictures.learned_heads import head_count_figure, head_maps_figure, loss_curves_figure, picture
 from heads_and_masks.widgets.learned_heads import LearnedHeadsWidget
 
 np.set_printoptions(precision=3, suppress=True)

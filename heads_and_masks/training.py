@@ -21,6 +21,7 @@ deterministic: the same seed gives the same data, the same initial weights and t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -297,7 +298,7 @@ class Run:
                        self.config if config is None else config, keep)
 
 
-def train(config: Config = Config(), *, seed: int = 0, steps: int = 250, batch: int = 64, lr: float = 0.03,
+def train(config: Config | None = None, *, seed: int = 0, steps: int = 250, batch: int = 64, lr: float = 0.03,
           snapshots: int = 12, probe_batch: int = 256) -> Run:
     """Train with Adam on fresh random batches; deterministic from ``seed``.
 
@@ -305,6 +306,7 @@ def train(config: Config = Config(), *, seed: int = 0, steps: int = 250, batch: 
     (one snapshot, no loss curve), so the notebook's later cells stay cheap while a submission is graded.
     """
     whole_number("steps", steps, minimum=1)
+    config = Config() if config is None else config
     if grading_mode():
         steps = 0
     rng = np.random.default_rng(seed)
@@ -364,9 +366,15 @@ def ablation_table(run: Run) -> np.ndarray:
 
 def compare_head_counts(head_counts=(1, 2, 4), seeds=(0, 1, 2, 3, 4), **train_options):
     """Final probe loss of the same width cut into different numbers of heads: {h: (len(seeds),) losses}."""
-    base = train_options.pop("config", Config())
+    base = train_options.pop("config", None) or Config()
     return {h: np.array([train(dataclasses.replace(base, heads=h), seed=s, snapshots=2, **train_options).evaluate()[0]
                          for s in seeds]) for h in head_counts}
+
+
+@functools.cache
+def notebook_run() -> Run:
+    """The main run of notebook 08 (the default configuration, seed 0), trained once per process (for the widget)."""
+    return train()
 
 
 def chance_loss(config: Config) -> float:

@@ -21,6 +21,7 @@ from heads_and_masks import _guard, benchmarks, pictures
 from heads_and_masks.pictures import causal_mask as causal_pictures
 from heads_and_masks.pictures import heads as heads_pictures
 from heads_and_masks.pictures import kv_heads as kv_heads_pictures
+from heads_and_masks.pictures import learned_heads as learned_heads_pictures
 from heads_and_masks.pictures import why_heads as why_heads_pictures
 from heads_and_masks.pictures import work_fraction as work_fraction_pictures
 from heads_and_masks.grading import GRADING_ENV, Idle, grading_mode
@@ -108,6 +109,9 @@ FIGURES = [
     (kv_heads_pictures.head_mapping_figure, (), {"h": 8, "g": 2}),
     (kv_heads_pictures.cache_per_token_figure, ({},), {}),
     (heads_pictures.split_orders_figure, (8, 2), {}),
+    (learned_heads_pictures.head_maps_figure, (None,), {}),
+    (learned_heads_pictures.loss_curves_figure, (None,), {}),
+    (learned_heads_pictures.head_count_figure, ({1: np.ones(2)}, 16), {}),
 ]
 
 

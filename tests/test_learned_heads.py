@@ -179,7 +179,7 @@ def test_grading_mode_trains_nothing(monkeypatch):
     idle = training.train(seed=0)
     assert idle.snapshot_steps == [0] and idle.losses.size == 0
     assert training.ablation_table(idle).shape == (3, 3)
-    from heads_and_masks import learned_heads_pictures as pictures
+    from heads_and_masks.pictures import learned_heads as pictures
     from heads_and_masks.grading import Idle
     assert isinstance(pictures.head_maps_figure(idle), Idle)
     assert isinstance(pictures.loss_curves_figure(idle), Idle)

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from heads_and_masks import learned_heads_pictures as pictures
 from heads_and_masks import training
-from heads_and_masks.widgets.learned_heads import LearnedHeadsWidget, default_run
+from heads_and_masks.pictures import learned_heads as pictures
+from heads_and_masks.widgets.learned_heads import LearnedHeadsWidget
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def _map_pixels(widget, head):
 
 
 def test_the_widget_shows_the_run_the_notebook_trains(widget):
-    assert widget.run is default_run()
+    assert widget.run is training.notebook_run()
     assert list(widget.controls["step"].options) == widget.run.snapshot_steps
     assert widget.value("step") == widget.run.snapshot_steps[-1]
     assert [name for name in widget.controls if name.startswith("head")] == ["head 0", "head 1"]

@@ -6,20 +6,12 @@ zero) and the readouts give the loss of each rule without them.
 """
 from __future__ import annotations
 
-import functools
-
 import ipywidgets as widgets
 import numpy as np
 
-from ..learned_heads_pictures import RULE_COLOURS, draw_map
-from ..training import RULES, Run, chance_loss, rule_weights, train
+from ..pictures.learned_heads import RULE_COLOURS, draw_map
+from ..training import RULES, Run, chance_loss, notebook_run, rule_weights
 from .base import CourseWidget
-
-
-@functools.cache
-def default_run() -> Run:
-    """The notebook's main run (the default configuration and seed), trained once per kernel."""
-    return train()
 
 
 class LearnedHeadsWidget(CourseWidget):
@@ -37,7 +29,7 @@ class LearnedHeadsWidget(CourseWidget):
         return (1.9 * heads + 3.9, 2.75)
 
     def setup(self):
-        self.run = self._run if self._run is not None else default_run()
+        self.run = self._run if self._run is not None else notebook_run()
         h = self.run.config.heads
         self.controls["step"] = widgets.SelectionSlider(options=self.run.snapshot_steps, value=self.run.snapshot_steps[-1],
                                                         description="step", continuous_update=True)

@@ -1,15 +1,13 @@
-"""Static pictures of notebook 08: attention maps of trained heads, loss curves, one head against several.
-
-(Temporary home: it moves to ``heads_and_masks/pictures/learned_heads.py`` with the other notebooks' figures.)
-"""
+"""Static pictures of notebook 08: attention maps of trained heads, loss curves, one head against several."""
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from .grading import idle_while_grading
-from .pictures import picture  # noqa: F401  (the notebook imports it from here)
-from .training import RULES, Run, chance_loss, rule_weights
+from ..grading import idle_while_grading
+from ..training import RULES, Run, chance_loss, rule_weights
+
+from . import picture  # noqa: F401, E402  (the notebook imports it from here)
 
 RULE_COLOURS = {"previous token": "tab:orange", "first token": "tab:purple"}
 
