@@ -130,19 +130,19 @@ def attention(q, k, v, mask=None):
 def attention_backward(q, k, v, mask, dout):
     """Gradients (dq, dk, dv) of out = softmax(q kᵀ / sqrt(d), masked) v, given dout = dL/dout."""
     ### BEGIN SOLUTION
-    d = q.shape[-1]
-    scores = q @ k.T / np.sqrt(d)  # (n_q, n_k)
-    allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
-    top = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
-    top = np.where(np.isfinite(top), top, 0.0)
-    exps = np.where(allowed, np.exp(np.where(allowed, scores - top, 0.0)), 0.0)
-    totals = exps.sum(axis=-1, keepdims=True)
-    p = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)  # (n_q, n_k), 0 where forbidden
+    scale = 1 / np.sqrt(q.shape[-1])
+    scores = q @ k.T * scale  # (n_q, n_k)
+    allowed = np.full(scores.shape, True) if mask is None else np.broadcast_to(mask, scores.shape)
+    row_max = np.where(allowed, scores, -np.inf).max(axis=-1, keepdims=True)
+    row_max = np.where(allowed.any(axis=-1, keepdims=True), row_max, 0.0)  # a row with no allowed key
+    e = np.exp(np.where(allowed, scores - row_max, -np.inf))  # forbidden entries: exp(-inf) = 0
+    total = e.sum(axis=-1, keepdims=True)
+    p = e / np.where(total > 0, total, 1.0)  # (n_q, n_k) weights, 0 where forbidden and on empty rows
     dv = p.T @ dout  # (n_k, d_v)
     dp = dout @ v.T  # (n_q, n_k)
     ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True))  # the full Jacobian of each softmax row
-    dq = ds @ k / np.sqrt(d)  # (n_q, d)
-    dk = ds.T @ q / np.sqrt(d)  # (n_k, d)
+    dq = ds @ k * scale  # (n_q, d)
+    dk = ds.T @ q * scale  # (n_k, d)
     return dq, dk, dv
     ### END SOLUTION
 
