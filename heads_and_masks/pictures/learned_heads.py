@@ -69,7 +69,7 @@ def loss_curves_figure(run: Run) -> Figure:
         ax.plot(steps, run.rule_losses[:, j], color=RULE_COLOURS[rule], lw=1.3, label=f"predicting the {rule}")
     ax.axhline(chance_loss(run.config), color="0.4", ls="--", lw=0.9, label=f"knowing nothing: ln {run.config.vocab}")
     ax.set(yscale="log", xlabel="training step", ylabel="cross-entropy (log scale)")
-    ax.legend(fontsize=8, frameon=False, loc="lower left")
+    ax.legend(fontsize=8, frameon=False, loc="upper right", bbox_to_anchor=(1.0, 0.88))
     ax.set_title(f"training: h = {run.config.heads} heads of d = {run.config.head_size}, seed {run.seed}", fontsize=9)
     return figure
 
