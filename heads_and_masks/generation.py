@@ -375,3 +375,27 @@ def cache_layouts(rolling_buffer: bool = True) -> dict[str, CacheLayout]:
             rope_dim=None, context=config.context, source=config.config_source)
     layouts.update({layout.model: layout for layout in _layered_rows()})
     return layouts
+
+
+POLICIES = ("full", "window", "sinks")
+
+
+def step_mask(policy: str, start: int, stop: int, window: int | None = None, sinks: int = 0) -> np.ndarray:
+    """(stop - start, stop) bool: the mask of one step whose new queries are positions start … stop - 1,
+    over the keys 0 … stop - 1, under a cache policy ("full", "window", "sinks")."""
+    start, stop = whole_number("start", start), whole_number("stop", stop)
+    if policy == "full":
+        return bottom_right_causal_mask(stop - start, stop)
+    if policy == "window":
+        return sliding_window_mask(stop, whole_number("window", window, minimum=1))[start:stop]
+    if policy == "sinks":
+        return sinks_window_mask(stop, window, sinks)[start:stop]
+    raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+
+
+def generation_steps(total: int, prompt: int, chunk: int) -> list[tuple[int, int]]:
+    """The (start, stop) positions of each step: the prompt in one step, then ``chunk`` tokens per step."""
+    total, prompt, chunk = whole_number("total", total), whole_number("prompt", prompt, minimum=1), whole_number(
+        "chunk", chunk, minimum=1)
+    starts = [0] + list(range(prompt, total, chunk))
+    return [(a, min(b, total)) for a, b in zip(starts, starts[1:] + [total]) if a < total]
