@@ -84,9 +84,9 @@ def bytes_per_token_figure(layouts: dict[str, CacheLayout], short: int = 4096, l
         labels.append(f"{name} ({kind})")
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlim(4, 40000)
-    ax.set_xlabel(f"KV cache per token of context, KiB (bf16); filled: at {long // 1024}K tokens, "
-                  f"open: at {short // 1024}K", fontsize=9)
+    ax.set_xlim(2, 30000)
+    ax.set_xlabel(f"KV cache per token of context (KiB, bf16): filled at {long // 1024}K tokens, "
+                  f"open at {short // 1024}K", fontsize=9)
     ax.grid(True, axis="x", alpha=0.3)
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)

@@ -109,7 +109,7 @@ class GenerationStepper(CourseWidget):
             "keys this step's queries see": int((picture[start:stop] == 2).any(axis=0).sum()),
             "tokens in the cache": tokens,
             "cache at Mistral-7B's scale (KiB)": tokens * per_token / KiB,
-            f"Mistral-7B after {long // 1024}K tokens, w = 4096, 4 sinks (MiB)":
+            f"Mistral-7B after {long // 1024}K tokens (MiB)":
                 cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
         }
 
