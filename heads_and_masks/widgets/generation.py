@@ -89,7 +89,7 @@ class GenerationStepper(CourseWidget):
             ax.add_patch(Rectangle((s + 0.05, 0), 0.9, 0.9, facecolor="tab:orange" if new else
                                    ("#1f4e79" if p >= 0 else "white"), edgecolor="gray", linewidth=0.8))
             if p >= 0:
-                ax.text(s + 0.5, 0.45, str(p), ha="center", va="center", fontsize=8 if slots <= 10 else 7,
+                ax.text(s + 0.5, 0.45, str(p), ha="center", va="center", fontsize=8 if slots <= 10 else 7.5,
                         color="white")
         kind = {"full": "one slot per token (grows)", "window": f"rolling buffer: w = {WINDOW} slots, p mod w",
                 "sinks": f"{SINKS} sink slots + rolling buffer of {WINDOW}"}[policy]
