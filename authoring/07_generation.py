@@ -24,7 +24,7 @@ from IPython.display import display
 
 import heads_and_masks as hm
 from heads_and_masks import generation as gen
-from heads_and_masks.generation_pictures import (
+from heads_and_masks.pictures.generation import (
     bytes_per_token_figure,
     composed_masks_figure,
     decode_masks_figure,

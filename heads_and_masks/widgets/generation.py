@@ -30,8 +30,9 @@ class GenerationStepper(CourseWidget):
 
     def setup(self):
         self.controls["policy"] = widgets.ToggleButtons(options=list(POLICY_LABELS), value="sliding window",
-                                                        description="cache", style={"button_width": "8.5em"})
-        self.controls["chunk"] = widgets.IntSlider(value=1, min=1, max=4, description="new per step")
+                                                        description="cache", style={"button_width": "10.5em"})
+        self.controls["chunk"] = widgets.IntSlider(value=1, min=1, max=4, description="new per step",
+                                                   style={"description_width": "initial"})
         self.controls["step"] = widgets.IntSlider(value=4, min=0, max=TOTAL - PROMPT, description="step")
         self.mistral = model("Mistral-7B-v0.1")
         self.figure.set_layout_engine("none")

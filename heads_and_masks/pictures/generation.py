@@ -1,15 +1,15 @@
 """Static pictures of notebook 07: masks at decode time, composed masks, and cache bytes per token of every
-model of the course. (To move to ``heads_and_masks/pictures/generation.py`` with the other pictures.)"""
+model of the course."""
 from __future__ import annotations
 
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
-from .grading import idle_while_grading
-from .model_configs import KiB
-from .pictures import picture  # noqa: F401  (the notebook imports it from here)
+from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
+from ..grading import idle_while_grading
+from ..model_configs import KiB
+from . import picture  # noqa: F401  (the notebook imports it from here)
 
 MASK_COLOURS = ListedColormap(["#e8e8e8", "#1f4e79"])  # forbidden, may attend
 ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green", "MLA": "tab:purple"}
