@@ -179,3 +179,30 @@ def test_step_work_counts():
     work = gen.step_work(99, 64)
     assert work["with cache"] == 2 * 100 * 64
     assert work["without cache"] == 2 * sum(range(1, 101)) * 64
+
+
+def test_pictures_draw_legibly_within_a_laptop_notebook(artifacts):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from heads_and_masks.pictures import NOTEBOOK_WIDTH_PX
+    from heads_and_masks.pictures.generation import (
+        bytes_per_token_figure,
+        composed_masks_figure,
+        decode_masks_figure,
+        picture,
+    )
+
+    figures = {
+        "decode_masks": decode_masks_figure(3, 8),
+        "composed_masks": composed_masks_figure({"sinks": gen.sinks_window_mask(12, 4, 2),
+                                                 "prefix": gen.prefix_lm_mask(12, 5),
+                                                 "documents": gen.document_mask(np.repeat([0, 1, 2], 4))}),
+        "bytes_per_token": bytes_per_token_figure(gen.cache_layouts()),
+    }
+    for name, figure in figures.items():
+        FigureCanvasAgg(figure).draw()
+        assert figure.bbox.width <= NOTEBOOK_WIDTH_PX, f"{name} is {figure.bbox.width:.0f} px wide"
+        (artifacts / f"nb07_{name}.png").write_bytes(picture(figure).data)
+    # one bar label per model of both data files
+    labels = [t.get_text() for t in figures["bytes_per_token"].axes[0].get_yticklabels()]
+    assert len(labels) == len(gen.cache_layouts()) and any("DeepSeek-V3 (MLA)" in t for t in labels)

@@ -47,7 +47,7 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
 @idle_while_grading()
 def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
     """A row of square masks side by side, each with its title."""
-    figure = Figure(figsize=(2.45 * len(masks), 2.8), dpi=90, layout="constrained")
+    figure = Figure(figsize=(min(2.4 * len(masks), 7.3), 2.8), dpi=90, layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
         draw_mask(ax, mask, title)
