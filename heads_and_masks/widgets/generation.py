@@ -9,6 +9,7 @@ from matplotlib.patches import Rectangle
 from ..generation import cache_tokens, cached_positions, generation_steps, step_mask
 from ..model_configs import KiB, model
 from .base import CourseWidget
+from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
 TOTAL, PROMPT, WINDOW, SINKS = 20, 4, 6, 2
 POLICY_LABELS = {"full cache": "full", "sliding window": "window", "sinks + window": "sinks"}
@@ -46,9 +47,20 @@ class GenerationStepper(CourseWidget):
         ax.set_yticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)], fontsize=8)
         ax.set_xlabel("key position", fontsize=9)
         ax.set_ylabel("query position", fontsize=9)
-        self.ax_slots.set_axis_off()
+        # the slots: drawn once, then moved and relabelled (blitting, see CourseWidget.dynamic_artists)
+        ax = self.ax_slots
+        ax.set_axis_off()
+        ax.set(xlim=(0, 1), ylim=(0, 1))
+        self.slot_boxes = [ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8))
+                           for _ in range(TOTAL)]
+        self.slot_painter = PathTextPainter(7.5, self.dpi)  # 20 labels as one path: fast to redraw
+        self.slot_labels = ax.add_patch(path_text_patch("white"))
+        self.slot_title = ax.text(0, 0.72, "", fontsize=8.5, va="bottom")
+        self.slot_title_text = PathTitle(self.slot_title, self.dpi)
+        self.mask_title = PathTitle(self.ax_mask.title, self.dpi)
+        ax.text(0, 0.24, "orange: written this step", fontsize=7.5, va="top", color="tab:orange")
         ax = self.ax_memory
-        (self.memory_line,) = ax.plot([], [], color="tab:blue", lw=2, )
+        (self.memory_line,) = ax.plot([], [], color="tab:blue", lw=2)
         (self.memory_point,) = ax.plot([], [], "o", color="tab:orange", markersize=7)
         ax.set(xlim=(0, TOTAL), ylim=(0, TOTAL + 1))
         ax.set_xlabel("tokens generated so far", fontsize=9)
@@ -78,24 +90,23 @@ class GenerationStepper(CourseWidget):
                               "dark: may attend, grey: masked, pale: earlier steps", fontsize=9)
 
         # the slots after this step's write
-        ax = self.ax_slots
-        ax.clear()
-        ax.set_axis_off()
         held = cached_positions(policy, stop, WINDOW, SINKS)
         slots = len(held) if policy != "full" else TOTAL
-        ax.set(xlim=(0, slots), ylim=(-0.6, 2.3))
-        for s in range(slots):
+        width = 1 / slots
+        to_pixels = self.ax_slots.transData.transform
+        labels = []
+        for s, box in enumerate(self.slot_boxes):
             p = held[s] if s < len(held) else -1
-            new = start <= p < stop
-            ax.add_patch(Rectangle((s + 0.05, 0), 0.9, 0.9, facecolor="tab:orange" if new else
-                                   ("#1f4e79" if p >= 0 else "white"), edgecolor="gray", linewidth=0.8))
+            box.set_visible(s < slots)
+            box.set_x(s * width + 0.1 * width)
+            box.set_width(0.8 * width)
+            box.set_facecolor("tab:orange" if start <= p < stop else "#1f4e79" if p >= 0 else "white")
             if p >= 0:
-                ax.text(s + 0.5, 0.45, str(p), ha="center", va="center", fontsize=8 if slots <= 10 else 7.5,
-                        color="white")
+                labels.append((str(p), *to_pixels(((s + 0.5) * width, 0.47)), "center"))
+        self.slot_labels.set_path(self.slot_painter.path(labels))
         kind = {"full": "one slot per token (grows)", "window": f"rolling buffer: w = {WINDOW} slots, p mod w",
                 "sinks": f"{SINKS} sink slots + rolling buffer of {WINDOW}"}[policy]
-        ax.text(0, 1.1, f"cache slots after this step:\n{kind}", fontsize=8.5, va="bottom")
-        ax.text(0, -0.15, "orange: written this step", fontsize=7.5, va="top", color="tab:orange")
+        self.slot_title.set_text(f"cache slots after this step:\n{kind}")
 
         written = np.arange(TOTAL + 1)
         held_counts = [cache_tokens(policy, int(n), WINDOW, SINKS) for n in written]
@@ -113,6 +124,11 @@ class GenerationStepper(CourseWidget):
             f"Mistral-7B after {long // 1024}K tokens (MiB)":
                 cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
         }
+
+    def dynamic_artists(self):
+        """Blitting: the mask, the slots and the memory curve over axes drawn once."""
+        return [self.mask_image, *self.ax_mask.spines.values(), self.mask_title, *self.slot_boxes, self.slot_labels, self.slot_title_text,
+                self.memory_line, self.memory_point]
 
     def format_value(self, value) -> str:
         return value if isinstance(value, str) else super().format_value(value)
