@@ -76,6 +76,7 @@ for h in (1, 2, 4):
     print(f"h = {h}, d = {cut.head_size:2d}: {count} parameters, "
           f"{hm.mha_cost(config.n, config.width, h):,} multiply-adds per sequence in the attention layer")
 
+
 # %% [markdown]
 # ## The gradient of attention
 #
@@ -100,7 +101,7 @@ for h in (1, 2, 4):
 # Here is the attention of notebook 00, given so you can use it (for example to check your gradients
 # numerically); it gives all-zero weights to a row with no allowed key:
 
-# %% locked id=given_attention
+# %% nbgrader={"grade_id": "given_attention", "schema_version": 3, "locked": true, "solution": false, "grade": false}
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes (notebook 00)."""
     d = q.shape[-1]
@@ -112,6 +113,7 @@ def attention(q, k, v, mask=None):
     totals = exps.sum(axis=-1, keepdims=True)
     weights = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)
     return weights @ v  # (..., n_q, d_v)
+
 
 # %% [markdown]
 # ## Exercise 1: the backward pass of masked attention
@@ -126,7 +128,7 @@ def attention(q, k, v, mask=None):
 # five mistakes: the `1/√d` forgotten in the gradient, only the diagonal of the softmax Jacobian, gradient
 # flowing through forbidden entries, the transposes of dq and dk swapped, NaN on a fully masked row.
 
-# %% solution id=attention_backward
+# %% nbgrader={"grade_id": "attention_backward", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def attention_backward(q, k, v, mask, dout):
     """Gradients (dq, dk, dv) of out = softmax(q kᵀ / sqrt(d), masked) v, given dout = dL/dout."""
     ### BEGIN SOLUTION
@@ -145,6 +147,7 @@ def attention_backward(q, k, v, mask, dout):
     dk = ds.T @ q * scale  # (n_k, d)
     return dq, dk, dv
     ### END SOLUTION
+
 
 # %% [markdown]
 # Check it yourself the way the tests do: nudge one input by ±ε along a random direction δ and compare the
@@ -168,7 +171,7 @@ try:
 except NotImplementedError:
     print("attention_backward is not written yet")
 
-# %% tests id=test_attention_backward points=3
+# %% nbgrader={"grade_id": "test_attention_backward", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.learned_heads import check_attention_backward
 
 check_attention_backward(attention_backward)
@@ -176,7 +179,7 @@ check_attention_backward(attention_backward)
 check_attention_backward(attention_backward, seed=808, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_attention_backward_masks points=2
+# %% nbgrader={"grade_id": "test_attention_backward_masks", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.learned_heads import check_attention_backward_masks
 
 check_attention_backward_masks(attention_backward)
@@ -235,6 +238,7 @@ picture(loss_curves_figure(run))
 # %%
 picture(head_maps_figure(run))
 
+
 # %% [markdown]
 # ## Exercise 2: which head does which job, measured
 #
@@ -249,7 +253,7 @@ picture(head_maps_figure(run))
 # first token, and t = 0 has only itself: those rows cannot tell the rules apart). The tests use heads
 # built by hand and random causal maps.
 
-# %% solution id=rule_weights
+# %% nbgrader={"grade_id": "rule_weights", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def rule_weights(weights):
     """(b, h, n, n) causal attention weights -> (h, 2): mean weight on key t - 1 and on key 0, over t = 2 … n - 1."""
     ### BEGIN SOLUTION
@@ -259,6 +263,7 @@ def rule_weights(weights):
     first = weights[:, :, t, 0].mean(axis=(0, 2))  # (h,)
     return np.stack([previous, first], axis=-1)  # (h, 2)
     ### END SOLUTION
+
 
 # %% [markdown]
 # Now read the trained model with it, snapshot by snapshot. `run.maps(i)` gives the attention weights of
@@ -276,7 +281,7 @@ try:
 except NotImplementedError:
     print("rule_weights is not written yet")
 
-# %% tests id=test_rule_weights points=2
+# %% nbgrader={"grade_id": "test_rule_weights", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.learned_heads import check_rule_weights
 
 check_rule_weights(rule_weights)
