@@ -216,7 +216,7 @@ for name, approx in zip(names, numeric):
 # held-out sequences the model never trains on:
 
 # %%
-run = training.train(config, seed=0, steps=250, batch=64)
+run = training.train(config, seed=0, steps=250, batch=64, probe_batch=256)
 loss, per_rule = run.evaluate()
 print(f"held-out loss after {run.snapshot_steps[-1]} steps: previous token {per_rule[0]:.2g}, "
       f"first token {per_rule[1]:.2g} (knowing nothing: {training.chance_loss(config):.2f} each)")
