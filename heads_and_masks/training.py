@@ -204,12 +204,12 @@ def loss_and_dlogits(logits, targets):
     b, n, rules, V = logits.shape
     shifted = logits - logits.max(axis=-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (b, n, 2, V)
-    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]  # (b, n, 2)
+    onehot = targets[..., None] == np.arange(V)  # (b, n, 2, V), True at the right token
+    picked = np.sum(log_probs * onehot, axis=-1)  # (b, n, 2) log-probability of the right token
     scored = picked[:, 1:]  # position 0 has no previous token
     per_rule = -scored.mean(axis=(0, 1))  # (2,)
     count = scored.shape[0] * scored.shape[1] * rules
-    dlogits = np.exp(log_probs)
-    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
+    dlogits = np.exp(log_probs) - onehot  # softmax minus one-hot: the gradient of cross-entropy
     dlogits[:, 0] = 0.0
     return float(per_rule.mean()), dlogits / count, per_rule
 
@@ -231,8 +231,8 @@ def backward(params, cache, dlogits, config: Config):
         dproj = _unsplit(dpart, config)  # (b, n, D)
         grads[name] = _flat(x).T @ _flat(dproj)
         dx += dproj @ params[name].T
-    grads["token"] = np.zeros_like(params["token"])
-    np.add.at(grads["token"], cache["ids"], dx)  # a token used twice gets both gradients
+    used = cache["ids"][..., None] == np.arange(config.vocab)  # (b, n, V), one-hot
+    grads["token"] = _flat(used).T.astype(dx.dtype) @ _flat(dx)  # (V, D): a token used twice gets both gradients
     grads["position"] = np.zeros_like(params["position"])
     grads["position"][:n] = dx.sum(axis=0)
     return grads

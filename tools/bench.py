@@ -222,11 +222,11 @@ def section_training(quick: bool) -> tuple[list[str], list[Check]]:
     config = training.Config(vocab=16, n=8, width=16, heads=2)
     work = {
         "the main run (h = 2, 250 steps of 64 sequences)": lambda: training.train(config, seed=0, steps=250, batch=64),
-        "h = 1, 2, 4 × 5 seeds (150 steps each)": lambda: training.compare_head_counts((1, 2, 4), seeds=range(5), steps=150),
+        "h = 1, 2, 4 × 5 seeds (80 steps each)": lambda: training.compare_head_counts((1, 2, 4), seeds=range(5), steps=80),
         "the (d h) split from scratch (250 steps)": lambda: training.train(dataclasses.replace(config, split="(d h)"), seed=0),
     }
     lines = ["| what the notebook trains | best of runs (s) | steps per second |", "|---|---|---|"]
-    steps = {0: 250, 1: 15 * 150, 2: 250}
+    steps = {0: 250, 1: 15 * 80, 2: 250}
     total = 0.0
     for index, (what, job) in enumerate(work.items()):
         times = []
