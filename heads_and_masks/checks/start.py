@@ -17,18 +17,18 @@ def _wrong_attentions(q, k, v, mask):
     allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
     def soft(s, m=allowed):
         return reference_softmax(s, m)
-    yield soft(raw) @ v, "the scores are not divided by sqrt(d) (the head size)."
-    yield soft(raw / d) @ v, "the scores are divided by d instead of sqrt(d)."
+    yield soft(raw) @ v, "the scores are not divided by sqrt(d) (the head size).", "scale.missing"
+    yield soft(raw / d) @ v, "the scores are divided by d instead of sqrt(d).", "scale.d_not_sqrt_d"
     e = np.exp(raw / np.sqrt(d) - raw.max())
-    yield (e / e.sum(axis=-2, keepdims=True) * allowed) @ v, "softmax normalised over the queries (axis -2) instead of the keys (last axis)."
-    yield (raw / np.sqrt(d)) @ v, "softmax is missing: the raw scores were used as weights."
+    yield (e / e.sum(axis=-2, keepdims=True) * allowed) @ v, "softmax normalised over the queries (axis -2) instead of the keys (last axis).", "softmax.wrong_axis"
+    yield (raw / np.sqrt(d)) @ v, "softmax is missing: the raw scores were used as weights.", "softmax.missing"
     if mask is not None:
-        yield soft(raw / np.sqrt(d), np.ones_like(allowed)) @ v, "the mask is ignored."
-        yield soft(raw / np.sqrt(d), ~allowed) @ v, _POLARITY
+        yield soft(raw / np.sqrt(d), np.ones_like(allowed)) @ v, "the mask is ignored.", "mask.ignored"
+        yield soft(raw / np.sqrt(d), ~allowed) @ v, _POLARITY, "mask.polarity_flipped"
         yield reference_softmax(np.where(allowed, raw / np.sqrt(d), 0.0)) @ v, (
-            "forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number).")
+            "forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number)."), "mask.zero_not_ban"
         full = reference_softmax(raw / np.sqrt(d))
-        yield (full * allowed) @ v, "the mask was applied after softmax, so rows no longer sum to 1."
+        yield (full * allowed) @ v, "the mask was applied after softmax, so rows no longer sum to 1.", "mask.after_softmax"
 
 
 _POLARITY = ("the mask polarity is inverted: your attention treats True as *forbidden*, but in this course "
@@ -62,7 +62,8 @@ def _probe(attention, q, k, v, mask, label):
     if mask is not None:  # a flipped mask often also gives NaN (and a warning) on a row: name the flip first
         first = call(attention, *arguments, what=what, lock=_LOCK)
         if type(first) is np.ndarray and first.dtype.kind == "f" and _inverted_polarity(first, q, k, v, mask):
-            fail(f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}")
+            fail(f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}",
+                 "mask.polarity_flipped")
     out = plain_array(call(attention, *arguments, what=what, lock=_LOCK, allow_warnings=False), what=what)
     expected = reference_attention(q, k, v, mask)
     expect_shape(out, expected.shape, what=what,
