@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from heads_and_masks.checks import causal, heads, kv_heads, other_masks, start, tiles, why_heads
+from heads_and_masks.checks import causal_mask as causal, heads, kv_heads, other_masks, start_here as start, work_fraction as tiles, why_heads
 from heads_and_masks.checks.core import CheckFailed, expect_close, fail
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 

@@ -67,6 +67,7 @@ def _probe(gqa, q, k, v, mask, label):
             if mask is not None and mask.ndim == 4:
                 message += (" A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
                             "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n).")
+                misconception = misconception or "kv_heads.mask_not_broadcast"
         fail(message, misconception)
     expected = reference_gqa(q, k, v, mask)
     expect_shape(out, expected.shape, what=what,

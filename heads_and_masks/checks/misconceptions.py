@@ -52,11 +52,14 @@ MISCONCEPTIONS: dict[str, str] = {
     "mask.fill_too_small": "a fill value that real scores can beat",
     "mask.forbidden_not_zero": "forbidden keys get a small weight instead of exactly 0",
     "mask.not_combined": "masks not combined with AND (causal, window, padding)",
+    "mask.missing_head_axis": "the combined mask has no head axis: (b, n, n) instead of (b, 1, n, n)",
+    "mask.broadcast_across_batch": "a (b, 1, n, n) mask broadcast against (b, n, n) scores: every sequence with every mask",
     "padding.off_by_one": "padding off by one (<= for <, or one real token too few)",
     "padding.left_padding": "filler at the start (left padding)",
     "padding.queries_not_keys": "padding applied to the queries (rows) instead of the keys (columns)",
     "padding.queries_masked_too": "filler queries masked as well as filler keys",
     "padding.ignored": "the padding mask is missing",
+    "padding.transposed": "the padding mask transposed: (n, b) instead of (b, n)",
     "window.off_by_one": "the window holds w ± 1 keys instead of w",
     "window.sees_future": "the window sees the future (symmetric or unbounded)",
     # entropy
@@ -102,6 +105,7 @@ MISCONCEPTIONS: dict[str, str] = {
     # KV heads and the KV cache (notebook 06)
     "kv_heads.tiled_not_repeated": "KV heads tiled instead of repeated",
     "kv_heads.one_kv_head_used": "every query head reads one KV head",
+    "kv_heads.mask_not_broadcast": "a per-sequence mask not broadcast to the query heads before grouping",
     "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
     "kv_cache.bits_not_bytes": "the size in bits instead of bytes",
     "kv_cache.argument_ignored": "an argument (batch, bytes_per_value, seq_len) ignored",

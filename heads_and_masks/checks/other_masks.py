@@ -40,10 +40,10 @@ def _describe_difference(actual, expected, axes):
             f"{meaning[bool(expected[first])]}, got {meaning[bool(actual[first])]}")
 
 
-def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint=""):
+def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", shape_misconception=None):
     """Fail unless two boolean masks are equal; name a matching misconception from ``diagnoses``."""
     __tracebackhide__ = True
-    expect_shape(actual, expected.shape, what=what, hint=hint)
+    expect_shape(actual, expected.shape, what=what, hint=hint, misconception=shape_misconception)
     if _array_equal(actual, expected):
         return
     message = f"{what} is wrong: {_describe_difference(actual, expected, axes)}."
@@ -79,7 +79,8 @@ def _probe_padding(padding_mask, lengths, n):
     hint = ("The mask has one row per sequence and one column per position: (b, n)."
             + (" Yours looks transposed." if result.shape == expected.shape[::-1] else ""))
     expect_same_mask(result, expected, what=what, axes=("sequence", "position"),
-                     diagnoses=_padding_mistakes(lengths, n), hint=hint)
+                     diagnoses=_padding_mistakes(lengths, n), hint=hint,
+                     shape_misconception="padding.transposed" if result.shape == expected.shape[::-1] else None)
 
 
 @exercise_check
@@ -230,7 +231,8 @@ def _probe_attention_mask(attention_mask, lengths, n, causal, window):
     if result.shape == (b, n, n):
         hint += " Yours has no head axis: add it with mask[:, None]."
     expect_same_mask(result, expected, what=what, axes=("sequence", "head", "query", "key"),
-                     diagnoses=_attention_mask_mistakes(lengths, n, causal, window), hint=hint)
+                     diagnoses=_attention_mask_mistakes(lengths, n, causal, window), hint=hint,
+                     shape_misconception="mask.missing_head_axis" if result.shape == (b, n, n) else None)
 
 
 @exercise_check
@@ -305,7 +307,8 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
     if out.shape == (b, b, n, v.shape[-1]):
         hint += (" Yours is (b, b, n, d_v): a (b, 1, n, n) mask was broadcast against (b, n, n) scores, which pairs"
                  " every sequence's scores with every sequence's mask. Drop the head axis (mask[:, 0]) first.")
-    expect_shape(out, expected_shape, what=what, hint=hint)
+    expect_shape(out, expected_shape, what=what, hint=hint,
+                 misconception="mask.broadcast_across_batch" if out.shape == (b, b, n, v.shape[-1]) else None)
     if not _isfinite(out).all():
         fail(f"{what} contains NaN or inf (first at index {tuple(int(i) for i in _argwhere(~_isfinite(out))[0])}). "
              "Every row must stay finite, padded rows included: in the next layer a NaN value at a filler position "
