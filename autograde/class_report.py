@@ -268,7 +268,7 @@ def exercise_picture(exercise: str, marks: list[Mark]) -> str:
     import matplotlib.pyplot as plt
 
     table = misconception_table(marks)
-    figure, (outcomes, scores, named) = plt.subplots(1, 3, figsize=(13, 2.6), gridspec_kw={"width_ratios": [1, 1, 1.6]})
+    figure, (outcomes, scores, named) = plt.subplots(1, 3, figsize=(10.2, 2.7), gridspec_kw={"width_ratios": [1, 1, 1.6]})
     counts = outcome_counts(marks)
     labels = list(counts)
     outcomes.barh(labels, [counts[k] for k in labels], color=[COLOURS[k] for k in labels])
