@@ -30,8 +30,11 @@ import nbformat
 
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 
-from . import classroom
+from .course import Course, gradebook, roster
+from .export import exercises, spreadsheet_safe
 from .judge import VERDICT_KEY
+from .report import sandbox_state
+from .results import Status, read_results
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
 # failures that are not about the answer's meaning: the judge stopped the code (status section says why)
@@ -85,11 +88,11 @@ def _verdicts(notebook: nbformat.NotebookNode) -> dict[str, dict]:
     return found
 
 
-def _grades(course: classroom.Course, assignment: str, student: str) -> dict[str, dict]:
+def _grades(course: Course, assignment: str, student: str) -> dict[str, dict]:
     """grade_id -> score, max score, manual or not, and whether it still needs a person (from the gradebook)."""
     from nbgrader.api import MissingEntry
 
-    with classroom.gradebook(course) as gb:
+    with gradebook(course) as gb:
         try:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:
@@ -132,22 +135,22 @@ def mark(student: str, exercise: str, cells: list[str], verdicts: dict[str, dict
     return Mark(student, exercise, FAILED, score, maximum, tuple(named))
 
 
-def read_assignment(course: classroom.Course, assignment: str) -> Assignment:
+def read_assignment(course: Course, assignment: str) -> Assignment:
     """What grading recorded for ``assignment``: results, graded notebooks, gradebook."""
-    results = classroom.read_results(course, assignment)
-    students = classroom.roster(course, assignment)
-    grouped = classroom.exercises(course, assignment)
-    sandboxed, why = classroom.sandbox_state()
+    results = read_results(course, assignment)
+    students = roster(course, assignment)
+    grouped = exercises(course, assignment)
+    sandboxed, why = sandbox_state()
     marks, statuses = [], {}
     for student in students:
         result = results.get(student)
         if result is None:
             submitted = course.path("submitted", student, assignment).is_dir()
-            statuses[student] = ((classroom.MISSING, ["nothing was submitted"]) if not submitted
-                                 else ("not graded yet", ["run the grading again"]))
+            statuses[student] = ((str(Status.MISSING), ["nothing was submitted"]) if not submitted
+                                 else (str(Status.NOT_GRADED), ["run the grading again"]))
             continue
-        if result.status != classroom.GRADED:
-            statuses[student] = (result.status, list(result.notes))
+        if result.status != Status.GRADED:
+            statuses[student] = (str(result.status), list(result.notes))
         verdicts: dict[str, dict] = {}
         folder = course.path("autograded", student, assignment)
         for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
@@ -240,7 +243,7 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
         rows.append({"assignment": " ".join(a for a, _ in found), "exercise": "", "measure": "persists",
                      "value": fam, "count": len(found), "students": student,
                      "description": "; ".join(f"{a}: {i}" for a, i in found)})
-    return [{k: classroom.spreadsheet_safe(v) for k, v in row.items()} for row in rows]
+    return [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -329,7 +332,7 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     if not assignment.sandboxed:
         parts.append(f"<p class='warning'><b>Graded unsandboxed</b> ({_e(assignment.why_unsandboxed)}): every grade "
                      "here came from student code that ran without the sandbox.</p>")
-    graded = len(assignment.students) - sum(s in (classroom.MISSING, "not graded yet")
+    graded = len(assignment.students) - sum(s in (Status.MISSING, Status.NOT_GRADED)
                                             for s, _ in assignment.statuses.values())
     parts.append(f"<p>{len(assignment.students)} students, {graded} graded. Each exercise: how many passed, failed "
                  "or did not answer, the scores, and the misconceptions the checks named (by a stable id: the same id "
@@ -372,7 +375,7 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     parts.append("<h2>Statuses</h2>")
     if assignment.statuses:
         parts.append("<table><tr><th>student</th><th>status</th><th>why</th></tr>")
-        order = {s: i for i, s in enumerate(classroom.STATUSES)}
+        order = {str(s): i for i, s in enumerate(Status)}
         for student, (status, notes) in sorted(assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])):
             parts.append(f"<tr><td>{_e(student)}</td><td>{_e(status)}</td><td>{_e('; '.join(notes))}</td></tr>")
         parts.append("</table>")
@@ -395,12 +398,12 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     return "\n".join(parts)
 
 
-def graded_assignments(course: classroom.Course) -> list[str]:
+def graded_assignments(course: Course) -> list[str]:
     """The assignments with at least one result record, in course order."""
-    return [a for a in course.assignments() if classroom.read_results(course, a)]
+    return [a for a in course.assignments() if read_results(course, a)]
 
 
-def write(course: classroom.Course, assignment: str) -> tuple[Path, Path]:
+def write(course: Course, assignment: str) -> tuple[Path, Path]:
     """Write ``reports/ASSIGNMENT.html`` and ``reports/ASSIGNMENT.csv``; return their paths."""
     this = read_assignment(course, assignment)
     others = [this if name == assignment else read_assignment(course, name)
