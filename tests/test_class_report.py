@@ -21,7 +21,11 @@ from heads_and_masks.checks.misconceptions import MISCONCEPTIONS
 
 
 def test_every_wrong_catalog_answer_has_its_label():
+    """Every wrong answer of a labelled catalog has its label. (A new notebook's catalog joins LABELS once its
+    checks carry misconception ids: until then its report shows its failures as unrecognised.)"""
     for assignment, answers in catalogs().items():
+        if assignment not in LABELS:
+            continue
         wrong = {a.name for a in answers if a.breaks}
         labelled = set(LABELS.get(assignment, {}))
         assert labelled == wrong, f"{assignment}: unlabelled {wrong - labelled}, unknown {labelled - wrong}"
@@ -57,7 +61,7 @@ def _expected(assignment: str, exercises: list[str]):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+@pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in LABELS])
 def test_report_counts_match_the_catalog_labels(assignment):
     run = graded_batch(assignment)  # the suite's one class run of this assignment
     report = class_report.read_assignment(run.course, assignment)
