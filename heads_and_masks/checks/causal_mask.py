@@ -17,6 +17,7 @@ from .core import (
     secret_draws,
     CheckFailed,
     _array_equal,
+    named,
     call,
     exercise_check,
     expect_close,
@@ -57,7 +58,8 @@ def _expect_mask(actual, expected, *, what, diagnoses):
     side = "in the future of" if key > query else ("the query itself, for" if key == query else "in the past of")
     message = (f"{what} is wrong at [{query}, {key}]: key {key} is {side} query {query}, so the entry "
                f"should be {bool(expected[query, key])}, but it is {bool(actual[query, key])}.")
-    for wrong, explanation, misconception in diagnoses:
+    for diagnosis in diagnoses:
+        wrong, explanation, misconception = named(diagnosis)
         if wrong.shape == actual.shape and _array_equal(actual, wrong):
             fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)

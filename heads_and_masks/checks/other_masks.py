@@ -15,6 +15,7 @@ from .core import (
     fail,
     is_close,
     max_difference,
+    named,
     passed,
     plain_array,
     plain_bool_array,
@@ -47,7 +48,8 @@ def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", sha
     if _array_equal(actual, expected):
         return
     message = f"{what} is wrong: {_describe_difference(actual, expected, axes)}."
-    for wrong, explanation, misconception in diagnoses:
+    for diagnosis in diagnoses:  # (wrong, explanation, id), or (wrong, explanation) naming no id
+        wrong, explanation, misconception = named(diagnosis)
         wrong = _array(wrong, dtype=bool)
         if wrong.shape == actual.shape and _array_equal(wrong, actual):
             fail(message + f" Likely cause: {explanation}", misconception)
