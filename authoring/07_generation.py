@@ -35,6 +35,7 @@ from heads_and_masks.widgets.generation import GenerationStepper
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
 
+
 # %% [markdown]
 # ## 1 · Generating with a cache
 #
@@ -50,7 +51,7 @@ np.set_printoptions(precision=3, suppress=True, linewidth=110)
 # Here is the attention of notebook 00 again (any leading axes, a boolean mask, zero weights for a row with
 # no allowed key):
 
-# %% locked id=given_attention
+# %% nbgrader={"grade_id": "given_attention", "schema_version": 3, "locked": true, "solution": false, "grade": false}
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes (notebook 00)."""
     d = q.shape[-1]
@@ -62,6 +63,7 @@ def attention(q, k, v, mask=None):
     totals = exps.sum(axis=-1, keepdims=True)
     weights = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)
     return weights @ v  # (..., n_q, d_v)
+
 
 # %% [markdown]
 # ### Exercise 1: one decoding step
@@ -77,7 +79,7 @@ def attention(q, k, v, mask=None):
 # a given cache, one from an empty cache, and then a whole generation that feeds your returned caches back
 # into your function, step after step, comparing every output with full causal attention.
 
-# %% solution id=decode_step
+# %% nbgrader={"grade_id": "decode_step", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def decode_step(q_new, k_new, v_new, k_cache, v_cache):
     """One generation step: append the new K and V to the cache, attend over all of it."""
     ### BEGIN SOLUTION
@@ -85,6 +87,7 @@ def decode_step(q_new, k_new, v_new, k_cache, v_cache):
     v_cache = np.concatenate([v_cache, v_new], axis=2)  # (b, h, n + 1, d)
     return attention(q_new, k_cache, v_cache), k_cache, v_cache  # (b, h, 1, d)
     ### END SOLUTION
+
 
 # %% [markdown]
 # Try it: prefill a prompt of 4 tokens, then generate 8 more one by one, and compare with causal attention
@@ -108,7 +111,7 @@ try:
 except NotImplementedError:
     print("decode_step is not written yet")
 
-# %% tests id=test_decode_step points=4
+# %% nbgrader={"grade_id": "test_decode_step", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
 from heads_and_masks.checks.generation import check_decode_step
 
 check_decode_step(decode_step)
@@ -159,6 +162,7 @@ print(f"a whole generation of {n_tokens:,} tokens: {cached_total:.3g} vs {recomp
 # %%
 picture(decode_masks_figure(n_new=3, n_keys=8))
 
+
 # %% [markdown]
 # ### Exercise 2: the bottom-right causal mask
 #
@@ -166,7 +170,7 @@ picture(decode_masks_figure(n_new=3, n_keys=8))
 # may attend key j, i.e. j ≤ n_keys − n_new + i. `n_keys` counts every key, the new tokens' own included, so
 # `n_new > n_keys` is impossible: raise `ValueError`. (`np.tril` has a `k` argument for the diagonal.)
 
-# %% solution id=bottom_right_causal_mask
+# %% nbgrader={"grade_id": "bottom_right_causal_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def bottom_right_causal_mask(n_new, n_keys):
     """(n_new, n_keys) bool: new query i (position n_keys - n_new + i) sees keys 0 ... n_keys - n_new + i."""
     ### BEGIN SOLUTION
@@ -175,7 +179,8 @@ def bottom_right_causal_mask(n_new, n_keys):
     return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new)
     ### END SOLUTION
 
-# %% tests id=test_bottom_right_causal_mask points=2
+
+# %% nbgrader={"grade_id": "test_bottom_right_causal_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_bottom_right_causal_mask
 
 check_bottom_right_causal_mask(bottom_right_causal_mask)
@@ -183,7 +188,7 @@ check_bottom_right_causal_mask(bottom_right_causal_mask)
 check_bottom_right_causal_mask(bottom_right_causal_mask, seed=2024, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_bottom_right_causal_mask_errors points=1
+# %% nbgrader={"grade_id": "test_bottom_right_causal_mask_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.generation import check_bottom_right_causal_mask_errors
 
 check_bottom_right_causal_mask_errors(bottom_right_causal_mask)
@@ -235,6 +240,7 @@ for p in range(10):
     print(f"position {p} -> slot {p % 4}", end="   " if p % 4 != 3 else "\n")
 print("\nafter 10 tokens, slot s holds position:", gen.slot_positions(4, 10))
 
+
 # %% [markdown]
 # ### Exercise 3: write into the rolling buffer
 #
@@ -247,7 +253,7 @@ print("\nafter 10 tokens, slot s holds position:", gen.slot_positions(4, 10))
 #
 # You may assume t ≤ w. The tests write a prompt, then one token per step, into your own buffer.
 
-# %% solution id=rolling_cache_write
+# %% nbgrader={"grade_id": "rolling_cache_write", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def rolling_cache_write(cache, new, position):
     """A new buffer where position p (position ... position + t - 1) is written into slot p mod w."""
     ### BEGIN SOLUTION
@@ -258,7 +264,8 @@ def rolling_cache_write(cache, new, position):
     return out
     ### END SOLUTION
 
-# %% tests id=test_rolling_cache_write points=3
+
+# %% nbgrader={"grade_id": "test_rolling_cache_write", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.generation import check_rolling_cache_write
 
 check_rolling_cache_write(rolling_cache_write)
@@ -294,6 +301,7 @@ for tokens in (4096, 32768, 262144, 1048576):
     print(f"{tokens:>9,} tokens: full cache {full_cache / 2**30:7.2f} GiB, rolling buffer {buffer / 2**30:5.2f} GiB "
           f"({full_cache / buffer:,.0f}×)")
 
+
 # %% [markdown]
 # ## 4 · Masks that grant: attention sinks and prefix LM
 #
@@ -313,7 +321,7 @@ for tokens in (4096, 32768, 262144, 1048576):
 # Write `sinks_window_mask(n, window, sinks)`: an `(n, n)` boolean mask where query i may attend key j when
 # j ≤ i and (i − j < window, the query and the window − 1 tokens before it, OR j < sinks).
 
-# %% solution id=sinks_window_mask
+# %% nbgrader={"grade_id": "sinks_window_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def sinks_window_mask(n, window, sinks):
     """(n, n) bool: causal AND (in the window OR a sink)."""
     ### BEGIN SOLUTION
@@ -324,7 +332,8 @@ def sinks_window_mask(n, window, sinks):
     return (key <= query) & (in_window | is_sink)
     ### END SOLUTION
 
-# %% tests id=test_sinks_window_mask points=2
+
+# %% nbgrader={"grade_id": "test_sinks_window_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_sinks_window_mask
 
 check_sinks_window_mask(sinks_window_mask)
@@ -344,6 +353,7 @@ display(picture(composed_masks_figure(masks)))
 print("entries kept: OR", int(gen.sinks_window_mask(n_small, 4, 2).sum()), "· AND", int(sinks_and.sum()),
       "· the window alone", int(hm.sliding_window_mask(n_small, 4).sum()))
 
+
 # %% [markdown]
 # With AND, every query after position 4 sees nothing at all: its row is empty and its output is zero.
 #
@@ -362,7 +372,7 @@ print("entries kept: OR", int(gen.sinks_window_mask(n_small, 4, 2).sum()), "· A
 # mask of shape `(n, n)` or `(b, n, n)`, True where query i may attend key j: same id AND j ≤ i. Ids need not
 # be sorted or consecutive; they only name documents.
 
-# %% solution id=document_mask
+# %% nbgrader={"grade_id": "document_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def document_mask(doc_ids):
     """(..., n, n) bool: same document AND causal."""
     ### BEGIN SOLUTION
@@ -372,7 +382,8 @@ def document_mask(doc_ids):
     return same & np.tril(np.ones((n, n), dtype=bool))
     ### END SOLUTION
 
-# %% tests id=test_document_mask points=2
+
+# %% nbgrader={"grade_id": "test_document_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_document_mask
 
 check_document_mask(document_mask)
@@ -418,6 +429,7 @@ for name, counts in (("padding, batches of 16", padded), ("padding, sorted by le
     print(f"{name:>28}: {counts['slots']:>10,} slots for {counts['real tokens']:,} real tokens, "
           f"{counts['wasted'] / counts['slots']:.1%} wasted")
 
+
 # %% [markdown]
 # ## 6 · The cache beyond GQA: layers that differ, latent caches
 #
@@ -438,7 +450,7 @@ for name, counts in (("padding, batches of 16", padded), ("padding, sorted by le
 # the bytes of the K and V cache when `n_local` layers keep at most `window` tokens and `n_global` layers keep
 # all `seq_len`. Return an int.
 
-# %% solution id=mixed_cache_bytes
+# %% nbgrader={"grade_id": "mixed_cache_bytes", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
     """Bytes of K and V when local layers keep min(seq_len, window) tokens and global layers keep seq_len."""
     ### BEGIN SOLUTION
@@ -447,7 +459,8 @@ def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, 
     return int(per_token_per_layer * tokens_held * batch)
     ### END SOLUTION
 
-# %% tests id=test_mixed_cache_bytes points=2
+
+# %% nbgrader={"grade_id": "test_mixed_cache_bytes", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_mixed_cache_bytes
 
 check_mixed_cache_bytes(mixed_cache_bytes)
