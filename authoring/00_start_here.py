@@ -59,7 +59,7 @@
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks.widgets.start import QueryWidget
+from heads_and_masks.widgets.start_here import QueryWidget
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -149,7 +149,7 @@ except NotImplementedError:
     print("attention is not written yet")
 
 # %% tests id=test_attention points=4
-from heads_and_masks.checks.start import check_attention
+from heads_and_masks.checks.start_here import check_attention
 
 check_attention(attention)
 ### BEGIN HIDDEN TESTS

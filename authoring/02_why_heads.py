@@ -23,7 +23,7 @@ from IPython.display import Markdown
 
 import heads_and_masks as hm
 from heads_and_masks import model_configs, retrieval, score_noise
-from heads_and_masks import why_heads_plots as plots
+from heads_and_masks.pictures import why_heads as plots
 from heads_and_masks.widgets.why_heads import ScoreNoiseWidget
 
 np.set_printoptions(precision=3, suppress=True)

@@ -27,8 +27,9 @@ import numpy as np
 
 import heads_and_masks as hm
 from heads_and_masks.attention_stats import gradient_scale, max_entropies, row_entropies, score_spread
-from heads_and_masks.causal_pictures import four_ways_figure, mask_figure, picture, readouts_versus_d_figure
-from heads_and_masks.widgets.causal import TOKENS, LessonWidget, sentence_logits, sentence_queries_keys
+from heads_and_masks.pictures.causal_mask import four_ways_figure, mask_figure, picture, readouts_versus_d_figure
+from heads_and_masks.sentence import TOKENS, sentence_logits, sentence_queries_keys
+from heads_and_masks.widgets.causal_mask import LessonWidget
 from IPython.display import display
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
@@ -123,7 +124,7 @@ except NotImplementedError:
     print("causal_mask is not written yet")
 
 # %% tests id=test_causal_mask points=2
-from heads_and_masks.checks.causal import check_causal_mask
+from heads_and_masks.checks.causal_mask import check_causal_mask
 
 check_causal_mask(causal_mask)
 ### BEGIN HIDDEN TESTS
@@ -131,7 +132,7 @@ check_causal_mask(causal_mask, thorough=True)
 ### END HIDDEN TESTS
 
 # %% tests id=test_causal_mask_negative points=1
-from heads_and_masks.checks.causal import check_causal_mask_bad_n
+from heads_and_masks.checks.causal_mask import check_causal_mask_bad_n
 
 check_causal_mask_bad_n(causal_mask)
 
@@ -590,7 +591,7 @@ except NotImplementedError:
     print("masked_softmax is not written yet")
 
 # %% tests id=test_masked_softmax points=3
-from heads_and_masks.checks.causal import check_masked_softmax
+from heads_and_masks.checks.causal_mask import check_masked_softmax
 
 check_masked_softmax(masked_softmax)
 ### BEGIN HIDDEN TESTS
@@ -598,7 +599,7 @@ check_masked_softmax(masked_softmax, seed=2, thorough=True)
 ### END HIDDEN TESTS
 
 # %% tests id=test_masked_softmax_empty_rows points=1
-from heads_and_masks.checks.causal import check_masked_softmax_empty_rows
+from heads_and_masks.checks.causal_mask import check_masked_softmax_empty_rows
 
 check_masked_softmax_empty_rows(masked_softmax)
 ### BEGIN HIDDEN TESTS
@@ -606,7 +607,7 @@ check_masked_softmax_empty_rows(masked_softmax, seed=5, thorough=True)
 ### END HIDDEN TESTS
 
 # %% tests id=test_masked_softmax_large_scores points=2
-from heads_and_masks.checks.causal import check_masked_softmax_large_scores
+from heads_and_masks.checks.causal_mask import check_masked_softmax_large_scores
 
 check_masked_softmax_large_scores(masked_softmax)
 ### BEGIN HIDDEN TESTS
@@ -655,7 +656,7 @@ except NotImplementedError:
     print("row_entropy_bits is not written yet")
 
 # %% tests id=test_row_entropy_bits points=2
-from heads_and_masks.checks.causal import check_row_entropy_bits
+from heads_and_masks.checks.causal_mask import check_row_entropy_bits
 
 check_row_entropy_bits(row_entropy_bits)
 ### BEGIN HIDDEN TESTS

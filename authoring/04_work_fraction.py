@@ -21,11 +21,11 @@
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks.benchmarks import causal_attention_benchmark, format_benchmark
-from heads_and_masks.tile_figures import (
-    benchmark_figure, picture, tile_size_figure, time_by_tile_size, used_fraction_figure,
+from heads_and_masks.benchmarks import causal_attention_benchmark, format_benchmark, time_by_tile_size
+from heads_and_masks.pictures.work_fraction import (
+    benchmark_figure, picture, tile_size_figure, used_fraction_figure,
 )
-from heads_and_masks.widgets.tiles import TileGridWidget
+from heads_and_masks.widgets.work_fraction import TileGridWidget
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -64,7 +64,7 @@ def causal_used_entries(n):
     ### END SOLUTION
 
 # %% tests id=test_causal_used_entries points=1
-from heads_and_masks.checks.tiles import check_causal_used_entries
+from heads_and_masks.checks.work_fraction import check_causal_used_entries
 
 check_causal_used_entries(causal_used_entries)
 ### BEGIN HIDDEN TESTS
@@ -84,7 +84,7 @@ def causal_used_fraction(n):
     ### END SOLUTION
 
 # %% tests id=test_causal_used_fraction points=1
-from heads_and_masks.checks.tiles import check_causal_used_fraction
+from heads_and_masks.checks.work_fraction import check_causal_used_fraction
 
 check_causal_used_fraction(causal_used_fraction)
 ### BEGIN HIDDEN TESTS
@@ -310,7 +310,7 @@ except NotImplementedError:
     print("blocked_causal_attention is not written yet")
 
 # %% tests id=test_blocked_causal_attention points=3
-from heads_and_masks.checks.tiles import check_blocked_causal_attention
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention
 
 check_blocked_causal_attention(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
@@ -318,7 +318,7 @@ check_blocked_causal_attention(blocked_causal_attention, seed=104729, thorough=T
 ### END HIDDEN TESTS
 
 # %% tests id=test_blocked_causal_attention_count points=2
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_count
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_count
 
 check_blocked_causal_attention_count(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
@@ -326,7 +326,7 @@ check_blocked_causal_attention_count(blocked_causal_attention, seed=1299709, tho
 ### END HIDDEN TESTS
 
 # %% tests id=test_blocked_causal_attention_memory points=1
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_memory
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_memory
 
 check_blocked_causal_attention_memory(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
@@ -334,7 +334,7 @@ check_blocked_causal_attention_memory(blocked_causal_attention, n=2500, d=8, blo
 ### END HIDDEN TESTS
 
 # %% tests id=test_blocked_causal_attention_errors points=1
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_errors
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_errors
 
 check_blocked_causal_attention_errors(blocked_causal_attention)
 

@@ -30,7 +30,8 @@ import heads_and_masks as hm
 from heads_and_masks import local_attention as local
 from heads_and_masks import padding as pad
 from heads_and_masks.checks import other_masks as checks
-from heads_and_masks.widgets.other_masks import MaskWidget, draw_mask
+from heads_and_masks.pictures.other_masks import draw_mask
+from heads_and_masks.widgets.other_masks import MaskWidget
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
 

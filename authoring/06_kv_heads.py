@@ -28,7 +28,7 @@ from IPython.display import Markdown, display
 import heads_and_masks as hm
 from heads_and_masks import model_configs
 from heads_and_masks.model_configs import GiB, KiB
-from heads_and_masks.kv_heads_pictures import cache_per_token_figure, cache_vs_context_figure, head_mapping_figure, picture
+from heads_and_masks.pictures.kv_heads import cache_per_token_figure, cache_vs_context_figure, head_mapping_figure, picture
 from heads_and_masks.widgets.kv_heads import KVCacheCalculator
 
 np.set_printoptions(precision=3, suppress=True)

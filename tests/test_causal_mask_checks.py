@@ -17,7 +17,7 @@ from course import REPO
 from notebook_source import read_source
 
 from heads_and_masks.checks import CheckFailed
-from heads_and_masks.checks.causal import (
+from heads_and_masks.checks.causal_mask import (
     check_causal_mask,
     check_causal_mask_bad_n,
     check_masked_softmax,
