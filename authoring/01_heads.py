@@ -24,7 +24,6 @@ from einops import rearrange
 
 import heads_and_masks as hm
 from heads_and_masks.cost import cost_table
-from heads_and_masks.heads import head_of_column
 from heads_and_masks.pictures.heads import split_orders_figure
 from heads_and_masks.widgets.heads import HeadSplitWidget
 

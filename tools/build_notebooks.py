@@ -8,6 +8,7 @@ The release is made by the real ``nbgrader generate_assignment`` (it strips the 
 hidden tests) against a throw-away gradebook. The output is deterministic: running it twice
 changes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,12 +48,23 @@ def generate_release(source_root: Path, release_root: Path) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for name in assignments():
             subprocess.run(
-                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN",
-                 f"--CourseDirectory.root={scratch}",
-                 f"--CourseDirectory.source_directory={source_root}",
-                 f"--CourseDirectory.release_directory={release_root}",
-                 f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db"],
-                cwd=REPO / "autograde", check=True, env=tool_env())
+                [
+                    sys.executable,
+                    "-m",
+                    "nbgrader",
+                    "generate_assignment",
+                    name,
+                    "--force",
+                    "--log-level=WARN",
+                    f"--CourseDirectory.root={scratch}",
+                    f"--CourseDirectory.source_directory={source_root}",
+                    f"--CourseDirectory.release_directory={release_root}",
+                    f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db",
+                ],
+                cwd=REPO / "autograde",
+                check=True,
+                env=tool_env(),
+            )
 
 
 def build(solutions: Path, notebooks: Path) -> None:
@@ -63,9 +75,13 @@ def build(solutions: Path, notebooks: Path) -> None:
 def differing(left: Path, right: Path) -> list[str]:
     names = {str(p.relative_to(left)) for p in left.rglob("*") if p.is_file()}
     names |= {str(p.relative_to(right)) for p in right.rglob("*") if p.is_file()}
-    return sorted(n for n in names if "__pycache__" not in n and ".ipynb_checkpoints" not in n
-                  and not ((left / n).is_file() and (right / n).is_file()
-                           and filecmp.cmp(left / n, right / n, shallow=False)))
+    return sorted(
+        n
+        for n in names
+        if "__pycache__" not in n
+        and ".ipynb_checkpoints" not in n
+        and not ((left / n).is_file() and (right / n).is_file() and filecmp.cmp(left / n, right / n, shallow=False))
+    )
 
 
 def main() -> int:
@@ -87,8 +103,11 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as scratch:
         build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
-        stale = [f"{folder}/{n}" for folder in ("solutions", "notebooks")
-                 for n in differing(Path(scratch) / folder, REPO / folder)]
+        stale = [
+            f"{folder}/{n}"
+            for folder in ("solutions", "notebooks")
+            for n in differing(Path(scratch) / folder, REPO / folder)
+        ]
     if stale:
         print("out of date (run `make notebooks`):\n  " + "\n  ".join(stale))
         return 1

@@ -10,6 +10,7 @@ version ``notebooks/<assignment>/<assignment>.ipynb``. Cell headers:
     # %% tests id=test_NAME points=P    an autograded test cell (### BEGIN/END HIDDEN TESTS inside)
     # %% locked id=NAME                 a read-only code cell that grading restores if edited
 """
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,7 @@ KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": 
 def _options(text: str) -> tuple[str | None, dict[str, str]]:
     words = text.split()
     kind = words[0] if words and "=" not in words[0] else None
-    options = dict(word.split("=", 1) for word in words[1 if kind else 0:])
+    options = dict(word.split("=", 1) for word in words[1 if kind else 0 :])
     return kind, options
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import masked_softmax as reference_softmax
-from ..heads import merge_heads as reference_merge
 from ..heads import mha_cost as reference_cost
 from ..heads import multi_head_attention as reference_mha
 from ..heads import split_heads as reference_split

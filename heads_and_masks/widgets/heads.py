@@ -139,8 +139,8 @@ class HeadSplitWidget(CourseWidget):
         self.ax_zoom.set_xlim(-0.5, shown - 0.5)
         self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
         self._zoom_number_items = [(str(owners[column]), column) for column in range(shown)]
-        rule = (f"head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
-                else f"head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
+        rule = ("head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
+                else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
         self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
 
         projections, attention = cost_parts(CURVE_LENGTHS, width)
