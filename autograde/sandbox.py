@@ -319,6 +319,11 @@ class SandboxedKernelManager(KernelManager):
         kw["cwd"] = self.scratch if not self.sandboxed else "/"
         return await super()._async_launch_kernel(kernel_cmd, **kw)
 
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # After its SIGKILL a kernel is gone within milliseconds: poll at 10 ms, not jupyter_client's
+        # 100 ms, which every submission would otherwise wait out once.
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
+
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""
         os.chmod(self.runtime, 0o555)
