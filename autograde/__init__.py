@@ -1,14 +1,17 @@
 """The instructor's grading pipeline of Heads & Masks, on nbgrader, one module per step:
 
-    course.py-like layout and gradebook ...  classroom.py   (release, grading runs, results, feedback, export, report)
-    collection of submissions .............  collect.py     (exchange, LMS zip, folder: only regular notebook files)
-    the sandbox of every grading kernel ...  sandbox.py     (+ kernel_launch.py, run inside it)
-    the judge of every test cell ..........  judge.py       (student code in the kernel, tests in the grader)
-    the instructor's secret ...............  grading_key.py (hidden inputs drawn from it)
-    one grading worker ....................  grade_worker.py
-    feedback without hidden tests .........  feedback_filter.py
-    a scan for suspicious code ............  scan.py
-    the command line ......................  grade.py       (python -m autograde.grade --help)
+    0. the course: its folders, the one way nbgrader is called ..........  course.py
+    1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
+    2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
+    3. the pool: every submission graded in parallel ....................  pool.py        (+ grade_worker.py)
+         each in a sandboxed kernel .....................................  sandbox.py     (+ kernel_launch.py)
+         every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
+    4. results: one record per student, statuses, the gradebook .........  results.py
+    5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
+    6. export: the grades CSV ...........................................  export.py
+    7. the report, in plain words .......................................  report.py
+    the command line ....................................................  grade.py       (python -m autograde.grade --help)
+    the throughput measurement (make bench) .............................  throughput.py
 
 ``nbgrader_config.py`` wires nbgrader to the course's layout and puts the judge in place of
 nbgrader's own execution step. docs/instructors.md walks through a term; docs/security.md says

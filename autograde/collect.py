@@ -11,6 +11,9 @@ Everything a student hands in is untrusted, including its names. Whatever the so
   ``.`` or ``..``); when it had to change, the original is kept in ``ids.json`` and shown in the CSV;
 * one bad submission (a broken archive, a dangling link, an unreadable file) is a note for that
   student; the others are collected all the same.
+
+Step 1 of the pipeline. The low-level functions work on a :class:`Collection`; ``collect_exchange``,
+``collect_zip`` and ``collect_folder`` (at the end) do it for a course (``course.py``).
 """
 from __future__ import annotations
 
@@ -23,9 +26,12 @@ import re
 import shutil
 import stat
 import time
+import sys
 import zipfile
 from pathlib import Path
 from typing import Iterable
+
+from .course import Course, expected_notebooks, setup
 
 MAX_FILE_MB = 20  # a bigger notebook is refused (stored outputs are cleared before grading anyway)
 MAX_ZIP_MEMBERS = 20_000
@@ -276,3 +282,43 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
     students = [collection.add(student, files, [], when.get(student)) for student, files in sorted(found.items())]
     collection.save()
     return students, general
+
+
+# ---------------------------------------------------------------------------------------------
+# Into a course's ``submitted/`` folder
+# ---------------------------------------------------------------------------------------------
+
+def collection(course: Course, assignment: str) -> Collection:
+    return Collection(course.path("submitted"), assignment, course.runtime_dir("results") / "collection.json")
+
+
+def collect_exchange(course: Course, assignment: str) -> list[str]:
+    """The latest submission of every student in the exchange, into ``submitted/``."""
+    setup(course, assignment)
+    exchange = course.exchange or Path("/srv/nbgrader/exchange")
+    return from_exchange(collection(course, assignment), exchange / course.course_id / "inbound")
+
+
+def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regexp: str | None = None) -> list[str]:
+    """An LMS download (zip files, or loose files named by student), one level, with caps."""
+    setup(course, assignment)
+    students, notes = from_zips(collection(course, assignment), archives, regexp,
+                                expected_notebooks(course, assignment))
+    for note in notes:
+        print(f"note: {printable(note)}", file=sys.stderr)
+    return students
+
+
+def collect_folder(course: Course, assignment: str, folder: Path) -> list[str]:
+    """Collect ``<folder>/<student>/<assignment>/...`` (e.g. copied from a shared drive)."""
+    return from_folder(collection(course, assignment), Path(folder))
+
+
+def collection_notes(course: Course, assignment: str) -> dict[str, list[str]]:
+    return collection(course, assignment).data.get("notes", {}).get(assignment, {})
+
+
+def original_ids(course: Course) -> dict[str, str]:
+    record = course.root / course.runtime / "results" / "collection.json"
+    return json.loads(record.read_text()).get("ids", {}) if record.exists() else {}
+

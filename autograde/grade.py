@@ -1,4 +1,4 @@
-"""The instructor's command line: release, collect, autograde (in parallel), feedback, grades, report.
+"""The instructor's command line: every step of the pipeline, by name (release, collect, autograde, feedback, export, report).
 
     python -m autograde.grade setup     ASSIGNMENT            record it in the gradebook (once)
     python -m autograde.grade release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
@@ -23,12 +23,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograde import classroom
+from autograde import collect, export, feedback, pool, report, throughput
+from autograde.course import REPO, Course, release, setup
+from autograde.results import Status
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, default=classroom.REPO, help="course root (default: the repository)")
+    parser.add_argument("--root", type=Path, default=REPO, help="course root (default: the repository)")
     parser.add_argument("--exchange", type=Path, default=None, help="nbgrader exchange folder")
     parser.add_argument("--course-id", default="heads-and-masks")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -49,94 +51,94 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--memory-mb", type=int, default=None, help="memory limit of each kernel, MiB")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    collect = commands.add_parser("collect")
-    collect.add_argument("assignment")
-    add_collect_options(collect)
+    collect_parser = commands.add_parser("collect")
+    collect_parser.add_argument("assignment")
+    add_collect_options(collect_parser)
 
-    autograde = commands.add_parser("autograde")
-    autograde.add_argument("assignment")
-    add_grade_options(autograde)
+    autograde_parser = commands.add_parser("autograde")
+    autograde_parser.add_argument("assignment")
+    add_grade_options(autograde_parser)
 
-    feedback = commands.add_parser("feedback")
-    feedback.add_argument("assignment")
-    feedback.add_argument("--release", action="store_true", help="release it through the exchange")
+    feedback_parser = commands.add_parser("feedback")
+    feedback_parser.add_argument("assignment")
+    feedback_parser.add_argument("--release", action="store_true", help="release it through the exchange")
 
-    export = commands.add_parser("export")
-    export.add_argument("assignments", nargs="*")
-    export.add_argument("--output", type=Path, default=None, help="default: autograde/grades.csv")
+    export_parser = commands.add_parser("export")
+    export_parser.add_argument("assignments", nargs="*")
+    export_parser.add_argument("--output", type=Path, default=None, help="default: autograde/grades.csv")
 
-    everything = commands.add_parser("all", help="collect, autograde, feedback, export, report")
-    everything.add_argument("assignment")
-    add_collect_options(everything)
-    add_grade_options(everything)
-    everything.add_argument("--exchange-collect", action="store_true", help="collect from the exchange")
-    everything.add_argument("--release-feedback", action="store_true")
-    everything.add_argument("--output", type=Path, default=None)
+    everything_parser = commands.add_parser("all", help="collect, autograde, feedback, export, report")
+    everything_parser.add_argument("assignment")
+    add_collect_options(everything_parser)
+    add_grade_options(everything_parser)
+    everything_parser.add_argument("--exchange-collect", action="store_true", help="collect from the exchange")
+    everything_parser.add_argument("--release-feedback", action="store_true")
+    everything_parser.add_argument("--output", type=Path, default=None)
 
-    bench = commands.add_parser("bench", help="serial vs parallel grading throughput")
-    bench.add_argument("--assignment", default="00_start_here")
-    bench.add_argument("--submissions", type=int, default=40)
-    bench.add_argument("--workers", type=int, default=None)
+    bench_parser = commands.add_parser("bench", help="serial vs parallel grading throughput")
+    bench_parser.add_argument("--assignment", default="00_start_here")
+    bench_parser.add_argument("--submissions", type=int, default=40)
+    bench_parser.add_argument("--workers", type=int, default=None)
     return parser
 
 
-def collect(course, args) -> None:
+def collect_submissions(course, args) -> None:
     if args.zip:
-        students = classroom.collect_zip(course, args.assignment, args.zip, args.regexp)
+        students = collect.collect_zip(course, args.assignment, args.zip, args.regexp)
         print(f"collected {len(students)} submissions from {len(args.zip)} LMS file(s)")
     elif args.folder:
-        students = classroom.collect_folder(course, args.assignment, args.folder)
+        students = collect.collect_folder(course, args.assignment, args.folder)
         print(f"collected {len(students)} submissions from {args.folder}")
     else:
-        students = classroom.collect_exchange(course, args.assignment)
+        students = collect.collect_exchange(course, args.assignment)
         print(f"collected from the exchange: {len(students)} students have a submission")
 
 
-def autograde(course, args) -> None:
-    results = classroom.grade(course, args.assignment, workers=args.workers, force=args.force,
-                              cell_timeout=args.cell_timeout, submission_timeout=args.submission_timeout,
-                              memory_mb=args.memory_mb, progress=not args.quiet)
-    problems = sum(r.status != classroom.GRADED for r in results.values())
+def autograde_all(course, args) -> None:
+    results = pool.grade(course, args.assignment, workers=args.workers, force=args.force,
+                         cell_timeout=args.cell_timeout, submission_timeout=args.submission_timeout,
+                         memory_mb=args.memory_mb, progress=not args.quiet)
+    problems = sum(r.status != Status.GRADED for r in results.values())
     print(f"{len(results)} students, {problems} with something to look at "
           f"(python -m autograde.grade report {args.assignment})")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    course = classroom.Course(root=args.root, exchange=args.exchange, course_id=args.course_id)
+    course = Course(root=args.root, exchange=args.exchange, course_id=args.course_id)
     if args.command == "setup":
-        for warning in classroom.setup(course, args.assignment, force=True):
+        for warning in setup(course, args.assignment, force=True):
             print("warning:", warning)
         print(f"{args.assignment} is in the gradebook ({course.gradebook_path})")
     elif args.command == "release":
-        for warning in classroom.release(course, args.assignment):
+        for warning in release(course, args.assignment):
             print("warning:", warning)
         print(f"released {args.assignment} to the exchange")
     elif args.command == "collect":
-        collect(course, args)
+        collect_submissions(course, args)
     elif args.command == "autograde":
-        autograde(course, args)
+        autograde_all(course, args)
     elif args.command == "feedback":
-        files = classroom.feedback(course, args.assignment, release_to_students=args.release)
+        files = feedback.feedback(course, args.assignment, release_to_students=args.release)
         print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))
     elif args.command == "export":
         output = args.output or course.root / course.runtime / "grades.csv"
-        rows = classroom.export_grades(course, output, args.assignments or None)
+        rows = export.export_grades(course, output, args.assignments or None)
         print(f"wrote {len(rows)} rows to {output}")
     elif args.command == "report":
-        print(classroom.report(course, args.assignment), end="")
+        print(report.report(course, args.assignment), end="")
     elif args.command == "all":
         if args.zip or args.folder or args.exchange_collect:
-            collect(course, args)
-        autograde(course, args)
-        files = classroom.feedback(course, args.assignment, release_to_students=args.release_feedback)
+            collect_submissions(course, args)
+        autograde_all(course, args)
+        files = feedback.feedback(course, args.assignment, release_to_students=args.release_feedback)
         print(f"{len(files)} feedback files, hidden tests removed")
         output = args.output or course.root / course.runtime / "grades.csv"
-        rows = classroom.export_grades(course, output)
+        rows = export.export_grades(course, output)
         print(f"wrote {len(rows)} rows to {output}")
-        print(classroom.report(course, args.assignment), end="")
+        print(report.report(course, args.assignment), end="")
     elif args.command == "bench":
-        print(classroom.describe(classroom.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
+        print(throughput.describe(throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
     return 0
 
 

@@ -1,6 +1,6 @@
 """One grading worker: grades submissions one after another with nbgrader, in a private course root.
 
-Started by ``classroom.grade`` (one worker per core, ``python -m autograde.grade_worker``), never by hand. It speaks JSON lines:
+Started by ``pool.grade`` (one worker per core, ``python -m autograde.grade_worker``), never by hand. It speaks JSON lines:
 
     stdin, first line   {"root": ..., "source": ..., "gradebook": ..., "course_id": ..., "config": {...}}
     stdin, then         {"assignment": ..., "student": ..., "folder": ..., "rename": {...}}   one per job
@@ -25,6 +25,8 @@ import sys
 import time
 import traceback
 from pathlib import Path
+
+from .results import Status
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,15 +69,15 @@ def read_grades(db_url: str, assignment: str, student: str) -> dict:
     return {"notebooks": notebooks, "timestamp": timestamp}
 
 
-def classify_failure(log: str) -> str:
-    """What kind of failure a failed nbgrader run was, from its log."""
+def classify_failure(log: str) -> Status:
+    """What kind of failure a failed nbgrader run was, from its log (REVIEW: nbgrader could not grade it)."""
     if "DeadKernelError" in log or "Kernel died" in log or "kernel died" in log:
-        return "kernel died"
+        return Status.DIED
     if "UnresponsiveKernelError" in log or "became unresponsive" in log or "CellTimeoutError" in log:
-        return "timed out"
+        return Status.TIMED_OUT
     if "NotJSONError" in log or "JSONDecodeError" in log or "ValidationError" in log or "Notebook does not appear" in log:
-        return "invalid notebook"
-    return "grading error"
+        return Status.INVALID
+    return Status.REVIEW
 
 
 def repair_duplicates(path: Path) -> None:
@@ -161,11 +163,12 @@ def grade_one(settings: dict, job: dict) -> dict:
         notes += report.notes
         statuses.append(report.status)
     result["judge_notes"] = notes
-    result["judge_status"] = next((s for s in ("kernel died", "timed out") if s in statuses), None)
+    judged = next((s for s in (Status.DIED, Status.TIMED_OUT) if s in statuses), None)
+    result["judge_status"] = judged.value if judged else None  # statuses cross the pipe by value
     if ok:
         result.update(read_grades(config.CourseDirectory.db_url, assignment, student))
     else:
-        result["failure"] = classify_failure(log)
+        result["failure"] = classify_failure(log).value
     return result
 
 
@@ -218,7 +221,7 @@ def main() -> None:
                 result = grade_one(settings, job)
             except BaseException:
                 result = {"assignment": job.get("assignment"), "student": job.get("student"), "ok": False,
-                          "failure": "grading error", "log": traceback.format_exc()}
+                          "failure": Status.REVIEW.value, "log": traceback.format_exc()}
             stdout.write(json.dumps(result) + "\n")
             stdout.flush()
 

@@ -56,46 +56,6 @@ CELL_TIMEOUT = 30  # seconds per cell and per call in the suite's class runs (in
 TEST_KEY = "a grading key for the test suite only: 7c2f0e9a51d84b6f93a0c1e2d4b5a6f7\n"
 
 
-@dataclasses.dataclass
-class Graded:
-    """One student's result, as the pipeline recorded it, with the autograded notebook."""
-
-    student: str
-    assignment: str
-    status: str
-    scores: dict[str, float]
-    max_scores: dict[str, float]
-    notes: list[str]
-    notebook: nbformat.NotebookNode | None
-
-    @property
-    def total(self) -> float:
-        return sum(self.scores.values())
-
-    @property
-    def max_total(self) -> float:
-        return sum(self.max_scores.values())
-
-    @property
-    def log(self) -> str:
-        return f"{self.status}: " + "; ".join(self.notes)
-
-    def error_text(self, grade_id: str) -> str:
-        """What a test cell reported as its failure (the grader's verdict)."""
-        if self.notebook is None:
-            return ""
-        for cell in self.notebook.cells:
-            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
-                parts = []
-                for output in cell.get("outputs", []):
-                    if output.get("output_type") == "error":
-                        parts += [output.get("ename", ""), output.get("evalue", "")]
-                    elif output.get("name") == "stderr":
-                        parts.append(output.get("text", ""))
-                return "\n".join(parts)
-        return ""
-
-
 @dataclasses.dataclass(frozen=True)
 class Symlink:
     """A symbolic link a student leaves in a handed-in folder."""
@@ -105,20 +65,21 @@ class Symlink:
 
 @dataclasses.dataclass
 class ClassRun:
-    course: object  # autograde.classroom.Course
+    course: object  # autograde.course.Course
     assignment: str
-    results: dict[str, Graded]
+    results: dict[str, object]  # student -> autograde.results.Result, with its autograded notebook loaded
 
 
 def grade_class(assignment: str, submissions: dict[str, object], root: Path, *, workers: int = 2,
                 key: str = TEST_KEY, **grade_options) -> ClassRun:
     """Grade ``{student: notebook}`` (or ``{student: {file name: bytes}}``) for one assignment the way an
     instructor does: a course root at ``root``, the submissions collected from a folder, graded in
-    parallel by ``classroom.grade``. Every test that grades goes through here."""
-    from autograde import classroom
+    parallel by ``pool.grade``. Every test that grades goes through here."""
+    from autograde import collect, pool
+    from autograde.course import Course
 
     shutil.copytree(_template_course(), root / "course", symlinks=True)
-    course = classroom.Course(root=root / "course")
+    course = Course(root=root / "course")
     (course.root / "autograde" / "grading-key").write_text(key)
     folder = root / "handed-in"
     for student, content in submissions.items():
@@ -132,15 +93,11 @@ def grade_class(assignment: str, submissions: dict[str, object], root: Path, *, 
                     os.symlink(data.target, target / name)
                 else:
                     (target / name).write_bytes(data if isinstance(data, bytes) else str(data).encode())
-    classroom.collect_folder(course, assignment, folder)
-    results = classroom.grade(course, assignment, workers=workers, progress=False, **grade_options)
-    graded = {}
-    for student, result in results.items():
-        path = course.path("autograded", student, assignment) / f"{assignment}.ipynb"
-        notebook = nbformat.read(path, as_version=4) if path.exists() else None
-        graded[student] = Graded(student, assignment, result.status, result.scores, result.max_scores,
-                                 result.notes, notebook)
-    return ClassRun(course, assignment, graded)
+    collect.collect_folder(course, assignment, folder)
+    results = pool.grade(course, assignment, workers=workers, progress=False, **grade_options)
+    for result in results.values():
+        result.load_notebook(course)
+    return ClassRun(course, assignment, results)
 
 
 _SCRATCH = Path(tempfile.mkdtemp(prefix="hm-tests-"))
@@ -150,12 +107,12 @@ atexit.register(shutil.rmtree, _SCRATCH, True)
 @functools.cache
 def _template_course() -> Path:
     """A course root with every assignment in its gradebook, made once; each grading test copies it."""
-    from autograde import classroom
+    from autograde.course import make_course_copy, setup
 
-    course = classroom.make_course_copy(_SCRATCH / "template")
+    course = make_course_copy(_SCRATCH / "template")
     (course.root / "autograde").mkdir(parents=True, exist_ok=True)
     for assignment in ASSIGNMENTS:
-        classroom.setup(course, assignment)
+        setup(course, assignment)
     return course.root
 
 

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.slow
 def test_attack_earns_nothing(attack):
     result = graded_batch(attack.assignment).results[f"attack-{attack.name}"]
     attacked = [g for g in result.scores if g.startswith(f"test_{attack.exercise}")]
-    assert attacked, result.log
+    assert attacked, result.line()
     earned = sum(result.scores[g] for g in attacked)
-    assert earned == 0, f"{attack.why}: earned {earned} ({result.scores}; {result.log})"
+    assert earned == 0, f"{attack.why}: earned {earned} ({result.scores}; {result.line()})"
 
 
 def test_probe_finds_nothing_from_inside_the_grading_kernel():

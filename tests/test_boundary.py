@@ -78,12 +78,14 @@ def hostile_class():
     hand_ins["backdated"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
                              "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC"}
     run = grade_class(ASSIGNMENT, hand_ins, scratch, cell_timeout=20)
-    from autograde import classroom
+    from autograde.export import export_grades
+    from autograde.feedback import feedback
+    from autograde.report import report as write_report
 
-    feedback_files = classroom.feedback(run.course, ASSIGNMENT, release_to_students=True)
+    feedback_files = feedback(run.course, ASSIGNMENT, release_to_students=True)
     csv_path = run.course.root / "autograde" / "grades.csv"
-    rows = classroom.export_grades(run.course, csv_path, [ASSIGNMENT])
-    report = classroom.report(run.course, ASSIGNMENT)
+    rows = export_grades(run.course, csv_path, [ASSIGNMENT])
+    report = write_report(run.course, ASSIGNMENT)
     return run, canary, canary_env, feedback_files, csv_path, rows, report
 
 
@@ -116,17 +118,17 @@ TAMPERED = ["test_cell_solution_true", "test_cell_grade_false", "test_cell_locke
 def test_attacker_earns_nothing(attacker):
     run = hostile_class()[0]
     result = run.results[attacker]
-    assert result.total == 0, f"{attacker} earned {result.scores} ({result.log})"
+    assert result.total == 0, f"{attacker} earned {result.scores} ({result.line()})"
 
 
 def test_honest_classmates_keep_full_marks():
     run = hostile_class()[0]
     for name in [*HONEST, "dangling_link"]:
         result = run.results[name]
-        assert result.max_total > 0 and result.total == result.max_total, f"{name}: {result.scores} ({result.log})"
+        assert result.max_total > 0 and result.total == result.max_total, f"{name}: {result.scores} ({result.line()})"
     for name in (LONG_ID, FORMULA_ID, ESCAPE_ID, CLASHED_ID, "backdated", "writes_html"):
         result = _by_original(run, name)
-        assert result.total == result.max_total, f"{name!r}: {result.scores} ({result.log})"
+        assert result.total == result.max_total, f"{name!r}: {result.scores} ({result.line()})"
 
 
 def test_root_owned_canary_is_untouched():
@@ -172,13 +174,13 @@ def test_disk_holds_no_more_than_the_class_handed_in():
 
 def test_bad_hand_ins_get_their_own_status():
     run = hostile_class()[0]
-    assert run.results["linked_solutions"].status == "missing", run.results["linked_solutions"].log
-    assert run.results["deep_json"].status == "invalid notebook", run.results["deep_json"].log
-    assert run.results["not_utf8"].status == "invalid notebook", run.results["not_utf8"].log
-    assert run.results["crashes_in_the_test"].status == "kernel died", run.results["crashes_in_the_test"].log
+    assert run.results["linked_solutions"].status == "missing", run.results["linked_solutions"].line()
+    assert run.results["deep_json"].status == "invalid notebook", run.results["deep_json"].line()
+    assert run.results["not_utf8"].status == "invalid notebook", run.results["not_utf8"].line()
+    assert run.results["crashes_in_the_test"].status == "kernel died", run.results["crashes_in_the_test"].line()
     assert "the kernel died while" in " ".join(run.results["crashes_in_the_test"].notes)  # naming the cell or test
-    assert run.results["holds_shared_memory"].status == "kernel died", run.results["holds_shared_memory"].log
-    assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].log
+    assert run.results["holds_shared_memory"].status == "kernel died", run.results["holds_shared_memory"].line()
+    assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].line()
 
 
 def test_csv_and_report_are_complete_and_inert():
@@ -201,10 +203,10 @@ def test_instructor_test_source_never_runs_in_a_kernel():
     run = hostile_class()[0]
     for name in TAMPERED:
         result = run.results[name]
-        assert result.total == 0, result.log
+        assert result.total == 0, result.line()
         notebook = result.notebook
         if notebook is None:  # nbgrader itself refused the tampered metadata: nothing ran at all
-            assert "nbgrader could not grade it" in result.log, result.log
+            assert "nbgrader could not grade it" in result.line(), result.line()
             continue
         printed = "\n".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", [])
                             if o.get("output_type") == "stream")
@@ -226,15 +228,15 @@ def test_a_borrowed_id_never_replaces_a_classmate():
     from autograde.collect import safe_id
 
     owner = run.results[safe_id(CLASHED_ID)]
-    assert owner.total == owner.max_total, owner.log
+    assert owner.total == owner.max_total, owner.line()
     clashers = [r for s, r in run.results.items() if "-clash-" in s]
     assert len(clashers) == 1 and clashers[0].total == 0 and "already belongs" in " ".join(clashers[0].notes)
 
 
 def test_submission_time_is_the_collections_not_the_students():
     run = hostile_class()[0]
-    from autograde import classroom
+    from autograde.course import gradebook
 
-    with classroom.gradebook(run.course) as gradebook:
-        stamp = gradebook.find_submission(ASSIGNMENT, "backdated").timestamp
+    with gradebook(run.course) as book:
+        stamp = book.find_submission(ASSIGNMENT, "backdated").timestamp
     assert stamp is not None and stamp.year >= 2025, stamp

@@ -31,7 +31,7 @@ def test_every_catalog_has_correct_and_wrong_answers():
 @pytest.mark.parametrize("assignment,answer", CASES, ids=[f"{a}:{x.name}" for a, x in CASES])
 def test_catalog_answer(assignment, answer):
     result = graded_batch(assignment).results[f"catalog-{answer.name}"]
-    assert result.max_scores, f"no grades recorded for {answer.name}: {result.log}"
+    assert result.max_scores, f"no grades recorded for {answer.name}: {result.line()}"
     if answer.untouched:
         assert result.total == 0, result.scores
     elif answer.correct:

@@ -18,12 +18,12 @@ def test_untouched_scores_zero_and_solution_scores_full(assignment):
     run = graded_batch(assignment)
     expected = _grade_cells(solution_notebook(assignment))
     untouched, solution = run.results["untouched"], run.results["solution"]
-    assert set(untouched.max_scores) == set(expected), untouched.log
+    assert set(untouched.max_scores) == set(expected), untouched.line()
     assert untouched.total == 0, f"the untouched notebook earned points: {untouched.scores}"
-    assert untouched.status == "graded", untouched.log  # no grading error: an ordinary zero
+    assert untouched.status == "graded", untouched.line()  # no grading error: an ordinary zero
     for grade_id in expected:  # each test cell failed because the answer is not written yet
         text = untouched.error_text(grade_id)
         assert "NotImplementedError" in text or "not written yet" in text, text
     assert solution.scores == {k: float(v) for k, v in expected.items()}, (
         f"the solutions lost points: {solution.scores}\n" + "\n".join(solution.error_text(g) for g in expected))
-    assert solution.status == "graded", solution.log
+    assert solution.status == "graded", solution.line()

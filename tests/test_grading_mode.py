@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 import heads_and_masks as hm
 from heads_and_masks import _guard, benchmarks, pictures
 from heads_and_masks.pictures import causal_mask as causal_pictures
+from heads_and_masks.pictures import generation as generation_pictures
 from heads_and_masks.pictures import heads as heads_pictures
 from heads_and_masks.pictures import kv_heads as kv_heads_pictures
 from heads_and_masks.pictures import why_heads as why_heads_pictures
@@ -137,6 +138,9 @@ FIGURES = [
     (kv_heads_pictures.head_mapping_figure, (), {"h": 8, "g": 2}),
     (kv_heads_pictures.cache_per_token_figure, ({},), {}),
     (heads_pictures.split_orders_figure, (8, 2), {}),
+    (generation_pictures.decode_masks_figure, (3, 8), {}),
+    (generation_pictures.composed_masks_figure, ({"causal": np.tril(np.ones((3, 3), bool))},), {}),
+    (generation_pictures.bytes_per_token_figure, ({},), {}),
 ]
 
 

@@ -143,7 +143,7 @@ def test_checks_pass_the_reference_implementations(capsys):
 
 
 def _notebook_cells():
-    from notebook_source import read_source
+    from build_notebooks import read_source
     from course import REPO
     notebook = read_source(REPO / "authoring" / "05_other_masks.py")
     def of(kind):

@@ -16,7 +16,9 @@ from course import REPO, ASSIGNMENTS, solution_notebook
 
 import numpy as np
 
-from autograde import classroom
+from autograde.course import is_test
+from autograde.export import exercise_of
+from autograde.inspection import compare_with_release
 from autograde.collect import default_zip_regexp
 from autograde.feedback_filter import HideHiddenTests, split_hidden
 from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
@@ -140,10 +142,10 @@ def test_feedback_filter_removes_every_hidden_line(assignment):
 
 def test_exercise_columns_group_test_cells():
     answers = ["split_heads", "merge_heads", "mha_cost", "attention", "multi_head_attention"]
-    assert classroom.exercise_of("test_split_heads_errors", answers) == "split_heads"
-    assert classroom.exercise_of("test_multi_head_attention", answers) == "multi_head_attention"
-    assert classroom.exercise_of("test_attention", answers) == "attention"
-    assert classroom.exercise_of("test_something_else", answers) == "something_else"
+    assert exercise_of("test_split_heads_errors", answers) == "split_heads"
+    assert exercise_of("test_multi_head_attention", answers) == "multi_head_attention"
+    assert exercise_of("test_attention", answers) == "attention"
+    assert exercise_of("test_something_else", answers) == "something_else"
 
 
 @pytest.mark.parametrize("name,student,file", [
@@ -163,12 +165,12 @@ def test_lms_name_of_another_assignment_is_not_collected():
 
 def test_compare_with_release_names_what_was_done_to_test_cells():
     released = nbformat.read(REPO / "notebooks" / ASSIGNMENTS[0] / f"{ASSIGNMENTS[0]}.ipynb", as_version=4)
-    tests = [i for i, c in enumerate(released.cells) if classroom._is_test(c)]
+    tests = [i for i, c in enumerate(released.cells) if is_test(c)]
     assert tests
     edited = nbformat.from_dict(nbformat.writes(released) and nbformat.reads(nbformat.writes(released), 4))
     edited.cells[tests[0]].source = "print('✓ everything passes')"
-    assert any("was edited" in n for n in classroom.compare_with_release(edited, released))
+    assert any("was edited" in n for n in compare_with_release(edited, released))
     deleted = nbformat.reads(nbformat.writes(released), 4)
     del deleted.cells[tests[0]]
-    assert any("was deleted" in n for n in classroom.compare_with_release(deleted, released))
-    assert classroom.compare_with_release(released, released) == []
+    assert any("was deleted" in n for n in compare_with_release(deleted, released))
+    assert compare_with_release(released, released) == []

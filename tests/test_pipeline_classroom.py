@@ -25,7 +25,13 @@ import pytest
 from course import ASSIGNMENTS, graded_batch, student_notebook
 from submissions import submission
 
-from autograde import classroom
+from autograde.collect import collect_exchange, collect_zip
+from autograde.course import Course, gradebook, is_test, make_course_copy, release, setup
+from autograde.export import exercises, export_grades
+from autograde.feedback import feedback, hidden_lines, leaked_lines
+from autograde.pool import grade
+from autograde.report import report
+from autograde.results import grade_cells, read_results
 
 pytestmark = pytest.mark.slow
 A = "00_start_here"
@@ -34,7 +40,7 @@ MEMORY_MB = 1536
 
 
 def _test_index(notebook) -> int:
-    return next(i for i, c in enumerate(notebook.cells) if classroom._is_test(c))
+    return next(i for i, c in enumerate(notebook.cells) if is_test(c))
 
 
 def _answer_index(notebook) -> int:
@@ -49,7 +55,7 @@ def _with_cell(source: str, notebook=None, after_answer: bool = True):
 
 def _deleted_tests():
     notebook = submission(A, {})
-    notebook.cells = [c for c in notebook.cells if not classroom._is_test(c)]
+    notebook.cells = [c for c in notebook.cells if not is_test(c)]
     return notebook
 
 
@@ -104,11 +110,11 @@ CLASS = {
 }
 
 
-def _write_class(course: classroom.Course) -> None:
+def _write_class(course: Course) -> None:
     for student, (make, _, _, _) in CLASS.items():
         folder = course.path("submitted", student, A)
         if student == "absent":
-            with classroom.gradebook(course) as gb:
+            with gradebook(course) as gb:
                 gb.update_or_create_student(student)  # on the roster, never submitted
             continue
         folder.mkdir(parents=True)
@@ -123,13 +129,13 @@ def _write_class(course: classroom.Course) -> None:
 
 @pytest.fixture(scope="module")
 def bad_class(tmp_path_factory):
-    course = classroom.make_course_copy(tmp_path_factory.mktemp("bad-class"))
-    classroom.setup(course, A)
+    course = make_course_copy(tmp_path_factory.mktemp("bad-class"))
+    setup(course, A)
     _write_class(course)
     started = time.monotonic()
-    results = classroom.grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB)
+    results = grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB)
     seconds = time.monotonic() - started
-    classroom.export_grades(course, course.root / "grades.csv")
+    export_grades(course, course.root / "grades.csv")
     return course, results, seconds
 
 
@@ -143,7 +149,7 @@ def test_bad_submission_gets_its_status(bad_class, student):
         assert result.total == points, result.line()
     if words:
         assert words in result.line(), result.line()
-        assert words in classroom.report(course, A)
+        assert words in report(course, A)
     row = {r["student"]: r for r in csv.DictReader(open(course.root / "grades.csv"))}[student]
     assert row["status"] == status and float(row["total"]) == result.total and float(row["attention"]) == result.total
 
@@ -155,11 +161,11 @@ def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifa
     assert all(r["assignment"] == A and r["max_total"] == "4" for r in rows)
     assert list(rows[0]) == ["student", "student_as_submitted", "assignment", "status", "attention", "total",
                              "max_total", "notes"]
-    report = classroom.report(course, A)
-    (artifacts / "pipeline-bad-class-report.txt").write_text(report + f"\n(graded in {seconds:.0f} s)\n")
+    text = report(course, A)
+    (artifacts / "pipeline-bad-class-report.txt").write_text(text + f"\n(graded in {seconds:.0f} s)\n")
     for student, result in results.items():
         if result.status != "graded":
-            assert f"  {student}: {result.status}" in report
+            assert f"  {student}: {result.status}" in text
     # the memory limit reached the kernel, and huge outputs were cut
     memory = nbformat.read(course.path("autograded", "eats_memory", A) / f"{A}.ipynb", as_version=4)
     assert f"limit ({MEMORY_MB * 2**20}, {MEMORY_MB * 2**20})" in nbformat.writes(memory)
@@ -169,24 +175,24 @@ def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifa
 
 def test_bad_class_feedback_hides_hidden_tests(bad_class):
     course, results, _ = bad_class
-    files = classroom.feedback(course, A)
+    files = feedback(course, A)
     graded = [s for s, r in results.items() if course.path("autograded", s, A).exists()]
     assert sorted(p.parent.parent.name for p in files) == sorted(graded)
-    hidden = classroom.hidden_lines(course, A)
+    hidden = hidden_lines(course, A)
     assert hidden
     for path in files:
         html = path.read_text(encoding="utf-8")
-        assert not classroom.leaked_lines(html, hidden), path
+        assert not leaked_lines(html, hidden), path
         assert "hidden tests ran here" in html
 
 
 def test_regrading_is_idempotent(bad_class):
     course, results, _ = bad_class
-    before = classroom.read_results(course, A)
-    again = classroom.grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
+    before = read_results(course, A)
+    again = grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
     assert {s: (r.status, r.total, r.graded_at) for s, r in again.items()} == \
         {s: (r.status, r.total, r.graded_at) for s, r in before.items()}, "a second run graded something again"
-    forced = classroom.grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
+    forced = grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
     assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
     _assert_one_submission_each(course, list(CLASS))
 
@@ -199,7 +205,7 @@ def _assert_one_submission_each(course, students):
     grades = dict(db.execute("select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
                              "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"))
     db.close()
-    cells = len(classroom.grade_cells(course, A))
+    cells = len(grade_cells(course, A))
     for student in students:
         if course.path("submitted", student, A).is_dir():
             assert per_student.get(student) == 1, (student, per_student)
@@ -218,8 +224,8 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     """release -> fetch -> submit -> collect -> autograde (killed, resumed) -> feedback -> fetch -> export."""
     exchange = tmp_path / "exchange"
     exchange.mkdir(mode=0o777)
-    course = classroom.make_course_copy(tmp_path / "course", exchange)
-    classroom.release(course, A)
+    course = make_course_copy(tmp_path / "course", exchange)
+    release(course, A)
     answers = {"alice": {}, "bob": None, "carol": {"attention": (
         "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
         "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
@@ -234,7 +240,7 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
         if replacements is not None:
             nbformat.write(submission(A, replacements), fetched)
         _student_nbgrader(home, exchange, student, "submit", A)
-    assert classroom.collect_exchange(course, A) == sorted(answers)
+    assert collect_exchange(course, A) == sorted(answers)
 
     # start grading from the command line, kill it as soon as the first student is recorded
     command = [sys.executable, "-m", "autograde.grade", f"--root={course.root}",
@@ -246,39 +252,39 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
         time.sleep(0.05)
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    before = classroom.read_results(course, A)
+    before = read_results(course, A)
     assert 1 <= len(before) < 3, f"the kill came too late to test resuming: {sorted(before)}"
 
-    resumed = classroom.grade(course, A, workers=2, progress=False)
+    resumed = grade(course, A, workers=2, progress=False)
     for student, earlier in before.items():
         assert resumed[student].graded_at == earlier.graded_at, f"{student} was graded twice"
     assert {s: (r.status, r.total) for s, r in resumed.items()} == {
         "alice": ("graded", 4), "bob": ("graded", 0), "carol": ("graded", 0)}
     _assert_one_submission_each(course, list(answers))
 
-    classroom.feedback(course, A, release_to_students=True)
-    hidden = classroom.hidden_lines(course, A)
+    feedback(course, A, release_to_students=True)
+    hidden = hidden_lines(course, A)
     for student in answers:
         home = tmp_path / "home" / student
         _student_nbgrader(home, exchange, student, "fetch_feedback", A)
         pages = list((home / A / "feedback").rglob("*.html"))
         assert len(pages) == 1, pages
-        assert not classroom.leaked_lines(pages[0].read_text(encoding="utf-8"), hidden)
+        assert not leaked_lines(pages[0].read_text(encoding="utf-8"), hidden)
 
-    rows = classroom.export_grades(course, tmp_path / "grades.csv")
+    rows = export_grades(course, tmp_path / "grades.csv")
     assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
         ("alice", "graded", "4", "4"), ("bob", "graded", "0", "0"), ("carol", "graded", "0", "0")]
 
 
 def test_lms_zip_is_collected_and_graded(tmp_path):
-    course = classroom.make_course_copy(tmp_path / "course")
+    course = make_course_copy(tmp_path / "course")
     download = tmp_path / "submissions.zip"
     with zipfile.ZipFile(download, "w") as archive:
         archive.writestr(f"doejane_12345_678_{A}.ipynb", nbformat.writes(submission(A, {})))
         archive.writestr(f"roesmith_late_23456_789_{A}-1.ipynb", nbformat.writes(student_notebook(A)))
         archive.writestr("roesmith_23456_790_notes.txt", "not a notebook")
-    assert classroom.collect_zip(course, A, [download]) == ["doejane", "roesmith"]
-    results = classroom.grade(course, A, workers=2, progress=False)
+    assert collect_zip(course, A, [download]) == ["doejane", "roesmith"]
+    results = grade(course, A, workers=2, progress=False)
     assert (results["doejane"].status, results["doejane"].total) == ("graded", 4)
     assert results["roesmith"].status == "needs review" and "was named" in results["roesmith"].line()
     assert results["roesmith"].total == 0
@@ -290,17 +296,17 @@ def test_every_assignment_through_the_pipeline(assignment):
     them, and feedback without hidden tests (test_grading.py checks the scores themselves)."""
     run = graded_batch(assignment)
     course = run.course
-    rows = classroom.export_grades(course, course.root / "grades.csv", [assignment])
-    exercises = classroom.exercises(course, assignment)
-    assert set(exercises) <= set(rows[0]) and len(exercises) >= 1
+    rows = export_grades(course, course.root / "grades.csv", [assignment])
+    columns = exercises(course, assignment)
+    assert set(columns) <= set(rows[0]) and len(columns) >= 1
     solved = run.results["solution"]
     row = next(r for r in rows if r["student"] == "solution")
-    assert sum(float(row[e]) for e in exercises) == solved.max_total > 0
-    hidden = classroom.hidden_lines(course, assignment)
-    pages = classroom.feedback(course, assignment, students=["solution", "untouched"])
+    assert sum(float(row[e]) for e in columns) == solved.max_total > 0
+    hidden = hidden_lines(course, assignment)
+    pages = feedback(course, assignment, students=["solution", "untouched"])
     assert len(pages) == 2
     for path in pages:
-        assert not classroom.leaked_lines(path.read_text(encoding="utf-8"), hidden), path
+        assert not leaked_lines(path.read_text(encoding="utf-8"), hidden), path
 
 
 def test_grading_without_the_sandbox_still_works_and_says_so(tmp_path, monkeypatch):
@@ -310,6 +316,6 @@ def test_grading_without_the_sandbox_still_works_and_says_so(tmp_path, monkeypat
     monkeypatch.setenv("HEADS_AND_MASKS_UNSANDBOXED", "1")  # inherited by the grading workers
     run = grade_class(A, {"solved": submission(A, {}), "blank": student_notebook(A)}, tmp_path, workers=1)
     solved, blank = run.results["solved"], run.results["blank"]
-    assert solved.total == solved.max_total > 0 and blank.total == 0, (solved.log, blank.log)
+    assert solved.total == solved.max_total > 0 and blank.total == 0, (solved.line(), blank.line())
     for result in (solved, blank):
         assert any("unsandboxed" in note for note in result.notes), result.notes

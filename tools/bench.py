@@ -214,7 +214,7 @@ def section_course(quick: bool) -> tuple[list[str], list[Check]]:
 
 def section_grading(quick: bool, n_submissions: int | None = None,
                     assignments: list[str] | None = None) -> tuple[list[str], list[Check]]:
-    from autograde.classroom import grading_throughput_benchmark
+    from autograde.throughput import grading_throughput_benchmark
 
     n = n_submissions or (2 if quick else 6)
     result = grading_throughput_benchmark(assignments, n_submissions=n)

@@ -1,0 +1,238 @@
+"""Step 0, the course: where everything lives, and the one way nbgrader is called on it.
+
+A :class:`Course` is a course root laid out as in ``nbgrader_config.py`` (the repository itself, or a
+copy for tests and benchmarks). Every nbgrader command of the pipeline (generate, release, autograde,
+feedback, release feedback) goes through :meth:`Course.nbgrader`: nbgrader's own Python API
+(``NbGraderAPI``) with the course's ``nbgrader_config.py`` and this course's folders. Which cells are
+answers and which are tests is nbgrader's to say (``nbgrader.utils``), never read by hand.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Cells, as nbgrader sees them
+# ---------------------------------------------------------------------------------------------
+
+def grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def is_answer(cell) -> bool:
+    from nbgrader.utils import is_solution
+
+    return is_solution(cell)
+
+
+def is_test(cell) -> bool:
+    """A graded cell that is not an answer: nbgrader's autograded test cell."""
+    from nbgrader.utils import is_grade, is_solution
+
+    return is_grade(cell) and not is_solution(cell)
+
+
+# ---------------------------------------------------------------------------------------------
+# The course
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Course:
+    """A course root laid out as in nbgrader_config.py (the repository itself, or a copy for tests)."""
+
+    root: Path = REPO
+    exchange: Path | None = None  # nbgrader's exchange folder (None: nbgrader's default, /srv/nbgrader/exchange)
+    course_id: str = "heads-and-masks"
+    source: str = "solutions"
+    release: str = "notebooks"
+    submitted: str = "autograde/submitted"
+    autograded: str = "autograde/autograded"
+    feedback: str = "autograde/feedback"
+    solution: str = "autograde/solution"
+    runtime: str = "autograde"  # gradebook.db, results/, reports/, work/, logs/
+
+    def __post_init__(self):
+        self.root = Path(self.root).resolve()
+        if self.exchange is not None:
+            self.exchange = Path(self.exchange).resolve()
+
+    def path(self, step: str, student: str | None = None, assignment: str | None = None) -> Path:
+        folder = self.root / getattr(self, step)
+        if student is not None:
+            folder = folder / student
+        if assignment is not None:
+            folder = folder / assignment
+        return folder
+
+    @property
+    def gradebook_path(self) -> Path:
+        return self.root / self.runtime / "gradebook.db"
+
+    @property
+    def db_url(self) -> str:
+        return f"sqlite:///{self.gradebook_path}"
+
+    def runtime_dir(self, *parts: str) -> Path:
+        folder = self.root / self.runtime / Path(*parts)
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def assignments(self) -> list[str]:
+        return sorted(p.name for p in self.path("source").iterdir() if p.is_dir() and p.name[:2].isdigit())
+
+    def config(self, settings: dict | None = None, **folders: str):
+        """The course's ``nbgrader_config.py`` pointed at this course (``folders``: e.g. release=...).
+
+        ``settings``: more traitlets settings by dotted name, e.g. ``{"Judge.timeout": 10}``.
+        """
+        from traitlets.config import Config
+        from traitlets.config.loader import PyFileConfigLoader
+
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
+        overrides = Config()
+        overrides.CourseDirectory.root = str(self.root)
+        overrides.CourseDirectory.course_id = self.course_id
+        overrides.CourseDirectory.db_url = self.db_url
+        for step in STEPS:
+            overrides.CourseDirectory[f"{step}_directory"] = str(folders.get(step, getattr(self, step)))
+        if self.exchange is not None:
+            overrides.Exchange.root = str(self.exchange)
+        for dotted, value in (settings or {}).items():
+            section, name = dotted.rsplit(".", 1)
+            overrides[section][name] = value
+        config.merge(overrides)
+        return config
+
+    def nbgrader(self, command: str, assignment: str, student: str | None = None, *,
+                 settings: dict | None = None, check: bool = True, **folders: str) -> dict:
+        """Run one nbgrader command (a method of ``NbGraderAPI``: ``generate_assignment``,
+        ``release_assignment``, ``autograde``, ``generate_feedback``, ``release_feedback``) on this course.
+
+        Returns nbgrader's answer: ``{"success": bool, "log": str, "error": str}``. With ``check``, a
+        failure raises RuntimeError with nbgrader's log.
+        """
+        from nbgrader.apps.api import NbGraderAPI
+        from nbgrader.coursedir import CourseDirectory
+
+        # nbgrader runs some helpers by name (alembic, for the gradebook): this interpreter's first.
+        bin_dir = str(Path(sys.executable).parent)
+        if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+            os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+        config = self.config(settings, **folders)
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        arguments = [assignment] if student is None else [assignment, student]
+        answer = getattr(api, command)(*arguments)
+        if answer is None:  # nbgrader's exchange commands say nothing on platforms without an exchange
+            answer = {"success": False, "error": f"{command} is not available here"}
+        answer.setdefault("log", "")
+        answer.setdefault("error", "")
+        if check and not answer["success"]:
+            raise RuntimeError(f"`nbgrader {command} {' '.join(arguments)}` failed:\n{answer['log']}\n{answer['error']}")
+        return answer
+
+
+def gradebook(course: Course):
+    from nbgrader.api import Gradebook
+
+    course.gradebook_path.parent.mkdir(parents=True, exist_ok=True)
+    return Gradebook(course.db_url, course.course_id)
+
+
+def make_course_copy(root: Path, exchange: Path | None = None) -> Course:
+    """A fresh course root with this repository's solutions/ and notebooks/ (for tests and benchmarks)."""
+    root = Path(root)
+    for name in ("solutions", "notebooks"):
+        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    return Course(root=root, exchange=exchange)
+
+
+# ---------------------------------------------------------------------------------------------
+# Setting up and releasing an assignment
+# ---------------------------------------------------------------------------------------------
+
+def in_gradebook(course: Course, assignment: str) -> bool:
+    from nbgrader.api import MissingEntry
+
+    if not course.gradebook_path.exists():
+        return False
+    with gradebook(course) as gb:
+        try:
+            return bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+
+
+def setup(course: Course, assignment: str, force: bool = False) -> list[str]:
+    """Record the assignment (its cells and hidden tests) in the course's gradebook.
+
+    ``generate_assignment`` does it; its release goes to a scratch folder and is compared with the
+    committed ``notebooks/``, which is never rewritten here. Returns warnings (e.g. stale notebooks).
+    """
+    if in_gradebook(course, assignment) and not force:
+        return []
+    scratch = course.runtime_dir("work", "release-check")
+    shutil.rmtree(scratch / assignment, ignore_errors=True)
+    course.nbgrader("generate_assignment", assignment, release=str(scratch))
+    warnings = []
+    released = course.path("release", assignment=assignment)
+    for built in sorted((scratch / assignment).glob("*.ipynb")):
+        committed = released / built.name
+        if not committed.exists() or _comparable(committed) != _comparable(built):
+            warnings.append(f"{committed.relative_to(course.root)} differs from what the solutions generate: "
+                            "run `make notebooks` before releasing")
+    shutil.rmtree(scratch, ignore_errors=True)
+    return warnings
+
+
+def _comparable(path: Path) -> str:
+    return json.dumps(nbformat.read(path, as_version=4), sort_keys=True)
+
+
+def release(course: Course, assignment: str) -> list[str]:
+    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch."""
+    warnings = setup(course, assignment)
+    course.nbgrader("release_assignment", assignment, settings={"ExchangeReleaseAssignment.force": True})
+    return warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# Who and what is expected
+# ---------------------------------------------------------------------------------------------
+
+def expected_notebooks(course: Course, assignment: str) -> list[str]:
+    return sorted(p.stem for p in course.path("release", assignment=assignment).glob("*.ipynb")) or \
+        sorted(p.stem for p in course.path("source", assignment=assignment).glob("*.ipynb"))
+
+
+def students_with_submissions(course: Course, assignment: str) -> list[str]:
+    base = course.path("submitted")
+    if not base.exists():
+        return []
+    return sorted(p.name for p in base.iterdir() if (p / assignment).is_dir())
+
+
+def roster(course: Course, assignment: str) -> list[str]:
+    """Every student the course knows: in the gradebook, with a submission, or graded before."""
+    students = set(students_with_submissions(course, assignment))
+    if course.gradebook_path.exists():
+        with gradebook(course) as gb:
+            students |= {s.id for s in gb.students}
+    results = course.root / course.runtime / "results" / assignment
+    if results.exists():
+        students |= {p.stem for p in results.glob("*.json")}
+    return sorted(students)

@@ -1,0 +1,86 @@
+"""Step 6, export: the grades as a CSV, one row per student and assignment, one column per graded exercise.
+
+Scores come from the course's gradebook (an instructor's manual grades included); the status and the
+notes from each student's result. Every cell is written so that a spreadsheet shows it as text.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from .collect import printable
+from .course import Course, gradebook, in_gradebook, roster
+from .results import Status, grade_cells, read_results, scores_from_gradebook
+
+
+def exercise_of(grade_id: str, answers: list[str]) -> str:
+    """The exercise a test cell grades: ``test_split_heads_errors`` -> ``split_heads`` (longest answer id)."""
+    name = grade_id[len("test_"):] if grade_id.startswith("test_") else grade_id
+    matches = [a for a in answers if name == a or name.startswith(a + "_")]
+    return max(matches, key=len) if matches else name
+
+
+def exercises(course: Course, assignment: str) -> dict[str, list[str]]:
+    """exercise -> its grade cells, in notebook order."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            found = gb.find_assignment(assignment)
+        except MissingEntry:
+            return {}
+        grouped: dict[str, list[str]] = {}
+        for notebook in found.notebooks:
+            answers = [c.name for c in notebook.solution_cells]
+            for cell in sorted(notebook.grade_cells, key=lambda c: c.name):
+                grouped.setdefault(exercise_of(cell.name, answers), []).append(cell.name)
+    return grouped
+
+
+def export_grades(course: Course, path: Path, assignments: list[str] | None = None) -> list[dict]:
+    """Write the grades CSV: student, assignment, status, one column per exercise, total, max, notes."""
+    assignments = assignments or [a for a in course.assignments() if in_gradebook(course, a)]
+    rows, columns = [], []
+    for assignment in assignments:
+        grouped = exercises(course, assignment)
+        columns += [e for e in grouped if e not in columns]
+        recorded = read_results(course, assignment)
+        maxima = grade_cells(course, assignment)
+        for student in roster(course, assignment):
+            result = recorded.get(student)
+            status = result.status if result else (Status.MISSING if not course.path("submitted", student, assignment).is_dir()
+                                                   else Status.NOT_GRADED)
+            scores = scores_from_gradebook(course, assignment, student) if result else {}
+            row = {"student": student, "student_as_submitted": (result.original_id if result else "") or student,
+                   "assignment": assignment, "status": status.value}
+            for exercise, cells in grouped.items():
+                row[exercise] = f"{sum(scores.get(c, 0.0) for c in cells):g}"
+            row["total"] = f"{sum(scores.get(c, 0.0) for c in maxima):g}"
+            row["max_total"] = f"{sum(maxima.values()):g}"
+            row["notes"] = "; ".join(result.notes) if result else ""
+            rows.append(row)
+    header = ["student", "student_as_submitted", "assignment", "status", *columns, "total", "max_total", "notes"]
+    rows = [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=header, restval="")
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def spreadsheet_safe(value) -> str:
+    """A CSV cell a spreadsheet shows as text: no formula (``=1+2``, ``+``, ``-``, ``@``), no control characters."""
+    text = printable(str(value))
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(text):
+        return "'" + text
+    return text
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False

@@ -1,0 +1,46 @@
+"""Step 7, the report: what went wrong, per student, in plain words (also written to ``reports/``).
+
+One line per assignment with the count of each status, then a line for every student whose
+submission needs a look (a failure, a note), and a warning on top when grading ran unsandboxed.
+"""
+from __future__ import annotations
+
+from .collect import printable
+from .course import Course, roster
+from .results import Status, read_results
+
+
+def sandbox_state() -> tuple[bool, str]:
+    """(True, "") when grading kernels run in the bubblewrap sandbox (sandbox.py), else (False, why)."""
+    from .sandbox import sandbox_available
+
+    return sandbox_available()
+
+
+def report(course: Course, assignment: str) -> str:
+    """Everything that went wrong, per student, in plain words (also written to reports/)."""
+    results = read_results(course, assignment)
+    everyone = roster(course, assignment)
+    counts = {status: 0 for status in Status}
+    lines = []
+    for student in everyone:
+        result = results.get(student)
+        if result is None:
+            submitted = course.path("submitted", student, assignment).is_dir()
+            status = Status.NOT_GRADED if submitted else Status.MISSING
+            counts[status] += 1
+            lines.append(printable(f"  {student}: {status}") + (": run `grade.py autograde` again" if submitted
+                                                                 else ": nothing was submitted"))
+            continue
+        counts[result.status] += 1
+        if result.status != Status.GRADED:
+            lines.append("  " + result.line())
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
+    text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
+    sandboxed, why_not = sandbox_state()
+    if not sandboxed:
+        text.insert(0, f"WARNING: graded UNSANDBOXED ({why_not}): every grade below is unsandboxed")
+    text += lines if lines else ["  every submission was graded without trouble"]
+    out = "\n".join(text) + "\n"
+    (course.runtime_dir("reports") / f"{assignment}.txt").write_text(out, encoding="utf-8")
+    return out

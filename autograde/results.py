@@ -1,0 +1,187 @@
+"""Step 4, the results: one record per student and assignment, the one the pipeline, the CLI and the tests read.
+
+A :class:`Result` is written as ``results/<assignment>/<student>.json`` after the student's grades went
+into the course's gradebook (``merge_into_gradebook``, only ever from the coordinating process). Every
+student of an assignment gets exactly one :class:`Status`; statuses cross process and machine
+boundaries by their value (a plain string) and are turned back into a :class:`Status` on arrival.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import json
+import os
+from pathlib import Path
+
+from .collect import printable
+from .course import Course, gradebook
+
+
+class Status(enum.StrEnum):
+    """What became of a submission, from best to worst."""
+
+    GRADED = "graded"
+    REVIEW = "needs review"  # graded, with something an instructor should look at (the notes say what)
+    TIMED_OUT = "timed out"
+    DIED = "kernel died"
+    INVALID = "invalid notebook"
+    MISSING = "missing"
+    NOT_GRADED = "not graded yet"  # submitted, but no grading run has finished it (yet)
+
+    @property
+    def failed(self) -> bool:
+        """Nothing could be graded (counted as a failure on the progress line)."""
+        return self in (Status.TIMED_OUT, Status.DIED, Status.INVALID, Status.MISSING)
+
+
+@dataclasses.dataclass
+class Result:
+    """One student's grading of one assignment."""
+
+    student: str
+    assignment: str
+    status: Status
+    scores: dict[str, float]  # grade id -> points
+    max_scores: dict[str, float]
+    notes: list[str]  # everything unusual, in plain words
+    fingerprint: str = ""  # of the submitted files: the same files are not graded twice
+    seconds: float = 0.0  # nbgrader's autograde of this submission
+    graded_at: str = ""
+    original_id: str = ""  # the student id as submitted, when it had to be made safe (collect.py)
+    # The autograded notebook, when a caller loaded it (``load_notebook``); not part of the record.
+    notebook: object = dataclasses.field(default=None, repr=False, compare=False)
+
+    def __post_init__(self):
+        self.status = Status(self.status)
+
+    @property
+    def total(self) -> float:
+        return sum(self.scores.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(self.max_scores.values())
+
+    def line(self) -> str:
+        """The report's line for this student."""
+        score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
+        text = f"{self.student}: {self.status}, {score}"
+        return printable(text + (": " + "; ".join(self.notes) if self.notes else ""))
+
+    def record(self) -> dict:
+        """The record as plain data (what ``results/`` keeps)."""
+        data = dataclasses.asdict(self)
+        data.pop("notebook")
+        data["status"] = self.status.value
+        return data
+
+    def load_notebook(self, course: Course):
+        """The autograded notebook (with the verdict of every test cell), or None when there is none."""
+        import nbformat
+
+        path = course.path("autograded", self.student, self.assignment) / f"{self.assignment}.ipynb"
+        self.notebook = nbformat.read(path, as_version=4) if path.exists() else None
+        return self.notebook
+
+    def error_text(self, grade_id: str) -> str:
+        """What a test cell reported as its failure (the judge's verdict), from the loaded notebook."""
+        for cell in getattr(self.notebook, "cells", []):
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id:
+                parts = []
+                for output in cell.get("outputs", []):
+                    if output.get("output_type") == "error":
+                        parts += [output.get("ename", ""), output.get("evalue", "")]
+                    elif output.get("name") == "stderr":
+                        parts.append(output.get("text", ""))
+                return "\n".join(parts)
+        return ""
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def results_dir(course: Course, assignment: str) -> Path:
+    return course.runtime_dir("results", assignment)
+
+
+def write_result(course: Course, result: Result) -> None:
+    path = results_dir(course, result.assignment) / f"{result.student}.json"
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(result.record(), indent=1))
+    os.replace(temporary, path)  # atomic: a record is either there whole or not at all
+
+
+def read_results(course: Course, assignment: str) -> dict[str, Result]:
+    folder = course.root / course.runtime / "results" / assignment
+    results = {}
+    if folder.exists():
+        for path in sorted(folder.glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+                data.pop("recheck_seconds", None)  # records of an earlier version
+                results[path.stem] = Result(**data)
+            except (ValueError, TypeError):
+                continue  # a damaged record: that student is graded again
+    return results
+
+
+def grade_cells(course: Course, assignment: str) -> dict[str, float]:
+    """grade_id -> max points of every graded cell of the assignment, from the gradebook."""
+    with gradebook(course) as gb:
+        found = gb.find_assignment(assignment)
+        return {cell.name: float(cell.max_score) for nb in found.notebooks for cell in nb.grade_cells}
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing into the course's gradebook (only ever from the coordinating process)
+# ---------------------------------------------------------------------------------------------
+
+def _parse_time(text: str | None):
+    if not text:
+        return None
+    return dt.datetime.fromisoformat(text)
+
+
+def merge_into_gradebook(course: Course, assignment: str, student: str, graded: dict | None) -> None:
+    """Record one student's autograde in the course gradebook, replacing any earlier one.
+
+    ``graded`` is what a worker read from its private gradebook; ``None`` records a submission that
+    could not be graded: every grade 0 and flagged for manual grading, so formgrader shows it.
+    Manual scores an instructor already gave are kept.
+    """
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    with gradebook(course) as gb, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SAWarning)  # nbgrader's own ORM use, harmless and noisy
+        gb.update_or_create_student(student)
+        timestamp = _parse_time(graded.get("timestamp")) if graded else None
+        submission = gb.update_or_create_submission(assignment, student, **({"timestamp": timestamp} if timestamp else {}))
+        for notebook in submission.notebooks:
+            data = (graded or {}).get("notebooks", {}).get(notebook.name)
+            for grade in notebook.grades:
+                if data and grade.name in data["grades"]:
+                    grade.auto_score = data["grades"][grade.name]["auto_score"]
+                    grade.needs_manual_grade = bool(data["grades"][grade.name]["needs_manual_grade"])
+                else:
+                    grade.auto_score = 0.0
+                    grade.needs_manual_grade = True
+            for comment in notebook.comments:
+                if data and comment.name in data["comments"]:
+                    comment.auto_comment = data["comments"][comment.name]
+            notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
+        gb.db.commit()
+
+
+def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict[str, float]:
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return {}
+        return {g.name: float(g.score or 0.0) for nb in submission.notebooks for g in nb.grades}

@@ -1,0 +1,156 @@
+"""Grading throughput: plain nbgrader, this pipeline with one worker, and with one worker per core, side by side.
+
+Not a step of the pipeline: the measurement behind ``make bench`` (its grading section) and
+``python -m autograde.grade bench``. It grades through the same ``pool.grade`` as instructors do.
+"""
+from __future__ import annotations
+
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+import nbformat
+
+from .course import REPO, Course, default_workers, expected_notebooks, grade_id, is_answer, make_course_copy, setup
+from .pool import grade
+from .results import Status
+from .sandbox import GRADING_ENV
+from .tool_env import tool_env
+
+
+def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
+    """The released notebook with every answer cell filled from the solutions: a correct submission."""
+    name = expected_notebooks(course, assignment)[0]
+    released = nbformat.read(course.path("release", assignment=assignment) / f"{name}.ipynb", as_version=4)
+    solutions = nbformat.read(course.path("source", assignment=assignment) / f"{name}.ipynb", as_version=4)
+    answers = {grade_id(c): c.source for c in solutions.cells if is_answer(c)}
+    for cell in released.cells:
+        if grade_id(cell) in answers:
+            cell.source = "\n".join(line for line in answers[grade_id(cell)].splitlines()
+                                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return released
+
+
+def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, n_submissions: int = 6,
+                                 workers: int | None = None) -> dict:
+    """Grade the same ``n_submissions`` correct submissions of every assignment three ways, side by side.
+
+    * ``plain``: nbgrader's own ``nbgrader autograde`` command, serially, with nbgrader's default
+      configuration (its ``Execute`` step and the notebook's default kernel, no sandbox, no judge),
+      in a course copy of its own;
+    * ``one``: this pipeline with one worker (sandboxed kernel and judge on);
+    * ``two``: this pipeline with ``workers`` workers (one per core by default).
+
+    The three run one after the other for each assignment (``assignment``: one name, several, or
+    None for every one), so that each assignment's ratios come from the same minutes of the
+    machine. Seconds per notebook are wall-clock times divided by ``n_submissions`` (start-up of
+    nbgrader and of the workers included). Every submission must score full marks in every mode.
+    """
+    workers = workers or default_workers()
+    if assignment is None:
+        assignments = Course(root=REPO).assignments()
+    elif isinstance(assignment, str):
+        assignments = [assignment]
+    else:
+        assignments = list(assignment)
+    figures: dict = {"assignments": assignments, "n_submissions": n_submissions, "workers": workers,
+                     "cores": default_workers(), "rows": []}
+    plain_env = tool_env(headless=True)
+    plain_env.pop(GRADING_ENV, None)  # plain nbgrader knows nothing of grading mode
+    with tempfile.TemporaryDirectory(prefix="hm-bench-") as scratch:
+        plain_root = Path(scratch) / "plain"
+        plain_root.mkdir()
+        shutil.copytree(REPO / "solutions", plain_root / "source",
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        (plain_root / "nbgrader_config.py").write_text(  # nbgrader's defaults, but for where the course is
+            f"c = get_config()\nc.CourseDirectory.root = {str(plain_root)!r}\n"
+            "c.CourseDirectory.course_id = 'plain-nbgrader'\n", encoding="utf-8")
+
+        def plain_nbgrader(*args: str) -> None:
+            run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=plain_root, env=plain_env,
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+
+        def plain_full_marks(name: str) -> int:
+            from nbgrader.api import Gradebook
+
+            with Gradebook(f"sqlite:///{plain_root / 'gradebook.db'}") as book:
+                return sum(book.find_submission(name, f"student{i:03d}").score
+                           == book.find_assignment(name).max_score for i in range(n_submissions))
+
+        courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
+        for name in assignments:
+            row: dict = {"assignment": name}
+            notebook = filled_submission(courses["one"], name)
+            notebook_name = expected_notebooks(courses["one"], name)[0]
+            plain_nbgrader("generate_assignment", name, "--force")
+            for root in (plain_root / "submitted", *(c.path("submitted") for c in courses.values())):
+                for index in range(n_submissions):
+                    folder = root / f"student{index:03d}" / name
+                    folder.mkdir(parents=True)
+                    nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
+            started = time.perf_counter()
+            plain_nbgrader("autograde", name)
+            row["plain_seconds"] = time.perf_counter() - started
+            row["plain_full_marks"] = plain_full_marks(name)
+            for mode, count in (("one", 1), ("two", workers)):
+                setup(courses[mode], name)
+                started = time.perf_counter()
+                results = grade(courses[mode], name, workers=count, progress=False)
+                row[f"{mode}_seconds"] = time.perf_counter() - started
+                row[f"{mode}_full_marks"] = sum(r.status == Status.GRADED and r.total == r.max_total
+                                                for r in results.values())
+                row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
+                row[f"{mode}_problems"] = [r.line() for r in results.values()
+                                           if not (r.status == Status.GRADED and r.total == r.max_total)][:3]
+            for mode in ("plain", "one", "two"):
+                row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / n_submissions
+            row["one_over_plain"] = row["one_seconds"] / row["plain_seconds"]
+            row["speedup"] = row["one_seconds"] / row["two_seconds"]
+            row["all_full_marks"] = all(row[f"{m}_full_marks"] == n_submissions for m in ("plain", "one", "two"))
+            figures["rows"].append(row)
+    rows = figures["rows"]
+    for mode in ("plain", "one", "two"):
+        figures[f"{mode}_seconds"] = sum(r[f"{mode}_seconds"] for r in rows)
+    figures["one_over_plain"] = figures["one_seconds"] / figures["plain_seconds"]
+    figures["speedup"] = figures["one_seconds"] / figures["two_seconds"]
+    figures["worst_one_over_plain"] = max(rows, key=lambda r: r["one_over_plain"])
+    figures["worst_speedup"] = min(rows, key=lambda r: r["speedup"])
+    # A class: every student hands in every assignment measured here, graded with `workers` workers. Each
+    # assignment's run costs its start-up (what the measured wall time holds beyond its submissions) once,
+    # then each submission its median time inside a worker, `workers` at a time.
+    figures["class_students"] = students = 300
+    class_seconds = 0.0
+    for r in rows:
+        marginal = r["two_median_submission"] / workers
+        class_seconds += max(0.0, r["two_seconds"] - n_submissions * marginal) + students * marginal
+    figures["class_hours"] = class_seconds / 3600
+    figures["class_hours_wall"] = students * sum(r["two_per_notebook"] for r in rows) / 3600  # start-up per N
+    figures["all_full_marks"] = all(r["all_full_marks"] for r in rows)
+    return figures
+
+
+def describe(figures: dict) -> str:
+    n, workers = figures["n_submissions"], figures["workers"]
+    lines = [f"grading the same {n} correct submissions of each assignment ({figures['cores']} cores), "
+             "seconds per notebook (wall clock / submissions):",
+             f"  {'assignment':<18} {'plain nbgrader':>14} {'1 worker':>9} {f'{workers} workers':>10} "
+             f"{'1 worker/plain':>15} {'speedup':>8}  full marks"]
+    for r in figures["rows"]:
+        lines.append(f"  {r['assignment']:<18} {r['plain_per_notebook']:14.2f} {r['one_per_notebook']:9.2f} "
+                     f"{r['two_per_notebook']:10.2f} {r['one_over_plain']:14.2f}x {r['speedup']:7.2f}x  "
+                     f"{r['all_full_marks']}")
+    total = len(figures["rows"]) * n
+    lines += [f"  {'all':<18} {figures['plain_seconds'] / total:14.2f} {figures['one_seconds'] / total:9.2f} "
+              f"{figures['two_seconds'] / total:10.2f} {figures['one_over_plain']:14.2f}x {figures['speedup']:7.2f}x  "
+              f"{figures['all_full_marks']}",
+              f"  a class of {figures['class_students']} on these {len(figures['rows'])} assignments with {workers} "
+              f"workers: {figures['class_hours']:.2f} h ({figures['class_hours_wall']:.2f} h if every {n} "
+              "submissions paid the start-up again)"]
+    return "\n".join(lines)
