@@ -328,8 +328,12 @@ class StudentKernel:
         self.usable = True
         return self
 
-    def run(self, code: str, timeout: float) -> CellRun:
-        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds."""
+    def run(self, code: str, timeout: float, silent: bool = False) -> CellRun:
+        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds.
+
+        ``silent``: as the judge's own calls run, IPython echoes no input, counts no execution and runs
+        none of the cell callbacks a notebook may have registered (what it prints still comes back).
+        """
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
@@ -358,7 +362,7 @@ class StudentKernel:
 
         # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
         # waiting out the cell's time limit for a reply that will never come.
-        msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+        msg_id = self.client.execute(code, silent=silent, store_history=False, allow_stdin=False)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -413,7 +417,7 @@ class StudentKernel:
         if not self.usable or not self.manager.is_alive():
             self.usable = False
             raise KernelGone("the kernel running your notebook has died or is stuck")
-        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout)
+        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout, silent=True)
         if run.error == "Timeout":
             raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
