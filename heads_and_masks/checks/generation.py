@@ -65,7 +65,8 @@ def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
         hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
         if got.shape == cache.shape:
             hint = ("The returned cache has the shape of the old one: the new token's K and V were not appended. "
-                    + FORGOT_OWN_KV)
+                    "Likely cause: the cache forgets the new token's own K/V, so the next step would not see this "
+                    "token at all. Return the caches with k_new and v_new appended.")
         prepended = np.concatenate([wanted[:, :, cache.shape[2]:], wanted[:, :, :cache.shape[2]]], axis=2)
         expect_close(got, wanted, what=f"{what}, the returned {name} (shape (b, h, n + 1, d))", hint=hint,
                      diagnoses=[(prepended, "the new token was put before the cached ones: append it at the end, "
@@ -172,6 +173,9 @@ def _write_mistakes(cache, new, position):
     yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT
     yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT
     yield written([w - 1 - (p % w) for p in range(position, position + t)]), "the slots are counted from the end."
+    yield np.concatenate([cache, new], axis=-2)[..., -w:, :], (
+        "the buffer was shifted like a queue (append, then drop the oldest): a rolling buffer never moves its "
+        "tokens, it overwrites the oldest one where it is, in slot p mod w.")
 
 
 def _probe_write(rolling_cache_write, cache, new, position, label):
