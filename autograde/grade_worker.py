@@ -210,17 +210,20 @@ def main() -> None:
     root.mkdir(parents=True, exist_ok=True)
     if not (root / "gradebook.db").exists():
         shutil.copy(settings["gradebook"], root / "gradebook.db")
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        try:
-            result = grade_one(settings, job)
-        except BaseException:
-            result = {"assignment": job.get("assignment"), "student": job.get("student"), "ok": False,
-                      "failure": Status.REVIEW.value, "log": traceback.format_exc()}
-        stdout.write(json.dumps(result) + "\n")
-        stdout.flush()
+    from .judge import KernelSupply
+
+    with KernelSupply():  # each submission's kernel boots while the one before is graded
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            try:
+                result = grade_one(settings, job)
+            except BaseException:
+                result = {"assignment": job.get("assignment"), "student": job.get("student"), "ok": False,
+                          "failure": Status.REVIEW.value, "log": traceback.format_exc()}
+            stdout.write(json.dumps(result) + "\n")
+            stdout.flush()
 
 
 if __name__ == "__main__":

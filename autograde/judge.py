@@ -297,14 +297,28 @@ class CellRun:
 
 
 class StudentKernel:
-    """A sandboxed kernel running the student's notebook, and calls into it."""
+    """A sandboxed kernel running the student's notebook, and calls into it.
 
-    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900):
+    Made in two steps, so that a kernel can boot while another submission is graded (``KernelSupply``):
+    the constructor starts the process (numpy and the stub package are imported in it before the kernel
+    listens: ``PRELOAD``), :meth:`connect` waits until it answers and seals its socket folder.
+    """
+
+    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900, *, connect: bool = True):
+        self.limits = (memory_mb, cpu_seconds)
+        self.usable = False
+        self.client = None
         self.manager = SandboxedKernelManager(kernel_name="python3")
         self.manager.package = shared_stub_package()
         self.manager.memory_mb = memory_mb
         self.manager.cpu_seconds = cpu_seconds
-        self.manager.start_kernel()
+        self.manager.preload = PRELOAD
+        self.manager.start_kernel()  # returns once the process is spawned; it boots on its own
+        if connect:
+            self.connect()
+
+    def connect(self) -> "StudentKernel":
+        """Wait until the kernel answers (at most a minute), then make its socket folder read-only."""
         # The grader decodes every message the kernel sends: one over MAX_MESSAGE_BYTES drops the
         # connection (the student's own call then times out) instead of filling the grader's memory.
         context = zmq.Context()
@@ -314,9 +328,14 @@ class StudentKernel:
         self.client.wait_for_ready(timeout=60)
         self.manager.seal()
         self.usable = True
+        return self
 
-    def run(self, code: str, timeout: float) -> CellRun:
-        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds."""
+    def run(self, code: str, timeout: float, silent: bool = False) -> CellRun:
+        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds.
+
+        ``silent``: as the judge's own calls run, IPython echoes no input, counts no execution and runs
+        none of the cell callbacks a notebook may have registered (what it prints still comes back).
+        """
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
@@ -345,7 +364,7 @@ class StudentKernel:
 
         # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
         # waiting out the cell's time limit for a reply that will never come.
-        msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+        msg_id = self.client.execute(code, silent=silent, store_history=False, allow_stdin=False)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -400,7 +419,7 @@ class StudentKernel:
         if not self.usable or not self.manager.is_alive():
             self.usable = False
             raise KernelGone("the kernel running your notebook has died or is stuck")
-        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout)
+        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout, silent=True)
         if run.error == "Timeout":
             raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
@@ -415,10 +434,79 @@ class StudentKernel:
         return reply
 
     def shutdown(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.stop_channels()
+        self.usable = False
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.stop_channels()
         with contextlib.suppress(Exception):
             self.manager.shutdown_kernel(now=True)
+
+
+# What every grading kernel imports before it listens (``kernel_launch.py --preload``): what the
+# notebooks' first cell imports anyway, paid while the previous submission is graded. Never
+# anything of a student's: a kernel is started before it is given a submission.
+PRELOAD = ("numpy", "heads_and_masks")
+
+
+class KernelSupply:
+    """The grading kernels of one worker: a fresh sandboxed kernel per submission, the next one booting
+    while the current one is graded.
+
+        with KernelSupply() as kernels:       # once per worker process, around its submissions
+            ...                               # the Judge takes each submission's kernel from it
+        kernels.take(memory_mb, cpu_seconds)  # (what the Judge calls) a new kernel, ready
+
+    A kernel is never reused: every ``take`` hands out one that has run nothing yet, and starts the
+    next one (own uid, own sandbox, own cgroups, the limits asked for) at once, so that its start-up
+    and imports overlap the grading of this submission. A spare started with other limits is thrown
+    away, never handed out. Outside a ``with`` block the Judge starts each kernel when it needs it.
+    """
+
+    def __init__(self, prestart: bool = True):
+        self.prestart = prestart
+        self.spare: StudentKernel | None = None
+        self._outer: KernelSupply | None = None
+
+    def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
+        kernel, self.spare = self.spare, None
+        if kernel is not None and (kernel.limits != (memory_mb, cpu_seconds) or not kernel.manager.is_alive()):
+            kernel.shutdown()
+            kernel = None
+        if kernel is None:
+            kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
+        if self.prestart:
+            try:
+                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
+                self.spare = None
+        try:
+            return kernel.connect()
+        except BaseException:
+            kernel.shutdown()
+            raise
+
+    def close(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.shutdown()
+
+    def __enter__(self) -> "KernelSupply":
+        global _SUPPLY
+        self._outer, _SUPPLY = _SUPPLY, self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _SUPPLY
+        _SUPPLY = self._outer
+        self.close()
+
+
+_SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
+
+
+def kernel_supply() -> KernelSupply:
+    """Where the Judge takes its kernels: the worker's supply, or a kernel started on demand."""
+    return _SUPPLY or KernelSupply(prestart=False)
 
 
 def _exception_class(name: str) -> type[BaseException]:
@@ -707,7 +795,7 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
     budget = Budget(budget_seconds, cell_timeout)
     kernel = None
     try:
-        kernel = StudentKernel(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue
@@ -768,6 +856,28 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
     return report
 
 
+def _read_once(function):
+    """``function(path)`` read once per version of the file (path, size, mtime), not once per submission."""
+    cached = functools.lru_cache(maxsize=32)(lambda path, size, mtime: function(Path(path)))
+
+    @functools.wraps(function)
+    def read(path: Path):
+        stat = Path(path).stat()
+        return cached(str(path), stat.st_size, stat.st_mtime_ns)
+
+    return read
+
+
+@_read_once
+def _released_sources(path: Path) -> frozenset[str]:
+    return frozenset(c.source for c in nbformat.read(path, as_version=4).cells)
+
+
+@_read_once
+def _instructor_tests(path: Path) -> dict[str, str]:
+    return instructor_tests(nbformat.read(path, as_version=4))
+
+
 class Judge(NbGraderPreprocessor):
     """nbgrader's execution step, replaced by the judge (``Autograde.autograde_preprocessors``)."""
 
@@ -785,13 +895,10 @@ class Judge(NbGraderPreprocessor):
         assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
         root = Path(self.config.CourseDirectory.get("root", REPO))
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
-        released_sources: set[str] = set()
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
-        if release.exists():
-            released = nbformat.read(release, as_version=4)
-            released_sources = {c.source for c in released.cells}
+        released_sources = _released_sources(release) if release.exists() else set()
         source_dir = Path(self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source"))
-        tests_source = instructor_tests(nbformat.read(source_dir / assignment / f"{name}.ipynb", as_version=4))
+        tests_source = dict(_instructor_tests(source_dir / assignment / f"{name}.ipynb"))
         code = [c.source for c in nb.cells if c.cell_type == "code"
                 and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source]
         context = f"{assignment}/{name}/{student}/{code_fingerprint(code)}"

@@ -57,6 +57,13 @@ UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap
 PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 
 
+# IPython options of every grading kernel. The judge keeps only an error's name and message (never its
+# traceback), so IPython need not build one: a context traceback costs 0.1-0.5 s per failing cell, and
+# a graded notebook has many (its demonstrations call the course's reference, absent from the stub).
+# No input history either: the judge's calls are not the student's work, and nothing reads it.
+KERNEL_OPTIONS = ("--InteractiveShell.xmode=Minimal", "--HistoryManager.enabled=False")
+
+
 def sandbox_available() -> tuple[bool, str]:
     """(True, "") when bubblewrap can run a process without network here; else (False, why)."""
     if os.environ.get(UNSANDBOXED_ENV) == "1":
@@ -266,6 +273,7 @@ class SandboxedKernelManager(KernelManager):
     scratch_mb = 256
     package: Path | None = None
     extra_env: dict[str, str] | None = None
+    preload: tuple[str, ...] = ()  # modules the kernel imports before it listens (kernel_launch.py --preload)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -284,9 +292,10 @@ class SandboxedKernelManager(KernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
             self.kernel_spec.interrupt_mode = "message"
-        command = super().format_kernel_cmd(extra_arguments)
+        command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
         launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER
-        launch = [sys.executable, str(launcher), f"--memory-mb={self.memory_mb}", "--threads=1", "--"]
+        launch = [sys.executable, str(launcher), f"--memory-mb={self.memory_mb}", "--threads=1",
+                  *([f"--preload={','.join(self.preload)}"] if self.preload else []), "--"]
         if self.uid is not None:
             os.chown(self.connection_file, self.uid, self.uid)
         os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
@@ -309,6 +318,11 @@ class SandboxedKernelManager(KernelManager):
         kw["env"] = getattr(self, "_unsandboxed_env", None) or {"PATH": "/usr/bin:/bin"}
         kw["cwd"] = self.scratch if not self.sandboxed else "/"
         return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # After its SIGKILL a kernel is gone within milliseconds: poll at 10 ms, not jupyter_client's
+        # 100 ms, which every submission would otherwise wait out once.
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
 
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""

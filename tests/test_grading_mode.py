@@ -7,6 +7,7 @@ raises), and matplotlib's drawing and saving raise too.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -67,6 +68,34 @@ def test_the_package_knows_grading_mode_without_the_grader():
             "assert not [m for m in sys.modules if m.split('.')[0] == 'autograde'], 'autograde was imported'")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests")
     assert run.returncode == 0, run.stderr
+
+
+def test_grading_mode_imports_no_drawing_library():
+    """In grading mode every module of the package imports (the notebooks' imports work) and none of them
+    brings in matplotlib, ipywidgets or PIL: the display modules are stand-ins, never run."""
+    code = ("import importlib, pkgutil, sys\n"
+            "import heads_and_masks as hm\n"
+            "names = [m.name for m in pkgutil.walk_packages(hm.__path__, 'heads_and_masks.')]\n"
+            "for name in names:\n"
+            "    importlib.import_module(name)\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'PIL'))\n"
+            "assert not heavy, heavy[:10]\n"
+            "from heads_and_masks.widgets.causal_mask import LessonWidget\n"
+            "from heads_and_masks.pictures import why_heads\n"
+            "widget = LessonWidget(n=5)\n"
+            "assert widget.idle and widget.png() == b''\n"
+            "widget.controls['n'].value = 3\n"
+            "assert isinstance(why_heads.hull_figure(None), hm.grading.Idle)\n"
+            "print(len(names), sum(n.startswith(('heads_and_masks.widgets.', 'heads_and_masks.pictures')) for n in names))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests",
+                         env={**os.environ, GRADING_ENV: "1"})
+    assert run.returncode == 0, run.stderr
+    modules, display_modules = map(int, run.stdout.split())
+    assert display_modules >= 10 and modules > display_modules
+    outside = subprocess.run([sys.executable, "-c", "import heads_and_masks.widgets.causal_mask, sys; "
+                              "assert 'matplotlib' in sys.modules"], capture_output=True, text=True,
+                             cwd=REPO / "tests", env={k: v for k, v in os.environ.items() if k != GRADING_ENV})
+    assert outside.returncode == 0, "outside grading mode the real widget module is imported"
 
 
 WIDGETS = list(_course_widgets())

@@ -5,13 +5,12 @@ import io
 import re
 import time
 
-import ipywidgets as widgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from PIL import Image
 
-from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode
+from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_module
+
+# Imported on first use: in grading mode no widget is built, so these are never imported there.
+widgets = lazy_module("ipywidgets")
 from ..readable import readable_number
 
 # Names and values never wrap; values line up on the right.
@@ -42,6 +41,9 @@ class CourseWidget:
             self.controls, self.readouts = IdleControls(), IdleReadouts()
             self.last_update_seconds = 0.0
             return
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
         self.figure = Figure(figsize=self.figsize, dpi=self.dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
@@ -155,6 +157,8 @@ class CourseWidget:
             self.canvas.restore_region(self._background)
         for artist in artists or ():
             self.figure.draw_artist(artist)
+        from PIL import Image
+
         buffer = io.BytesIO()
         Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()
