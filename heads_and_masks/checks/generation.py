@@ -13,6 +13,7 @@ from .core import (
     call,
     exercise_check,
     expect_close,
+    expect_shape,
     expect_value_error,
     fail,
     passed,
@@ -63,17 +64,21 @@ def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
     expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
     for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
         hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
-        if got.shape == cache.shape:
+        if got.shape == cache.shape and got.shape != wanted.shape:
             hint = ("The returned cache has the shape of the old one: the new token's K and V were not appended. "
-                    + FORGOT_OWN_KV)
+                    "Likely cause: the cache forgets the new token's own K/V, so the next step would not see this "
+                    "token at all. Return the caches with k_new and v_new appended.")
+            expect_shape(got, wanted.shape, what=f"{what}, the returned {name}", hint=hint,
+                         misconception="decode.cache_not_appended")
         prepended = np.concatenate([wanted[:, :, cache.shape[2]:], wanted[:, :, :cache.shape[2]]], axis=2)
         expect_close(got, wanted, what=f"{what}, the returned {name} (shape (b, h, n + 1, d))", hint=hint,
                      diagnoses=[(prepended, "the new token was put before the cached ones: append it at the end, "
-                                            "so that slot i of the cache holds position i.")])
+                                            "so that slot i of the cache holds position i.", "decode.new_token_first")])
     forgot = reference_attention(q, k_cache, v_cache) if k_cache.shape[2] else np.zeros_like(q)  # no key: zero
     expect_close(out, expected, what=f"{what}, the output", diagnoses=[
-        (forgot, FORGOT_OWN_KV),
-        (reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected), "the scores are not divided by sqrt(d).")],
+        (forgot, FORGOT_OWN_KV, "decode.forgets_own_kv"),
+        (reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected), "the scores are not divided by sqrt(d).",
+         "scale.missing")],
         hint="The output is attention of the new query over every cached key and its own.")
     return out, k_all, v_all
 
@@ -103,7 +108,8 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
         out, k_cache, v_cache = _tuple_of_three(call(decode_step, qs[:, :, t:t + 1], ks[:, :, t:t + 1], vs[:, :, t:t + 1],
                                                      k_cache, v_cache, what=what, lock=_LOCK), what)
         expect_close(out, full[:, :, t:t + 1], what=what + ", compared with full causal attention over the sequence",
-                     diagnoses=[(reference_attention(qs[:, :, t:t + 1], ks[:, :, :t], vs[:, :, :t]), FORGOT_OWN_KV)])
+                     diagnoses=[(reference_attention(qs[:, :, t:t + 1], ks[:, :, :t], vs[:, :, :t]), FORGOT_OWN_KV,
+                                 "decode.forgets_own_kv")])
     passed(f"generating {total - prompt} tokens one by one gives full causal attention's outputs")
 
 
@@ -111,12 +117,14 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
 def _mask_mistakes(n_new, n_keys):
     offset = n_keys - n_new
     ones = np.ones((n_new, n_keys), dtype=bool)
-    yield np.tril(ones), TOP_LEFT
+    yield np.tril(ones), TOP_LEFT, "mask.top_left_alignment"
     yield np.tril(ones, offset - 1), ("off by one: each new query must see its own key too (the diagonal is allowed), "
-                                      "query i sees keys 0 … n_keys − n_new + i.")
-    yield np.tril(ones, offset + 1), "off by one: each new query sees one future key; it must stop at its own."
-    yield np.triu(ones, offset), "the mask is flipped: True must mark the past and the query itself, not the future."
-    yield ones, "nothing is masked: with several new queries, each must not see the new tokens after it."
+                                      "query i sees keys 0 … n_keys − n_new + i."), "mask.diagonal_forbidden"
+    yield np.tril(ones, offset + 1), "off by one: each new query sees one future key; it must stop at its own.", \
+        "mask.future_allowed"
+    yield np.triu(ones, offset), "the mask is flipped: True must mark the past and the query itself, not the future.", \
+        "mask.polarity_flipped"
+    yield ones, "nothing is masked: with several new queries, each must not see the new tokens after it.", "mask.ignored"
 
 
 def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
@@ -168,10 +176,14 @@ def _write_mistakes(cache, new, position):
             out[..., slot % w, :] = new[..., i, :]
         return out
 
-    yield written(range(t)), BY_STEP
-    yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT
-    yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT
-    yield written([w - 1 - (p % w) for p in range(position, position + t)]), "the slots are counted from the end."
+    yield written(range(t)), BY_STEP, "rolling.indexed_by_step"
+    yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT, "rolling.off_by_one_slot"
+    yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT, "rolling.off_by_one_slot"
+    yield written([w - 1 - (p % w) for p in range(position, position + t)]), "the slots are counted from the end.", \
+        "rolling.slots_reversed"
+    yield np.concatenate([cache, new], axis=-2)[..., -w:, :], (
+        "the buffer was shifted like a queue (append, then drop the oldest): a rolling buffer never moves its "
+        "tokens, it overwrites the oldest one where it is, in slot p mod w."), "rolling.shifted_queue"
 
 
 def _probe_write(rolling_cache_write, cache, new, position, label):
@@ -221,11 +233,11 @@ def _document_mistakes(ids):
     n = ids.shape[-1]
     causal = reference_causal(n)
     same = ids[..., :, None] == ids[..., None, :]
-    yield np.broadcast_to(causal, same.shape), EARLIER_DOCUMENTS
-    yield (ids[..., None, :] <= ids[..., :, None]) & causal, EARLIER_DOCUMENTS
+    yield np.broadcast_to(causal, same.shape), EARLIER_DOCUMENTS, "documents.see_earlier_documents"
+    yield (ids[..., None, :] <= ids[..., :, None]) & causal, EARLIER_DOCUMENTS, "documents.see_earlier_documents"
     yield same, ("bidirectional inside a document: the mask must also be causal, (same document) AND (key <= query); "
-                 "a token must not see the later tokens of its own document.")
-    yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key]."
+                 "a token must not see the later tokens of its own document."), "documents.not_causal"
+    yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key].", "mask.transposed"
 
 
 def _probe_documents(document_mask, ids, label):
@@ -262,14 +274,15 @@ def _sinks_mistakes(n, w, s):
     query, key = np.arange(n)[:, None], np.arange(n)[None, :]
     causal = key <= query
     window = causal & (key > query - w)
-    yield window & (key < s), AND_NOT_OR
-    yield causal & ((key > query - w) & (key < s)), AND_NOT_OR
+    yield window & (key < s), AND_NOT_OR, "mask.and_not_or"
+    yield causal & ((key > query - w) & (key < s)), AND_NOT_OR, "mask.and_not_or"
     yield window | (key < s), ("the sinks are visible from every query, even before them: the whole mask is still "
-                               "causal, causal AND (window OR sink).")
+                               "causal, causal AND (window OR sink)."), "mask.future_allowed"
     yield causal & ((key > query - w - 1) | (key < s)), ("the window holds w + 1 keys: it is the query itself and the "
-                                                         "w − 1 tokens before it (notebook 05's convention).")
-    yield causal & ((key > query - w) | (key <= s)), "one sink too many: the sinks are positions 0 … sinks − 1."
-    yield window, "the sinks are missing: the first `sinks` tokens must stay visible to every later query."
+                                                         "w − 1 tokens before it (notebook 05's convention)."), "window.off_by_one"
+    yield causal & ((key > query - w) | (key <= s)), "one sink too many: the sinks are positions 0 … sinks − 1.", \
+        "sinks.off_by_one"
+    yield window, "the sinks are missing: the first `sinks` tokens must stay visible to every later query.", "sinks.missing"
 
 
 def _probe_sinks(sinks_window_mask, n, w, s):
@@ -305,19 +318,23 @@ def _byte_mistakes(full):
     a = dict(full)
     per = 2 * a["n_kv_heads"] * a["head_dim"] * a["batch"] * a["bytes_per_value"]
     layers = a["n_local"] + a["n_global"]
-    yield per * layers * a["seq_len"], ALL_GLOBAL
+    yield per * layers * a["seq_len"], ALL_GLOBAL, "kv_cache.every_layer_global"
     yield per * (a["n_local"] * a["window"] + a["n_global"] * a["seq_len"]), (
-        "a local layer cannot hold more tokens than there are: it keeps min(seq_len, window), not always window.")
-    yield per * layers * min(a["seq_len"], a["window"]), "every layer counted as local: the global layers keep all seq_len tokens."
-    yield per * a["n_local"] * min(a["seq_len"], a["window"]), "the global layers are left out."
-    yield per * a["n_global"] * a["seq_len"], "the local layers are left out: they keep min(seq_len, window) tokens each."
+        "a local layer cannot hold more tokens than there are: it keeps min(seq_len, window), not always window."), \
+        "kv_cache.window_not_capped"
+    yield per * layers * min(a["seq_len"], a["window"]), "every layer counted as local: the global layers keep all seq_len tokens.", \
+        "kv_cache.every_layer_local"
+    yield per * a["n_local"] * min(a["seq_len"], a["window"]), "the global layers are left out.", "kv_cache.layers_left_out"
+    yield per * a["n_global"] * a["seq_len"], "the local layers are left out: they keep min(seq_len, window) tokens each.", \
+        "kv_cache.layers_left_out"
     right = per * (a["n_local"] * min(a["seq_len"], a["window"]) + a["n_global"] * a["seq_len"])
-    yield right // 2, "the factor 2 is missing: the cache holds K *and* V."
-    yield right * 8, "that is the size in bits, not bytes."
+    yield right // 2, "the factor 2 is missing: the cache holds K *and* V.", "kv_cache.k_and_v"
+    yield right * 8, "that is the size in bits, not bytes.", "kv_cache.bits_not_bytes"
     if a["batch"] > 1:
-        yield right // a["batch"], "the batch is ignored: every sequence has its own cache."
+        yield right // a["batch"], "the batch is ignored: every sequence has its own cache.", "kv_cache.argument_ignored"
     if a["bytes_per_value"] != 2:
-        yield right // a["bytes_per_value"] * 2, "bytes_per_value is fixed at 2 instead of using the argument."
+        yield right // a["bytes_per_value"] * 2, "bytes_per_value is fixed at 2 instead of using the argument.", \
+            "kv_cache.argument_ignored"
 
 
 def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
@@ -333,10 +350,9 @@ def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
                f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "
                f"{full['n_global']} global layers × {full['seq_len']}) tokens × batch {full['batch']} × "
                f"{full['bytes_per_value']} bytes, but it returned {result:,}.")
-    for wrong, explanation in _byte_mistakes(full):
+    for wrong, explanation, misconception in _byte_mistakes(full):
         if result == wrong:
-            message += f" Likely cause: {explanation}"
-            break
+            fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)
 
 

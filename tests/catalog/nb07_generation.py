@@ -188,7 +188,7 @@ ANSWERS = [
     Answer("rolling_appends", {"rolling_cache_write": '''
         def rolling_cache_write(cache, new, position):
             return np.concatenate([cache, new], axis=-2)[..., -cache.shape[-2]:, :]
-    '''}, breaks="rolling_cache_write", says="slot p mod w"),
+    '''}, breaks="rolling_cache_write", says="shifted like a queue"),
     Answer("rolling_in_place", {"rolling_cache_write": '''
         def rolling_cache_write(cache, new, position):
             w = cache.shape[-2]
