@@ -5,6 +5,7 @@ Not a step of the pipeline: the measurement behind ``make bench`` (its grading s
 """
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -86,7 +87,7 @@ def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, 
 
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
         for name in assignments:
-            row: dict = {"assignment": name}
+            row: dict = {"assignment": name, "load": os.getloadavg()[0]}  # other work on the machine, as it began
             notebook = filled_submission(courses["one"], name)
             notebook_name = expected_notebooks(courses["one"], name)[0]
             plain_nbgrader("generate_assignment", name, "--force")

@@ -259,15 +259,15 @@ def section_grading(quick: bool, n_submissions: int | None = None,
              "submissions (start-up of nbgrader and of the workers included); *one submission* is the median "
              "time a worker spent on one submission (1 worker).",
              "",
-             f"| assignment | plain (s/notebook) | 1 worker (s/notebook) | {workers} workers (s/notebook) | "
+             f"| assignment | load as it began | plain (s/notebook) | 1 worker (s/notebook) | {workers} workers (s/notebook) | "
              f"one submission, 1 worker (s) | 1 worker / plain | {workers} workers vs 1 | full marks |",
-             "|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
-        lines.append(f"| {row['assignment']} | {row['plain_per_notebook']:.2f} | {row['one_per_notebook']:.2f} | "
-                     f"{row['two_per_notebook']:.2f} | {row['one_median_submission']:.2f} | "
+        lines.append(f"| {row['assignment']} | {row.get('load', float('nan')):.1f} | {row['plain_per_notebook']:.2f} | "
+                     f"{row['one_per_notebook']:.2f} | {row['two_per_notebook']:.2f} | {row['one_median_submission']:.2f} | "
                      f"{row['one_over_plain']:.2f}× | {row['speedup']:.2f}× | {row['all_full_marks']} |")
     total = len(result["rows"]) * n
-    lines.append(f"| **all** | **{result['plain_seconds'] / total:.2f}** | **{result['one_seconds'] / total:.2f}** | "
+    lines.append(f"| **all** | | **{result['plain_seconds'] / total:.2f}** | **{result['one_seconds'] / total:.2f}** | "
                  f"**{result['two_seconds'] / total:.2f}** | | **{result['one_over_plain']:.2f}×** | "
                  f"**{result['speedup']:.2f}×** | **{result['all_full_marks']}** |")
     worst_plain, worst_speedup = result["worst_one_over_plain"], result["worst_speedup"]
@@ -289,6 +289,10 @@ def section_grading(quick: bool, n_submissions: int | None = None,
                  f"nbgrader ({verdict(over_plain_ok)}); {workers} workers are ≥ {TARGETS['grading_speedup']}× "
                  f"faster than 1 ({verdict(speedup_ok)}); a class of {result['class_students']} on every assignment "
                  f"within {TARGETS['grading_class_hours']:g} h ({result['class_hours']:.2f} h: {verdict(hours_ok)}).")
+    lines.append(f"\nOne worker is not one core: while it grades a submission, the next submission's sandboxed kernel "
+                 "starts on the other core (autograde.judge.KernelSupply), so the second worker adds only the cores' "
+                 f"remaining time. The load average (1 minute, {os.cpu_count()} cores) says how much of them other "
+                 "jobs took as each assignment began.")
     lines.append(f"\nThe class's time is extrapolated from the {workers}-worker run of each assignment: its start-up "
                  "(the wall time beyond its submissions) once, then the median time of one submission in a worker, "
                  f"{workers} at a time, for {result['class_students']} students. Paying the start-up again every {n} "
