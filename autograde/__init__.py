@@ -17,6 +17,7 @@
 nbgrader's own execution step. docs/instructors.md walks through a term; docs/security.md says
 what a submission can and cannot reach.
 """
+
 import sys as _sys
 
 # jsonschema (which nbformat imports) compiles an IRI grammar when it finds rfc3987_syntax installed:

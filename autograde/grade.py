@@ -17,6 +17,7 @@ Every command works on the course root (the repository, or ``--root``) with the 
 is safe to run again: what is already graded from the same files is skipped, and a run that was
 interrupted resumes. See docs/instructors.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -95,12 +96,21 @@ def collect_submissions(course, args) -> None:
 
 
 def autograde_all(course, args) -> None:
-    results = pool.grade(course, args.assignment, workers=args.workers, force=args.force,
-                         cell_timeout=args.cell_timeout, submission_timeout=args.submission_timeout,
-                         memory_mb=args.memory_mb, progress=not args.quiet)
+    results = pool.grade(
+        course,
+        args.assignment,
+        workers=args.workers,
+        force=args.force,
+        cell_timeout=args.cell_timeout,
+        submission_timeout=args.submission_timeout,
+        memory_mb=args.memory_mb,
+        progress=not args.quiet,
+    )
     problems = sum(r.status != Status.GRADED for r in results.values())
-    print(f"{len(results)} students, {problems} with something to look at "
-          f"(python -m autograde.grade report {args.assignment})")
+    print(
+        f"{len(results)} students, {problems} with something to look at "
+        f"(python -m autograde.grade report {args.assignment})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(rows)} rows to {output}")
         print(report.report(course, args.assignment), end="")
     elif args.command == "bench":
-        print(throughput.describe(throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
+        print(
+            throughput.describe(
+                throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)
+            )
+        )
     return 0
 
 

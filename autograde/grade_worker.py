@@ -15,6 +15,7 @@ locked database or written twice.
 Why a long-lived process: importing nbgrader and building its converter costs about 1.5 s per
 call; a worker pays it once and then spends its time running notebooks.
 """
+
 from __future__ import annotations
 
 import io
@@ -60,8 +61,14 @@ def read_grades(db_url: str, assignment: str, student: str) -> dict:
         notebooks = {}
         for notebook in submission.notebooks:
             notebooks[notebook.name] = {
-                "grades": {g.name: {"auto_score": g.auto_score, "max_score": g.max_score,
-                                    "needs_manual_grade": g.needs_manual_grade} for g in notebook.grades},
+                "grades": {
+                    g.name: {
+                        "auto_score": g.auto_score,
+                        "max_score": g.max_score,
+                        "needs_manual_grade": g.needs_manual_grade,
+                    }
+                    for g in notebook.grades
+                },
                 "comments": {c.name: c.auto_comment for c in notebook.comments},
                 "late_submission_penalty": notebook.late_submission_penalty,
             }
@@ -75,7 +82,12 @@ def classify_failure(log: str) -> Status:
         return Status.DIED
     if "UnresponsiveKernelError" in log or "became unresponsive" in log or "CellTimeoutError" in log:
         return Status.TIMED_OUT
-    if "NotJSONError" in log or "JSONDecodeError" in log or "ValidationError" in log or "Notebook does not appear" in log:
+    if (
+        "NotJSONError" in log
+        or "JSONDecodeError" in log
+        or "ValidationError" in log
+        or "Notebook does not appear" in log
+    ):
         return Status.INVALID
     return Status.REVIEW
 
@@ -155,8 +167,14 @@ def grade_one(settings: dict, job: dict) -> dict:
         logger.removeHandler(handler)
         logger.setLevel(old_level)
     log = buffer.getvalue()
-    result = {"assignment": assignment, "student": student, "ok": ok, "seconds": time.monotonic() - started,
-              "log": log[-20000:], "autograded": str(root / "autograded" / student / assignment)}
+    result = {
+        "assignment": assignment,
+        "student": student,
+        "ok": ok,
+        "seconds": time.monotonic() - started,
+        "log": log[-20000:],
+        "autograded": str(root / "autograded" / student / assignment),
+    }
     notes, statuses = [], []
     for key in [k for k in judge.REPORTS if k[0] == assignment and k[1] == student]:
         report = judge.REPORTS.pop(key)
@@ -220,8 +238,13 @@ def main() -> None:
             try:
                 result = grade_one(settings, job)
             except BaseException:
-                result = {"assignment": job.get("assignment"), "student": job.get("student"), "ok": False,
-                          "failure": Status.REVIEW.value, "log": traceback.format_exc()}
+                result = {
+                    "assignment": job.get("assignment"),
+                    "student": job.get("student"),
+                    "ok": False,
+                    "failure": Status.REVIEW.value,
+                    "log": traceback.format_exc(),
+                }
             stdout.write(json.dumps(result) + "\n")
             stdout.flush()
     # The coordinator waits for this exit. Frozen, the heap nbgrader's imports built is not collected

@@ -25,6 +25,7 @@ A cell (or a call) that runs past its limit is interrupted; a function that time
 called again; the whole submission has a time budget. A kernel that dies is named with the cell that
 killed it. Each of these is a note for the report (``JudgeReport``), never an abort of the run.
 """
+
 from __future__ import annotations
 
 import ast
@@ -129,7 +130,7 @@ def decode(value, depth: int = 0):
 # ------------------------------------------------------------------ the harness inside the student's kernel
 # Defined after the student's cells ran. Tampering with it only breaks the student's own answers:
 # whatever it sends back is checked here as plain data.
-HARNESS = textwrap.dedent('''
+HARNESS = textwrap.dedent("""
     def __hm_rpc(request_json):
         import base64 as _b64, io as _io, json as _json, warnings as _warnings, tracemalloc as _tm
         import numpy as _np
@@ -213,7 +214,7 @@ HARNESS = textwrap.dedent('''
             reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
                                 if b is not None and not _np.array_equal(a, b, equal_nan=True)}
         __import__("builtins").print("__HM_REPLY__" + _json.dumps(reply), flush=True)
-''')
+""")
 
 
 # ------------------------------------------------------------------ the package without its reference implementations
@@ -246,21 +247,29 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         changed = False
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in removed and any(
-                    (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
-                message = (f"the course's reference `{node.name}` is not available while a notebook is graded "
-                           "(graded answers are your own code)")
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name in removed
+                and any((isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list)
+            ):
+                message = (
+                    f"the course's reference `{node.name}` is not available while a notebook is graded "
+                    "(graded answers are your own code)"
+                )
                 # the grader maps the name back to ReferenceUsedError (_exception_class): the checks name it
-                node.body = ast.parse("from heads_and_masks._guard import ReferenceUsedError\n"
-                                      f"raise ReferenceUsedError({message!r})").body
+                node.body = ast.parse(
+                    f"from heads_and_masks._guard import ReferenceUsedError\nraise ReferenceUsedError({message!r})"
+                ).body
                 changed = True
         if changed:
             path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
-    shell = ('"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
-             "def __getattr__(name):\n"
-             "    def unavailable(*args, **kwargs):\n"
-             "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
-             "    return unavailable\n")
+    shell = (
+        '"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
+        "def __getattr__(name):\n"
+        "    def unavailable(*args, **kwargs):\n"
+        "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
+        "    return unavailable\n"
+    )
     for path in (target / "checks").glob("*.py"):
         path.write_text(shell, encoding="utf-8")
     for path in [into, *into.rglob("*")]:  # readable by the kernel's own uid
@@ -346,17 +355,28 @@ class StudentKernel:
             kind, content = message["msg_type"], message["content"]
             if len(outputs) >= 50:  # a flood of output: the rest is dropped (a reply is always the last line)
                 if kind == "stream" and content.get("name") == "stdout" and REPLY_MARK in str(content.get("text", "")):
-                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20 :])
                 return
             if kind == "stream":
                 if content.get("name") == "stdout":
-                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
-                outputs.append({"output_type": "stream", "name": content.get("name", "stdout"),
-                                "text": str(content.get("text", ""))[:MAX_TEXT]})
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20 :])
+                outputs.append(
+                    {
+                        "output_type": "stream",
+                        "name": content.get("name", "stdout"),
+                        "text": str(content.get("text", ""))[:MAX_TEXT],
+                    }
+                )
             elif kind == "error":
                 errors.append(str(content.get("ename", "Error"))[:100])
-                outputs.append({"output_type": "error", "ename": str(content.get("ename", "Error"))[:100],
-                                "evalue": str(content.get("evalue", ""))[:MAX_TEXT], "traceback": []})
+                outputs.append(
+                    {
+                        "output_type": "error",
+                        "ename": str(content.get("ename", "Error"))[:100],
+                        "evalue": str(content.get("evalue", ""))[:MAX_TEXT],
+                        "traceback": [],
+                    }
+                )
             elif kind in ("execute_result", "display_data"):
                 text = content.get("data", {}).get("text/plain")
                 if isinstance(text, str):
@@ -423,11 +443,15 @@ class StudentKernel:
         if run.error == "Timeout":
             raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
-            raise KernelGone("the kernel running your notebook died during this call (a crash such as "
-                             "os._exit or a segfault, or memory beyond the limit)")
-        replies = [line[len(REPLY_MARK):] for line in run.stdout.splitlines() if line.startswith(REPLY_MARK)]
+            raise KernelGone(
+                "the kernel running your notebook died during this call (a crash such as "
+                "os._exit or a segfault, or memory beyond the limit)"
+            )
+        replies = [line[len(REPLY_MARK) :] for line in run.stdout.splitlines() if line.startswith(REPLY_MARK)]
         if not replies:
-            raise RuntimeError("no answer came back from your notebook's kernel" + (f" ({run.error})" if run.error else ""))
+            raise RuntimeError(
+                "no answer came back from your notebook's kernel" + (f" ({run.error})" if run.error else "")
+            )
         reply = json.loads(replies[-1])
         if not isinstance(reply, dict):
             raise RuntimeError("a malformed answer came back from your notebook's kernel")
@@ -566,10 +590,12 @@ class RemoteFunction:
         (everything: memory mapped past tracemalloc, or a tracer the student's code stopped, counts).
         The reply of the first run is the answer.
         """
-        self.kernel.request({"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]},
-                            self.budget.next_limit())
-        reply = self.kernel.request({"op": "call", "name": self.name, "staged": True, "trace_memory": True},
-                                    self.budget.next_limit())
+        self.kernel.request(
+            {"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]}, self.budget.next_limit()
+        )
+        reply = self.kernel.request(
+            {"op": "call", "name": self.name, "staged": True, "trace_memory": True}, self.budget.next_limit()
+        )
         peak = reply.get("peak_bytes")
         found = [int(peak)] if isinstance(peak, int) and not isinstance(peak, bool) else []
         cgroups = self.kernel.manager.cgroups
@@ -584,10 +610,16 @@ class RemoteFunction:
 
     def __call__(self, *args, **kwargs):
         if self.name in self.budget.hung:
-            raise TimeoutError(f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
-                               "earlier test, so it was not called again")
-        payload = {"op": "call", "name": self.name, "args": [encode(a) for a in args],
-                   "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+            raise TimeoutError(
+                f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
+                "earlier test, so it was not called again"
+            )
+        payload = {
+            "op": "call",
+            "name": self.name,
+            "args": [encode(a) for a in args],
+            "kwargs": {k: encode(v) for k, v in kwargs.items()},
+        }
         try:
             if not self.measure_memory:
                 reply = self.kernel.request(payload, self.budget.next_limit())
@@ -600,7 +632,7 @@ class RemoteFunction:
         for category, message in (reply.get("warnings") or [])[:20]:
             warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
         mutated = reply.get("mutated") or {}
-        for index, value in (mutated.items() if isinstance(mutated, dict) else []):  # mirror in-place changes
+        for index, value in mutated.items() if isinstance(mutated, dict) else []:  # mirror in-place changes
             index = int(index) if str(index).isdigit() else -1
             if 0 <= index < len(args) and type(args[index]) is np.ndarray:
                 new = decode(value)
@@ -665,8 +697,12 @@ VERDICT_KEY = "heads_and_masks"  # cell metadata of every graded test cell: the 
 
 def verdict_metadata(verdict: Verdict) -> dict:
     """What the class report reads from a graded test cell (written by the judge, never by the student)."""
-    return {"passed": verdict.passed, "answered": verdict.answered, "misconception": verdict.misconception,
-            "failure": verdict.ename or None}
+    return {
+        "passed": verdict.passed,
+        "answered": verdict.answered,
+        "misconception": verdict.misconception,
+        "failure": verdict.ename or None,
+    }
 
 
 def _resolve(kernel: StudentKernel, name: str, budget: Budget):
@@ -710,8 +746,9 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
     except Exception as error:  # noqa: BLE001 - every failure is a verdict
         return Verdict(grade_id, False, f"{type(error).__name__}: {error}"[:MAX_MESSAGE], type(error).__name__)
     if complaints.getvalue().strip():  # a check that wrote to stderr did not pass (e.g. "not written yet")
-        return Verdict(grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed",
-                       answered=not take_unwritten())
+        return Verdict(
+            grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed", answered=not take_unwritten()
+        )
     return Verdict(grade_id, True, printed.getvalue()[-MAX_MESSAGE:])
 
 
@@ -752,19 +789,36 @@ def _label(cell, index: int) -> str:
 def _verdict_outputs(verdict: Verdict) -> list:
     if verdict.passed:
         return [nbformat.v4.new_output("stream", name="stdout", text=verdict.message or "✓ passed\n")]
-    return [nbformat.v4.new_output("error", ename=verdict.ename or "CheckFailed", evalue=verdict.message,
-                                   traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"])]
+    return [
+        nbformat.v4.new_output(
+            "error",
+            ename=verdict.ename or "CheckFailed",
+            evalue=verdict.message,
+            traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"],
+        )
+    ]
 
 
 def instructor_tests(source: nbformat.NotebookNode) -> dict[str, str]:
     """grade_id -> source of every test cell of the instructor's notebook (hidden tests included)."""
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-            if c.cell_type == "code" and is_grade(c) and not is_solution(c)}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.cell_type == "code" and is_grade(c) and not is_solution(c)
+    }
 
 
-def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], key: bytes | None, context: str,
-                   released_sources: set[str], cell_timeout: float = 60, budget_seconds: float = 480,
-                   memory_mb: int = 2048) -> JudgeReport:
+def judge_notebook(
+    nb: nbformat.NotebookNode,
+    *,
+    tests_source: dict[str, str],
+    key: bytes | None,
+    context: str,
+    released_sources: set[str],
+    cell_timeout: float = 60,
+    budget_seconds: float = 480,
+    memory_mb: int = 2048,
+) -> JudgeReport:
     """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
 
     Which cells are tests, and what they run, comes from the instructor's notebook (``tests_source``),
@@ -804,22 +858,28 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
                 limit = budget.next_limit()
             except TimeoutError:
                 report.status = "timed out"
-                report.notes.append(f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}")
+                report.notes.append(
+                    f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}"
+                )
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
             if cell.source not in released_sources:  # the student's own code: keep what it printed
                 cell.outputs = [nbformat.from_dict(o) for o in run.outputs][:20]
             if run.error == "Timeout":
                 report.status = "timed out"
-                report.notes.append(f"{_label(cell, index)} ran longer than {min(limit, cell_timeout):g} s and was "
-                                    "stopped; the other cells were graded")
+                report.notes.append(
+                    f"{_label(cell, index)} ran longer than {min(limit, cell_timeout):g} s and was "
+                    "stopped; the other cells were graded"
+                )
                 if not kernel.usable:
                     report.notes.append("the kernel could not be interrupted: the cells after it were not run")
                     break
             elif run.error == "KernelDied":
                 report.status = "kernel died"
-                report.notes.append(f"the kernel died while running {_label(cell, index)} (a crash such as os._exit "
-                                    f"or a segfault, or memory beyond {memory_mb} MiB): the cells after it were not run")
+                report.notes.append(
+                    f"the kernel died while running {_label(cell, index)} (a crash such as os._exit "
+                    f"or a segfault, or memory beyond {memory_mb} MiB): the cells after it were not run"
+                )
                 break
             elif run.error == "MemoryError":
                 report.notes.append(f"{_label(cell, index)} ran out of memory (the limit is {memory_mb} MiB)")
@@ -839,14 +899,18 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
                     report.notes.append(f"`{grade_id}`: {verdict.message}")
                 elif verdict.ename == "KernelDied" and report.status != "kernel died":
                     report.status = "kernel died"
-                    report.notes.append(f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
-                                        "the tests after it could not run")
+                    report.notes.append(
+                        f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
+                        "the tests after it could not run"
+                    )
     except Exception as error:  # noqa: BLE001 - the kernel could not even start: every test fails, with why
         report.status = report.status or "kernel died"
         report.notes.append(f"the notebook's kernel could not run ({type(error).__name__}: {str(error)[:200]})")
         for index, cell in tests:
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            verdict = report.verdicts.get(grade_id) or Verdict(grade_id, False, "the kernel could not run", "KernelDied")
+            verdict = report.verdicts.get(grade_id) or Verdict(
+                grade_id, False, "the kernel could not run", "KernelDied"
+            )
             report.verdicts[grade_id] = verdict
             cell.outputs = _verdict_outputs(verdict)
             cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
@@ -897,12 +961,25 @@ class Judge(NbGraderPreprocessor):
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
         released_sources = _released_sources(release) if release.exists() else set()
-        source_dir = Path(self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source"))
+        source_dir = Path(
+            self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
+        )
         tests_source = dict(_instructor_tests(source_dir / assignment / f"{name}.ipynb"))
-        code = [c.source for c in nb.cells if c.cell_type == "code"
-                and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source]
+        code = [
+            c.source
+            for c in nb.cells
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source
+        ]
         context = f"{assignment}/{name}/{student}/{code_fingerprint(code)}"
-        report = judge_notebook(nb, tests_source=tests_source, key=key, context=context, released_sources=released_sources,
-                                cell_timeout=self.timeout, budget_seconds=self.budget, memory_mb=self.memory_mb)
+        report = judge_notebook(
+            nb,
+            tests_source=tests_source,
+            key=key,
+            context=context,
+            released_sources=released_sources,
+            cell_timeout=self.timeout,
+            budget_seconds=self.budget,
+            memory_mb=self.memory_mb,
+        )
         REPORTS[(assignment, student, name)] = report
         return nb, resources

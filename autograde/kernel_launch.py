@@ -18,6 +18,7 @@ them imported when its submission comes (``judge.KernelSupply``).
 Core dumps are switched off (a segfaulting submission must not write a core file of the
 kernel's memory into the course folder).
 """
+
 from __future__ import annotations
 
 import argparse

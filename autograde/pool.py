@@ -6,6 +6,7 @@ grading into a private copy of the gradebook; only this process writes the cours
 the results (``results.py``). A progress line, a per-cell time limit, a per-submission time limit and
 a per-kernel memory limit; a run that is interrupted resumes where it stopped.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,16 @@ from .collect import collection_notes, original_ids
 from .course import HERE, Course, default_workers, roster, setup
 from .feedback import last_error_line
 from .inspection import Inspection, inspect
-from .results import (Result, Status, grade_cells, merge_into_gradebook, now, read_results, scores_from_gradebook,
-                      write_result)
+from .results import (
+    Result,
+    Status,
+    grade_cells,
+    merge_into_gradebook,
+    now,
+    read_results,
+    scores_from_gradebook,
+    write_result,
+)
 from .sandbox import sandbox_available
 from .tool_env import tool_env
 
@@ -37,14 +46,21 @@ from .tool_env import tool_env
 # Workers: long-lived processes, each grading in its own private root
 # ---------------------------------------------------------------------------------------------
 
+
 class Worker:
     def __init__(self, settings: dict, results: queue.Queue, prefix: list[str], stderr_path: Path):
         self.settings = settings
         with open(stderr_path, "a") as stderr:  # what nbgrader and the kernels print, for debugging
             self.process = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "autograde.grade_worker"], cwd=HERE, env=tool_env(headless=True),
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                start_new_session=True)
+                [*prefix, sys.executable, "-m", "autograde.grade_worker"],
+                cwd=HERE,
+                env=tool_env(headless=True),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                start_new_session=True,
+            )
         self.job: dict | None = None
         self.started = 0.0
         self.process.stdin.write(json.dumps(settings) + "\n")
@@ -114,8 +130,10 @@ class Progress:
         filled = round(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
         rate = self.done / max(time.monotonic() - self.started, 1e-9) * 60
-        text = (f"[{bar}] {self.done}/{self.total} students, {self.failures} "
-                f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min")
+        text = (
+            f"[{bar}] {self.done}/{self.total} students, {self.failures} "
+            f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min"
+        )
         if self.tty:
             self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
         else:
@@ -135,10 +153,21 @@ def snapshot_gradebook(course: Course, into: Path) -> Path:
     return target
 
 
-def grade(course: Course, assignment: str, *, students: list[str] | None = None, workers: int | None = None,
-          force: bool = False, cell_timeout: int | None = None, submission_timeout: float | None = None,
-          memory_mb: int | None = None, worker_prefix: list[str] | None = None, progress: bool = True,
-          stream=None, on_result: Callable[[Result], None] | None = None) -> dict[str, Result]:
+def grade(
+    course: Course,
+    assignment: str,
+    *,
+    students: list[str] | None = None,
+    workers: int | None = None,
+    force: bool = False,
+    cell_timeout: int | None = None,
+    submission_timeout: float | None = None,
+    memory_mb: int | None = None,
+    worker_prefix: list[str] | None = None,
+    progress: bool = True,
+    stream=None,
+    on_result: Callable[[Result], None] | None = None,
+) -> dict[str, Result]:
     """Autograde every student of ``assignment`` (or ``students``) in parallel; return each one's Result.
 
     Submissions already graded (a result record with the same fingerprint) are skipped unless
@@ -152,9 +181,20 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
     with exclusive(course):
-        return _grade(course, assignment, students=students, workers=workers, force=force,
-                      cell_timeout=cell_timeout, submission_timeout=submission_timeout, memory_mb=memory_mb,
-                      worker_prefix=worker_prefix, progress=progress, stream=stream, on_result=on_result)
+        return _grade(
+            course,
+            assignment,
+            students=students,
+            workers=workers,
+            force=force,
+            cell_timeout=cell_timeout,
+            submission_timeout=submission_timeout,
+            memory_mb=memory_mb,
+            worker_prefix=worker_prefix,
+            progress=progress,
+            stream=stream,
+            on_result=on_result,
+        )
 
 
 class GradingInProgress(RuntimeError):
@@ -179,8 +219,21 @@ def exclusive(course: Course):
         handle.close()
 
 
-def _grade(course, assignment, *, students, workers, force, cell_timeout, submission_timeout, memory_mb,
-           worker_prefix, progress, stream, on_result) -> dict[str, Result]:
+def _grade(
+    course,
+    assignment,
+    *,
+    students,
+    workers,
+    force,
+    cell_timeout,
+    submission_timeout,
+    memory_mb,
+    worker_prefix,
+    progress,
+    stream,
+    on_result,
+) -> dict[str, Result]:
     setup(course, assignment)
     maxima = grade_cells(course, assignment)
     everyone = students if students is not None else roster(course, assignment)
@@ -194,8 +247,10 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
         try:
             found = inspect(course, assignment, student, collected=collected)
         except Exception as error:  # noqa: BLE001 - one unreadable submission never stops the class
-            found = Inspection(status=Status.INVALID, notes=[f"the submission could not be inspected "
-                                                       f"({type(error).__name__}: {str(error)[:200]})"])
+            found = Inspection(
+                status=Status.INVALID,
+                notes=[f"the submission could not be inspected ({type(error).__name__}: {str(error)[:200]})"],
+            )
         inspections[student] = found
         old = previous.get(student)
         if not force and old is not None and old.fingerprint == found.fingerprint:
@@ -204,8 +259,14 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
         if found.status is not None:  # cannot be graded: record it now
             results[student] = None  # placeholder, filled below
             continue
-        jobs.append({"assignment": assignment, "student": student,
-                     "folder": str(course.path("submitted", student, assignment)), "rename": found.rename})
+        jobs.append(
+            {
+                "assignment": assignment,
+                "student": student,
+                "folder": str(course.path("submitted", student, assignment)),
+                "rename": found.rename,
+            }
+        )
 
     meter = Progress(len(everyone), stream, enabled=progress)
     for student in everyone:
@@ -225,18 +286,51 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
         if had_files:
             merge_into_gradebook(course, assignment, student, None)
         shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
-        finish(Result(student, assignment, found.status, {g: 0.0 for g in maxima}, maxima, found.notes,
-                      found.fingerprint, 0.0, now()))
+        finish(
+            Result(
+                student,
+                assignment,
+                found.status,
+                {g: 0.0 for g in maxima},
+                maxima,
+                found.notes,
+                found.fingerprint,
+                0.0,
+                now(),
+            )
+        )
 
     if jobs:
-        run_jobs(course, assignment, jobs, inspections, maxima, workers=workers, cell_timeout=cell_timeout,
-                 submission_timeout=submission_timeout, memory_mb=memory_mb, prefix=worker_prefix or [],
-                 finish=finish)
+        run_jobs(
+            course,
+            assignment,
+            jobs,
+            inspections,
+            maxima,
+            workers=workers,
+            cell_timeout=cell_timeout,
+            submission_timeout=submission_timeout,
+            memory_mb=memory_mb,
+            prefix=worker_prefix or [],
+            finish=finish,
+        )
     return {s: results[s] for s in everyone}
 
 
-def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_timeout, submission_timeout,
-             memory_mb, prefix, finish) -> None:
+def run_jobs(
+    course,
+    assignment,
+    jobs,
+    inspections,
+    maxima,
+    *,
+    workers,
+    cell_timeout,
+    submission_timeout,
+    memory_mb,
+    prefix,
+    finish,
+) -> None:
     for stale in course.runtime_dir("work").glob("run-*"):  # left by a run that was killed
         shutil.rmtree(stale, ignore_errors=True)
     work = course.runtime_dir("work", f"run-{uuid.uuid4().hex[:8]}")
@@ -245,11 +339,19 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
 
     key_file = grading_key.key_path(course.root)
     grading_key.load_or_create(key_file)  # made on the first grading run, kept out of git
-    settings = {"source": str(course.path("source")), "gradebook": str(snapshot), "course_id": course.course_id,
-                "config": {"Judge.timeout": cell_timeout, "Judge.memory_mb": memory_mb,
-                           "Judge.budget": max(30, int(submission_timeout * 0.8)), "Judge.key_file": str(key_file),
-                           "Judge.release_directory": str(course.path("release")),
-                           "Judge.source_directory": str(course.path("source"))}}
+    settings = {
+        "source": str(course.path("source")),
+        "gradebook": str(snapshot),
+        "course_id": course.course_id,
+        "config": {
+            "Judge.timeout": cell_timeout,
+            "Judge.memory_mb": memory_mb,
+            "Judge.budget": max(30, int(submission_timeout * 0.8)),
+            "Judge.key_file": str(key_file),
+            "Judge.release_directory": str(course.path("release")),
+            "Judge.source_directory": str(course.path("source")),
+        },
+    }
     incoming: queue.Queue = queue.Queue()
     pending = list(jobs)
     retried: set[str] = set()
@@ -278,8 +380,20 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
             notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
         if not sandboxed:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {why_not_sandboxed}")
-        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
-                      ids.get(student, "")))
+        finish(
+            Result(
+                student,
+                assignment,
+                status,
+                scores,
+                maxima,
+                notes,
+                found.fingerprint,
+                round(seconds, 2),
+                now(),
+                ids.get(student, ""),
+            )
+        )
 
     def record(job: dict, message: dict | None, killed_for: str | None):
         student = job["student"]
@@ -302,11 +416,15 @@ def run_jobs(course, assignment, jobs, inspections, maxima, *, workers, cell_tim
         if status == Status.REVIEW:
             notes.append("nbgrader could not grade it: " + last_error_line(log))
         elif status == Status.DIED:
-            notes.append("the grading process died while grading it (twice): nothing could be graded; "
-                         + last_error_line(log))
+            notes.append(
+                "the grading process died while grading it (twice): nothing could be graded; " + last_error_line(log)
+            )
         elif status == Status.TIMED_OUT:
-            notes.append(f"grading took longer than {submission_timeout:g} s and was stopped" if killed_for
-                         else "a cell could not be interrupted after its time limit: " + last_error_line(log))
+            notes.append(
+                f"grading took longer than {submission_timeout:g} s and was stopped"
+                if killed_for
+                else "a cell could not be interrupted after its time limit: " + last_error_line(log)
+            )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
         merge_into_gradebook(course, assignment, student, None)

@@ -24,6 +24,7 @@ course widget, each function returns :data:`IDLE`, any other name is :data:`IDLE
 itself is real (its heavy imports wait for the first widget that draws). Outside grading mode,
 nothing changes.
 """
+
 from __future__ import annotations
 
 import ast
@@ -90,6 +91,7 @@ class IdleControls(dict):
 
 def idle_while_grading(result=IDLE):
     """Decorator: in grading mode the function returns ``result()`` if callable, else ``result``, without running."""
+
     def decorate(function):
         @functools.wraps(function)
         def wrapper(*args, **kwargs):
@@ -142,14 +144,18 @@ class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the display modules in grading mode and makes stand-ins of them (see the module's docstring)."""
 
     def find_spec(self, fullname, path, target=None):
-        if not grading_mode() or fullname in REAL_IN_GRADING or not any(
-                fullname == p or fullname.startswith(p + ".") for p in DISPLAY_PACKAGES):
+        if (
+            not grading_mode()
+            or fullname in REAL_IN_GRADING
+            or not any(fullname == p or fullname.startswith(p + ".") for p in DISPLAY_PACKAGES)
+        ):
             return None
         real = importlib.machinery.PathFinder.find_spec(fullname, path)
         if real is None or not real.origin or not real.origin.endswith(".py"):
             return None
-        spec = importlib.util.spec_from_loader(fullname, self, origin=real.origin,
-                                               is_package=real.submodule_search_locations is not None)
+        spec = importlib.util.spec_from_loader(
+            fullname, self, origin=real.origin, is_package=real.submodule_search_locations is not None
+        )
         if real.submodule_search_locations is not None:
             spec.submodule_search_locations = list(real.submodule_search_locations)
         return spec

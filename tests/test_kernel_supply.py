@@ -1,5 +1,6 @@
 """Warm grading kernels (judge.KernelSupply): the next submission's kernel boots while one is graded,
 with the same limits and nothing of anyone's; kernel_launch's --preload; the grading kernels' options."""
+
 from __future__ import annotations
 
 import subprocess
@@ -18,10 +19,27 @@ def test_preload_imports_first_then_runs_the_module_in_the_same_process_under_th
     (tmp_path / "report_kernel.py").write_text(
         "import os, resource, sys\n"
         "print('json' in sys.modules, sys.argv[1:], os.environ['OPENBLAS_NUM_THREADS'],\n"
-        "      resource.getrlimit(resource.RLIMIT_DATA)[0] == 300 * 2**20, sep='|')\n")
-    run = subprocess.run([sys.executable, str(LAUNCHER), "--memory-mb=300", "--preload=json", "--", sys.executable,
-                          "-m", "report_kernel", "-f", "conn.json"], capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+        "      resource.getrlimit(resource.RLIMIT_DATA)[0] == 300 * 2**20, sep='|')\n"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(LAUNCHER),
+            "--memory-mb=300",
+            "--preload=json",
+            "--",
+            sys.executable,
+            "-m",
+            "report_kernel",
+            "-f",
+            "conn.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().split("|") == ["True", "['-f', 'conn.json']", "1", "True"], run.stdout
 
@@ -53,8 +71,10 @@ def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits(
         spare = supply.spare
         assert spare is not None and spare is not first and spare.limits == (1024, 300)
         assert not spare.usable, "a spare is not connected (and not sealed) before its submission"
-        state = ("import os, sys; print(os.getuid(), 'numpy' in sys.modules, 'heads_and_masks' in sys.modules, "
-                 "'secret' in globals(), sorted(os.listdir('/tmp')))")
+        state = (
+            "import os, sys; print(os.getuid(), 'numpy' in sys.modules, 'heads_and_masks' in sys.modules, "
+            "'secret' in globals(), sorted(os.listdir('/tmp')))"
+        )
         uid, numpy_in, package_in, _, _ = _probe(first, state).split(" ", 4)
         assert (numpy_in, package_in) == ("True", "True"), "the kernel starts with numpy and the stub package"
         _probe(first, "secret = 42\nopen('/tmp/left-by-a-student', 'w').write('x')")

@@ -87,6 +87,7 @@ def _standalone(call: ast.Call) -> str:
     ``LearnedHeadsWidget(run)`` passes a run the notebook trained above; the page has no such cell, and
     every course widget makes its own default (the same run, trained by the package) when not given one.
     """
+
     def free(node) -> bool:
         return any(isinstance(n, ast.Name) for n in ast.walk(node))
 

@@ -7,6 +7,7 @@ messages; the words here are for the teacher reading the report, not for the lea
 reads the check's own message). An id is ``family.name``: the family is the idea the mistake is
 about (``mask``, ``heads``, ``scale``...), so the report can follow one idea from notebook to notebook.
 """
+
 from __future__ import annotations
 
 MISCONCEPTIONS: dict[str, str] = {
