@@ -294,7 +294,21 @@ def shared_stub_package() -> Path:
 
 
 # ------------------------------------------------------------------ talking to the student's kernel
-class KernelGone(RuntimeError):
+class GradingStopped(BaseException):
+    """The grader stopped the student's code: its time ran out, or its kernel is gone.
+
+    A BaseException on purpose. The checks turn a learner's crash into words by catching Exception
+    ("raised TypeError: ..."); a stop is not the learner's exception and must pass through them to
+    ``judge_cell``, which records it as a status ("timed out", "kernel died"), never as a misconception
+    such as "does not raise ValueError".
+    """
+
+
+class CallTimedOut(GradingStopped):
+    """A call into the kernel, or the notebook's whole time, ran out."""
+
+
+class KernelGone(GradingStopped):
     """The kernel died, or is stuck in code it cannot be interrupted from."""
 
 
@@ -441,7 +455,7 @@ class StudentKernel:
             raise KernelGone("the kernel running your notebook has died or is stuck")
         run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout, silent=True)
         if run.error == "Timeout":
-            raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
+            raise CallTimedOut(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
             raise KernelGone(
                 "the kernel running your notebook died during this call (a crash such as "
@@ -562,7 +576,7 @@ class Budget:
     def next_limit(self) -> float:
         left = self.deadline - time.monotonic()
         if left <= 1:
-            raise TimeoutError("the time for grading this notebook ran out before this test")
+            raise CallTimedOut("the time for grading this notebook ran out before this test")
         return min(self.per_call, left)
 
 
@@ -610,7 +624,7 @@ class RemoteFunction:
 
     def __call__(self, *args, **kwargs):
         if self.name in self.budget.hung:
-            raise TimeoutError(
+            raise CallTimedOut(
                 f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
                 "earlier test, so it was not called again"
             )
@@ -626,7 +640,7 @@ class RemoteFunction:
                 self.last_peak_bytes = None
             else:
                 reply = self._measured(payload)
-        except TimeoutError:
+        except CallTimedOut:
             self.budget.hung.add(self.name)
             raise
         for category, message in (reply.get("warnings") or [])[:20]:
@@ -741,7 +755,7 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
         return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed", error.misconception)
     except KernelGone as error:
         return Verdict(grade_id, False, str(error), "KernelDied")
-    except TimeoutError as error:
+    except CallTimedOut as error:
         return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "Timeout")
     except Exception as error:  # noqa: BLE001 - every failure is a verdict
         return Verdict(grade_id, False, f"{type(error).__name__}: {error}"[:MAX_MESSAGE], type(error).__name__)
@@ -856,7 +870,7 @@ def judge_notebook(
             cell.outputs = []
             try:
                 limit = budget.next_limit()
-            except TimeoutError:
+            except CallTimedOut:
                 report.status = "timed out"
                 report.notes.append(
                     f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}"
@@ -903,7 +917,7 @@ def judge_notebook(
                         f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
                         "the tests after it could not run"
                     )
-    except Exception as error:  # noqa: BLE001 - the kernel could not even start: every test fails, with why
+    except (Exception, GradingStopped) as error:  # noqa: BLE001 - the kernel could not even start (or died): every test fails, with why
         report.status = report.status or "kernel died"
         report.notes.append(f"the notebook's kernel could not run ({type(error).__name__}: {str(error)[:200]})")
         for index, cell in tests:

@@ -215,3 +215,19 @@ def test_compare_with_release_names_what_was_done_to_test_cells():
     del deleted.cells[tests[0]]
     assert any("was deleted" in n for n in compare_with_release(deleted, released))
     assert compare_with_release(released, released) == []
+
+
+@pytest.mark.parametrize("stop", ["CallTimedOut", "KernelGone"])
+def test_a_stop_passes_through_the_checks_to_the_judge(stop):
+    """A call the grader stopped is a status, never a misconception: the checks catch a learner's
+    exceptions (to say "raised TypeError" or "does not raise ValueError"), not the grader's stops."""
+    from autograde import judge
+    from heads_and_masks.checks.core import call, expect_value_error
+
+    def stopped(*args):
+        raise getattr(judge, stop)("stopped by the grader")
+
+    with pytest.raises(judge.GradingStopped):
+        expect_value_error(stopped, np.zeros(3), what="f(bad)", why="bad arguments")
+    with pytest.raises(judge.GradingStopped):
+        call(stopped, np.zeros(3), what="f(x)")
