@@ -3,7 +3,7 @@
 #
 # Welcome to **Heads & Masks**, a short course on two pieces of every transformer: *multi-head
 # attention* (why the width of a model is cut into heads) and *attention masks* (how a model is kept from
-# looking where it must not). Seven notebooks, each one idea, each with pictures you can move and
+# looking where it must not). Nine notebooks, each one idea, each with pictures you can move and
 # exercises that are checked on the spot.
 #
 # This notebook explains how the course works, fixes the conventions that every later notebook uses,
