@@ -252,24 +252,22 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
         merge_into_gradebook(course, assignment, student, None)
         return status, {g: 0.0 for g in maxima}, notes, seconds
 
-    def submit(client, student: str):
+    def job(student: str) -> dict:
         folder = course.path("submitted", student, assignment)
         files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
-        job = {"student": student, "files": {rename.get(name, name): data for name, data in files.items()},
-               "timestamp": collected_timestamp(folder)}
-        return client.submit(grade_submission, run, job, key=f"grade-{assignment}-{student}-{run['id']}", pure=False)
+        return {"student": student, "files": {rename.get(name, name): data for name, data in files.items()},
+                "timestamp": collected_timestamp(folder)}
 
     with dask_client(scheduler, workers, course.runtime_dir("logs", assignment) / "workers.log") as client:
-        waiting = list(students)
-        in_flight = 2 * max(1, sum(client.nthreads().values()))
-        owner = {}
-        running = as_completed(loop=client.loop)
-        while waiting and len(owner) < in_flight:  # a few per worker: the rest wait here, not in memory
-            future = submit(client, waiting.pop(0))
-            owner[future] = _student_of(future.key, assignment, run["id"])
-            running.add(future)
-        for future in running:
+        # Every submission is submitted at once and queued by the scheduler, which hands each worker one
+        # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
+        # The run's settings travel once to every worker (scattered), not once per submission.
+        shared = client.scatter(run, broadcast=True, hash=False)
+        futures = client.map(grade_submission, [shared] * len(students), [job(s) for s in students], pure=False,
+                             key=[f"grade-{assignment}-{s}-{run['id']}" for s in students])  # one graph: queued
+        owner = dict(zip(futures, students))
+        for future in as_completed(owner, loop=client.loop):
             student = owner.pop(future)
             try:
                 message, failure = future.result(), ""
@@ -279,14 +277,6 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
                 message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
             future.release()
             conclude(student, message, failure)
-            if waiting:
-                future = submit(client, waiting.pop(0))
-                owner[future] = _student_of(future.key, assignment, run["id"])
-                running.add(future)
-
-
-def _student_of(key: str, assignment: str, run_id: str) -> str:
-    return key[len(f"grade-{assignment}-"):-len(f"-{run_id}")]
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -294,24 +284,31 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.is_file() and not p.is_symlink()}
 
 
-class LocalWorkerSetup(WorkerPlugin):
-    """A Dask worker plugin for the local cluster: what the kernels of a worker print goes to the course's
-    log (not to the instructor's terminal), and nbgrader is imported once per worker as it starts."""
+class GradingWorker(WorkerPlugin):
+    """Makes a Dask worker ready to grade, as it starts (a worker plugin, for every cluster):
+    nbgrader imported and the course package without its reference implementations made
+    (``judge.shared_stub_package``), once per worker process, before its first submission.
+    On the local cluster (``log``), what the worker and its kernels print goes to the course's log
+    instead of the instructor's terminal."""
 
-    name = "heads-and-masks-local-worker"
+    name = "heads-and-masks-grading-worker"
 
-    def __init__(self, log: Path):
-        self.log = str(log)
+    def __init__(self, log: Path | None = None):
+        self.log = str(log) if log else None
 
     def setup(self, worker) -> None:
         import os
 
-        descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(descriptor, 1)
-        os.dup2(descriptor, 2)
-        os.close(descriptor)
-        import nbgrader.converters  # noqa: F401
+        import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
+        from .judge import shared_stub_package
+
+        if self.log:
+            descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(descriptor, 1)
+            os.dup2(descriptor, 2)
+            os.close(descriptor)
+        shared_stub_package()
 
 
 @contextlib.contextmanager
@@ -326,14 +323,16 @@ def dask_client(scheduler: str | None, workers: int, log: Path):
 
     if scheduler:
         with Client(scheduler, set_as_default=False) as client:
+            client.register_plugin(GradingWorker())
             yield client
         return
     environment = tool_env(headless=True)
     env = {"PATH": environment["PATH"], "MPLBACKEND": environment["MPLBACKEND"],
            STUB_ENV: str(shared_stub_package())}  # the stub package made once here, for every worker
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                          "distributed.scheduler.worker-saturation": 1.0}):
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0,
                                host="127.0.0.1", dashboard_address=":0", silence_logs=logging.ERROR, env=env)
     with cluster, Client(cluster, set_as_default=False) as client:
-        client.register_plugin(LocalWorkerSetup(log))
+        client.register_plugin(GradingWorker(log))
         yield client
