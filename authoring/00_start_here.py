@@ -59,7 +59,7 @@
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks.widgets.start import QueryWidget
+from heads_and_masks.widgets.start_here import QueryWidget
 
 np.set_printoptions(precision=3, suppress=True)
 
@@ -91,6 +91,7 @@ print(query_widget.readouts_text())
 uniform = np.full(4, 0.25)
 print("entropy of four equal weights:", hm.row_entropy_bits(uniform), "bits")
 
+
 # %% [markdown]
 # ## Warm-up exercise: scaled dot-product attention
 #
@@ -115,7 +116,7 @@ print("entropy of four equal weights:", hm.row_entropy_bits(uniform), "bits")
 # The tests check the values against the course's reference on several shapes, with and without masks,
 # on a fully masked row and on very large scores, and they fail on any numpy warning.
 
-# %% solution id=attention
+# %% nbgrader={"grade_id": "attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes."""
     ### BEGIN SOLUTION
@@ -133,6 +134,7 @@ def attention(q, k, v, mask=None):
     return weights @ v  # (..., n_q, d_v)
     ### END SOLUTION
 
+
 # %% [markdown]
 # Try it on a tiny example before running the tests: three queries, three keys, a causal mask (each
 # query sees itself and the keys before it). The first query may only look at the first key, so its
@@ -148,8 +150,8 @@ try:
 except NotImplementedError:
     print("attention is not written yet")
 
-# %% tests id=test_attention points=4
-from heads_and_masks.checks.start import check_attention
+# %% nbgrader={"grade_id": "test_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
+from heads_and_masks.checks.start_here import check_attention
 
 check_attention(attention)
 ### BEGIN HIDDEN TESTS

@@ -24,7 +24,7 @@ from einops import rearrange
 
 import heads_and_masks as hm
 from heads_and_masks.cost import cost_table
-from heads_and_masks.head_layout import head_of_column, split_orders_figure
+from heads_and_masks.pictures.heads import split_orders_figure
 from heads_and_masks.widgets.heads import HeadSplitWidget
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
@@ -138,6 +138,7 @@ try:
 except Exception as error:  # einops refuses a width that the heads do not divide
     print(f"{type(error).__name__}: {str(error).strip().splitlines()[-1]}")
 
+
 # %% [markdown]
 # The einops version says more than the numpy one, for the reader and for the machine:
 #
@@ -166,7 +167,7 @@ except Exception as error:  # einops refuses a width that the heads do not divid
 # The tests use b > 1, n ≠ h, and widths where a wrong order of `h` and `d` changes the heads, and they
 # check the `ValueError` in a separate cell.
 
-# %% solution id=split_heads
+# %% nbgrader={"grade_id": "split_heads", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def split_heads(x, h):
     """(b, n, D) -> (b, h, n, d): head i is x[..., i*d:(i+1)*d]."""
     ### BEGIN SOLUTION
@@ -177,6 +178,7 @@ def split_heads(x, h):
     return x.reshape(b, n, h, d).transpose(0, 2, 1, 3)  # b n (h d) -> b h n d
     ### END SOLUTION
 
+
 # %% [markdown]
 # Try it on the labelled `x` (the units digits say which columns each head got):
 
@@ -186,7 +188,7 @@ try:
 except NotImplementedError:
     print("split_heads is not written yet")
 
-# %% tests id=test_split_heads points=3
+# %% nbgrader={"grade_id": "test_split_heads", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.heads import check_split_heads
 
 check_split_heads(split_heads)
@@ -194,7 +196,7 @@ check_split_heads(split_heads)
 check_split_heads(split_heads, seed=2024, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_split_heads_errors points=1
+# %% nbgrader={"grade_id": "test_split_heads_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.heads import check_split_heads_errors
 
 check_split_heads_errors(split_heads)
@@ -244,6 +246,7 @@ with_bug = rearrange(hm.attention(q_dh, k_dh, v_dh), "b h n d -> b n (h d)") @ w
 print("largest difference between the outputs:", np.abs(correct - with_bug).max())
 print("typical size of an output entry:       ", np.abs(correct).mean())
 
+
 # %% [markdown]
 # ### Catching it
 #
@@ -268,6 +271,7 @@ for D_test, h_test in [(8, 2), (8, 1), (8, 8)]:
     verdicts = {name: heads_are_slices(split, x_test, h_test) for name, split in readings.items()}
     print(f"D = {D_test}, h = {h_test}, d = {D_test // h_test}:  passes the test: {verdicts}")
 
+
 # %% [markdown]
 # The graded tests of this notebook do the same: they compare every head with its slice of the width,
 # on widths where `(h d)` and `(d h)` differ, and they name the bug when they see it.
@@ -286,7 +290,7 @@ for D_test, h_test in [(8, 2), (8, 1), (8, 8)]:
 # Return the inverse of `split_heads`: `x` of shape `(b, h, n, d)` becomes `(b, n, h*d)`, head i landing
 # in the columns `i*d … (i+1)*d − 1`. So `merge_heads(split_heads(x, h))` is `x` again, for any b.
 
-# %% solution id=merge_heads
+# %% nbgrader={"grade_id": "merge_heads", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def merge_heads(x):
     """(b, h, n, d) -> (b, n, h*d), the inverse of split_heads."""
     ### BEGIN SOLUTION
@@ -294,13 +298,14 @@ def merge_heads(x):
     return x.transpose(0, 2, 1, 3).reshape(b, n, h * d)  # b h n d -> b n (h d)
     ### END SOLUTION
 
+
 # %%
 try:
     print("merge_heads undoes the correct split:", np.array_equal(merge_heads(heads), x))
 except NotImplementedError:
     print("merge_heads is not written yet")
 
-# %% tests id=test_merge_heads points=2
+# %% nbgrader={"grade_id": "test_merge_heads", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.heads import check_merge_heads
 
 check_merge_heads(merge_heads)
@@ -339,6 +344,7 @@ from heads_and_masks.earlier_answers import bring_answer
 
 bring_answer("attention", from_notebook="00_start_here")  # your own attention, from ../00_start_here
 
+
 # %% [markdown]
 # ### Exercise 3: `multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None)`
 #
@@ -350,7 +356,7 @@ bring_answer("attention", from_notebook="00_start_here")  # your own attention, 
 # The tests compare with the course's reference on several batches, with no mask, a causal mask and a
 # padding mask, and the hidden ones also with a different mask for every head, h = 1 and h = D.
 
-# %% solution id=multi_head_attention
+# %% nbgrader={"grade_id": "multi_head_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     """MHA(x) = concat(head_1 … head_h) W^O, head_i = attention on the i-th block of columns."""
     ### BEGIN SOLUTION
@@ -369,6 +375,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     return rearrange(heads, "b h n d -> b n (h d)") @ w_o  # (b, n, D)
     ### END SOLUTION
 
+
 # %%
 try:
     mine = multi_head_attention(x_real, w_q, w_k, w_v, w_o, h)
@@ -377,7 +384,7 @@ try:
 except NotImplementedError:
     print("multi_head_attention is not written yet")
 
-# %% tests id=test_multi_head_attention points=2
+# %% nbgrader={"grade_id": "test_multi_head_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.heads import check_multi_head_attention
 
 check_multi_head_attention(multi_head_attention)
@@ -385,7 +392,7 @@ check_multi_head_attention(multi_head_attention)
 check_multi_head_attention(multi_head_attention, seed=2024, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_multi_head_attention_masked points=2
+# %% nbgrader={"grade_id": "test_multi_head_attention_masked", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.heads import check_multi_head_attention_masked
 
 check_multi_head_attention_masked(multi_head_attention)
@@ -429,6 +436,7 @@ for h in (12, 24):
     total = sum(row["counted"] for row in rows)
     print(f"  {'total counted':<61} {total:>12,}   formula 4nD² + 2n²D = {4 * n * D**2 + 2 * n**2 * D:,}\n")
 
+
 # %% [markdown]
 # Same total, to the last multiply-add: only the shapes of the two per-head products changed (more heads,
 # each thinner). That is the sense in which multi-head attention "adds no computation".
@@ -443,7 +451,7 @@ for h in (12, 24):
 # * The tests compare exact integers, for small and very large models (where a float would round), and
 #   they know the usual slips: counting FLOPs, multiplying the attention part by h, forgetting `W^O`.
 
-# %% solution id=mha_cost
+# %% nbgrader={"grade_id": "mha_cost", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def mha_cost(n, D, h):
     """Multiply-adds of one MHA forward pass: projections + scores + weighted sum, an int."""
     ### BEGIN SOLUTION
@@ -458,13 +466,14 @@ def mha_cost(n, D, h):
     return projections + scores + weighted_sum
     ### END SOLUTION
 
+
 # %%
 try:
     print("24 heads of 32 cost what 12 heads of 64 do:", mha_cost(1024, 768, 24) == mha_cost(1024, 768, 12))
 except NotImplementedError:
     print("mha_cost is not written yet")
 
-# %% tests id=test_mha_cost points=2
+# %% nbgrader={"grade_id": "test_mha_cost", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.heads import check_mha_cost
 
 check_mha_cost(mha_cost)
@@ -472,7 +481,7 @@ check_mha_cost(mha_cost)
 check_mha_cost(mha_cost, seed=2024, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_mha_cost_errors points=1
+# %% nbgrader={"grade_id": "test_mha_cost_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.heads import check_mha_cost_errors
 
 check_mha_cost_errors(mha_cost)

@@ -23,7 +23,7 @@ from IPython.display import Markdown
 
 import heads_and_masks as hm
 from heads_and_masks import model_configs, retrieval, score_noise
-from heads_and_masks import why_heads_plots as plots
+from heads_and_masks.pictures import why_heads as plots
 from heads_and_masks.widgets.why_heads import ScoreNoiseWidget
 
 np.set_printoptions(precision=3, suppress=True)
@@ -105,6 +105,7 @@ print(f"one head: on average {((recovered_previous + recovered_first) / 2).min()
       f" two heads: {two_heads.mean():.3f}")
 plots.picture(plots.recovery_figure(weights_on_previous, recovered_previous, recovered_first))
 
+
 # %% [markdown]
 # ## Exercise 1: build the two heads
 #
@@ -129,7 +130,7 @@ plots.picture(plots.recovery_figure(weights_on_previous, recovered_previous, rec
 # about `1 / (1 + (n − 1)·e^{−g})`. A lead of 1 is hopeless; aim for a lead of about 20 *after* the
 # division by `√d`.
 
-# %% solution id=retrieval_heads
+# %% nbgrader={"grade_id": "retrieval_heads", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def retrieval_heads(n, c):
     """Head 0 attends to the previous token, head 1 to the first; both hand back the content."""
     ### BEGIN SOLUTION
@@ -142,6 +143,7 @@ def retrieval_heads(n, c):
     w_v[:, :c, :] = np.eye(c)  # the values copy the content, ignore the position
     return w_q, w_k, w_v
     ### END SOLUTION
+
 
 # %% [markdown]
 # Look at your heads before the tests: the two weight patterns (queries down, keys across) and the
@@ -164,7 +166,7 @@ print(f"{source}: largest difference from [content of t-1 | content of 0] over t
       f"{np.abs(demo_output[1:] - retrieval.wanted_output(demo_contents)).max():.2e}")
 plots.picture(plots.head_weights_figure(demo_weights, ["head 0: previous token", "head 1: first token"]))
 
-# %% tests id=test_retrieval_heads points=3
+# %% nbgrader={"grade_id": "test_retrieval_heads", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.why_heads import check_retrieval_heads
 
 check_retrieval_heads(retrieval_heads)
@@ -172,7 +174,7 @@ check_retrieval_heads(retrieval_heads)
 check_retrieval_heads(retrieval_heads, seed=2027, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_retrieval_heads_values points=1
+# %% nbgrader={"grade_id": "test_retrieval_heads_values", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.why_heads import check_retrieval_heads_values
 
 check_retrieval_heads_values(retrieval_heads)
@@ -242,6 +244,7 @@ print(f"spread of an unrelated key's estimate: {formula[3, 1]:.3f} at d = 8, {fo
       f" the true similarities differ by 1")
 plots.picture(plots.spread_figure(d_grid, simulated[:, 0], simulated[:, 1], formula[:, 0], formula[:, 1], noise))
 
+
 # %% [markdown]
 # A note on the `1/√d` in attention. Dividing the scores by `√d` keeps their spread the same at every
 # head size, so the softmax is neither flat nor saturated by default. It divides *every* score of a query
@@ -271,7 +274,7 @@ plots.picture(plots.spread_figure(d_grid, simulated[:, 0], simulated[:, 1], form
 # times with 4000 trials and up to 128 components: work on whole arrays, for example of shape
 # `(trials, n_keys, d)`, rather than one number at a time.
 
-# %% solution id=winning_rate
+# %% nbgrader={"grade_id": "winning_rate", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def winning_rate(d, noise, n_keys=16, trials=4000, seed=0):
     """Fraction of trials in which the matching key's score q·k beats every other key's."""
     ### BEGIN SOLUTION
@@ -284,6 +287,7 @@ def winning_rate(d, noise, n_keys=16, trials=4000, seed=0):
     scores = np.einsum("td,tkd->tk", query, keys)  # (trials, keys)
     return float(np.mean(scores[:, 0] > scores[:, 1:].max(axis=1)))
     ### END SOLUTION
+
 
 # %% [markdown]
 # Compare your simulation with the exact probability before running the tests:
@@ -298,7 +302,7 @@ try:
 except NotImplementedError:
     print("winning_rate is not written yet")
 
-# %% tests id=test_winning_rate points=3
+# %% nbgrader={"grade_id": "test_winning_rate", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.why_heads import check_winning_rate
 
 check_winning_rate(winning_rate)
@@ -306,7 +310,7 @@ check_winning_rate(winning_rate)
 check_winning_rate(winning_rate, seed=4099, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_winning_rate_errors points=1
+# %% nbgrader={"grade_id": "test_winning_rate_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.why_heads import check_winning_rate_errors
 
 check_winning_rate_errors(winning_rate)

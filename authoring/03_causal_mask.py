@@ -18,7 +18,6 @@
 #   still flows;
 # * write a masked softmax that never returns NaN, and the entropy of a row in bits;
 
-
 # %%
 import time
 import warnings
@@ -27,8 +26,9 @@ import numpy as np
 
 import heads_and_masks as hm
 from heads_and_masks.attention_stats import gradient_scale, max_entropies, row_entropies, score_spread
-from heads_and_masks.causal_pictures import four_ways_figure, mask_figure, picture, readouts_versus_d_figure
-from heads_and_masks.widgets.causal import TOKENS, LessonWidget, sentence_logits, sentence_queries_keys
+from heads_and_masks.pictures.causal_mask import four_ways_figure, mask_figure, picture, readouts_versus_d_figure
+from heads_and_masks.sentence import TOKENS, sentence_logits, sentence_queries_keys
+from heads_and_masks.widgets.causal_mask import LessonWidget
 from IPython.display import display
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
@@ -93,6 +93,7 @@ for label, mask in [("no mask    ", None), ("causal mask", causal)]:
 # %%
 display(picture(mask_figure(hm.causal_mask(n), TOKENS)))
 
+
 # %% [markdown]
 # ### Exercise 1: `causal_mask(n)`
 #
@@ -105,7 +106,7 @@ display(picture(mask_figure(hm.causal_mask(n), TOKENS)))
 #
 # `np.tril`, `np.tri`, a comparison of `np.arange` grids and a loop all work.
 
-# %% solution id=causal_mask
+# %% nbgrader={"grade_id": "causal_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def causal_mask(n):
     """(n, n) bool, True where key <= query: each token sees itself and the past."""
     ### BEGIN SOLUTION
@@ -116,22 +117,23 @@ def causal_mask(n):
     return key <= query  # (n, n), True on and below the diagonal
     ### END SOLUTION
 
+
 # %%
 try:
     print(causal_mask(4))
 except NotImplementedError:
     print("causal_mask is not written yet")
 
-# %% tests id=test_causal_mask points=2
-from heads_and_masks.checks.causal import check_causal_mask
+# %% nbgrader={"grade_id": "test_causal_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
+from heads_and_masks.checks.causal_mask import check_causal_mask
 
 check_causal_mask(causal_mask)
 ### BEGIN HIDDEN TESTS
 check_causal_mask(causal_mask, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_causal_mask_negative points=1
-from heads_and_masks.checks.causal import check_causal_mask_bad_n
+# %% nbgrader={"grade_id": "test_causal_mask_negative", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.causal_mask import check_causal_mask_bad_n
 
 check_causal_mask_bad_n(causal_mask)
 
@@ -182,6 +184,7 @@ leak = np.where(causal, 0.0, zero_fill).sum(axis=-1)  # weight that went to the 
 print(zero_fill)
 print("weight on forbidden keys per query:", leak)
 print(f"query '{TOKENS[0]}' gives {leak[0]:.0%} of its attention to tokens it must not see")
+
 
 # %% [markdown]
 # The future leaks back. Replaying the experiment of the first section with zero-filled scores:
@@ -540,6 +543,7 @@ print(f"spread without √d grew {growth:.1f}× from d = {head_sizes[0]} to d = 
 
 display(picture(readouts_versus_d_figure(head_sizes, table[True], table[False])))
 
+
 # %% [markdown]
 # Without the division, `spread / √d` stays within a narrow band while the spread itself grows several-fold:
 # the spread grows like √d, as it must for a sum of d random products (the range of a few dozen scores is a
@@ -569,7 +573,7 @@ display(picture(readouts_versus_d_figure(head_sizes, table[True], table[False]))
 # The tests run ordinary scores, a fully masked row, and very large and very negative scores,
 # each in its own test cell.
 
-# %% solution id=masked_softmax
+# %% nbgrader={"grade_id": "masked_softmax", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def masked_softmax(scores, mask):
     """Softmax over the last axis among the allowed keys (mask: True = may attend)."""
     ### BEGIN SOLUTION
@@ -582,6 +586,7 @@ def masked_softmax(scores, mask):
     return np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)
     ### END SOLUTION
 
+
 # %%
 try:
     print(masked_softmax(two_rows, empty_row_mask))
@@ -589,24 +594,24 @@ try:
 except NotImplementedError:
     print("masked_softmax is not written yet")
 
-# %% tests id=test_masked_softmax points=3
-from heads_and_masks.checks.causal import check_masked_softmax
+# %% nbgrader={"grade_id": "test_masked_softmax", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
+from heads_and_masks.checks.causal_mask import check_masked_softmax
 
 check_masked_softmax(masked_softmax)
 ### BEGIN HIDDEN TESTS
 check_masked_softmax(masked_softmax, seed=2, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_masked_softmax_empty_rows points=1
-from heads_and_masks.checks.causal import check_masked_softmax_empty_rows
+# %% nbgrader={"grade_id": "test_masked_softmax_empty_rows", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.causal_mask import check_masked_softmax_empty_rows
 
 check_masked_softmax_empty_rows(masked_softmax)
 ### BEGIN HIDDEN TESTS
 check_masked_softmax_empty_rows(masked_softmax, seed=5, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_masked_softmax_large_scores points=2
-from heads_and_masks.checks.causal import check_masked_softmax_large_scores
+# %% nbgrader={"grade_id": "test_masked_softmax_large_scores", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
+from heads_and_masks.checks.causal_mask import check_masked_softmax_large_scores
 
 check_masked_softmax_large_scores(masked_softmax)
 ### BEGIN HIDDEN TESTS
@@ -631,6 +636,7 @@ for m in (1, 2, 4, 6):
 value, problems = caught_warnings(lambda: 0.0 * np.log2(0.0))
 print("0 * log2(0) computed naively:", value, " numpy warned:", problems)
 
+
 # %% [markdown]
 # ### Exercise 3: `row_entropy_bits(weights)`
 #
@@ -639,7 +645,7 @@ print("0 * log2(0) computed naively:", value, " numpy warned:", problems)
 # `(...)` (one number per row, no kept axis), with `0 · log 0 = 0`. Use `np.log2` (or divide natural
 # logarithms by `ln 2`), and take the logarithm only where the weight is positive.
 
-# %% solution id=row_entropy_bits
+# %% nbgrader={"grade_id": "row_entropy_bits", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def row_entropy_bits(weights):
     """Entropy of each row in bits, with 0·log 0 = 0.   (..., n_k) -> (...)"""
     ### BEGIN SOLUTION
@@ -648,14 +654,15 @@ def row_entropy_bits(weights):
     return 0.0 - (weights * logs).sum(axis=-1)  # 0.0 - x rather than -x: a one-hot row gives 0.0, not -0.0
     ### END SOLUTION
 
+
 # %%
 try:
     print(row_entropy_bits(minus_inf))
 except NotImplementedError:
     print("row_entropy_bits is not written yet")
 
-# %% tests id=test_row_entropy_bits points=2
-from heads_and_masks.checks.causal import check_row_entropy_bits
+# %% nbgrader={"grade_id": "test_row_entropy_bits", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
+from heads_and_masks.checks.causal_mask import check_row_entropy_bits
 
 check_row_entropy_bits(row_entropy_bits)
 ### BEGIN HIDDEN TESTS

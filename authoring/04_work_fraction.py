@@ -21,13 +21,14 @@
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks.benchmarks import causal_attention_benchmark, format_benchmark
-from heads_and_masks.tile_figures import (
-    benchmark_figure, picture, tile_size_figure, time_by_tile_size, used_fraction_figure,
+from heads_and_masks.benchmarks import causal_attention_benchmark, format_benchmark, time_by_tile_size
+from heads_and_masks.pictures.work_fraction import (
+    benchmark_figure, picture, tile_size_figure, used_fraction_figure,
 )
-from heads_and_masks.widgets.tiles import TileGridWidget
+from heads_and_masks.widgets.work_fraction import TileGridWidget
 
 np.set_printoptions(precision=3, suppress=True)
+
 
 # %% [markdown]
 # ## 1. Counting the scores the mask keeps
@@ -56,15 +57,16 @@ np.set_printoptions(precision=3, suppress=True)
 # mask has a million million entries (close to a terabyte even as booleans, and hours of loop), so count
 # with a formula, not by building or walking through the matrix.
 
-# %% solution id=causal_used_entries
+# %% nbgrader={"grade_id": "causal_used_entries", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def causal_used_entries(n):
     """Entries of the n × n score matrix where key <= query: n(n+1)/2, an int."""
     ### BEGIN SOLUTION
     return n * (n + 1) // 2  # 1 + 2 + ... + n
     ### END SOLUTION
 
-# %% tests id=test_causal_used_entries points=1
-from heads_and_masks.checks.tiles import check_causal_used_entries
+
+# %% nbgrader={"grade_id": "test_causal_used_entries", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.work_fraction import check_causal_used_entries
 
 check_causal_used_entries(causal_used_entries)
 ### BEGIN HIDDEN TESTS
@@ -76,15 +78,16 @@ check_causal_used_entries(causal_used_entries, thorough=True)
 #
 # Return the share of the n² entries that the causal mask allows, (n + 1)/(2n), as a float, for `n ≥ 1`.
 
-# %% solution id=causal_used_fraction
+# %% nbgrader={"grade_id": "causal_used_fraction", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def causal_used_fraction(n):
     """The used share of the n² entries: (n+1)/(2n)."""
     ### BEGIN SOLUTION
     return (n + 1) / (2 * n)
     ### END SOLUTION
 
-# %% tests id=test_causal_used_fraction points=1
-from heads_and_masks.checks.tiles import check_causal_used_fraction
+
+# %% nbgrader={"grade_id": "test_causal_used_fraction", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.work_fraction import check_causal_used_fraction
 
 check_causal_used_fraction(causal_used_fraction)
 ### BEGIN HIDDEN TESTS
@@ -239,6 +242,7 @@ for start in range(0, 12, 4):
 weights = np.exp(scores - scores.max()) / np.exp(scores - scores.max()).sum()  # the ordinary softmax
 print("online:", acc / l, " ordinary:", weights @ values, " equal:", np.allclose(acc / l, weights @ values))
 
+
 # %% [markdown]
 # ### Exercise 3: `blocked_causal_attention(q, k, v, block)`
 #
@@ -261,7 +265,7 @@ print("online:", acc / l, " ordinary:", weights @ values, " equal:", np.allclose
 # peak memory with `tracemalloc` at an n where a single n × n float64 matrix would take tens of MiB
 # (the test prints both figures).
 
-# %% solution id=blocked_causal_attention
+# %% nbgrader={"grade_id": "blocked_causal_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def blocked_causal_attention(q, k, v, block):
     """Causal attention over tiles of `block` queries × `block` keys. Returns (out, computed)."""
     ### BEGIN SOLUTION
@@ -295,6 +299,7 @@ def blocked_causal_attention(q, k, v, block):
     return out, computed
     ### END SOLUTION
 
+
 # %% [markdown]
 # Try it before the tests: on a small example it must agree with full-then-mask, and its count must be
 # the computed share the widget shows for the same `n` and `B`.
@@ -309,32 +314,32 @@ try:
 except NotImplementedError:
     print("blocked_causal_attention is not written yet")
 
-# %% tests id=test_blocked_causal_attention points=3
-from heads_and_masks.checks.tiles import check_blocked_causal_attention
+# %% nbgrader={"grade_id": "test_blocked_causal_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention
 
 check_blocked_causal_attention(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
 check_blocked_causal_attention(blocked_causal_attention, seed=104729, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_blocked_causal_attention_count points=2
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_count
+# %% nbgrader={"grade_id": "test_blocked_causal_attention_count", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_count
 
 check_blocked_causal_attention_count(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
 check_blocked_causal_attention_count(blocked_causal_attention, seed=1299709, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_blocked_causal_attention_memory points=1
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_memory
+# %% nbgrader={"grade_id": "test_blocked_causal_attention_memory", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_memory
 
 check_blocked_causal_attention_memory(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
 check_blocked_causal_attention_memory(blocked_causal_attention, n=2500, d=8, block=80, seed=17)
 ### END HIDDEN TESTS
 
-# %% tests id=test_blocked_causal_attention_errors points=1
-from heads_and_masks.checks.tiles import check_blocked_causal_attention_errors
+# %% nbgrader={"grade_id": "test_blocked_causal_attention_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_errors
 
 check_blocked_causal_attention_errors(blocked_causal_attention)
 

@@ -22,7 +22,7 @@
 # real bugs: **forget the padding mask and a sequence's output depends on the batch it was put in.** Nothing
 # crashes. The numbers are just different, and worse for short sequences than for long ones.
 
-# %% locked id=setup
+# %% nbgrader={"grade_id": "setup", "schema_version": 3, "locked": true, "solution": false, "grade": false}
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -30,7 +30,8 @@ import heads_and_masks as hm
 from heads_and_masks import local_attention as local
 from heads_and_masks import padding as pad
 from heads_and_masks.checks import other_masks as checks
-from heads_and_masks.widgets.other_masks import MaskWidget, draw_mask
+from heads_and_masks.pictures.other_masks import draw_mask
+from heads_and_masks.widgets.other_masks import MaskWidget
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
 
@@ -88,6 +89,7 @@ for sentence in sentences:
 print("lengths:", lengths, " n:", n)
 print(hm.padding_mask(lengths, n).astype(int))
 
+
 # %% [markdown]
 # ### Exercise 1: `padding_mask(lengths, n)`
 #
@@ -99,7 +101,7 @@ print(hm.padding_mask(lengths, n).astype(int))
 #
 # One comparison does it, with broadcasting: positions as a row `(1, n)` against lengths as a column `(b, 1)`.
 
-# %% solution id=padding_mask
+# %% nbgrader={"grade_id": "padding_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def padding_mask(lengths, n):
     """(b, n) bool, True at real tokens (position < length)."""
     ### BEGIN SOLUTION
@@ -110,19 +112,20 @@ def padding_mask(lengths, n):
     return positions[None, :] < lengths[:, None]  # (b, n)
     ### END SOLUTION
 
+
 # %%
 try:
     print(padding_mask([3, 1, 4], 4))
 except NotImplementedError:
     print("padding_mask is not written yet")
 
-# %% tests id=test_padding_mask points=2
+# %% nbgrader={"grade_id": "test_padding_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 checks.check_padding_mask(padding_mask)
 ### BEGIN HIDDEN TESTS
 checks.check_padding_mask(padding_mask, seed=5003, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_padding_mask_errors points=1
+# %% nbgrader={"grade_id": "test_padding_mask_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 checks.check_padding_mask_errors(padding_mask)
 ### BEGIN HIDDEN TESTS
 checks.check_padding_mask_errors(padding_mask, thorough=True)
@@ -222,6 +225,7 @@ without = encoder.attend(batch, use_mask=False, causal=True)[0]
 print("decoder, right padding, padding mask forgotten: max difference",
       np.abs(without - encoder.alone(sentence, causal=True)).max())
 
+
 # %% [markdown]
 # The luck runs out as soon as filler sits *before* real tokens. Batched generation usually pads on the
 # left (so that every sequence's next token lands in the same column), and then the causal mask lets every real
@@ -248,7 +252,7 @@ print("decoder, right padding, padding mask forgotten: max difference",
 # * `w ≥ n` is allowed (the window then covers everything before: it is the causal mask).
 # * Raise `ValueError` for `w < 1`: a window must contain at least the query itself.
 
-# %% solution id=sliding_window_mask
+# %% nbgrader={"grade_id": "sliding_window_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def sliding_window_mask(n, w):
     """(n, n) bool, True where query - w < key <= query."""
     ### BEGIN SOLUTION
@@ -259,6 +263,7 @@ def sliding_window_mask(n, w):
     return (key <= query) & (key > query - w)  # (n, n)
     ### END SOLUTION
 
+
 # %%
 try:
     window = sliding_window_mask(7, 3)
@@ -267,13 +272,13 @@ try:
 except NotImplementedError:
     print("sliding_window_mask is not written yet")
 
-# %% tests id=test_sliding_window_mask points=2
+# %% nbgrader={"grade_id": "test_sliding_window_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 checks.check_sliding_window_mask(sliding_window_mask)
 ### BEGIN HIDDEN TESTS
 checks.check_sliding_window_mask(sliding_window_mask, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_sliding_window_mask_errors points=1
+# %% nbgrader={"grade_id": "test_sliding_window_mask_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 checks.check_sliding_window_mask_errors(sliding_window_mask)
 ### BEGIN HIDDEN TESTS
 checks.check_sliding_window_mask_errors(sliding_window_mask, thorough=True)
@@ -423,6 +428,7 @@ print("prefix LM is more than the causal mask:", int(prefix_lm.sum() - causal.su
       "an AND with the prefix rule would be less:", int((causal & (np.arange(n) < 4)[None, :]).sum()), "entries")
 print("sinks add to the window:", int(sinks.sum() - window.sum()), "entries")
 
+
 # %% [markdown]
 # ### Exercise 3: `attention_mask(lengths, n, causal=True, window=None)`
 #
@@ -436,7 +442,7 @@ print("sinks add to the window:", int(sinks.sum() - window.sum()), "entries")
 # Do not mask the query rows of the filler. Raise `ValueError` for lengths that are negative or longer than `n`
 # (your `padding_mask` already does: you may call your functions from exercises 1 and 2).
 
-# %% solution id=attention_mask
+# %% nbgrader={"grade_id": "attention_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def attention_mask(lengths, n, causal=True, window=None):
     """(b, 1, n, n) bool: the key is real, and causal, and within the window, as asked."""
     ### BEGIN SOLUTION
@@ -454,13 +460,14 @@ def attention_mask(lengths, n, causal=True, window=None):
     return allowed[:, None, :, :].copy()  # (b, 1, n_q, n_k)
     ### END SOLUTION
 
+
 # %%
 try:
     print(attention_mask([4, 2], 4, causal=True).astype(int))
 except NotImplementedError:
     print("attention_mask is not written yet")
 
-# %% tests id=test_attention_mask points=3
+# %% nbgrader={"grade_id": "test_attention_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 checks.check_attention_mask(attention_mask)
 ### BEGIN HIDDEN TESTS
 checks.check_attention_mask(attention_mask, seed=2719, thorough=True)
@@ -490,7 +497,7 @@ checks.check_attention_mask(attention_mask, seed=2719, thorough=True)
 # is graded. Mind the shapes: the mask is `(b, 1, n, n)` and single-head scores are `(b, n, n)`. What does
 # broadcasting make of those two?
 
-# %% solution id=batched_attention
+# %% nbgrader={"grade_id": "batched_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def batched_attention(q, k, v, lengths, causal=True, window=None):
     """Masked single-head attention over a padded batch: (b, n, d) -> (b, n, d_v)."""
     ### BEGIN SOLUTION
@@ -504,6 +511,7 @@ def batched_attention(q, k, v, lengths, causal=True, window=None):
     weights = np.divide(weights, total, out=np.zeros_like(weights), where=total > 0)  # empty rows stay 0
     return weights @ v  # (b, n, d_v)
     ### END SOLUTION
+
 
 # %% [markdown]
 # Try the property yourself before running the tests: one sequence of 3 tokens, alone and in a batch next to a
@@ -522,7 +530,7 @@ try:
 except NotImplementedError:
     print("batched_attention is not written yet")
 
-# %% tests id=test_batched_attention points=3
+# %% nbgrader={"grade_id": "test_batched_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 checks.check_batched_attention(batched_attention)
 ### BEGIN HIDDEN TESTS
 checks.check_batched_attention(batched_attention, seed=8191, thorough=True)

@@ -28,7 +28,7 @@ from IPython.display import Markdown, display
 import heads_and_masks as hm
 from heads_and_masks import model_configs
 from heads_and_masks.model_configs import GiB, KiB
-from heads_and_masks.kv_heads_pictures import cache_per_token_figure, cache_vs_context_figure, head_mapping_figure, picture
+from heads_and_masks.pictures.kv_heads import cache_per_token_figure, cache_vs_context_figure, head_mapping_figure, picture
 from heads_and_masks.widgets.kv_heads import KVCacheCalculator
 
 np.set_printoptions(precision=3, suppress=True)
@@ -55,6 +55,7 @@ print("i // (h // g):              ", np.arange(h) // (h // g))
 # %%
 picture(head_mapping_figure(h=8, g=2))
 
+
 # %% [markdown]
 # With `np.tile` query head 1 reads KV head 1 instead of 0: nothing crashes, the shapes are right,
 # and every output number is plausible. Below you will see exactly when this bug is invisible and
@@ -65,7 +66,7 @@ picture(head_mapping_figure(h=8, g=2))
 # Here is the attention of notebook 00, given so you can reuse it (it works over any leading axes, takes
 # a boolean mask with True = may attend, and gives all-zero weights to a row with no allowed key):
 
-# %% locked id=given_attention
+# %% nbgrader={"grade_id": "given_attention", "schema_version": 3, "locked": true, "solution": false, "grade": false}
 def attention(q, k, v, mask=None):
     """softmax(q kᵀ / sqrt(d), masked) v over the last two axes (notebook 00)."""
     d = q.shape[-1]
@@ -77,6 +78,7 @@ def attention(q, k, v, mask=None):
     totals = exps.sum(axis=-1, keepdims=True)
     weights = np.divide(exps, totals, out=np.zeros_like(exps), where=totals > 0)
     return weights @ v  # (..., n_q, d_v)
+
 
 # %% [markdown]
 # Write `grouped_query_attention(q, k, v, mask=None)`:
@@ -99,7 +101,7 @@ def attention(q, k, v, mask=None):
 # The tests compare your outputs with the course's on MHA, GQA and MQA shapes, with masks of every
 # allowed shape and on a generation step; they fail on any numpy warning.
 
-# %% solution id=grouped_query_attention
+# %% nbgrader={"grade_id": "grouped_query_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def grouped_query_attention(q, k, v, mask=None):
     """q (b, h, n_q, d); k, v (b, g, n_k, d) with g dividing h; query head i reads KV head i // (h // g)."""
     ### BEGIN SOLUTION
@@ -111,6 +113,7 @@ def grouped_query_attention(q, k, v, mask=None):
     v = np.repeat(v, group, axis=1)  # (b, h, n_k, d)
     return attention(q, k, v, mask)  # (b, h, n_q, d)
     ### END SOLUTION
+
 
 # %% [markdown]
 # Try it: with g = h every query head has its own KV head, so the result must be ordinary multi-head
@@ -131,7 +134,7 @@ try:
 except NotImplementedError:
     print("grouped_query_attention is not written yet")
 
-# %% tests id=test_grouped_query_attention points=4
+# %% nbgrader={"grade_id": "test_grouped_query_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
 from heads_and_masks.checks.kv_heads import check_grouped_query_attention
 
 check_grouped_query_attention(grouped_query_attention)
@@ -139,7 +142,7 @@ check_grouped_query_attention(grouped_query_attention)
 check_grouped_query_attention(grouped_query_attention, seed=2027, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_grouped_query_attention_masks points=2
+# %% nbgrader={"grade_id": "test_grouped_query_attention_masks", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.kv_heads import check_grouped_query_attention_masks
 
 check_grouped_query_attention_masks(grouped_query_attention)
@@ -147,7 +150,7 @@ check_grouped_query_attention_masks(grouped_query_attention)
 check_grouped_query_attention_masks(grouped_query_attention, seed=4051, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_grouped_query_attention_errors points=1
+# %% nbgrader={"grade_id": "test_grouped_query_attention_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.kv_heads import check_grouped_query_attention_errors
 
 check_grouped_query_attention_errors(grouped_query_attention)
@@ -176,6 +179,7 @@ for g in [12, 6, 4, 3, 2, 1]:
     kind = "MHA" if g == h else "MQA" if g == 1 else "GQA"
     print(f"g = {g:2d} ({kind}): groups of {h // g:2d} query heads, "
           f"difference from the explicit version {np.abs(grouped - explicit).max():.1e}")
+
 
 # %% [markdown]
 # ### The `tile` bug: silent exactly where you would test first
@@ -245,6 +249,7 @@ for g in (llama70.query_heads, llama70.kv_heads, 1):
     saving = "(MHA)" if g == llama70.query_heads else f"({mha_per_token // per_token}× less than MHA)"
     print(f"KV cache per token with g = {g:2d}: {per_token / KiB:6,.0f} KiB {saving}")
 
+
 # %% [markdown]
 # ## The size of the KV cache
 #
@@ -266,7 +271,7 @@ for g in (llama70.query_heads, llama70.kv_heads, 1):
 # tensors, counting bits instead of bytes, and forgetting that each sequence of the batch has its own
 # cache. The tests check exact byte counts.
 
-# %% solution id=kv_cache_bytes
+# %% nbgrader={"grade_id": "kv_cache_bytes", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
     """Bytes of the K and V cache: 2 · layers · KV heads · head size · tokens · batch · bytes per value."""
     ### BEGIN SOLUTION
@@ -279,6 +284,7 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_v
     return values * bytes_per_value
     ### END SOLUTION
 
+
 # %% [markdown]
 # A first real number: Llama-2-7B (32 layers, 32 KV heads of 128) at its full context of 4096 tokens,
 # one sequence, 16-bit values.
@@ -290,7 +296,7 @@ try:
 except NotImplementedError:
     print("kv_cache_bytes is not written yet")
 
-# %% tests id=test_kv_cache_bytes points=3
+# %% nbgrader={"grade_id": "test_kv_cache_bytes", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
 from heads_and_masks.checks.kv_heads import check_kv_cache_bytes
 
 check_kv_cache_bytes(kv_cache_bytes)
@@ -298,7 +304,7 @@ check_kv_cache_bytes(kv_cache_bytes)
 check_kv_cache_bytes(kv_cache_bytes, seed=99, thorough=True)
 ### END HIDDEN TESTS
 
-# %% tests id=test_kv_cache_bytes_errors points=1
+# %% nbgrader={"grade_id": "test_kv_cache_bytes_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.kv_heads import check_kv_cache_bytes_errors
 
 check_kv_cache_bytes_errors(kv_cache_bytes)

@@ -243,7 +243,7 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
         archive = Path(archive)
         try:
             if archive.suffix.lower() != ".zip":
-                take(archive.name, lambda: read_regular(archive, cap), archive.lstat().st_mtime)
+                take(archive.name, lambda archive=archive: read_regular(archive, cap), archive.lstat().st_mtime)
                 continue
             with zipfile.ZipFile(archive) as bundle:
                 members = bundle.infolist()
@@ -263,7 +263,7 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
                         general.append(f"{archive.name}: more than {MAX_ZIP_TOTAL_MB} MiB unpacked: the rest was skipped")
                         break
 
-                    def read(member=member):
+                    def read(member=member, archive=archive, bundle=bundle):
                         try:
                             with bundle.open(member) as handle:
                                 data = handle.read(cap + 1)

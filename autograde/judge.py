@@ -683,7 +683,6 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
                 cell.setdefault("execution_count", None)
             tests.append((index, cell))
     test_indices = {i for i, _ in tests}
-    student_code = [c.source for i, c in enumerate(nb.cells) if c.cell_type == "code" and i not in test_indices]
     budget = Budget(budget_seconds, cell_timeout)
     kernel = None
     try:

@@ -92,11 +92,6 @@ class _Visitor(ast.NodeVisitor):
     def add(self, node, construct, why):
         self.findings.append(Finding(self.cell, getattr(node, "lineno", 0), construct, why))
 
-    def visit_FunctionDef(self, node):
-        if node.name in REDEFINED:
-            self.add(node, node.name, REDEFINED[node.name])
-        self.generic_visit(node)
-
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Store) and node.id in REDEFINED:
             self.add(node, node.id, REDEFINED[node.id])
@@ -126,6 +121,8 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
+        if node.name in REDEFINED:
+            self.add(node, node.name, REDEFINED[node.name])
         if node.name in SUSPICIOUS_METHODS:
             self.add(node, f"def {node.name}", SUSPICIOUS_METHODS[node.name])
         self.generic_visit(node)

@@ -1,6 +1,6 @@
 """Heads & Masks: reference implementations, widgets, pictures and checks for the course.
 
-The graded functions of the course (the contract in COURSE.md) live here, tested against slow
+The graded functions of the course (the course map in README.md) live here, tested against slow
 obvious versions. Notebooks import them for widgets and pictures; graded answers must be the
 learner's own code.
 

@@ -55,3 +55,15 @@ def max_entropies(mask) -> np.ndarray:
     """The most entropy each row can have: log2 of its number of allowed keys (0 if none)."""
     allowed = bool_mask("mask", mask).sum(axis=-1)
     return np.log2(np.maximum(allowed, 1))
+
+
+def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -> dict[str, float]:
+    """The widget's readouts, each defined in one line (notebook 03 explains them)."""
+    entropies = row_entropies(weights)  # (n_q,), bits
+    return {
+        "score spread": score_spread(logits, mask),  # max - min of the allowed logits, the lesson's kind
+        "row entropy (bits)": float(entropies.mean()),  # mean over the query rows
+        "max weight": float(weights.max()),  # the largest weight anywhere in the matrix
+        "gradient scale": gradient_scale(weights),  # mean spectral norm of softmax's Jacobian
+        "first row entropy (bits)": float(entropies[0]),  # the query "<s>"
+    }

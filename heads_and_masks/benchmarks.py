@@ -233,3 +233,28 @@ def format_benchmark(rows: list[dict]) -> str:
             f"{r['theoretical_speedup']:>7.3f}× {r['computed_fraction']:>8.1%} {r['tiled_gflops']:>7.1f} "
             f"{r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB {r['memory_ratio']:>7.4f}")
     return "\n".join(lines)
+
+
+@idle_while_grading(dict)
+def time_by_tile_size(n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
+                      ) -> dict[int, float]:
+    """Seconds (best of ``repeats`` runs) of the tiled kernel at one n for each tile size: the cost of many small tiles.
+
+    Like the benchmark, it runs with ``threads`` BLAS threads (see ``benchmarks.blas_threads``).
+    """
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
+    with blas_threads(threads):
+        return _time_each(q, k, v, blocks, repeats)
+
+
+def _time_each(q, k, v, blocks, repeats) -> dict[int, float]:
+    seconds = {}
+    for block in blocks:
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            blocked_causal_attention(q, k, v, int(block))
+            runs.append(time.perf_counter() - start)
+        seconds[int(block)] = float(np.min(runs))  # the run least disturbed by other work on the machine
+    return seconds

@@ -8,7 +8,7 @@ The grader starts every grading kernel with ``HEADS_AND_MASKS_GRADING=1`` in its
   give NaN for any name, its ``controls`` accept any value, and displaying it shows nothing;
 * ``pictures.picture`` and every figure function the notebooks display return :data:`IDLE`
   (which displays as nothing) without drawing;
-* the timing experiments (``benchmarks.causal_attention_benchmark``, ``tile_figures.time_by_tile_size``)
+* the timing experiments (``benchmarks.causal_attention_benchmark``, ``benchmarks.time_by_tile_size``)
   measure nothing and return no rows.
 
 Grading needs none of them (test cells check the learner's functions), and in a grading kernel the

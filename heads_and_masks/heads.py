@@ -68,3 +68,29 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
     v = split_heads(x @ w_v, h)  # (b, h, n, d)
     heads = attention(q, k, v, mask)  # (b, h, n, d), scaled by 1/sqrt(d)
     return merge_heads(heads) @ w_o  # (b, n, D)
+
+
+# How the width D = h·d is read as two axes: (h d), h outer (the right one), or (d h), the silent bug.
+ORDERS = ("(h d)", "(d h)")
+
+
+def head_of_column(width: int, heads: int, order: str = "(h d)") -> np.ndarray:
+    """(width,) ints: the head that each column of the width feeds, for the split ``order``."""
+    d = head_size(width, heads)
+    columns = np.arange(width)
+    if order == "(h d)":
+        return columns // d  # h outer: columns i*d … (i+1)*d - 1 form head i
+    if order == "(d h)":
+        return columns % heads  # h inner: columns i, i+h, i+2h, … form head i
+    raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+
+
+def divisors(number: int) -> list[int]:
+    """The possible numbers of heads for a width: every h that divides it."""
+    return [k for k in range(1, number + 1) if number % k == 0]
+
+
+def cost_parts(n, width):
+    """(projections 4nD², attention 2n²D) as floats, for arrays of n (the plot's curves)."""
+    n = np.asarray(n, dtype=float)
+    return 4.0 * n * width**2, 2.0 * n**2 * width

@@ -158,3 +158,21 @@ def blocked_causal_attention(q, k, v, block):
             running_max = new_max
         np.divide(acc, running_sum, out=out[q_start:q_end])
     return out, computed
+
+
+# What happens to each score entry of the n × n matrix in a tiled causal kernel.
+SKIPPED, MASKED, USED_ON_DIAGONAL, USED = 0, 1, 2, 3
+
+
+def entry_kinds(n: int, block: int) -> np.ndarray:
+    """(n, n) array saying, for each score entry [query, key], which of the four things happens to it."""
+    tiles = tile_kinds(n, block)  # (n_b, n_b): 0 skipped, 1 diagonal, 2 full
+    tile_of = np.arange(n) // block  # the tile each position falls in
+    per_entry = tiles[tile_of[:, None], tile_of[None, :]]  # (n, n): the kind of the tile the entry sits in
+    allowed = np.arange(n)[None, :] <= np.arange(n)[:, None]  # key <= query
+    return np.select([per_entry == 0, per_entry == 2, allowed], [SKIPPED, USED, USED_ON_DIAGONAL], default=MASKED)
+
+
+def computed_fraction_by_tile_size(n: int, blocks) -> np.ndarray:
+    """The share of the n² entries a tiled kernel computes, for each tile size in ``blocks``."""
+    return np.array([tiled_computed_entries(n, int(b)) / n**2 for b in blocks])

@@ -42,6 +42,8 @@ def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
     shutil.copy(REPO / "tools" / "lab.py", destination / "tools" / "lab.py")
     shutil.copytree(REPO / "tools" / "lab_config", destination / "tools" / "lab_config")
     shutil.copytree(REPO / "notebooks", destination / "notebooks")
+    shutil.copytree(REPO / "authoring", destination / "authoring")  # what authors open as notebooks (Jupytext)
+    shutil.copy(REPO / "pyproject.toml", destination / "pyproject.toml")  # its [tool.jupytext] settings
     if instructor:
         shutil.copytree(REPO / "solutions", destination / "solutions")
         (destination / "autograde").mkdir()

@@ -45,7 +45,7 @@ def hostile_class():
     hand_ins: dict[str, object] = {name: submission(ASSIGNMENT, {}) for name in HONEST}
     for name, code in boundary.CODE_ATTACKS.items():
         hand_ins[name] = submission(ASSIGNMENT, {"attention": code.replace("{CANARY}", str(canary)).strip("\n")})
-    from heads_and_masks.checks.start import check_attention
+    from heads_and_masks.checks.start_here import check_attention
 
     hand_ins["seed_table"] = submission(ASSIGNMENT, {"attention": boundary.seed_table_attack(check_attention).strip()})
     solutions_path = str(Path(__file__).resolve().parents[1] / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")

@@ -45,3 +45,36 @@ def test_lock_file_agrees_with_the_pins():
             locked[name.lower().replace("_", "-")] = version.strip()
     for name, version in _pyproject_pins().items():
         assert locked.get(name) == version, f"requirements.lock has {name}=={locked.get(name)}, pyproject {version}"
+
+
+# Imported only where installed, and said so where imported.
+OPTIONAL_IMPORTS = {"torch"}  # heads_and_masks.benchmarks: PyTorch's SDPA as a yardstick, when it is there
+
+
+def test_every_imported_package_is_declared():
+    """Each third-party module that the package, the grader, the tools or the tests import comes from a
+    distribution pinned in pyproject.toml (not merely pulled in by another one)."""
+    import ast
+    import importlib.metadata
+    import sys
+
+    local = {p.stem for folder in ("tests", "tests/browser", "tools") for p in (REPO / folder).glob("*.py")}
+    local |= {"heads_and_masks", "autograde", "catalog"}
+    imported: dict[str, str] = {}
+    for folder in ("heads_and_masks", "autograde", "tools", "tests", "authoring"):
+        for path in (REPO / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                         [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+                for name in names:
+                    imported.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
+    third_party = {m: where for m, where in imported.items()
+                   if m not in sys.stdlib_module_names and m not in local and m not in OPTIONAL_IMPORTS}
+    distributions = importlib.metadata.packages_distributions()
+    declared = set(_pyproject_pins())
+    undeclared = {}
+    for module, where in sorted(third_party.items()):
+        names = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
+        if not names & declared:
+            undeclared[module] = (sorted(names), where)
+    assert not undeclared, f"imported but not pinned in pyproject.toml (module: (distribution, first importer)): {undeclared}"

@@ -13,7 +13,7 @@ from einops import rearrange
 import heads_and_masks as hm
 from heads_and_masks.checks import heads as heads_checks
 from heads_and_masks.checks import kv_heads as kv_checks
-from heads_and_masks.checks import start as start_checks
+from heads_and_masks.checks import start_here as start_checks
 
 R = np.random.default_rng(0)
 

@@ -17,8 +17,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 import heads_and_masks as hm
-from heads_and_masks import _guard, benchmarks, causal_pictures, head_layout, kv_heads_pictures
-from heads_and_masks import pictures, tile_figures, why_heads_plots
+from heads_and_masks import _guard, benchmarks, pictures
+from heads_and_masks.pictures import causal_mask as causal_pictures
+from heads_and_masks.pictures import generation as generation_pictures
+from heads_and_masks.pictures import heads as heads_pictures
+from heads_and_masks.pictures import kv_heads as kv_heads_pictures
+from heads_and_masks.pictures import why_heads as why_heads_pictures
+from heads_and_masks.pictures import work_fraction as work_fraction_pictures
 from heads_and_masks.grading import GRADING_ENV, Idle, grading_mode
 
 sys.path.insert(0, str(REPO / "tools"))
@@ -56,7 +61,7 @@ def test_grading_mode_follows_the_environment(monkeypatch):
 
 def test_the_package_knows_grading_mode_without_the_grader():
     """The flag is read by the package alone: importing it (and using the flag) never imports autograde."""
-    code = ("import sys, heads_and_masks as hm, heads_and_masks.widgets.causal, heads_and_masks.tile_figures\n"
+    code = ("import sys, heads_and_masks as hm, heads_and_masks.widgets.causal_mask, heads_and_masks.pictures.work_fraction\n"
             "hm.grading_mode()\n"
             "assert not [m for m in sys.modules if m.split('.')[0] == 'autograde'], 'autograde was imported'")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests")
@@ -94,16 +99,19 @@ def test_widgets_still_draw_outside_grading(monkeypatch):
 
 
 FIGURES = [
-    (why_heads_plots.hull_figure, (np.zeros((4, 2)),), {"previous": 1, "first": 0}),
-    (why_heads_plots.winning_figure, (np.arange(1, 5), {}, 10), {}),
-    (tile_figures.used_fraction_figure, (np.arange(1, 9),), {}),
-    (tile_figures.tile_size_figure, (512, {8: 0.1}), {}),
-    (tile_figures.benchmark_figure, ([],), {}),
+    (why_heads_pictures.hull_figure, (np.zeros((4, 2)),), {"previous": 1, "first": 0}),
+    (why_heads_pictures.winning_figure, (np.arange(1, 5), {}, 10), {}),
+    (work_fraction_pictures.used_fraction_figure, (np.arange(1, 9),), {}),
+    (work_fraction_pictures.tile_size_figure, (512, {8: 0.1}), {}),
+    (work_fraction_pictures.benchmark_figure, ([],), {}),
     (causal_pictures.mask_figure, (np.tril(np.ones((3, 3), bool)), ["a", "b", "c"]), {}),
     (causal_pictures.readouts_versus_d_figure, ([8, 16], {}, {}), {}),
     (kv_heads_pictures.head_mapping_figure, (), {"h": 8, "g": 2}),
     (kv_heads_pictures.cache_per_token_figure, ({},), {}),
-    (head_layout.split_orders_figure, (8, 2), {}),
+    (heads_pictures.split_orders_figure, (8, 2), {}),
+    (generation_pictures.decode_masks_figure, (3, 8), {}),
+    (generation_pictures.composed_masks_figure, ({"causal": np.tril(np.ones((3, 3), bool))},), {}),
+    (generation_pictures.bytes_per_token_figure, ({},), {}),
 ]
 
 
@@ -111,7 +119,7 @@ FIGURES = [
 def test_a_figure_function_draws_nothing_while_grading(grading, function, args, kwargs):
     built = function(*args, **kwargs)
     assert isinstance(built, Idle)
-    shown = why_heads_plots.picture(built)
+    shown = why_heads_pictures.picture(built)
     assert isinstance(shown, Idle)
     shown._ipython_display_()
 
@@ -119,7 +127,7 @@ def test_a_figure_function_draws_nothing_while_grading(grading, function, args, 
 def test_picture_returns_without_drawing_while_grading(grading):
     figure = Figure()
     figure.subplots().plot([0, 1], [1, 0])
-    for show in (pictures.picture, tile_figures.picture, why_heads_plots.picture, causal_pictures.picture):
+    for show in (pictures.picture, work_fraction_pictures.picture, why_heads_pictures.picture, causal_pictures.picture):
         assert isinstance(show(figure), Idle)
 
 
@@ -135,7 +143,7 @@ def test_timing_experiments_measure_nothing_while_grading(grading):
                                                  dtype="float32")
     assert rows == []
     assert benchmarks.format_benchmark(rows).splitlines()[0].split()[:2] == ["dtype", "n"]
-    assert tile_figures.time_by_tile_size(512, blocks=(8, 16), repeats=3) == {}
+    assert benchmarks.time_by_tile_size(512, blocks=(8, 16), repeats=3) == {}
 
 
 def _uses_grading_mode(source: str) -> bool:

@@ -21,7 +21,7 @@ import heads_and_masks as hm
 from heads_and_masks.checks import heads as checks
 from heads_and_masks.checks.core import CheckFailed
 from heads_and_masks.cost import Product, cost_table, counted_multi_head_attention
-from heads_and_masks.head_layout import head_of_column
+from heads_and_masks.heads import head_of_column
 
 TEST_CELLS = {
     "split_heads": {"test_split_heads": checks.check_split_heads,

@@ -6,8 +6,10 @@ import io
 import numpy as np
 from PIL import Image
 
-from heads_and_masks.head_layout import HEAD_COLOURS, head_of_column
-from heads_and_masks.widgets.heads import HeadSplitWidget, divisors
+from heads_and_masks.heads import head_of_column
+from heads_and_masks.pictures.heads import HEAD_COLOURS
+from heads_and_masks.heads import divisors
+from heads_and_masks.widgets.heads import HeadSplitWidget
 
 
 def _cost(n, width):

@@ -13,7 +13,7 @@ import heads_and_masks as hm
 from heads_and_masks import model_configs
 from heads_and_masks.checks import kv_heads as checks
 from heads_and_masks.checks.core import CheckFailed
-from heads_and_masks.kv_heads_pictures import (
+from heads_and_masks.pictures.kv_heads import (
     cache_per_token_figure,
     cache_vs_context_figure,
     head_mapping_figure,
@@ -174,7 +174,7 @@ def test_calculator_follows_its_controls(artifacts):
 def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
     """Target: 100 ms per update on an idle machine. Shared test machines are not idle, so the
     calculator is timed interleaved with notebook 00's two-bar widget and must stay within 3× of it."""
-    from heads_and_masks.widgets.start import QueryWidget
+    from heads_and_masks.widgets.start_here import QueryWidget
 
     widget, simplest = KVCacheCalculator(), QueryWidget()
     times, baseline = [], []

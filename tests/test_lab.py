@@ -101,6 +101,17 @@ def test_only_the_validate_button_of_nbgrader_is_served(lab):
     assert status == 200 and version["success"]
 
 
+def test_an_authoring_file_opens_as_a_notebook(lab):
+    """For authors (README): JupyterLab opens authoring/*.py as notebooks through Jupytext, graded cells and all."""
+    config = lab.page_config("/lab")
+    assert any(e["name"] == "jupyterlab-jupytext" for e in config["federated_extensions"]), config["federated_extensions"]
+    status, model = lab.api("/api/contents/authoring/01_heads.py?type=notebook&content=1")
+    assert status == 200 and model["type"] == "notebook", model
+    graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points")
+              for c in model["content"]["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
+    assert graded.get("test_split_heads") == 3, graded
+
+
 def test_the_validate_button_reports_the_unwritten_exercise(lab):
     """What the notebook toolbar's Validate button asks the server: a failure, in the checks' own words."""
     status, result = lab.api(f"/assignments/validate?path={START}", method="POST")

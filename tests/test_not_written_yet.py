@@ -18,7 +18,7 @@ import pytest
 import heads_and_masks.checks as checks_package
 from heads_and_masks.checks import CheckFailed
 from heads_and_masks.checks.heads import check_multi_head_attention
-from heads_and_masks.checks.start import check_attention
+from heads_and_masks.checks.start_here import check_attention
 
 REPLACE = "replace `raise NotImplementedError()` with your code"
 

@@ -10,7 +10,8 @@ from heads_and_masks import local_attention as local
 from heads_and_masks import padding as pad
 from heads_and_masks.checks import other_masks as checks
 from heads_and_masks.checks.core import CheckFailed
-from heads_and_masks.widgets.other_masks import FILLER, FORBIDDEN, KEPT, MaskWidget, mask_image
+from heads_and_masks.pictures.other_masks import FILLER, FORBIDDEN, KEPT, mask_image
+from heads_and_masks.widgets.other_masks import MaskWidget
 
 from catalog.nb05_other_masks import ANSWERS as CATALOG
 
@@ -142,7 +143,7 @@ def test_checks_pass_the_reference_implementations(capsys):
 
 
 def _notebook_cells():
-    from notebook_source import read_source
+    from build_notebooks import read_source
     from course import REPO
     notebook = read_source(REPO / "authoring" / "05_other_masks.py")
     def of(kind):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import json
 import os
 import signal
 import subprocess

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from heads_and_masks.readable import readable_number
-from heads_and_masks.widgets.causal import LessonWidget
+from heads_and_masks.widgets.causal_mask import LessonWidget
 from heads_and_masks.widgets.heads import HeadSplitWidget
 from heads_and_masks.widgets.kv_heads import KVCacheCalculator
-from heads_and_masks.widgets.start import QueryWidget
-from heads_and_masks.widgets.tiles import TileGridWidget
+from heads_and_masks.widgets.start_here import QueryWidget
+from heads_and_masks.widgets.work_fraction import TileGridWidget
 
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 

@@ -242,7 +242,7 @@ def section_grading(quick: bool, n_submissions: int | None = None,
     over_plain_ok = worst_plain["one_over_plain"] <= TARGETS["grading_over_plain"]
     speedup_ok = worst_speedup["speedup"] >= TARGETS["grading_speedup"]
     hours_ok = result["class_hours"] <= TARGETS["grading_class_hours"]
-    ok = [Check(f"grading, every assignment: pipeline with 1 worker / plain nbgrader autograde, per notebook",
+    ok = [Check("grading, every assignment: pipeline with 1 worker / plain nbgrader autograde, per notebook",
                 f"worst {worst_plain['one_over_plain']:.2f}× ({worst_plain['assignment']}); all together "
                 f"{result['one_over_plain']:.2f}×", f"≤ {TARGETS['grading_over_plain']:g}×", over_plain_ok),
           Check(f"grading, every assignment: {workers} workers vs 1 worker",

@@ -1,5 +1,11 @@
 """Regenerate the course notebooks: authoring/*.py -> solutions/ (nbgrader source) -> notebooks/ (release).
 
+``authoring/NN_name.py`` is a notebook in Jupytext's percent format: ``# %% [markdown]`` and ``# %%``
+cells, and nbgrader's cell metadata in Jupytext's cell-metadata syntax, e.g.
+``# %% nbgrader={"grade_id": "test_split_heads", "grade": true, "points": 3, ...}``. An author opens it
+in JupyterLab as a notebook (Jupytext), or edits it as text; ``[tool.jupytext]`` in pyproject.toml keeps
+what JupyterLab saves to the cells and their nbgrader metadata.
+
     python tools/build_notebooks.py           write solutions/ and notebooks/
     python tools/build_notebooks.py 01_heads  only these assignments
     python tools/build_notebooks.py --check   change nothing; exit 1 and list the files that differ
@@ -8,6 +14,7 @@ The release is made by the real ``nbgrader generate_assignment`` (it strips the 
 hidden tests) against a throw-away gradebook. The output is deterministic: running it twice
 changes nothing.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +25,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+import jupytext
 import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tools")]
-from notebook_source import read_source  # noqa: E402
+sys.path[:0] = [str(REPO)]
 from autograde.tool_env import tool_env  # noqa: E402
 
+KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+NBGRADER_FIELDS = {"grade_id", "schema_version", "locked", "solution", "grade", "points"}
 
 ONLY: list[str] = []  # set from the command line: build only these assignments
 
@@ -32,6 +41,35 @@ ONLY: list[str] = []  # set from the command line: build only these assignments
 def assignments() -> list[str]:
     names = sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
     return [n for n in names if not ONLY or n in ONLY]
+
+
+def read_source(path: Path) -> nbformat.NotebookNode:
+    """The nbgrader source notebook of an authoring file: its cells and their nbgrader metadata, nothing else.
+
+    Cell ids are stable: a graded cell's is its grade_id, any other's its place in the notebook. Whatever
+    else an editor left in the metadata (kernel, jupytext settings, cell display state) is dropped.
+    """
+    path = Path(path)
+    text = jupytext.read(path, fmt="py:percent")
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata = {"kernelspec": dict(KERNEL), "language_info": {"name": "python"}}
+    for index, cell in enumerate(text.cells):
+        if cell.cell_type not in ("markdown", "code"):
+            raise ValueError(f"{path}: cell {index} is a {cell.cell_type} cell; the course has markdown and code")
+        meta = cell.metadata.get("nbgrader")
+        where = f"{path}: cell {index} ({cell.source[:40]!r})"
+        if meta is not None:
+            if not isinstance(meta.get("grade_id"), str) or set(meta) - NBGRADER_FIELDS:
+                raise ValueError(f"{where}: nbgrader metadata needs a grade_id and only {sorted(NBGRADER_FIELDS)}")
+            if meta.get("grade") and not meta["grade_id"].startswith("test_"):
+                raise ValueError(f"{where}: test cell ids start with 'test_', got {meta['grade_id']}")
+        new = nbformat.v4.new_markdown_cell if cell.cell_type == "markdown" else nbformat.v4.new_code_cell
+        built = new(cell.source)
+        built.id = (meta["grade_id"] if meta else f"{path.stem}-{index:03d}").replace("_", "-")
+        built.metadata = {"nbgrader": dict(meta)} if meta else {}
+        notebook.cells.append(built)
+    nbformat.validate(notebook)
+    return notebook
 
 
 def write_solutions(into: Path) -> None:
@@ -47,12 +85,23 @@ def generate_release(source_root: Path, release_root: Path) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         for name in assignments():
             subprocess.run(
-                [sys.executable, "-m", "nbgrader", "generate_assignment", name, "--force", "--log-level=WARN",
-                 f"--CourseDirectory.root={scratch}",
-                 f"--CourseDirectory.source_directory={source_root}",
-                 f"--CourseDirectory.release_directory={release_root}",
-                 f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db"],
-                cwd=REPO / "autograde", check=True, env=tool_env())
+                [
+                    sys.executable,
+                    "-m",
+                    "nbgrader",
+                    "generate_assignment",
+                    name,
+                    "--force",
+                    "--log-level=WARN",
+                    f"--CourseDirectory.root={scratch}",
+                    f"--CourseDirectory.source_directory={source_root}",
+                    f"--CourseDirectory.release_directory={release_root}",
+                    f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db",
+                ],
+                cwd=REPO / "autograde",
+                check=True,
+                env=tool_env(),
+            )
 
 
 def build(solutions: Path, notebooks: Path) -> None:
@@ -63,9 +112,13 @@ def build(solutions: Path, notebooks: Path) -> None:
 def differing(left: Path, right: Path) -> list[str]:
     names = {str(p.relative_to(left)) for p in left.rglob("*") if p.is_file()}
     names |= {str(p.relative_to(right)) for p in right.rglob("*") if p.is_file()}
-    return sorted(n for n in names if "__pycache__" not in n and ".ipynb_checkpoints" not in n
-                  and not ((left / n).is_file() and (right / n).is_file()
-                           and filecmp.cmp(left / n, right / n, shallow=False)))
+    return sorted(
+        n
+        for n in names
+        if "__pycache__" not in n
+        and ".ipynb_checkpoints" not in n
+        and not ((left / n).is_file() and (right / n).is_file() and filecmp.cmp(left / n, right / n, shallow=False))
+    )
 
 
 def main() -> int:
@@ -87,8 +140,11 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as scratch:
         build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
-        stale = [f"{folder}/{n}" for folder in ("solutions", "notebooks")
-                 for n in differing(Path(scratch) / folder, REPO / folder)]
+        stale = [
+            f"{folder}/{n}"
+            for folder in ("solutions", "notebooks")
+            for n in differing(Path(scratch) / folder, REPO / folder)
+        ]
     if stale:
         print("out of date (run `make notebooks`):\n  " + "\n  ".join(stale))
         return 1

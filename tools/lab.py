@@ -16,6 +16,7 @@ environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
 run from ``autograde/`` so that they use the course's configuration (docs/instructors.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,8 @@ def lab_command(extra: list[str], instructor: bool = False) -> list[str]:
         # this script opens the browser, once the server is up, at the URL it prints (see notebook_url)
         "--no-browser",
         # terminals run the shell as it is: a login shell would read /etc/profile, which resets PATH
-        "--ServerApp.terminado_settings", f"shell_command={json.dumps([shell])}",
+        "--ServerApp.terminado_settings",
+        f"shell_command={json.dumps([shell])}",
         *extra,
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -124,8 +126,10 @@ def server_info(process: subprocess.Popen, runtime: Path, timeout: float = 180.0
 def notebook_url(info: dict, instructor: bool = False) -> str:
     """The URL that opens the first notebook with the file browser in my-work/ (``file-browser-path``);
     the instructor's: JupyterLab with the file browser in solutions/ (nbgrader's source)."""
-    query = {"file-browser-path": "solutions" if instructor else WORK,
-             **({"token": info["token"]} if info.get("token") else {})}
+    query = {
+        "file-browser-path": "solutions" if instructor else WORK,
+        **({"token": info["token"]} if info.get("token") else {}),
+    }
     path = "/lab" if instructor else start_path()
     return info["url"].rstrip("/") + path + "?" + urlencode(query, safe="/")
 
@@ -136,8 +140,10 @@ def open_in_browser(url: str, runtime: Path) -> None:
     import webbrowser
 
     page = runtime / f"heads-and-masks-{os.getpid()}-open.html"
-    page.write_text(f'<!DOCTYPE html><meta http-equiv="refresh" content="0;url={html.escape(url)}">'
-                    f'<p><a href="{html.escape(url)}">Open JupyterLab</a></p>\n')
+    page.write_text(
+        f'<!DOCTYPE html><meta http-equiv="refresh" content="0;url={html.escape(url)}">'
+        f'<p><a href="{html.escape(url)}">Open JupyterLab</a></p>\n'
+    )
     page.chmod(0o600)
     try:
         webbrowser.open(page.as_uri(), new=2)
@@ -158,8 +164,9 @@ def main(arguments: list[str]) -> int:
     # Learners: started in my-work/, so a terminal opened from the File menu starts there too (the
     # Launcher's starts in the file browser's folder). Instructors: in autograde/, where nbgrader finds
     # the course's nbgrader_config.py.
-    process = subprocess.Popen(lab_command(extra, instructor), cwd=REPO / ("autograde" if instructor else WORK),
-                               env=env)
+    process = subprocess.Popen(
+        lab_command(extra, instructor), cwd=REPO / ("autograde" if instructor else WORK), env=env
+    )
     try:
         runtime = _runtime_dir(env)
         info = server_info(process, runtime)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import masked_softmax as reference_softmax
-from ..heads import merge_heads as reference_merge
 from ..heads import mha_cost as reference_cost
 from ..heads import multi_head_attention as reference_mha
 from ..heads import split_heads as reference_split
@@ -29,7 +28,7 @@ from .core import (
 )
 
 # The course functions an answer must not call: graded answers are the learner's own code (the
-# trusted re-check of autograde/verify.py removes every reference implementation anyway), so the
+# grading kernel's copy of the package, autograde/judge.py's stub_package, has no reference implementations), so the
 # single-head attention inside multi_head_attention is the learner's too.
 _LOCK = ("split_heads", "merge_heads", "multi_head_attention", "mha_cost", "grouped_query_attention",
          "attention", "masked_softmax", "attention_weights")

@@ -6,8 +6,8 @@ import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.ticker import FuncFormatter
 
-from ..head_layout import HEAD_COLOURS, ORDERS, head_of_column
-from ..heads import mha_cost
+from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
+from ..pictures.heads import HEAD_COLOURS
 from .base import CourseWidget
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
@@ -25,17 +25,6 @@ def power_of_ten(value, _position=None) -> str:
     """Tick labels 10², 10³ … as plain text (mathtext labels take several times longer to draw)."""
     exponent = int(round(np.log10(value))) if value > 0 else 0
     return "10" + str(exponent).translate(SUPERSCRIPTS) if np.isclose(value, 10.0**exponent) else ""
-
-
-def divisors(number: int) -> list[int]:
-    """The possible numbers of heads for a width: every h that divides it."""
-    return [k for k in range(1, number + 1) if number % k == 0]
-
-
-def cost_parts(n, width):
-    """(projections 4nD², attention 2n²D) as floats, for arrays of n (the plot's curves)."""
-    n = np.asarray(n, dtype=float)
-    return 4.0 * n * width**2, 2.0 * n**2 * width
 
 
 class _HiddenText(Artist):
@@ -150,8 +139,8 @@ class HeadSplitWidget(CourseWidget):
         self.ax_zoom.set_xlim(-0.5, shown - 0.5)
         self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
         self._zoom_number_items = [(str(owners[column]), column) for column in range(shown)]
-        rule = (f"head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
-                else f"head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
+        rule = ("head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
+                else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
         self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
 
         projections, attention = cost_parts(CURVE_LENGTHS, width)

@@ -46,7 +46,8 @@ def _png_shown(box) -> Image.Image:
 
 def _cell_boxes():
     """Pixel boxes (left, top, right, bottom) in the PNG of every heatmap cell, and the PNG size."""
-    from heads_and_masks.widgets.causal import TOKENS, LessonWidget
+    from heads_and_masks.sentence import TOKENS
+    from heads_and_masks.widgets.causal_mask import LessonWidget
 
     reference = LessonWidget()
     ax, height = reference.ax_weights, reference.figure.bbox.height

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from catalog.nb03_causal_mask import ANSWERS
 from course import REPO
-from notebook_source import read_source
+from build_notebooks import read_source
 
 from heads_and_masks.checks import CheckFailed
-from heads_and_masks.checks.causal import (
+from heads_and_masks.checks.causal_mask import (
     check_causal_mask,
     check_causal_mask_bad_n,
     check_masked_softmax,

@@ -1,10 +1,8 @@
 """Notebook 03's widget, the lesson's own: attention weights over its sentence, with and without
 the division by sqrt(d), with and without the causal mask, for any head size and temperature.
 
-The queries and keys are not from a trained model: each token gets a fixed random query and key of
-512 numbers (seeded, so every run shows the same picture), and a head of size d uses their first d
-numbers. A dot product of d such numbers has a spread of about sqrt(d), which is exactly the growth
-the division by sqrt(d) is there to cancel.
+The sentence, its queries and keys and the readouts are computed in ``heads_and_masks.sentence`` and
+``heads_and_masks.attention_stats``; this module only draws them.
 """
 from __future__ import annotations
 
@@ -13,50 +11,11 @@ import numpy as np
 from matplotlib.patches import Polygon
 
 from ..attention import masked_softmax
-from ..attention_stats import gradient_scale, max_entropies, row_entropies, score_spread
+from ..attention_stats import lesson_readouts, max_entropies, row_entropies
 from ..masks import causal_mask
+from ..sentence import MAX_HEAD_SIZE, TOKENS, sentence_logits
 from .base import CourseWidget
 from .fast_text import PathTextPainter, path_text_patch
-
-TOKENS = ("<s>", "cat", "sat", "on", "mat", ".")  # the lesson's "<s> кот сел на коврик ." token for token
-MAX_HEAD_SIZE = 512
-SEED = 2017  # the year of "Attention Is All You Need"
-
-_generator = np.random.default_rng(SEED)
-QUERIES = _generator.standard_normal((len(TOKENS), MAX_HEAD_SIZE))  # (n, 512), one row per token
-KEYS = _generator.standard_normal((len(TOKENS), MAX_HEAD_SIZE))  # (n, 512)
-del _generator
-
-
-def sentence_queries_keys(head_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The queries and keys of the sentence for a head of size d: the first d numbers of each."""
-    if not 1 <= head_size <= MAX_HEAD_SIZE:
-        raise ValueError(f"head size must lie in [1, {MAX_HEAD_SIZE}], got {head_size}")
-    return QUERIES[:, :head_size], KEYS[:, :head_size]  # (n, d), (n, d)
-
-
-def sentence_logits(head_size: int, *, scale_by_sqrt_d: bool = True, temperature: float = 1.0) -> np.ndarray:
-    """What enters the softmax: q·k / (sqrt(d) · T), or q·k / T without the division.   -> (n, n)"""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
-    q, k = sentence_queries_keys(head_size)
-    scores = q @ k.T  # (n_q, n_k)
-    if scale_by_sqrt_d:
-        scores = scores / np.sqrt(head_size)
-    return scores / temperature
-
-
-def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -> dict[str, float]:
-    """The widget's readouts, each defined in one line (notebook 03 explains them)."""
-    entropies = row_entropies(weights)  # (n_q,), bits
-    return {
-        "score spread": score_spread(logits, mask),  # max - min of the allowed logits, the lesson's kind
-        "row entropy (bits)": float(entropies.mean()),  # mean over the query rows
-        "max weight": float(weights.max()),  # the largest weight anywhere in the matrix
-        "gradient scale": gradient_scale(weights),  # mean spectral norm of softmax's Jacobian
-        "first row entropy (bits)": float(entropies[0]),  # the query "<s>"
-    }
-
 
 class LessonWidget(CourseWidget):
     """The lesson's widget: attention weights over a sentence (keys across, queries down)."""

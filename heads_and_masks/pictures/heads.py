@@ -11,24 +11,12 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .heads import head_size
-from .grading import idle_while_grading
+from ..grading import idle_while_grading
+from ..heads import ORDERS, head_of_column
 
-ORDERS = ("(h d)", "(d h)")
 # Ten clearly different colours, reused in a cycle when there are more than ten heads.
 HEAD_COLOURS = ListedColormap(["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
                                "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"], name="heads")
-
-
-def head_of_column(width: int, heads: int, order: str = "(h d)") -> np.ndarray:
-    """(width,) ints: the head that each column of the width feeds, for the split ``order``."""
-    d = head_size(width, heads)
-    columns = np.arange(width)
-    if order == "(h d)":
-        return columns // d  # h outer: columns i*d … (i+1)*d - 1 form head i
-    if order == "(d h)":
-        return columns % heads  # h inner: columns i, i+h, i+2h, … form head i
-    raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
 
 
 def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: float = 10):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks.widgets.start import KEYS, VALUES, QueryWidget
+from heads_and_masks.widgets.start_here import KEYS, VALUES, QueryWidget
 
 
 def _expected(angle_degrees, length):

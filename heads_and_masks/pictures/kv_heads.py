@@ -4,10 +4,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .kv_heads import kv_cache_bytes
-from .model_configs import GiB, KiB, ModelConfig
-from .pictures import picture  # noqa: F401  (the notebooks import it from here)
-from .grading import idle_while_grading
+from ..grading import idle_while_grading
+from ..kv_heads import kv_cache_bytes
+from ..model_configs import GiB, KiB, ModelConfig
+from . import picture  # noqa: F401  (the notebooks import it from here)
 
 ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
 

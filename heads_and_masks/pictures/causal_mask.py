@@ -6,9 +6,9 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .attention import masked_softmax
-from .pictures import picture  # noqa: F401  (the notebooks import it from here)
-from .grading import idle_while_grading
+from ..attention import masked_softmax
+from ..grading import idle_while_grading
+from . import picture  # noqa: F401  (the notebooks import it from here)
 
 HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
 

@@ -14,9 +14,10 @@ from catalog.nb04_work_fraction import ANSWERS
 from course import solution_notebook
 
 import heads_and_masks as hm
-from heads_and_masks.checks import tiles as checks
+from heads_and_masks.checks import work_fraction as checks
 from heads_and_masks.checks.core import CheckFailed
-from heads_and_masks.widgets.tiles import MASKED, SKIPPED, TileGridWidget, entry_kinds
+from heads_and_masks.tiled import MASKED, SKIPPED, entry_kinds
+from heads_and_masks.widgets.work_fraction import TileGridWidget
 
 CHECKS = {
     "causal_used_entries": [lambda f: checks.check_causal_used_entries(f, thorough=True)],

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from .retrieval import convex_hull, reachable_outputs
-from .pictures import picture as _picture
-from .grading import idle_while_grading
+from ..grading import idle_while_grading
+from ..retrieval import convex_hull, reachable_outputs
+from . import picture as _picture
 
 PRACTICAL = (32, 128)
 

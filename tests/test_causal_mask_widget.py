@@ -10,7 +10,8 @@ import ipywidgets as widgets
 import numpy as np
 import pytest
 
-from heads_and_masks.widgets.causal import QUERIES, KEYS, TOKENS, LessonWidget
+from heads_and_masks.sentence import KEYS, QUERIES, TOKENS
+from heads_and_masks.widgets.causal_mask import LessonWidget
 
 READOUTS = ["score spread", "row entropy (bits)", "max weight", "gradient scale", "first row entropy (bits)"]
 

@@ -5,7 +5,7 @@ import io
 
 from matplotlib.figure import Figure
 
-from .grading import IDLE, Idle, grading_mode
+from ..grading import IDLE, Idle, grading_mode
 
 # How wide a notebook's outputs are in JupyterLab on a laptop: a 1100 px wide window with the file browser
 # open leaves 668 px (measured in Chromium, JupyterLab 4). A picture at most this wide is shown at its own

@@ -5,15 +5,12 @@ Each ``*_figure`` function takes numbers that the notebook computed and returns 
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from matplotlib.figure import Figure
 
-from .benchmarks import blas_threads
-from .tiled import blocked_causal_attention, causal_used_entries, causal_used_fraction, tiled_computed_entries
-from .pictures import picture as _picture
-from .grading import idle_while_grading
+from ..grading import idle_while_grading
+from ..tiled import causal_used_entries, causal_used_fraction, tiled_computed_entries
+from . import picture as _picture
 
 
 def picture(figure: Figure):
@@ -39,31 +36,6 @@ def used_fraction_figure(sizes) -> Figure:
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return figure
-
-
-@idle_while_grading(dict)
-def time_by_tile_size(n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
-                      ) -> dict[int, float]:
-    """Seconds (best of ``repeats`` runs) of the tiled kernel at one n for each tile size: the cost of many small tiles.
-
-    Like the benchmark, it runs with ``threads`` BLAS threads (see ``benchmarks.blas_threads``).
-    """
-    rng = np.random.default_rng(seed)
-    q, k, v = (rng.standard_normal((n, d)) for _ in range(3))
-    with blas_threads(threads):
-        return _time_each(q, k, v, blocks, repeats)
-
-
-def _time_each(q, k, v, blocks, repeats) -> dict[int, float]:
-    seconds = {}
-    for block in blocks:
-        runs = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            blocked_causal_attention(q, k, v, int(block))
-            runs.append(time.perf_counter() - start)
-        seconds[int(block)] = float(np.min(runs))  # the run least disturbed by other work on the machine
-    return seconds
 
 
 @idle_while_grading()

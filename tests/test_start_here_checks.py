@@ -11,7 +11,7 @@ import pytest
 from catalog.nb00_start_here import ANSWERS
 
 from heads_and_masks.checks.core import CheckFailed
-from heads_and_masks.checks.start import check_attention
+from heads_and_masks.checks.start_here import check_attention
 
 
 def _failure(answer) -> str | None:

@@ -1,0 +1,359 @@
+"""Checks for notebook 07: decoding with a KV cache, the bottom-right mask, the rolling buffer, document and
+sinks masks, and the cache bytes of models whose layers differ."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import generation as reference
+from ..attention import attention as reference_attention
+from ..masks import causal_mask as reference_causal
+from .core import (
+    call,
+    exercise_check,
+    expect_close,
+    expect_value_error,
+    fail,
+    passed,
+    plain_array,
+    plain_bool_array,
+    plain_int,
+    rng,
+    secret_draws,
+)
+from .other_masks import expect_same_mask
+
+_type, _len = builtins.type, builtins.len
+_LOCK = ("decode_step", "bottom_right_causal_mask", "rolling_cache_write", "document_mask", "sinks_window_mask",
+         "mixed_cache_bytes", "attention", "masked_softmax", "causal_mask", "sliding_window_mask",
+         "grouped_query_attention")
+
+FORGOT_OWN_KV = ("the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
+                 "Append k_new and v_new to the cache first, then attend over all of them (a token always sees "
+                 "itself; from an empty cache its output is its own value).")
+TOP_LEFT = ("top-left alignment: np.tril of the (n_new, n_keys) rectangle lets new query i see keys 0 … i, as if "
+            "the new tokens came first (PyTorch's is_causal does this for non-square inputs). The new tokens are the "
+            "last n_new positions: align the diagonal to the bottom right, query i sees keys 0 … n_keys − n_new + i.")
+BY_STEP = ("the rolling buffer is indexed by step instead of position: the slot came from a counter of the tokens "
+           "written in this call, not from their positions. Position p goes to slot p mod w, whatever was written before.")
+OFF_BY_ONE_SLOT = "off by one slot: position p goes to slot p mod w (position 0 to slot 0), not (p ± 1) mod w."
+EARLIER_DOCUMENTS = ("documents see earlier documents: the mask is causal across the whole packed row, so a token reads "
+                     "the documents packed before it. A token may see only its own document: same id AND causal.")
+AND_NOT_OR = ("AND where OR is needed: a key is allowed when it is in the window OR when it is one of the sinks "
+              "(rules that grant attention combine with OR); AND keeps only keys that are both, almost none.")
+ALL_GLOBAL = ("every layer counted as global: a local (sliding-window) layer keeps at most `window` tokens, "
+              "min(seq_len, window); only the global layers keep all seq_len.")
+
+
+def _tuple_of_three(result, what):
+    __tracebackhide__ = True
+    if _type(result) not in (tuple, list) or _len(result) != 3:
+        fail(f"{what} should return three arrays, (out, k_cache, v_cache), but it returned "
+             f"{_type(result).__name__}" + (f" of length {_len(result)}" if _type(result) in (tuple, list) else "")
+             + (" (did you forget the `return`?)" if result is None else ""))
+    return [plain_array(r, what=f"{what}[{i}]") for i, r in enumerate(result)]
+
+
+# ---------------------------------------------------------------------------- decode_step
+def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
+    __tracebackhide__ = True
+    what = f"decode_step(q_new, k_new, v_new, k_cache, v_cache) {label}"
+    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what, lock=_LOCK), what)
+    expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
+    for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
+        hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
+        if got.shape == cache.shape:
+            hint = ("The returned cache has the shape of the old one: the new token's K and V were not appended. "
+                    + FORGOT_OWN_KV)
+        prepended = np.concatenate([wanted[:, :, cache.shape[2]:], wanted[:, :, :cache.shape[2]]], axis=2)
+        expect_close(got, wanted, what=f"{what}, the returned {name} (shape (b, h, n + 1, d))", hint=hint,
+                     diagnoses=[(prepended, "the new token was put before the cached ones: append it at the end, "
+                                            "so that slot i of the cache holds position i.")])
+    forgot = reference_attention(q, k_cache, v_cache) if k_cache.shape[2] else np.zeros_like(q)  # no key: zero
+    expect_close(out, expected, what=f"{what}, the output", diagnoses=[
+        (forgot, FORGOT_OWN_KV),
+        (reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected), "the scores are not divided by sqrt(d).")],
+        hint="The output is attention of the new query over every cached key and its own.")
+    return out, k_all, v_all
+
+
+@exercise_check
+def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> None:
+    """A step on a given cache, a step from an empty cache, then a whole generation through the learner's own cache."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    b, h, n, d = (2, 3, 5, 4) if not thorough else (1, 4, 9, 3)
+    q, k, v = r.normal(size=(3, b, h, 1, d))
+    k_cache, v_cache = r.normal(size=(2, b, h, n, d))
+    _probe_step(decode_step, q, k, v, k_cache, v_cache, f"with {n} cached tokens (q_new {q.shape}, k_cache {k_cache.shape})")
+    passed("one step appends the new token's K and V and attends over the cache and the new token")
+    _probe_step(decode_step, q, k, v, k_cache[:, :, :0], v_cache[:, :, :0], "from an empty cache (k_cache of shape "
+                f"{(b, h, 0, d)}): the first token sees only itself")
+    passed("from an empty cache, the first token's output is its own value")
+
+    # a whole generation: prefill (the course's), then the learner's steps on the learner's own cache
+    total, prompt = (8, 3) if not thorough else (11, 1)
+    qs, ks, vs = r.normal(size=(3, b, h, total, d))
+    full = reference_attention(qs, ks, vs, reference_causal(total))  # (b, h, total, d)
+    k_cache, v_cache = ks[:, :, :prompt], vs[:, :, :prompt]
+    for t in range(prompt, total):
+        what = (f"decode_step at position {t} of a generation (prompt of {prompt} tokens, then your own returned "
+                "caches fed back step after step)")
+        out, k_cache, v_cache = _tuple_of_three(call(decode_step, qs[:, :, t:t + 1], ks[:, :, t:t + 1], vs[:, :, t:t + 1],
+                                                     k_cache, v_cache, what=what, lock=_LOCK), what)
+        expect_close(out, full[:, :, t:t + 1], what=what + ", compared with full causal attention over the sequence",
+                     diagnoses=[(reference_attention(qs[:, :, t:t + 1], ks[:, :, :t], vs[:, :, :t]), FORGOT_OWN_KV)])
+    passed(f"generating {total - prompt} tokens one by one gives full causal attention's outputs")
+
+
+# ---------------------------------------------------------------------------- bottom_right_causal_mask
+def _mask_mistakes(n_new, n_keys):
+    offset = n_keys - n_new
+    ones = np.ones((n_new, n_keys), dtype=bool)
+    yield np.tril(ones), TOP_LEFT
+    yield np.tril(ones, offset - 1), ("off by one: each new query must see its own key too (the diagonal is allowed), "
+                                      "query i sees keys 0 … n_keys − n_new + i.")
+    yield np.tril(ones, offset + 1), "off by one: each new query sees one future key; it must stop at its own."
+    yield np.triu(ones, offset), "the mask is flipped: True must mark the past and the query itself, not the future."
+    yield ones, "nothing is masked: with several new queries, each must not see the new tokens after it."
+
+
+def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
+    __tracebackhide__ = True
+    what = f"bottom_right_causal_mask({n_new}, {n_keys})"
+    result = plain_bool_array(call(bottom_right_causal_mask, n_new, n_keys, what=what, lock=_LOCK), what=what)
+    expected = reference.bottom_right_causal_mask(n_new, n_keys)
+    hint = "One row per new query, one column per key (cached ones first, the new ones last): (n_new, n_keys)."
+    if result.shape == (n_new, n_keys + n_new):
+        hint += " n_keys already counts the new tokens."
+    expect_same_mask(result, expected, what=what, axes=("new query", "key"), diagnoses=_mask_mistakes(n_new, n_keys),
+                     hint=hint)
+
+
+@exercise_check
+def check_bottom_right_causal_mask(bottom_right_causal_mask, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    for n_new, n_keys in [(3, 7), (2, 5)]:
+        _probe_mask(bottom_right_causal_mask, n_new, n_keys)
+    passed("several new queries against a cache: the causal diagonal is aligned to the bottom right")
+    for n_new, n_keys in [(1, 6), (4, 4)]:
+        _probe_mask(bottom_right_causal_mask, n_new, n_keys)
+    passed("one new query sees every key; n_new = n_keys is the square causal mask")
+    if thorough:
+        r = rng(seed)
+        sizes = [(int(a), int(a + b)) for a, b in zip(r.integers(1, 8, size=5), r.integers(0, 9, size=5))]
+        for n_new, n_keys in sizes + [(0, 3), (1, 1)]:
+            _probe_mask(bottom_right_causal_mask, n_new, n_keys)
+        passed("bottom_right_causal_mask matches the reference on random sizes")
+
+
+@exercise_check
+def check_bottom_right_causal_mask_errors(bottom_right_causal_mask, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    cases = [(5, 3)] + ([(2, 1), (4, 0)] if thorough else [])
+    for n_new, n_keys in cases:
+        expect_value_error(bottom_right_causal_mask, n_new, n_keys, what=f"bottom_right_causal_mask({n_new}, {n_keys})",
+                           why="the keys include the new tokens' own, so there are at least n_new of them", lock=_LOCK)
+    passed("more new queries than keys is refused with ValueError")
+
+
+# ---------------------------------------------------------------------------- rolling_cache_write
+def _write_mistakes(cache, new, position):
+    w, t = cache.shape[-2], new.shape[-2]
+
+    def written(slots):
+        out = np.array(cache, copy=True)
+        for i, slot in enumerate(slots):
+            out[..., slot % w, :] = new[..., i, :]
+        return out
+
+    yield written(range(t)), BY_STEP
+    yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT
+    yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT
+    yield written([w - 1 - (p % w) for p in range(position, position + t)]), "the slots are counted from the end."
+
+
+def _probe_write(rolling_cache_write, cache, new, position, label):
+    __tracebackhide__ = True
+    what = f"rolling_cache_write(cache, new, position={position}) {label}"
+    result = plain_array(call(rolling_cache_write, cache, new, position, what=what, lock=_LOCK), what=what)
+    expected = reference.rolling_cache_write(cache, new, position)
+    hint = "The buffer keeps its w slots: (..., w, d), position p written to slot p mod w."
+    if result.shape[-2] == cache.shape[-2] + new.shape[-2]:
+        hint = "The new tokens were appended: a rolling buffer keeps its w slots and overwrites the oldest. " + hint
+    expect_close(result, expected, what=what, diagnoses=_write_mistakes(cache, new, position), hint=hint)
+    return result
+
+
+@exercise_check
+def check_rolling_cache_write(rolling_cache_write, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    r = rng(seed)
+    b, h, w, d = (1, 2, 4, 3) if not thorough else (2, 1, 5, 2)
+    cache = r.normal(size=(b, h, w, d))
+    _probe_write(rolling_cache_write, cache, r.normal(size=(b, h, 1, d)), 6,
+                 f"(one token at position 6, a buffer of w = {w} slots)")
+    _probe_write(rolling_cache_write, cache, r.normal(size=(b, h, 3, d)), w + 2,
+                 f"(three tokens at positions {w + 2} … {w + 4}, wrapping around the end of the buffer)")
+    passed("position p is written to slot p mod w, wrapping around; the other slots keep their tokens")
+
+    # a generation through the learner's own buffer: a prompt, then one token per step
+    total, prompt = (11, 3) if not thorough else (13, 2 + len(secret_draws(1, 0, 2, label="rolling")))
+    tokens = r.normal(size=(b, h, total, d))
+    buffer = np.zeros((b, h, w, d))
+    expected = buffer
+    steps = [(0, prompt)] + [(p, p + 1) for p in range(prompt, total)]
+    for start, stop in steps:
+        label = (f"(writing positions {start} … {stop - 1} into your own buffer after positions 0 … {start - 1}, "
+                 f"w = {w}: a prompt of {prompt}, then one token per step)")
+        buffer = _probe_write(rolling_cache_write, buffer, tokens[:, :, start:stop], start, label)
+        expected = reference.rolling_cache_write(expected, tokens[:, :, start:stop], start)
+    passed(f"a prompt and {total - prompt} steps: the buffer holds the last {w} positions, each in slot p mod w")
+    if thorough:
+        _probe_write(rolling_cache_write, np.zeros((3, w, d)), r.normal(size=(3, w, d)), 0, "(a whole buffer at once)")
+        passed("rolling_cache_write matches the reference on more shapes")
+
+
+# ---------------------------------------------------------------------------- document_mask
+def _document_mistakes(ids):
+    ids = np.asarray(ids)
+    n = ids.shape[-1]
+    causal = reference_causal(n)
+    same = ids[..., :, None] == ids[..., None, :]
+    yield np.broadcast_to(causal, same.shape), EARLIER_DOCUMENTS
+    yield (ids[..., None, :] <= ids[..., :, None]) & causal, EARLIER_DOCUMENTS
+    yield same, ("bidirectional inside a document: the mask must also be causal, (same document) AND (key <= query); "
+                 "a token must not see the later tokens of its own document.")
+    yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key]."
+
+
+def _probe_documents(document_mask, ids, label):
+    __tracebackhide__ = True
+    shown = f"np.array({ids.tolist()})"
+    what = f"document_mask({shown}) {label}"
+    result = plain_bool_array(call(document_mask, ids, what=what, lock=_LOCK), what=what)
+    expected = reference.document_mask(ids)
+    axes = ("row", "query", "key")[3 - expected.ndim:]
+    expect_same_mask(result, expected, what=what, axes=axes, diagnoses=_document_mistakes(ids),
+                     hint="One (n, n) mask per row of ids: the shape of ids plus one more axis of n.")
+
+
+@exercise_check
+def check_document_mask(document_mask, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    _probe_documents(document_mask, np.array([0, 0, 0, 1, 1, 2, 2, 2]), "(three documents packed in one row)")
+    _probe_documents(document_mask, np.array([7, 7, 3, 3, 3, 9]), "(ids that are not in order)")
+    passed("a token sees the earlier tokens of its own document, never another document")
+    _probe_documents(document_mask, np.array([[0, 0, 1, 1, 1], [4, 5, 5, 5, 6]]), "(a batch of two packed rows)")
+    passed("a batch of rows (b, n) gives one mask per row, (b, n, n)")
+    if thorough:
+        r = rng(seed)
+        for _ in range(3):
+            lengths = r.integers(1, 5, size=int(r.integers(1, 5)))
+            ids = np.repeat(r.permutation(_len(lengths)) + int(r.integers(0, 50)), lengths)
+            _probe_documents(document_mask, ids, "(random documents)")
+        _probe_documents(document_mask, np.array([3]), "(one token)")
+        passed("document_mask matches the reference on random packings")
+
+
+# ---------------------------------------------------------------------------- sinks_window_mask
+def _sinks_mistakes(n, w, s):
+    query, key = np.arange(n)[:, None], np.arange(n)[None, :]
+    causal = key <= query
+    window = causal & (key > query - w)
+    yield window & (key < s), AND_NOT_OR
+    yield causal & ((key > query - w) & (key < s)), AND_NOT_OR
+    yield window | (key < s), ("the sinks are visible from every query, even before them: the whole mask is still "
+                               "causal, causal AND (window OR sink).")
+    yield causal & ((key > query - w - 1) | (key < s)), ("the window holds w + 1 keys: it is the query itself and the "
+                                                         "w − 1 tokens before it (notebook 05's convention).")
+    yield causal & ((key > query - w) | (key <= s)), "one sink too many: the sinks are positions 0 … sinks − 1."
+    yield window, "the sinks are missing: the first `sinks` tokens must stay visible to every later query."
+
+
+def _probe_sinks(sinks_window_mask, n, w, s):
+    __tracebackhide__ = True
+    what = f"sinks_window_mask({n}, window={w}, sinks={s})"
+    result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what, lock=_LOCK), what=what)
+    expect_same_mask(result, reference.sinks_window_mask(n, w, s), what=what, axes=("query", "key"),
+                     diagnoses=_sinks_mistakes(n, w, s))
+
+
+@exercise_check
+def check_sinks_window_mask(sinks_window_mask, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    for n, w, s in [(9, 3, 2), (7, 2, 1)]:
+        _probe_sinks(sinks_window_mask, n, w, s)
+    passed("every query sees its window OR the sinks, never the future")
+    for n, w, s in [(6, 6, 2), (5, 2, 0)]:
+        _probe_sinks(sinks_window_mask, n, w, s)
+    passed("a window as long as the sequence is the causal mask; no sinks is the plain window")
+    if thorough:
+        r = rng(seed)
+        for _ in range(4):
+            n = int(r.integers(1, 14))
+            _probe_sinks(sinks_window_mask, n, int(r.integers(1, n + 2)), int(r.integers(0, n + 1)))
+        passed("sinks_window_mask matches the reference on random sizes")
+
+
+# ---------------------------------------------------------------------------- mixed_cache_bytes
+_NAMES = ("n_local", "n_global", "window", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+
+
+def _byte_mistakes(full):
+    a = dict(full)
+    per = 2 * a["n_kv_heads"] * a["head_dim"] * a["batch"] * a["bytes_per_value"]
+    layers = a["n_local"] + a["n_global"]
+    yield per * layers * a["seq_len"], ALL_GLOBAL
+    yield per * (a["n_local"] * a["window"] + a["n_global"] * a["seq_len"]), (
+        "a local layer cannot hold more tokens than there are: it keeps min(seq_len, window), not always window.")
+    yield per * layers * min(a["seq_len"], a["window"]), "every layer counted as local: the global layers keep all seq_len tokens."
+    yield per * a["n_local"] * min(a["seq_len"], a["window"]), "the global layers are left out."
+    yield per * a["n_global"] * a["seq_len"], "the local layers are left out: they keep min(seq_len, window) tokens each."
+    right = per * (a["n_local"] * min(a["seq_len"], a["window"]) + a["n_global"] * a["seq_len"])
+    yield right // 2, "the factor 2 is missing: the cache holds K *and* V."
+    yield right * 8, "that is the size in bits, not bytes."
+    if a["batch"] > 1:
+        yield right // a["batch"], "the batch is ignored: every sequence has its own cache."
+    if a["bytes_per_value"] != 2:
+        yield right // a["bytes_per_value"] * 2, "bytes_per_value is fixed at 2 instead of using the argument."
+
+
+def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
+    __tracebackhide__ = True
+    shown = ", ".join([str(x) for x in args] + [f"{k}={v}" for k, v in kwargs.items()])
+    what = f"mixed_cache_bytes({shown}) {label}"
+    result = plain_int(call(mixed_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    expected = reference.mixed_cache_bytes(*args, **kwargs)
+    if result == expected:
+        return
+    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(_NAMES, args)), **kwargs}
+    message = (f"{what} should be {expected:,} bytes = 2 (K and V) × {full['n_kv_heads']} KV heads × head size "
+               f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "
+               f"{full['n_global']} global layers × {full['seq_len']}) tokens × batch {full['batch']} × "
+               f"{full['bytes_per_value']} bytes, but it returned {result:,}.")
+    for wrong, explanation in _byte_mistakes(full):
+        if result == wrong:
+            message += f" Likely cause: {explanation}"
+            break
+    fail(message)
+
+
+@exercise_check
+def check_mixed_cache_bytes(mixed_cache_bytes, seed: int = 0, thorough: bool = False) -> None:
+    __tracebackhide__ = True
+    _probe_bytes(mixed_cache_bytes, (21, 21, 4096, 8, 256, 8192), {}, "(Gemma 2 9B at its 8K context)")
+    _probe_bytes(mixed_cache_bytes, (52, 10, 1024, 16, 128, 32768), {"batch": 4}, "(Gemma 3 27B, 32K tokens, batch 4)")
+    passed("local layers keep at most their window, global layers every token")
+    _probe_bytes(mixed_cache_bytes, (5, 1, 1024, 4, 64, 300), {"bytes_per_value": 1}, "(shorter than the window, fp8)")
+    _probe_bytes(mixed_cache_bytes, (0, 32, 4096, 8, 128, 5000), {}, "(no local layer: an ordinary model)")
+    passed("a sequence shorter than the window, and a model without local layers")
+    if thorough:
+        r = rng(seed)
+        for _ in range(5):
+            args = tuple(int(x) for x in r.integers(1, 100, size=6))
+            _probe_bytes(mixed_cache_bytes, args, {"batch": int(r.integers(1, 9)), "bytes_per_value": int(r.choice([1, 2, 4]))},
+                         "(random sizes)")
+        _probe_bytes(mixed_cache_bytes, (3, 0, 16, 2, 8, 1_000_000), {}, "(only local layers: a flat cache)")
+        passed("mixed_cache_bytes is exact on random sizes")
