@@ -330,7 +330,8 @@ def dask_client(scheduler: str | None, workers: int, log: Path):
     env = {"PATH": environment["PATH"], "MPLBACKEND": environment["MPLBACKEND"],
            STUB_ENV: str(shared_stub_package())}  # the stub package made once here, for every worker
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.scheduler.worker-saturation": 1.0}):
+                          "distributed.scheduler.worker-saturation": 1.0,
+                          "distributed.worker.profile.enabled": False}):  # no stack sampling next to the kernels
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0,
                                host="127.0.0.1", dashboard_address=":0", silence_logs=logging.ERROR, env=env)
     with cluster, Client(cluster, set_as_default=False) as client:
