@@ -5,6 +5,7 @@
 #   make notebooks   regenerate solutions/ and notebooks/ from authoring/ (deterministic)
 #   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
 #   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
+#   make explore     every notebook's widget on a page without code (Voilà), e.g. for a lecture
 
 PYTHON ?= python3
 # An active conda environment (environment.yml) is used as it is; otherwise a venv in the repo.
@@ -18,7 +19,7 @@ endif
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab instructor-lab test notebooks bench env
+.PHONY: lab instructor-lab test notebooks bench env explore
 
 env: $(STAMP)
 
@@ -36,6 +37,9 @@ instructor-lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+explore: $(STAMP)
+	$(BIN)/python tools/explore.py $(EXPLORE_ARGS)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/build_notebooks.py

@@ -392,6 +392,16 @@ check_document_mask(document_mask, seed=8, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# Three documents of 3, 5 and 4 tokens packed in one row of 12: the causal mask alone, and the document mask.
+
+# %%
+packed_ids = np.repeat([0, 1, 2], [3, 5, 4])
+picture(composed_masks_figure({
+    "causal only: documents\nsee earlier documents": hm.causal_mask(12),
+    "document mask:\nsame id AND causal": gen.document_mask(packed_ids),
+}))
+
+# %% [markdown]
 # ### Forget it, and a document depends on its neighbours
 #
 # The packing analogue of notebook 05's padding bug: pack the same document (5 tokens) after two different

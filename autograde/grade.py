@@ -8,7 +8,7 @@
     python -m autograde.grade autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--force] [--cell-timeout S]
     python -m autograde.grade feedback  ASSIGNMENT [--release]
     python -m autograde.grade export    [ASSIGNMENT ...] [--output grades.csv]
-    python -m autograde.grade report    ASSIGNMENT
+    python -m autograde.grade report    ASSIGNMENT            statuses; class report (HTML + CSV, class_report.py)
     python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
     python -m autograde.grade bench     [--submissions 40] [--workers N]
 
@@ -128,7 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         rows = export.export_grades(course, output, args.assignments or None)
         print(f"wrote {len(rows)} rows to {output}")
     elif args.command == "report":
+        from autograde import class_report
+
         print(report.report(course, args.assignment), end="")
+        page, table = class_report.write(course, args.assignment)
+        print(f"class report: {page} (open it in a browser), the same numbers in {table}")
     elif args.command == "all":
         if args.zip or args.folder or args.exchange_collect:
             collect_submissions(course, args)

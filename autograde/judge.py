@@ -250,7 +250,9 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
                     (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
                 message = (f"the course's reference `{node.name}` is not available while a notebook is graded "
                            "(graded answers are your own code)")
-                node.body = [ast.parse(f"raise RuntimeError({message!r})").body[0]]
+                # the grader maps the name back to ReferenceUsedError (_exception_class): the checks name it
+                node.body = ast.parse("from heads_and_masks._guard import ReferenceUsedError\n"
+                                      f"raise ReferenceUsedError({message!r})").body
                 changed = True
         if changed:
             path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
@@ -420,6 +422,10 @@ class StudentKernel:
 
 
 def _exception_class(name: str) -> type[BaseException]:
+    if name == "ReferenceUsedError":  # the stub of a course reference was called (stub_package)
+        from heads_and_masks._guard import ReferenceUsedError
+
+        return ReferenceUsedError
     candidate = getattr(builtins, name, None)
     if isinstance(candidate, type) and issubclass(candidate, Exception) and not issubclass(candidate, Warning):
         return candidate
@@ -562,6 +568,17 @@ class Verdict:
     passed: bool
     message: str = ""  # what the checks printed (passed) or the failure (failed)
     ename: str = ""
+    misconception: str | None = None  # the stable id a failing check named (CheckFailed.misconception)
+    answered: bool = True  # False: the exercise still holds its stub ("not written yet")
+
+
+VERDICT_KEY = "heads_and_masks"  # cell metadata of every graded test cell: the verdict, for the class report
+
+
+def verdict_metadata(verdict: Verdict) -> dict:
+    """What the class report reads from a graded test cell (written by the judge, never by the student)."""
+    return {"passed": verdict.passed, "answered": verdict.answered, "misconception": verdict.misconception,
+            "failure": verdict.ename or None}
 
 
 def _resolve(kernel: StudentKernel, name: str, budget: Budget):
@@ -580,8 +597,9 @@ def _resolve(kernel: StudentKernel, name: str, budget: Budget):
 
 def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget) -> Verdict:
     """Run one test cell here, with the student's names as proxies; its verdict."""
-    from heads_and_masks.checks.core import CheckFailed
+    from heads_and_masks.checks.core import CheckFailed, take_unwritten
 
+    take_unwritten()
     code = source.replace("### BEGIN HIDDEN TESTS", "").replace("### END HIDDEN TESTS", "")
     try:
         names = _free_names(code)
@@ -596,7 +614,7 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
             warnings.simplefilter("ignore")
             exec(compile(code, f"<test cell {grade_id}>", "exec"), namespace)  # noqa: S102 (the instructor's test code)
     except CheckFailed as error:
-        return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed")
+        return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed", error.misconception)
     except KernelGone as error:
         return Verdict(grade_id, False, str(error), "KernelDied")
     except TimeoutError as error:
@@ -604,7 +622,8 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
     except Exception as error:  # noqa: BLE001 - every failure is a verdict
         return Verdict(grade_id, False, f"{type(error).__name__}: {error}"[:MAX_MESSAGE], type(error).__name__)
     if complaints.getvalue().strip():  # a check that wrote to stderr did not pass (e.g. "not written yet")
-        return Verdict(grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed")
+        return Verdict(grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed",
+                       answered=not take_unwritten())
     return Verdict(grade_id, True, printed.getvalue()[-MAX_MESSAGE:])
 
 
@@ -669,6 +688,8 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
     from heads_and_masks.checks.core import secret_inputs
 
     report = JudgeReport(sandboxed=sandbox_available()[0])
+    for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
+        cell.get("metadata", {}).pop(VERDICT_KEY, None)
     for cell in nb.cells:  # what the student wrote in markdown is shown as text, never run as HTML
         if cell.cell_type == "markdown" and cell.source not in released_sources:
             cell.source = as_text(cell.source)
@@ -723,6 +744,7 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
                 verdict = judge_cell(kernel, grade_id, tests_source[grade_id], budget)
                 report.verdicts[grade_id] = verdict
                 cell.outputs = _verdict_outputs(verdict)
+                cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
                 cell.execution_count = None
                 if verdict.ename == "Timeout":
                     report.status = report.status or "timed out"
@@ -739,6 +761,7 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
             verdict = report.verdicts.get(grade_id) or Verdict(grade_id, False, "the kernel could not run", "KernelDied")
             report.verdicts[grade_id] = verdict
             cell.outputs = _verdict_outputs(verdict)
+            cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
     finally:
         if kernel is not None:
             kernel.shutdown()

@@ -92,3 +92,11 @@ def test_a_test_cell_without_test_prefix_is_refused(tmp_path):
                    '"schema_version": 3, "solution": false}\nassert True\n', encoding="utf-8")
     with pytest.raises(ValueError, match="start with 'test_'"):
         read_source(bad)
+
+
+def test_an_old_style_header_is_refused_not_built_as_a_plain_cell(tmp_path):
+    """``# %% solution id=NAME`` (the course's format before Jupytext) would otherwise become a plain cell."""
+    old = tmp_path / "99_old.py"
+    old.write_text("# %% solution id=answer\ndef answer():\n    return 42\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="nbgrader="):
+        read_source(old)

@@ -22,6 +22,7 @@ from heads_and_masks.pictures import causal_mask as causal_pictures
 from heads_and_masks.pictures import generation as generation_pictures
 from heads_and_masks.pictures import heads as heads_pictures
 from heads_and_masks.pictures import kv_heads as kv_heads_pictures
+from heads_and_masks.pictures import learned_heads as learned_heads_pictures
 from heads_and_masks.pictures import why_heads as why_heads_pictures
 from heads_and_masks.pictures import work_fraction as work_fraction_pictures
 from heads_and_masks.grading import GRADING_ENV, Idle, grading_mode
@@ -112,6 +113,9 @@ FIGURES = [
     (generation_pictures.decode_masks_figure, (3, 8), {}),
     (generation_pictures.composed_masks_figure, ({"causal": np.tril(np.ones((3, 3), bool))},), {}),
     (generation_pictures.bytes_per_token_figure, ({},), {}),
+    (learned_heads_pictures.head_maps_figure, (None,), {}),
+    (learned_heads_pictures.loss_curves_figure, (None,), {}),
+    (learned_heads_pictures.head_count_figure, ({1: np.ones(2)}, 16), {}),
 ]
 
 

@@ -76,17 +76,17 @@ def test_check_inputs_tell_every_misconception_apart():
     r = np.random.default_rng(0)
     x = r.normal(size=(2, 3, 8))
     expected = hm.split_heads(x, 2)
-    for wrong, _ in checks._wrong_splits(x, 2):
+    for wrong, _, _ in checks._wrong_splits(x, 2):
         assert wrong.shape != expected.shape or not np.allclose(wrong, expected)
     x, weights = checks._mha_inputs(np.random.default_rng(0), 2, 5, 8)
     for mask in (None, checks.causal(None, 2, 2, 5), checks.padding(None, 2, 2, 5)):
         expected = hm.multi_head_attention(x, *weights, 2, mask)
-        wrongs = [w for w, _ in checks._wrong_mhas(x, weights, 2, mask)]
+        wrongs = [w for w, _, _ in checks._wrong_mhas(x, weights, 2, mask)]
         for wrong in wrongs:
             assert np.abs(wrong - expected).max() > 1e-3
     for n, width, h in [(16, 64, 4), (128, 768, 12), (128, 768, 24)]:
         right = hm.mha_cost(n, width, h)
-        wrong_values = [w for w, _ in checks._wrong_costs(n, width, h)]
+        wrong_values = [w for w, _, _ in checks._wrong_costs(n, width, h)]
         assert right not in wrong_values
 
 

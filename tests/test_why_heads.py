@@ -119,7 +119,7 @@ def test_checkpoints_separate_each_mistake_from_the_truth():
         exact = score_noise.exact_winning_rate(d, noise, n_keys)
         wrong = list(checks._wrong_rates(d, noise, n_keys))
         labels = names[:3] + (names[3:] if noise not in (0.0, 1.0) else [])
-        for name, (rate, _) in zip(labels, wrong):
+        for name, (rate, _, _) in zip(labels, wrong):
             worst[name] = max(worst[name], abs(rate - exact) / checks.margin(exact, checks.TRIALS))
     assert min(worst.values()) >= 3.0, worst
 

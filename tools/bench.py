@@ -1,7 +1,7 @@
 """Measure what the course promises, on this machine, in one run (what `make bench` runs).
 
-    python tools/bench.py                  all four sections, prints a table, writes docs/benchmarks.md
-    python tools/bench.py --only causal    one section (causal, widgets, course, grading)
+    python tools/bench.py                  every section, prints a table, writes docs/benchmarks.md
+    python tools/bench.py --only causal    one section (causal, widgets, course, training, grading)
     python tools/bench.py --quick          fewer repetitions and smaller sizes (a smoke run)
     python tools/bench.py --only grading --grading-n 3 [--assignment 03_causal_mask]
                                            grading: plain nbgrader vs the pipeline, N submissions each
@@ -45,6 +45,7 @@ TARGETS = {
     "causal_memory_ratio": 1 / 8,  # tiled peak / full peak at n = 4096
     "widget_update_ms": 100.0,  # median of one update, each notebook's widgets
     "course_seconds": 60.0,  # executing every solution notebook
+    "training_seconds": 60.0,  # notebook 08: every model it trains, on two cores (the issue's "about a minute")
     "grading_over_plain": 1.0,  # pipeline with 1 worker / plain `nbgrader autograde`, seconds per notebook
     "grading_speedup": 1.7,  # 2 workers vs 1 worker, every assignment
     "grading_class_hours": 1.0,  # 300 students x every assignment, 2 workers, extrapolated
@@ -212,6 +213,37 @@ def section_course(quick: bool) -> tuple[list[str], list[Check]]:
     return lines, ok
 
 
+def section_training(quick: bool) -> tuple[list[str], list[Check]]:
+    """Notebook 08: the time to train its models (the same calls as the notebook), best of a few repetitions."""
+    import dataclasses
+
+    from heads_and_masks import training
+
+    config = training.Config(vocab=16, n=8, width=16, heads=2)
+    work = {
+        "the main run (h = 2, 250 steps of 64 sequences)": lambda: training.train(config, seed=0, steps=250, batch=64),
+        "h = 1, 2, 4 × 5 seeds (150 steps each)": lambda: training.compare_head_counts((1, 2, 4), seeds=range(5), steps=150),
+        "the (d h) split from scratch (250 steps)": lambda: training.train(dataclasses.replace(config, split="(d h)"), seed=0),
+    }
+    lines = ["| what the notebook trains | best of runs (s) | steps per second |", "|---|---|---|"]
+    steps = {0: 250, 1: 15 * 150, 2: 250}
+    total = 0.0
+    for index, (what, job) in enumerate(work.items()):
+        times = []
+        for _ in range(1 if quick else 3):
+            start = time.perf_counter()
+            job()
+            times.append(time.perf_counter() - start)
+        total += min(times)
+        lines.append(f"| {what} | {min(times):.2f} | {steps[index] / min(times):,.0f} |")
+    lines.append(f"| **all of notebook 08's training** | **{total:.2f}** | |")
+    ok = [Check("notebook 08: every model it trains", f"{total:.1f} s", f"≤ {TARGETS['training_seconds']:.0f} s",
+                total <= TARGETS["training_seconds"])]
+    lines.append(f"\nTarget: ≤ {TARGETS['training_seconds']:.0f} s for all of it ({verdict(ok[0].ok)}); "
+                 "one BLAS thread or two, whatever numpy uses here.")
+    return lines, ok
+
+
 def section_grading(quick: bool, n_submissions: int | None = None,
                     assignments: list[str] | None = None) -> tuple[list[str], list[Check]]:
     from autograde.throughput import grading_throughput_benchmark
@@ -273,6 +305,7 @@ SECTIONS = {
     "causal": ("Causal attention: full-then-mask vs tiled (d = 64, block = 128)", section_causal),
     "widgets": ("Widget responsiveness (one update: compute and redraw, headless)", section_widgets),
     "course": ("The whole course: executing every solution notebook (nbclient)", section_course),
+    "training": ("Notebook 08: training the attention-only model in NumPy", section_training),
     "grading": ("Grading throughput (real nbgrader autograde)", section_grading),
 }
 

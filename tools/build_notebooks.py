@@ -34,6 +34,7 @@ from autograde.tool_env import tool_env  # noqa: E402
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 NBGRADER_FIELDS = {"grade_id", "schema_version", "locked", "solution", "grade", "points"}
+JUPYTEXT_LAYOUT = {"lines_to_next_cell", "lines_to_end_of_cell_marker"}  # how Jupytext keeps blank lines
 
 ONLY: list[str] = []  # set from the command line: build only these assignments
 
@@ -58,6 +59,12 @@ def read_source(path: Path) -> nbformat.NotebookNode:
             raise ValueError(f"{path}: cell {index} is a {cell.cell_type} cell; the course has markdown and code")
         meta = cell.metadata.get("nbgrader")
         where = f"{path}: cell {index} ({cell.source[:40]!r})"
+        unknown = set(cell.metadata) - {"nbgrader", *JUPYTEXT_LAYOUT}
+        if unknown:  # e.g. an old-style header "# %% solution id=NAME", read by Jupytext as a title
+            raise ValueError(
+                f"{where}: the cell header carries {sorted(unknown)}; a graded cell's header is "
+                '# %% nbgrader={"grade_id": ..., ...} (README, For authors)'
+            )
         if meta is not None:
             if not isinstance(meta.get("grade_id"), str) or set(meta) - NBGRADER_FIELDS:
                 raise ValueError(f"{where}: nbgrader metadata needs a grade_id and only {sorted(NBGRADER_FIELDS)}")

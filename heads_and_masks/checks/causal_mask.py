@@ -17,6 +17,7 @@ from .core import (
     secret_draws,
     CheckFailed,
     _array_equal,
+    named,
     call,
     exercise_check,
     expect_close,
@@ -40,12 +41,12 @@ def _wrong_masks(n):
     """What the usual mistakes return for causal_mask(n), with the misconception in words."""
     ones = np.ones((n, n), dtype=bool)
     yield np.triu(ones), ("True above the diagonal means each query sees the *future* keys: "
-                          "did you use np.triu instead of np.tril (or compare key >= query)?")
+                          "did you use np.triu instead of np.tril (or compare key >= query)?"), "mask.future_allowed"
     yield np.tril(ones, k=-1), ("the diagonal is False, but a token may attend to itself (key <= query, "
-                                "not key < query): did you use np.tril(..., k=-1) or a strict comparison?")
+                                "not key < query): did you use np.tril(..., k=-1) or a strict comparison?"), "mask.diagonal_forbidden"
     yield np.triu(ones, k=1), ("the polarity is flipped: True must mean *may attend*, so True on and "
-                               "below the diagonal, False above it.")
-    yield np.tril(ones, k=1), "one future key per query is allowed (np.tril(..., k=1)): key must be <= query."
+                               "below the diagonal, False above it."), "mask.polarity_flipped"
+    yield np.tril(ones, k=1), "one future key per query is allowed (np.tril(..., k=1)): key must be <= query.", "mask.future_allowed"
 
 
 def _expect_mask(actual, expected, *, what, diagnoses):
@@ -57,10 +58,10 @@ def _expect_mask(actual, expected, *, what, diagnoses):
     side = "in the future of" if key > query else ("the query itself, for" if key == query else "in the past of")
     message = (f"{what} is wrong at [{query}, {key}]: key {key} is {side} query {query}, so the entry "
                f"should be {bool(expected[query, key])}, but it is {bool(actual[query, key])}.")
-    for wrong, explanation in diagnoses:
+    for diagnosis in diagnoses:
+        wrong, explanation, misconception = named(diagnosis)
         if wrong.shape == actual.shape and _array_equal(actual, wrong):
-            message += f" Likely cause: {explanation}"
-            break
+            fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)
 
 
@@ -107,7 +108,7 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
         yield from _wrong_fills(scores, allowed)
     yield _softmax_all(np.where(allowed, scores, 0.0)), (
         "forbidden scores were set to 0, but a score of 0 is not a ban: it gets weight e^0 = 1 before "
-        "normalising, an ordinary weight. Fill with -inf (or a number so negative that no score comes near it).")
+        "normalising, an ordinary weight. Fill with -inf (or a number so negative that no score comes near it)."), "mask.zero_not_ban"
     after = _softmax_all(scores) * allowed
     totals = after.sum(axis=-1, keepdims=True)
     renormalised = after / totals
@@ -116,21 +117,21 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
                 "allowed keys exp(-huge) = 0, and renormalising then divides 0 by 0), or the row maximum was "
                 "taken over all keys, forbidden ones included (exp(allowed - forbidden max) underflows). Mask "
                 "before softmax, and subtract the largest *allowed* score.")
-    yield renormalised, vanished
-    yield np.nan_to_num(renormalised), vanished
+    yield renormalised, vanished, "softmax.allowed_weights_vanish"
+    yield np.nan_to_num(renormalised), vanished, "softmax.allowed_weights_vanish"
     yield after, ("the mask was applied after softmax: the forbidden weights were zeroed, but the rows no "
                   "longer sum to 1. Mask the scores *before* softmax, so the forbidden keys drop out of "
-                  "the denominator too.")
+                  "the denominator too."), "mask.after_softmax"
     any_allowed = allowed.any(axis=-1, keepdims=True)
     uniform = np.where(any_allowed, reference_softmax(scores, allowed), 1.0 / allowed.shape[-1])
     yield uniform, ("a row with no allowed key got the same weight on every key: a finite fill value "
                     "(like -1e9 or the dtype minimum) makes all of them equal, so softmax spreads the row "
                     "evenly. Set the forbidden weights to exactly 0 after exp, and leave a row with nothing "
-                    "allowed at all zeros.")
+                    "allowed at all zeros."), "mask.fully_masked_uniform"
     if not fills_first:
         yield from _wrong_fills(scores, allowed)
-    yield reference_softmax(scores, ~allowed), "the polarity is flipped: in this course True means *may attend*."
-    yield _softmax_all(scores), "the mask is ignored."
+    yield reference_softmax(scores, ~allowed), "the polarity is flipped: in this course True means *may attend*.", "mask.polarity_flipped"
+    yield _softmax_all(scores), "the mask is ignored.", "mask.ignored"
 
 
 def _wrong_fills(scores, allowed):
@@ -139,13 +140,14 @@ def _wrong_fills(scores, allowed):
         yield _softmax_all(np.where(allowed, scores, fill)), (
             f"the fill value {fill:g} is too small for these scores: a forbidden key filled with {fill:g} beats "
             "allowed keys whose scores are lower still, so it gets the weight. Use -inf, -1e9 or the dtype's "
-            "minimum (np.finfo(scores.dtype).min), which no real score comes near.")
+            "minimum (np.finfo(scores.dtype).min), which no real score comes near."), "mask.fill_too_small"
         yield _softmax_all(scores + np.where(allowed, 0.0, fill)), (
             f"the additive mask {fill:g} is too small for these scores: a forbidden score minus {-fill:g} can still "
-            "exceed the allowed scores. Use -inf, -1e9 or the dtype's minimum.")
+            "exceed the allowed scores. Use -inf, -1e9 or the dtype's minimum."), "mask.fill_too_small"
 
 
-def _probe_softmax(masked_softmax, scores, mask, label, *, strict=False, hint="", fills_first=False):
+def _probe_softmax(masked_softmax, scores, mask, label, *, strict=False, hint="", fills_first=False,
+                   misconception=None):
     """Run the learner's masked_softmax and compare with the reference, exact zeros included.
 
     The values are checked first (they name the misconception best); with ``strict`` the function
@@ -164,18 +166,20 @@ def _probe_softmax(masked_softmax, scores, mask, label, *, strict=False, hint=""
         if (nan_rows & empty_rows).any():
             fail(f"{what} returned NaN on a row with no allowed key (a fully masked row). Such a row must be "
                  "all zeros: with -inf everywhere the row maximum is -inf and -inf - (-inf) is NaN, or the sum "
-                 "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...)).")
+                 "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...)).",
+                 "mask.fully_masked_nan")
     expect_close(weights, expected, what=what, diagnoses=_wrong_softmaxes(scores, mask, fills_first=fills_first), rtol=1e-6, atol=1e-12,
-                 hint=hint)
+                 hint=hint, misconception=misconception)
     if np.any(weights[~allowed] != 0.0):
         worst = float(np.abs(weights[~allowed]).max())
         fail(f"{what}: forbidden keys must get weight exactly 0, but one got {worst:.3g}. "
-             "Fill with -inf, or zero the forbidden entries explicitly after exp.")
+             "Fill with -inf, or zero the forbidden entries explicitly after exp.", "mask.forbidden_not_zero")
     if strict:
         try:
             call(masked_softmax, scores, mask, what=what, lock=_LOCK, allow_warnings=False)
-        except CheckFailed as failure:
-            fail(f"{failure} {hint}".strip())
+        except CheckFailed as failure:  # a warning on inputs chosen to catch one mistake is that mistake
+            named = misconception if failure.misconception == "numerics.warning" and misconception else failure.misconception
+            fail(f"{failure} {hint}".strip(), named)
 
 
 @exercise_check
@@ -238,12 +242,14 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
     causal = np.tril(np.ones((n, n), dtype=bool))
     big = r.normal(size=(n, n)) * 1000.0
     _probe_softmax(masked_softmax, big, causal, "on large scores (|s| in the thousands)", strict=True,
-                   hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.")
+                   hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.",
+                   misconception="softmax.overflow")
 
     future_dwarfs = np.where(causal, r.normal(size=(n, n)), 3e4 + 1e3 * r.random((n, n)))
     _probe_softmax(masked_softmax, future_dwarfs, causal,
                    "on scores whose forbidden (future) entries are huge (about 3e4) and allowed ones ordinary",
-                   strict=True, hint="Forbidden keys must get exactly 0 however large their scores are: mask before softmax.")
+                   strict=True, hint="Forbidden keys must get exactly 0 however large their scores are: mask before softmax.",
+                   misconception="mask.after_softmax")
     passed("masked_softmax handles large scores and huge forbidden scores without NaN or warnings")
 
     very_negative = -5e4 + r.normal(size=(n, n)) * 10.0
@@ -251,7 +257,7 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
                    fills_first=True,
                    hint="A fill value is too small when real scores can lie below it: use -inf, -1e9 or "
                         "np.finfo(dtype).min, and subtract the largest *allowed* score so exp does not underflow "
-                        "to 0 for the whole row.")
+                        "to 0 for the whole row.", misconception="mask.fill_too_small")
     if thorough:
         for scale in (1e5, 1e6):
             scores = r.normal(size=(3, n, n)) * scale
@@ -266,16 +272,16 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
 def _wrong_entropies(weights):
     positive = weights > 0
     bits = reference_entropy(weights)
-    yield bits * np.log(2.0), "this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2)."
-    yield -bits, "the sign is flipped: entropy is -Σ p·log2(p), which is >= 0 because log2(p) <= 0."
+    yield bits * np.log(2.0), "this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2).", "entropy.nats"
+    yield -bits, "the sign is flipped: entropy is -Σ p·log2(p), which is >= 0 because log2(p) <= 0.", "entropy.sign"
     yield -(weights * np.log2(weights)).sum(axis=-1), (
         "0·log2(0) came out as NaN (0 times -inf). By convention 0·log 0 = 0: compute the logarithm only "
-        "where the weight is positive (np.where, np.log2(..., where=..., out=...)) and use 0 elsewhere.")
+        "where the weight is positive (np.where, np.log2(..., where=..., out=...)) and use 0 elsewhere."), "entropy.zero_log_zero"
     if weights.ndim >= 2 and weights.shape[-1] == weights.shape[-2]:
         yield reference_entropy(np.swapaxes(weights, -1, -2)), (
-            "the entropy was taken down the columns: each row (one query's weights, the last axis) is one distribution.")
+            "the entropy was taken down the columns: each row (one query's weights, the last axis) is one distribution."), "entropy.wrong_axis"
     yield np.where(positive, -weights * np.log2(np.where(positive, weights, 1.0)), 0.0).sum(axis=-1) / np.log2(
-        np.maximum(positive.sum(axis=-1), 2)), "the entropy was divided by its maximum: return it in plain bits."
+        np.maximum(positive.sum(axis=-1), 2)), "the entropy was divided by its maximum: return it in plain bits.", "entropy.normalised"
 
 
 def _probe_entropy(row_entropy_bits, weights, label):
@@ -284,7 +290,8 @@ def _probe_entropy(row_entropy_bits, weights, label):
     result = plain_array(call(row_entropy_bits, weights, what=what, lock=_LOCK), what=what)
     expected = reference_entropy(weights)
     expect_shape(result, expected.shape, what=what,
-                 hint="One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...).")
+                 hint="One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...).",
+                 misconception="entropy.not_one_per_row")
     expect_close(result, expected, what=what, diagnoses=_wrong_entropies(weights), rtol=1e-7, atol=1e-9)
 
 

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from .._guard import ReferenceUsedError, locked
+from .misconceptions import MISCONCEPTIONS
 
 # Bound at import time: learner code that patches numpy afterwards does not reach these.
 _type, _isinstance, _len, _repr = builtins.type, builtins.isinstance, builtins.len, builtins.repr
@@ -28,7 +29,28 @@ _LOWER_PRECISION = (np.dtype(np.float16), np.dtype(np.float32))
 
 
 class CheckFailed(AssertionError):
-    """A check found a wrong answer; the message is written for the learner."""
+    """A check found a wrong answer; the message is written for the learner.
+
+    ``misconception`` is the stable identifier of the mistake the check recognised (a key of
+    :data:`~heads_and_masks.checks.misconceptions.MISCONCEPTIONS`, e.g. ``"heads.d_h_split"``), or
+    None when the answer is wrong in a way no check names. The class report counts these ids; the
+    message may change (or be translated), the id does not.
+    """
+
+    def __init__(self, message: str = "", misconception: str | None = None):
+        super().__init__(message)
+        self.misconception = misconception
+
+
+# Which exercises the running test cell found not written yet (read and cleared by the grader's judge).
+_unwritten: list[str] = []
+
+
+def take_unwritten() -> list[str]:
+    """The functions found still holding their stub since the last call (the judge's "not answered")."""
+    found = list(_unwritten)
+    _unwritten.clear()
+    return found
 
 
 # What the running check has printed, and what its last visible run printed: a test cell runs a check
@@ -69,6 +91,7 @@ def exercise_check(function):
                 result = function(*args, **kwargs)
         except NotImplementedError as error:  # from the learner's code: call() reports a library's as a crash
             print(not_written_yet(args[0] if args else None, error), file=sys.stderr)
+            _unwritten.append(_name_of(args[0] if args else None))
             return None
         finally:
             if outer:
@@ -117,9 +140,18 @@ def not_written_yet(function, error: NotImplementedError) -> str:
     return f"✗ `{name}` is not written yet: {replace}"
 
 
-def fail(message: str):
+def fail(message: str, misconception: str | None = None):
+    """Fail the check with ``message`` for the learner and, when the mistake is a known one, its stable id."""
     __tracebackhide__ = True
-    raise CheckFailed(message)
+    if misconception is not None and misconception not in MISCONCEPTIONS:
+        raise KeyError(f"unregistered misconception id {misconception!r} (add it to checks/misconceptions.py)")
+    raise CheckFailed(message, misconception)
+
+
+def named(diagnosis) -> tuple:
+    """``(wrong, explanation, id)`` from a diagnosis written as that triple or as ``(wrong, explanation)``."""
+    wrong, explanation, *rest = diagnosis
+    return wrong, explanation, (rest[0] if rest else None)
 
 
 def passed(message: str) -> None:
@@ -141,7 +173,8 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
     __tracebackhide__ = True
     if _type(result) is not _ndarray:
         fail(f"{what} should return a numpy array, but it returned {_type(result).__name__}"
-             + (" (did you forget the `return`?)" if result is None else ""))
+             + (" (did you forget the `return`?)" if result is None else ""),
+             "conventions.no_return" if result is None else None)
     if result.dtype.kind not in "biuf":
         fail(f"{what} should return an array of numbers, but its dtype is {result.dtype}")
     if result.dtype in _LOWER_PRECISION:  # a float32 (or float16) answer is compared at its own precision
@@ -155,7 +188,7 @@ def plain_bool_array(result, *, what: str) -> np.ndarray:
         fail(f"{what} should return a numpy array of booleans, but it returned {_type(result).__name__}")
     if result.dtype != np.bool_:
         fail(f"{what} should return a boolean array (True = may attend), but its dtype is {result.dtype}: "
-             "an additive float mask (0 and -inf) or 0/1 numbers are a different convention")
+             "an additive float mask (0 and -inf) or 0/1 numbers are a different convention", "mask.not_boolean")
     return _array(result, dtype=bool, copy=True)
 
 
@@ -163,7 +196,8 @@ def plain_int(result, *, what: str) -> int:
     __tracebackhide__ = True
     if _type(result) is bool or not (_type(result) is int or _isinstance(result, np.integer)):
         fail(f"{what} should return a whole number (an int), but it returned {_repr(result)} "
-             f"({_type(result).__name__})" + (": use // or int(...) if you divided" if _isinstance(result, float) else ""))
+             f"({_type(result).__name__})" + (": use // or int(...) if you divided" if _isinstance(result, float) else ""),
+             "conventions.not_int" if _isinstance(result, float) else None)
     return int(result)
 
 
@@ -198,19 +232,21 @@ def is_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-6, atol=1e-9) 
     return bool(ok.all())
 
 
-def expect_shape(actual: np.ndarray, shape: tuple, *, what: str, hint: str = "") -> None:
+def expect_shape(actual: np.ndarray, shape: tuple, *, what: str, hint: str = "", misconception: str | None = None) -> None:
     __tracebackhide__ = True
     if actual.shape != tuple(shape):
-        fail(f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""))
+        fail(f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""),
+             misconception)
 
 
 def expect_close(actual: np.ndarray, expected: np.ndarray, *, what: str, diagnoses=(), rtol=1e-6, atol=1e-9,
-                 hint: str = "") -> None:
+                 hint: str = "", misconception: str | None = None) -> None:
     """Fail unless ``actual`` equals ``expected`` within tolerance; name a matching misconception.
 
-    ``diagnoses`` is a sequence of ``(wrong_result, explanation)``: when the answer matches one of
-    these known wrong results, the explanation is added to the message. The verdict never depends
-    on them: they only make the message more useful.
+    ``diagnoses`` is a sequence of ``(wrong_result, explanation, id)``: when the answer matches one of
+    these known wrong results, the explanation is added to the message and the failure carries the
+    id. The verdict never depends on them: they only make the message more useful. When none
+    matches, the failure carries ``misconception`` (what the ``hint`` names, if it names one).
     """
     __tracebackhide__ = True
     expect_shape(actual, expected.shape, what=what, hint=hint)
@@ -225,15 +261,15 @@ def expect_close(actual: np.ndarray, expected: np.ndarray, *, what: str, diagnos
             where = tuple(int(i) for i in _unravel(_argmax(_abs(actual - expected)), actual.shape)) if actual.size else ()
         message = (f"{what} is wrong: it differs from the expected values by up to {difference:.3g} "
                    f"(at index {where}: expected {expected[where]:.6g}, got {actual[where]:.6g}).")
-    for wrong, explanation in diagnoses:
+    for diagnosis in diagnoses:
+        wrong, explanation, found = named(diagnosis)
         wrong = _array(wrong, dtype=actual.dtype)
         if wrong.shape == actual.shape and is_close(actual, wrong, rtol=1e-5, atol=1e-8):
             message += f" Likely cause: {explanation}"
-            break
-    else:
-        if hint:
-            message += f" {hint}"
-    fail(message)
+            fail(message, found)
+    if hint:
+        message += f" {hint}"
+    fail(message, misconception)
 
 
 def copies(*arrays):
@@ -241,7 +277,8 @@ def copies(*arrays):
     return tuple(_array(a, copy=True) if a is not None else None for a in arrays)
 
 
-def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: str = "", **kwargs):
+def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: str = "",
+         memory_misconception: str | None = None, **kwargs):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
     ``lock`` names the course's reference functions that the answer must not call. Warnings are
@@ -258,7 +295,7 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: 
             with locked(*lock):
                 result = function(*given, **kwargs)
         except ReferenceUsedError as error:
-            fail(f"{what}: {error}")
+            fail(f"{what}: {error}", "conventions.called_reference")
         except CheckFailed:
             raise
         except NotImplementedError as error:
@@ -269,16 +306,18 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: 
             if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
                 detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
                 fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
-                     + (memory_hint or "Does it build an array much larger than its inputs?"))
+                     + (memory_hint or "Does it build an array much larger than its inputs?"), memory_misconception)
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
         if _type(original) is _ndarray and _type(handed) is _ndarray and not _array_equal(original, handed, equal_nan=True):
             fail(f"{what} changed its input array in place; copy it first (for example `scores = scores.copy()` "
-                 "or use np.where, which returns a new array): the caller's data must stay as it was")
+                 "or use np.where, which returns a new array): the caller's data must stay as it was",
+                 "conventions.in_place")
     if caught and not allow_warnings:
         first = caught[0]
         fail(f"{what} emitted a warning: {first.category.__name__}: {first.message}. A correct answer computes "
-             "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)")
+             "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)",
+             "numerics.warning")
     return result
 
 
@@ -293,15 +332,18 @@ def expect_value_error(function, *args, what: str, why: str, lock=()):
         except ValueError:
             return
         except ReferenceUsedError as error:
-            fail(f"{what}: {error}")
+            fail(f"{what}: {error}", "conventions.called_reference")
         except NotImplementedError as error:
             if _raised_by_a_library(error):
-                fail(f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}")
+                fail(f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}",
+                     "conventions.no_value_error")
             raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:
-            fail(f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}")
+            fail(f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}",
+                 "conventions.no_value_error")
     fail(f"{what} should raise ValueError ({why}), but it returned a result "
-         f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}")
+         f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}",
+         "conventions.no_value_error")
 
 
 # Hidden inputs are the instructor's secret. In a notebook (self-study, the solutions) a check's seed

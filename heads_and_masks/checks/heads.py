@@ -45,27 +45,29 @@ def _batch_aware(probe, batch_args, single_args, b):
         probe(*batch_args)
         return
     except CheckFailed as failure:
-        message = str(failure)
+        message, misconception = str(failure), failure.misconception
     try:
         probe(*single_args)
     except CheckFailed:
         pass  # wrong for one sequence too: the first message is the useful one
     else:
         message += " " + _BATCH_HINT.format(b=b)
-    fail(message)
+        misconception = "conventions.batch_of_one"
+    fail(message, misconception)
 
 
 # ---------------------------------------------------------------------------------- split_heads
-def _split_shape_hint(shape, b, n, h, d) -> str:
+def _split_shape_hint(shape, b, n, h, d) -> tuple[str, str | None]:
+    """The hint for a wrong shape of split_heads, and the misconception it names."""
     if shape == (b, n, h, d):
         return ("The axes are (b, n, h, d): the reshape is right but the transpose is missing; swap the "
-                "axes n and h so that the heads come before the tokens.")
+                "axes n and h so that the heads come before the tokens."), "heads.missing_transpose"
     if h != d and shape in ((b, n, d, h), (b, d, n, h), (b, h, n, h), (b, d, n, d)):
-        return "h and d look swapped: h is the number of heads, d = D / h the size of each head."
+        return "h and d look swapped: h is the number of heads, d = D / h the size of each head.", "heads.h_d_swapped"
     if len(shape) == 3:
         return ("The batch axis is missing: the result keeps b first, (b, h, n, d). Was a batch size of 1 "
-                "assumed?")
-    return "The axes are batch, heads, tokens, head size: (b, h, n, d)."
+                "assumed?"), "conventions.batch_of_one"
+    return "The axes are batch, heads, tokens, head size: (b, h, n, d).", None
 
 
 def _wrong_splits(x, h):
@@ -74,12 +76,12 @@ def _wrong_splits(x, h):
     d = width // h
     yield x.reshape(b, n, d, h).transpose(0, 3, 1, 2), (
         "head i should be the i-th slice of the width, x[..., i*d:(i+1)*d], but your heads take every h-th "
-        "column: the width was split as (d h) instead of (h d).")
+        "column: the width was split as (d h) instead of (h d)."), "heads.d_h_split"
     yield x.reshape(b, h, n, d), (
         "a reshape to (b, h, n, d) without a transpose cuts the numbers in memory order, so a 'head' holds "
-        "pieces of several tokens. Reshape to (b, n, h, d) first, then transpose the axes n and h.")
+        "pieces of several tokens. Reshape to (b, n, h, d) first, then transpose the axes n and h."), "heads.reshape_without_transpose"
     yield x.reshape(b, d, n, h).transpose(0, 3, 2, 1), (
-        "a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d].")
+        "a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d]."), "heads.reshape_without_transpose"
 
 
 def _first_wrong_head(result, x, h) -> str:
@@ -99,8 +101,9 @@ def _probe_split(split_heads, x, h):
     result = plain_array(call(split_heads, x, h, what=what, lock=_LOCK), what=what)
     expected = reference_split(x, h)  # (b, h, n, d)
     if result.shape != expected.shape:
-        fail(f"{what} should have shape (b, h, n, d) = {expected.shape}, but it has shape {result.shape}. "
-             + _split_shape_hint(result.shape, b, n, h, d))
+        hint, misconception = _split_shape_hint(result.shape, b, n, h, d)
+        fail(f"{what} should have shape (b, h, n, d) = {expected.shape}, but it has shape {result.shape}. " + hint,
+             misconception)
     expect_close(result, expected, what=what, diagnoses=_wrong_splits(x, h), hint=_first_wrong_head(result, x, h))
 
 
@@ -139,10 +142,10 @@ def _wrong_merges(heads):
     b, h, n, d = heads.shape
     yield heads.reshape(b, n, h * d), (
         "a merge without the transpose back: the heads axis must first return behind the tokens, "
-        "(b, h, n, d) -> (b, n, h, d), and only then can the last two axes be joined into h*d.")
+        "(b, h, n, d) -> (b, n, h, d), and only then can the last two axes be joined into h*d."), "heads.merge_without_transpose"
     yield heads.transpose(0, 2, 3, 1).reshape(b, n, d * h), (
         "the heads were joined in the (d h) order, interleaving their columns; head i must land in the "
-        "columns i*d … (i+1)*d - 1, the (h d) order.")
+        "columns i*d … (i+1)*d - 1, the (h d) order."), "heads.d_h_split"
 
 
 def _probe_merge(merge_heads, x, h):
@@ -178,20 +181,20 @@ def _wrong_costs(n, width, h):
     projections, attention = 4 * n * width**2, 2 * n * n * width
     yield 2 * (projections + attention), (
         "this counts FLOPs: a multiply-add is one multiplication plus one addition, two FLOPs, and the "
-        "course counts multiply-adds (an (m, k) @ (k, p) product is m·k·p of them).")
+        "course counts multiply-adds (an (m, k) @ (k, p) product is m·k·p of them)."), "cost.flops_not_multiply_adds"
     yield projections + attention * h, (
         "the attention part was multiplied by h: each head works on d = D/h columns, so the h heads "
-        "together cost h · n²d = n²D for the scores, and the same for the weighted sum.")
-    yield (projections + attention) * h, "the whole cost was multiplied by h, but h does not change it."
-    yield projections * h + attention, "the projections were multiplied by h: each is one (n, D) @ (D, D) product."
+        "together cost h · n²d = n²D for the scores, and the same for the weighted sum."), "cost.heads_multiply_cost"
+    yield (projections + attention) * h, "the whole cost was multiplied by h, but h does not change it.", "cost.heads_multiply_cost"
+    yield projections * h + attention, "the projections were multiplied by h: each is one (n, D) @ (D, D) product.", "cost.heads_multiply_cost"
     yield 3 * n * width**2 + attention, (
-        "the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O.")
+        "the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O."), "cost.missing_term"
     yield projections + attention // 2, (
-        "only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D.")
-    yield projections + 2 * n * n * d, "the attention part of one head (n²d) was counted instead of all h heads (n²D)."
-    yield 4 * n * n * width + 2 * n * width**2, "n and D are swapped: the projections cost 4nD², the attention 2n²D."
-    yield projections, "the attention part 2n²D (scores and weighted sum) is missing."
-    yield attention, "the projections 4nD² (Q, K, V and W^O) are missing."
+        "only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D."), "cost.missing_term"
+    yield projections + 2 * n * n * d, "the attention part of one head (n²d) was counted instead of all h heads (n²D).", "cost.one_head_only"
+    yield 4 * n * n * width + 2 * n * width**2, "n and D are swapped: the projections cost 4nD², the attention 2n²D.", "cost.n_d_swapped"
+    yield projections, "the attention part 2n²D (scores and weighted sum) is missing.", "cost.missing_term"
+    yield attention, "the projections 4nD² (Q, K, V and W^O) are missing.", "cost.missing_term"
 
 
 def _probe_cost(mha_cost, n, width, h):
@@ -204,10 +207,9 @@ def _probe_cost(mha_cost, n, width, h):
     message = (f"{what} should be {expected:,} multiply-adds (4nD² = {4 * n * width**2:,} for the four projections "
                f"plus 2n²D = {2 * n * n * width:,} for the scores and the weighted sum), but it returned {result:,}"
                + (f", {result / expected:.3g} times the expected count." if expected and result > 0 else "."))
-    for wrong, explanation in _wrong_costs(n, width, h):
+    for wrong, explanation, misconception in _wrong_costs(n, width, h):
         if result == wrong:
-            message += f" Likely cause: {explanation}"
-            break
+            fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)
 
 
@@ -276,34 +278,34 @@ def _wrong_mhas(x, weights, h, mask):
     width = x.shape[-1]
     yield _mha_variant(x, weights, h, mask, output_projection=False), (
         "W^O is forgotten: MHA(x) = concat(heads) W^O. Without the output projection the heads are only "
-        "placed side by side and never mixed.")
+        "placed side by side and never mixed."), "projection.missing_w_o"
     yield _mha_variant(x, weights, h, mask, scale_width=width), (
         "the scores were divided by √D (the model width) instead of √d (the head size): each head's dot "
-        "products add up only d = D/h terms.")
+        "products add up only d = D/h terms."), "scale.width_not_head_size"
     yield _mha_variant(x, weights, 1, mask), (
         "the answer ignores h: it is one head of size D over the whole width. Cut q, k and v into h heads "
-        "of d = D/h and run attention in each.")
+        "of d = D/h and run attention in each."), "heads.ignores_heads"
     yield _mha_variant(x, weights, 1, mask, scale_width=width // h), (
         "the answer ignores h: it is one attention over the whole width (scaled by √d). Cut q, k and v "
-        "into h heads and run attention in each.")
+        "into h heads and run attention in each."), "heads.ignores_heads"
     if mask is not None:
         yield _mha_variant(x, weights, h, mask, use_mask=False), (
-            "the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis).")
+            "the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis)."), "mask.ignored"
         yield _mha_variant(x, weights, h, mask, flip_mask=True), (
-            "the mask polarity is flipped: in this course True means *may attend*.")
+            "the mask polarity is flipped: in this course True means *may attend*."), "mask.polarity_flipped"
     for merge in ("(h d)", "(d h)"):
         yield _mha_variant(x, weights, h, mask, split="(d h)", merge=merge), (
-            "q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1.")
+            "q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1."), "heads.d_h_split"
     for merge in ("(h d)", "none"):
         yield _mha_variant(x, weights, h, mask, split="none", merge=merge), (
             "the heads were cut with a reshape to (b, h, n, d) without a transpose, which mixes tokens into "
-            "heads: reshape to (b, n, h, d), then transpose.")
+            "heads: reshape to (b, n, h, d), then transpose."), "heads.reshape_without_transpose"
     yield _mha_variant(x, weights, h, mask, merge="none"), (
-        "the heads were merged without the transpose back to (b, n, h, d) before joining h and d.")
+        "the heads were merged without the transpose back to (b, n, h, d) before joining h and d."), "heads.merge_without_transpose"
     yield _mha_variant(x, weights, h, mask, merge="(d h)"), (
-        "the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1.")
+        "the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1."), "heads.d_h_split"
     yield _mha_variant(x, weights, h, mask, transposed_weights=True), (
-        "the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out)).")
+        "the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out))."), "projection.weights_transposed"
 
 
 def _probe_mha(mha, x, weights, h, mask):
@@ -317,7 +319,8 @@ def _probe_mha(mha, x, weights, h, mask):
     if result.shape != expected.shape:
         hint = ("The heads are not merged back: the output has the shape of x, (b, n, D)." if result.ndim == 4
                 else "The output has the shape of x, (b, n, D).")
-        fail(f"{what} should have shape {expected.shape}, but it has shape {result.shape}. {hint}")
+        fail(f"{what} should have shape {expected.shape}, but it has shape {result.shape}. {hint}",
+             "heads.not_merged_back" if result.ndim == 4 else None)
     expect_close(result, expected, what=what, diagnoses=_wrong_mhas(x, weights, h, mask), rtol=1e-6, atol=1e-8)
 
 

@@ -39,19 +39,19 @@ def _wrong_gqa(q, k, v, mask):
     yield _with_kv_heads(q, k, v, mask, heads % g), (
         "query head i got KV head i % g: the KV heads were tiled (np.tile, or a reshape to (b, h // g, g, ...)) "
         "instead of repeated (np.repeat, a reshape to (b, g, h // g, ...)). Consecutive query heads share a KV "
-        "head: head i must read KV head i // (h // g).")
+        "head: head i must read KV head i // (h // g)."), "kv_heads.tiled_not_repeated"
     yield _with_kv_heads(q, k, v, mask, np.zeros(h, int)), (
         "every query head read KV head 0: the other KV heads were never used. Head i must read KV head "
-        "i // (h // g).")
-    yield _with_kv_heads(q, k, v, mask, np.full(h, g - 1)), "every query head read the last KV head."
+        "i // (h // g)."), "kv_heads.one_kv_head_used"
+    yield _with_kv_heads(q, k, v, mask, np.full(h, g - 1)), "every query head read the last KV head.", "kv_heads.one_kv_head_used"
     right = heads // (h // g)
     d = q.shape[-1]
     # the reference divides by sqrt(d): scaling q changes what the scores are divided by
-    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), "the scores are not divided by sqrt(d)."
+    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), "the scores are not divided by sqrt(d).", "scale.missing"
     yield _with_kv_heads(q / np.sqrt(h), k, v, mask, right), (
-        "the scores are divided by sqrt(h · d) instead of sqrt(d), the head size.")
+        "the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."), "scale.width_not_head_size"
     if mask is not None:
-        yield _with_kv_heads(q, k, v, None, right), "the mask is ignored."
+        yield _with_kv_heads(q, k, v, None, right), "the mask is ignored.", "mask.ignored"
 
 
 def _probe(gqa, q, k, v, mask, label):
@@ -61,13 +61,14 @@ def _probe(gqa, q, k, v, mask, label):
     try:
         out = plain_array(call(gqa, *args, what=what, lock=_LOCK, allow_warnings=False), what=what)
     except CheckFailed as error:
-        message = str(error)
+        message, misconception = str(error), error.misconception
         if " raised " in message:
             message += " " + _SHAPE_HINT
             if mask is not None and mask.ndim == 4:
                 message += (" A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
                             "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n).")
-        fail(message)
+                misconception = misconception or "kv_heads.mask_not_broadcast"
+        fail(message, misconception)
     expected = reference_gqa(q, k, v, mask)
     expect_shape(out, expected.shape, what=what,
                  hint="The output has one head per query head: (b, h, n_queries, d), the shape of q.")
@@ -143,18 +144,18 @@ def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = Fa
 
 # ---------------------------------------------------------------------------- kv_cache_bytes
 def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, bytes_per_value):
-    yield expected // 2, "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size."
+    yield expected // 2, "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size.", "kv_cache.k_and_v"
     yield expected * 2, ("twice the right size: the factor 2 of K and V counted twice, or a default other than "
-                         "bytes_per_value=2.")
-    yield expected * 8, "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte)."
-    yield expected * 16, "bits instead of bytes, and the factor 2 of K and V counted twice."
+                         "bytes_per_value=2."), "kv_cache.k_and_v"
+    yield expected * 8, "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte).", "kv_cache.bits_not_bytes"
+    yield expected * 16, "bits instead of bytes, and the factor 2 of K and V counted twice.", "kv_cache.bits_not_bytes"
     if batch > 1:
-        yield expected // batch, "the batch is ignored: every sequence of the batch has its own cache."
+        yield expected // batch, "the batch is ignored: every sequence of the batch has its own cache.", "kv_cache.argument_ignored"
     if bytes_per_value != 1:
-        yield expected // bytes_per_value, "bytes_per_value is ignored (every value takes bytes_per_value bytes)."
+        yield expected // bytes_per_value, "bytes_per_value is ignored (every value takes bytes_per_value bytes).", "kv_cache.argument_ignored"
     if bytes_per_value != 2:
-        yield expected // bytes_per_value * 2, "bytes_per_value is fixed at 2 instead of using the argument."
-    yield expected // 2 // bytes_per_value, "the factor 2 of K and V and bytes_per_value are both missing."
+        yield expected // bytes_per_value * 2, "bytes_per_value is fixed at 2 instead of using the argument.", "kv_cache.argument_ignored"
+    yield expected // 2 // bytes_per_value, "the factor 2 of K and V and bytes_per_value are both missing.", "kv_cache.k_and_v"
 
 
 def _probe_size(kv_cache_bytes, args, kwargs, label):
@@ -176,13 +177,11 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
     message = (f"{what} {label} should be {expected:,} bytes = 2 (K and V) × {full['n_layers']} layers × "
                f"{full['n_kv_heads']} KV heads × head size {full['head_dim']} × {full['seq_len']} tokens × batch "
                f"{full['batch']} × {full['bytes_per_value']} bytes per value, but it returned {result:,}{size}")
-    for wrong, explanation in _wrong_sizes(expected, *full.values()):
+    for wrong, explanation, misconception in _wrong_sizes(expected, *full.values()):
         if result == wrong:
-            message += f" Likely cause: {explanation}"
-            break
-    else:
-        if full["seq_len"] > 1 and result * full["seq_len"] == expected:
-            message += " Likely cause: the number of tokens (seq_len) is ignored."
+            fail(message + f" Likely cause: {explanation}", misconception)
+    if full["seq_len"] > 1 and result * full["seq_len"] == expected:
+        fail(message + " Likely cause: the number of tokens (seq_len) is ignored.", "kv_cache.argument_ignored")
     fail(message)
 
 

@@ -15,6 +15,7 @@ from .core import (
     fail,
     is_close,
     max_difference,
+    named,
     passed,
     plain_array,
     plain_bool_array,
@@ -40,18 +41,18 @@ def _describe_difference(actual, expected, axes):
             f"{meaning[bool(expected[first])]}, got {meaning[bool(actual[first])]}")
 
 
-def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint=""):
+def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", shape_misconception=None):
     """Fail unless two boolean masks are equal; name a matching misconception from ``diagnoses``."""
     __tracebackhide__ = True
-    expect_shape(actual, expected.shape, what=what, hint=hint)
+    expect_shape(actual, expected.shape, what=what, hint=hint, misconception=shape_misconception)
     if _array_equal(actual, expected):
         return
     message = f"{what} is wrong: {_describe_difference(actual, expected, axes)}."
-    for wrong, explanation in diagnoses:
+    for diagnosis in diagnoses:  # (wrong, explanation, id), or (wrong, explanation) naming no id
+        wrong, explanation, misconception = named(diagnosis)
         wrong = _array(wrong, dtype=bool)
         if wrong.shape == actual.shape and _array_equal(wrong, actual):
-            message += f" Likely cause: {explanation}"
-            break
+            fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)
 
 
@@ -63,12 +64,12 @@ def _padding_mistakes(lengths, n):
     position = np.arange(n)[None, :]
     right = position < lengths
     yield position <= lengths, ("`<=` instead of `<`: positions count from 0, so a sequence of length L has "
-                                "its real tokens at positions 0 … L − 1 and position L is already filler.")
+                                "its real tokens at positions 0 … L − 1 and position L is already filler."), "padding.off_by_one"
     yield ~right, ("the polarity is flipped: True must mark the real tokens (a key that may be attended to) "
-                   "and False the filler.")
+                   "and False the filler."), "mask.polarity_flipped"
     yield position >= n - lengths, ("the filler is at the start (left padding); in this course the real "
-                                    "tokens come first and the filler after them.")
-    yield position < lengths - 1, "one real token too few: the last real token (position L − 1) must be True."
+                                    "tokens come first and the filler after them."), "padding.left_padding"
+    yield position < lengths - 1, "one real token too few: the last real token (position L − 1) must be True.", "padding.off_by_one"
 
 
 def _probe_padding(padding_mask, lengths, n):
@@ -80,7 +81,8 @@ def _probe_padding(padding_mask, lengths, n):
     hint = ("The mask has one row per sequence and one column per position: (b, n)."
             + (" Yours looks transposed." if result.shape == expected.shape[::-1] else ""))
     expect_same_mask(result, expected, what=what, axes=("sequence", "position"),
-                     diagnoses=_padding_mistakes(lengths, n), hint=hint)
+                     diagnoses=_padding_mistakes(lengths, n), hint=hint,
+                     shape_misconception="padding.transposed" if result.shape == expected.shape[::-1] else None)
 
 
 @exercise_check
@@ -131,17 +133,17 @@ def _window_mistakes(n, w):
     query, key = np.arange(n)[:, None], np.arange(n)[None, :]
     past = key <= query
     yield past & (key >= query - w), ("the window holds w + 1 keys (itself and the w before it); it should hold "
-                                      "exactly w: itself and the w − 1 before it (query − w < key).")
+                                      "exactly w: itself and the w − 1 before it (query − w < key)."), "window.off_by_one"
     yield np.abs(query - key) < w, ("the window is symmetric, so each query sees w − 1 keys of the future; "
-                                    "a decoder's window looks only backwards (key ≤ query).")
+                                    "a decoder's window looks only backwards (key ≤ query)."), "window.sees_future"
     yield np.abs(query - key) <= w, ("the window is symmetric (it sees the future) and w + 1 keys wide on each "
-                                     "side; it should be key ≤ query and query − w < key.")
-    yield key > query - w, "the window has no upper bound: it sees the whole future; add key ≤ query."
+                                     "side; it should be key ≤ query and query − w < key."), "window.sees_future"
+    yield key > query - w, "the window has no upper bound: it sees the whole future; add key ≤ query.", "window.sees_future"
     yield past & (key > query - w) & (key < query), ("the query itself is left out: the window is itself "
-                                                      "and the w − 1 tokens before it.")
-    yield past & (key > query - w + 1), "the window holds w − 1 keys; it should hold w (itself and w − 1 before)."
-    yield ~(past & (key > query - w)), "the polarity is flipped: True must mean *may attend*."
-    yield past & (key >= query - w) & (key < query), "the window is the w tokens before the query, without itself."
+                                                      "and the w − 1 tokens before it."), "mask.diagonal_forbidden"
+    yield past & (key > query - w + 1), "the window holds w − 1 keys; it should hold w (itself and w − 1 before).", "window.off_by_one"
+    yield ~(past & (key > query - w)), "the polarity is flipped: True must mean *may attend*.", "mask.polarity_flipped"
+    yield past & (key >= query - w) & (key < query), "the window is the w tokens before the query, without itself.", "mask.diagonal_forbidden"
 
 
 def _probe_window(sliding_window_mask, n, w):
@@ -196,25 +198,25 @@ def _attention_mask_mistakes(lengths, n, causal, window):
         pattern = pattern & (key <= query) & (key > query - window)
     yield keys_real[:, None, :, None] & pattern, (
         "the padding is applied to the queries (rows) instead of the keys (columns): the mask is [query, key], "
-        "so the padding mask must broadcast as (b, 1, 1, n), not (b, 1, n, 1).")
+        "so the padding mask must broadcast as (b, 1, 1, n), not (b, 1, n, 1)."), "padding.queries_not_keys"
     yield keys_real[:, None, :, None] & keys_real[:, None, None, :] & pattern, (
         "the query rows of the filler are masked as well as the keys: mask only the keys. A padded query may look "
-        "at real keys (its output is ignored later), and a row with nothing allowed invites NaN.")
-    yield np.broadcast_to(pattern, (len(keys_real), 1, n, n)), "the padding is ignored: filler keys must be False."
-    yield keys_real[:, None, None, :] & np.ones((n, n), bool), "neither the causal mask nor the window was applied."
+        "at real keys (its output is ignored later), and a row with nothing allowed invites NaN."), "padding.queries_masked_too"
+    yield np.broadcast_to(pattern, (len(keys_real), 1, n, n)), "the padding is ignored: filler keys must be False.", "padding.ignored"
+    yield keys_real[:, None, None, :] & np.ones((n, n), bool), "neither the causal mask nor the window was applied.", "mask.not_combined"
     if window is not None:
         yield keys_real[:, None, None, :] & (key > query - window), (
             "the window lets queries see the future: the window is itself and the w − 1 tokens *before* it, so "
-            "combine the lower bound with key ≤ query.")
+            "combine the lower bound with key ≤ query."), "window.sees_future"
         causal_only = keys_real[:, None, None, :] & (key <= query)
         yield causal_only, ("the window is ignored when causal=True: the masks must be combined with a logical "
-                            "AND (causal and window and padding), not chosen one or the other.")
+                            "AND (causal and window and padding), not chosen one or the other."), "mask.not_combined"
         yield keys_real[:, None, None, :] & (key <= query) & (key >= query - window), (
-            "the window holds w + 1 keys; it should be itself and the w − 1 tokens before it.")
+            "the window holds w + 1 keys; it should be itself and the w − 1 tokens before it."), "window.off_by_one"
     if causal:
         yield keys_real[:, None, None, :] & np.ones((n, n), bool) & (
-            (key > query - window) if window is not None else True), "the causal mask is missing (key ≤ query)."
-    yield ~(keys_real[:, None, None, :] & pattern), "the polarity is flipped: True must mean *may attend*."
+            (key > query - window) if window is not None else True), "the causal mask is missing (key ≤ query).", "mask.not_combined"
+    yield ~(keys_real[:, None, None, :] & pattern), "the polarity is flipped: True must mean *may attend*.", "mask.polarity_flipped"
 
 
 def _probe_attention_mask(attention_mask, lengths, n, causal, window):
@@ -231,7 +233,8 @@ def _probe_attention_mask(attention_mask, lengths, n, causal, window):
     if result.shape == (b, n, n):
         hint += " Yours has no head axis: add it with mask[:, None]."
     expect_same_mask(result, expected, what=what, axes=("sequence", "head", "query", "key"),
-                     diagnoses=_attention_mask_mistakes(lengths, n, causal, window), hint=hint)
+                     diagnoses=_attention_mask_mistakes(lengths, n, causal, window), hint=hint,
+                     shape_misconception="mask.missing_head_axis" if result.shape == (b, n, n) else None)
 
 
 @exercise_check
@@ -283,13 +286,13 @@ def _batched_mistakes(q, k, v, lengths, causal, window):
         pattern = pattern & (key <= query) & (key > query - window)
     yield reference_attention(q, k, v, pattern), (
         "the padding mask is missing: each query also attends to the filler keys of its batch, so a sequence's "
-        "output depends on how long its neighbours are.")
+        "output depends on how long its neighbours are."), "padding.ignored"
     yield reference_attention(q, k, v, keys_real[:, :, None] & pattern), (
-        "the padding is applied to the queries instead of the keys: real queries still attend to filler keys.")
+        "the padding is applied to the queries instead of the keys: real queries still attend to filler keys."), "padding.queries_not_keys"
     if causal or window is not None:
-        yield reference_attention(q, k, v, keys_real[:, None, :]), "the causal mask (or the window) is missing."
+        yield reference_attention(q, k, v, keys_real[:, None, :]), "the causal mask (or the window) is missing.", "mask.not_combined"
     if window is not None:
-        yield reference_attention(q, k, v, keys_real[:, None, :] & (key <= query)), "the window is missing."
+        yield reference_attention(q, k, v, keys_real[:, None, :] & (key <= query)), "the window is missing.", "mask.not_combined"
 
 
 def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
@@ -306,11 +309,12 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
     if out.shape == (b, b, n, v.shape[-1]):
         hint += (" Yours is (b, b, n, d_v): a (b, 1, n, n) mask was broadcast against (b, n, n) scores, which pairs"
                  " every sequence's scores with every sequence's mask. Drop the head axis (mask[:, 0]) first.")
-    expect_shape(out, expected_shape, what=what, hint=hint)
+    expect_shape(out, expected_shape, what=what, hint=hint,
+                 misconception="mask.broadcast_across_batch" if out.shape == (b, b, n, v.shape[-1]) else None)
     if not _isfinite(out).all():
         fail(f"{what} contains NaN or inf (first at index {tuple(int(i) for i in _argwhere(~_isfinite(out))[0])}). "
              "Every row must stay finite, padded rows included: in the next layer a NaN value at a filler position "
-             "is multiplied by its weight 0, and 0 · NaN = NaN spreads into the real tokens.")
+             "is multiplied by its weight 0, and 0 · NaN = NaN spreads into the real tokens.", "mask.fully_masked_nan")
     mistakes = list(_batched_mistakes(q, k, v, np.asarray(lengths), causal, window))
     window_alone = {} if window is None else {"window": window}
     for index, length in enumerate(lengths):
@@ -323,11 +327,13 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
         message = (f"{what}: sequence {index} (length {length}) gets a different output in this batch than it gets "
                    f"alone: its {length} real rows differ by up to {max_difference(got, alone):.3g}. Batching must not "
                    "change a sequence's result.")
-        whole = [explanation for wrong, explanation in mistakes if is_close(out, wrong, rtol=1e-5, atol=1e-8)]
-        rows = [explanation for wrong, explanation in mistakes
+        whole = [(explanation, named_id) for wrong, explanation, named_id in mistakes
+                 if is_close(out, wrong, rtol=1e-5, atol=1e-8)]
+        rows = [(explanation, named_id) for wrong, explanation, named_id in mistakes
                 if is_close(got, wrong[index, :length], rtol=1e-5, atol=1e-8)]
         if whole or rows:  # a mistake that explains every row, filler included, names the cause best
-            message += f" Likely cause: {(whole or rows)[0]}"
+            explanation, named_id = (whole or rows)[0]
+            fail(message + f" Likely cause: {explanation}", named_id)
         fail(message)
 
 

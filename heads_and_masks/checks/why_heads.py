@@ -79,20 +79,20 @@ def _favourite(weights, head):
 
 
 def _diagnose_rules(weights, unmasked, n, c, d):
-    """A sentence naming what the two heads do instead of their rules."""
+    """A sentence naming what the two heads do instead of their rules, and the misconception's id."""
     t = np.arange(1, n)
     prev_ok, first_ok = _follows(weights, 0, "previous"), _follows(weights, 1, "first")
     scale_note = (f" Remember that the scores are divided by sqrt(d) = {math.sqrt(d):.3g} before the softmax: "
                   "a lead of g in q·k becomes g/sqrt(d)." if d > 1 else "")
     if _follows(weights, 0, "first") and _follows(weights, 1, "previous"):
         return ("your two heads are swapped: head 0 must follow the 'previous token' rule and head 1 the "
-                "'first token' rule (the output is [content of t-1 | content of 0], in that order).")
+                "'first token' rule (the output is [content of t-1 | content of 0], in that order)."), "retrieval.heads_swapped"
     if not first_ok and prev_ok and _follows(weights, 1, "previous"):
         return ("both heads follow the 'previous token' rule: a second head is only useful with a different "
-                "rule; head 1 must attend to the first token (position 0) from every query.")
+                "rule; head 1 must attend to the first token (position 0) from every query."), "retrieval.same_rule_twice"
     if not prev_ok and first_ok and _follows(weights, 0, "first"):
         return ("both heads follow the 'first token' rule: head 0 must attend to the previous token, "
-                "key t - 1 for query t.")
+                "key t - 1 for query t."), "retrieval.same_rule_twice"
     for head, rule, ok in ((0, "previous", prev_ok), (1, "first", first_ok)):
         if ok:
             continue
@@ -104,19 +104,19 @@ def _diagnose_rules(weights, unmasked, n, c, d):
         if head == 0 and n > 2 and np.all(np.argmax(unmasked[0, :-1], axis=-1) == np.arange(1, n)):
             return (f"{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
                     "spread evenly). With x @ w, row t of w_q is the query of token t: its entry must sit in the "
-                    "column of key t - 1 (np.eye(n, k=-1), not k=1).")
+                    "column of key t - 1 (np.eye(n, k=-1), not k=1)."), "retrieval.asks_next_token"
         if np.all(favourite == t) and not (rule == "first" and n == 2):
             return (f"{name} attends to the current token itself (key t for query t); it must ask for "
-                    + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is."))
+                    + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is.")), "retrieval.attends_itself"
         if np.all(favourite == wanted):
             return (f"{name} picks the right key but not sharply enough: at query t = {worst + 1} the right key "
                     f"gets only {on_rule[worst]:.3f} of the weight (at least {ENOUGH} is needed). Make the "
                     "wanted score lead the others by more: softmax turns a lead of g into a weight of about "
-                    f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}")
+                    f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}"), "retrieval.not_sharp_enough"
         return (f"{name} should put at least {ENOUGH} of its weight on key {int(wanted[worst])} for query "
                 f"t = {worst + 1}, but puts {on_rule[worst]:.3f} there and its largest weight "
-                f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}.")
-    return "the heads do not follow their rules."
+                f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}."), None
+    return "the heads do not follow their rules.", None
 
 
 @exercise_check
@@ -137,13 +137,14 @@ def check_retrieval_heads(retrieval_heads, seed: int = 0, thorough: bool = False
                 fail(f"{what}: the attention weights of your heads contain NaN or inf (are the scores too "
                      "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty).")
             if not (_follows(weights, 0, "previous") and _follows(weights, 1, "first")):
-                diagnosis = _diagnose_rules(weights, head_weights(x, w_q, w_k, causal=False), n, c, d)
+                diagnosis, misconception = _diagnose_rules(weights, head_weights(x, w_q, w_k, causal=False), n, c, d)
                 other = head_weights(token_vectors(r.uniform(-1, 1, size=(n, c))), w_q, w_k)
                 if np.abs(other - weights).max() > 1e-3:
                     diagnosis = ("your heads' weights change when only the token contents change (same positions): "
                                  "a rule by position must read only the position part of x, rows c: of w_q and "
                                  "w_k; make rows :c zero. With these contents: " + diagnosis)
-                fail(f"{what}: {diagnosis}")
+                    misconception = "retrieval.reads_content"
+                fail(f"{what}: {diagnosis}", misconception)
         passed(f"retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
                f"(at least {ENOUGH} of the weight, for any contents)")
 
@@ -169,7 +170,7 @@ def check_retrieval_heads_values(retrieval_heads, seed: int = 0, thorough: bool 
                              what=f"{what}: the values of {name}, x @ w_v[{head}], for the tokens it fetches",
                              diagnoses=[(token_vectors(contents)[fetched, c:c + c],
                                          "the values read the position part of x; they must copy the content, "
-                                         "the first c numbers.")] if n >= c else [],
+                                         "the first c numbers.", "retrieval.values_read_position")] if n >= c else [],
                              hint="w_v[h] must copy the content (the first c numbers of x) and add nothing from "
                                   "the position part to the tokens the head fetches: the first c rows an "
                                   "identity, the rows of those positions zero.")
@@ -187,22 +188,22 @@ def _wrong_rates(d, noise, n_keys):
     rivals = n_keys - 1
     yield win_probability(d, noise, noise, 1), (
         "the match was compared with each other key separately (a pairwise rate); it wins only when it beats "
-        "every other key at once: compare its score with the maximum of the others.")
+        "every other key at once: compare its score with the maximum of the others."), "noise.pairwise_rate"
     yield win_probability(d, 0.0, noise, rivals), (  # the same rate as noise-free unrelated keys
         "the query has no noise (or the unrelated keys have none); every view is noisy: "
-        "q = meaning + noise·ε, and each key is its own meaning + noise·ε.")
+        "q = meaning + noise·ε, and each key is its own meaning + noise·ε."), "noise.noise_missing"
     yield win_probability(d, noise, noise, rivals, match_noise=0.0), (
-        "the matching key has no noise; it is a noisy view of the shared meaning, like every key.")
+        "the matching key has no noise; it is a noisy view of the shared meaning, like every key."), "noise.noise_missing"
     if noise not in (0.0, 1.0):
         yield win_probability(d, noise**2, noise**2, rivals), (
-            "noise was used as a variance; it is the standard deviation: multiply ε by noise.")
+            "noise was used as a variance; it is the standard deviation: multiply ε by noise."), "noise.variance_not_sd"
         yield win_probability(d, math.sqrt(noise), math.sqrt(noise), rivals), (
-            "noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation.")
+            "noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation."), "noise.variance_not_sd"
     yield win_probability(d, noise, noise, n_keys), (
-        "one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals.")
+        "one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals."), "noise.rivals_off_by_one"
     if rivals > 1:
         yield win_probability(d, noise, noise, rivals - 1), (
-            "one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals.")
+            "one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals."), "noise.rivals_off_by_one"
 
 
 def _rate(winning_rate, d, noise, n_keys, seed, what):
@@ -220,7 +221,8 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
     got = _rate(winning_rate, d, noise, n_keys, seed, what)
     if not math.isfinite(got) or not 0.0 <= got <= 1.0:
         fail(f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
-             + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."))
+             + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."),
+             "noise.wins_not_rate" if got > 1 else None)
     exact = exact_winning_rate(d, noise, n_keys)
     allowed = margin(exact, TRIALS)
     if abs(got - exact) <= allowed:
@@ -229,11 +231,11 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
                f"integration). With {TRIALS} trials a correct simulation lands within ±{allowed:.3f} of it "
                f"(six standard errors); yours is off by {abs(got - exact):.3f}.")
     # every usual mistake whose rate this one matches, the closest first (at some points two coincide)
-    causes = sorted((abs(got - wrong) / margin(wrong, TRIALS), explanation)
-                    for wrong, explanation in _wrong_rates(d, noise, n_keys)
+    causes = sorted((abs(got - wrong) / margin(wrong, TRIALS), explanation, misconception)
+                    for wrong, explanation, misconception in _wrong_rates(d, noise, n_keys)
                     if abs(got - wrong) <= margin(wrong, TRIALS) and abs(wrong - exact) > allowed)
-    if causes:
-        message += " Likely cause: " + " Or: ".join(explanation for _, explanation in causes[:2])
+    if causes:  # the closest names the misconception
+        fail(message + " Likely cause: " + " Or: ".join(explanation for _, explanation, _ in causes[:2]), causes[0][2])
     else:
         message += (" Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
                     "query and keys are meaning + noise·ε; the match wins when its q·k beats every other key's.")
@@ -258,7 +260,7 @@ def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> N
             again = _rate(winning_rate, d, noise, n_keys, seed + index, what)
             if again != got:
                 fail(f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
-                     "random number from np.random.default_rng(seed) (or seed numpy with it).")
+                     "random number from np.random.default_rng(seed) (or seed numpy with it).", "noise.unseeded")
     passed("winning_rate agrees with the exact probability at "
            + ", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points)
            + f" (within six standard errors of {TRIALS} trials), and the same seed gives the same rate")

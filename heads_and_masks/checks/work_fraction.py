@@ -33,12 +33,12 @@ _get_traced, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
 
 # ---------------------------------------------------------------- the two counting formulas
 def _wrong_entries(n):
-    yield n * (n - 1) // 2, "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2."
-    yield n * n, "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query."
+    yield n * (n - 1) // 2, "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2.", "mask.diagonal_forbidden"
+    yield n * n, "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query.", "cost.full_matrix_counted"
     yield n * n / 2, ("the diagonal is missing: n²/2 is the lower triangle without it, which is only the limit for "
-                      "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2.")
-    yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries."
-    yield (n + 1) * (n + 2) // 2, "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2."
+                      "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2."), "cost.large_n_limit"
+    yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries.", "cost.large_n_limit"
+    yield (n + 1) * (n + 2) // 2, "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2.", "mask.future_allowed"
 
 
 _LARGE_N = 10**6  # the contexts of today's models: the exercise states it, the tests use it
@@ -56,34 +56,36 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
     for n in sizes:
         what = f"causal_used_entries({n})"
         got = call(causal_used_entries, n, what=what, lock=_LOCK_COUNTS,
-                   memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "")
+                   memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "",
+                   memory_misconception="cost.builds_matrix_to_count" if n >= _LARGE_N else None)
         expected = int(n) * (int(n) + 1) // 2
         as_number = float(got) if isinstance(got, (float, np.floating)) else got
         if isinstance(as_number, float) and as_number != expected:  # a float answer: say what is wrong with its value
             message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got!r}."
-            for wrong, explanation in _wrong_entries(int(n)):
+            misconception = "conventions.not_int"
+            for wrong, explanation, named_id in _wrong_entries(int(n)):
                 if as_number == wrong:
                     message += f" Likely cause: {explanation}"
+                    misconception = named_id
                     break
-            fail(message + " It should also be a whole number (an int): use // rather than / to divide.")
+            fail(message + " It should also be a whole number (an int): use // rather than / to divide.", misconception)
         got = plain_int(got, what=what)
         if got != expected:
             message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got:,}."
-            for wrong, explanation in _wrong_entries(int(n)):
+            for wrong, explanation, misconception in _wrong_entries(int(n)):
                 if got == wrong:
-                    message += f" Likely cause: {explanation}"
-                    break
+                    fail(message + f" Likely cause: {explanation}", misconception)
             fail(message)
     passed("causal_used_entries gives n(n+1)/2 as an int, for n up to a million"
            + (" (and from 0 on)" if thorough else ""))
 
 
 def _wrong_fractions(n):
-    yield 0.5, "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2."
-    yield (n + 1) // (2 * n), "integer division (//) rounds the fraction down to a whole number; use / for a fraction."
-    yield (n - 1) / (2 * n), "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2."
-    yield (n + 1) / 2 * n, "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n)."
-    yield n * (n + 1) / 2, "that is the number of used entries; the fraction divides it by the n² entries of the matrix."
+    yield 0.5, "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2.", "cost.large_n_limit"
+    yield (n + 1) // (2 * n), "integer division (//) rounds the fraction down to a whole number; use / for a fraction.", "numerics.integer_division"
+    yield (n - 1) / (2 * n), "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2.", "mask.diagonal_forbidden"
+    yield (n + 1) / 2 * n, "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n).", "numerics.operator_precedence"
+    yield n * (n + 1) / 2, "that is the number of used entries; the fraction divides it by the n² entries of the matrix.", "cost.count_not_fraction"
 
 
 @exercise_check
@@ -97,10 +99,9 @@ def check_causal_used_fraction(causal_used_fraction, thorough: bool = False) -> 
         expected = (int(n) + 1) / (2 * int(n))
         if not math.isclose(got, expected, rel_tol=1e-12, abs_tol=0.0):
             message = f"{what} should be {expected:.10g} ({expected:.4%}), but it returned {got!r}."
-            for wrong, explanation in _wrong_fractions(int(n)):
+            for wrong, explanation, misconception in _wrong_fractions(int(n)):
                 if math.isclose(got, wrong, rel_tol=1e-12, abs_tol=1e-15):
-                    message += f" Likely cause: {explanation}"
-                    break
+                    fail(message + f" Likely cause: {explanation}", misconception)
             fail(message)
     passed("causal_used_fraction gives (n+1)/(2n)" + (", which falls towards 1/2 from above" if thorough else ""))
 
@@ -125,22 +126,22 @@ def _wrong_outputs(q, k, v, block):
     earlier_tile = tile[None, :] < tile[:, None]
     yield _attend(q, k, v, same_or_earlier_tile), (
         "the diagonal tiles were not masked inside, so a query saw the keys after it in its own tile "
-        "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf.")
-    yield _attend(q, k, v, np.ones((n, n), bool)), "no causal mask at all: every query saw every key (the future leaks)."
+        "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf."), "tiles.diagonal_unmasked"
+    yield _attend(q, k, v, np.ones((n, n), bool)), "no causal mask at all: every query saw every key (the future leaks).", "mask.ignored"
     skipped_diagonal = _attend(q, k, v, earlier_tile)
     yield skipped_diagonal, ("the diagonal tiles were skipped: a query may attend to itself and to the keys "
-                             "before it in its own tile, so the diagonal tiles must be computed (and masked inside).")
+                             "before it in its own tile, so the diagonal tiles must be computed (and masked inside)."), "tiles.diagonal_skipped"
     with np.errstate(all="ignore"):
         nan_rows = np.where(earlier_tile.any(axis=1, keepdims=True), skipped_diagonal, np.nan)
-    yield nan_rows, "the diagonal tiles were skipped (the first tile's queries then have no key at all)."
-    yield _attend(q, k, v, causal, scale=False), "the scores are not divided by sqrt(d) (d = the width of q and k)."
+    yield nan_rows, "the diagonal tiles were skipped (the first tile's queries then have no key at all).", "tiles.diagonal_skipped"
+    yield _attend(q, k, v, causal, scale=False), "the scores are not divided by sqrt(d) (d = the width of q and k).", "scale.missing"
     per_tile = np.zeros((n, v.shape[1]))
     for key_tile in range(tile.max() + 1):
         allowed = causal & (tile[None, :] == key_tile)
         per_tile += _attend(q, k, v, allowed)
     yield per_tile, ("each key tile got its own softmax and the results were added: the softmax must run over "
                      "all the keys of a query, across tiles (keep a running maximum and sum, and rescale what "
-                     "was accumulated when the maximum grows).")
+                     "was accumulated when the maximum grows)."), "tiles.softmax_per_tile"
 
 
 _SKIPPED_DIAGONAL = ("the diagonal tiles were skipped{which}: a query may attend to itself and to the keys before "
@@ -229,7 +230,7 @@ def check_blocked_causal_attention(blocked_causal_attention, seed: int = 0, thor
             which = "" if len(missing) == tiles else (
                 f" (for query tile{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}, counting from 0)")
             fail(f"the output of {what} is wrong for the queries of {len(missing)} of the {tiles} query tiles. "
-                 f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}")
+                 f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}", "tiles.diagonal_skipped")
         expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
                      hint=hint)
     passed("blocked_causal_attention computes causal attention"
@@ -253,18 +254,18 @@ def _wrong_counts(n, block):
     tiles = -(-n // block)  # tiles a side, the last one possibly smaller
     sizes = [min(block, n - start) for start in range(0, n, block)]
     below = sum(sizes[i] * sizes[j] for i in range(tiles) for j in range(i))
-    yield n * n, "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped."
+    yield n * n, "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped.", "tiles.every_tile_computed"
     yield n * (n + 1) // 2, ("that is the ideal count n(n+1)/2, not what your kernel did: a diagonal tile is computed "
-                             "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute.")
-    yield below, "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside."
+                             "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute."), "tiles.ideal_count"
+    yield below, "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside.", "tiles.diagonal_skipped"
     yield (tiles * (tiles + 1) // 2) * block * block, (
         f"each tile was counted as block × block = {block * block} entries, but when block does not divide n the last "
-        "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice).")
+        "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice)."), "tiles.ragged_last_tile"
     whole = n // block
     yield whole * (whole + 1) // 2 * block * block, (
         f"only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
-        "last row of tiles is narrower and must be included too.")
-    yield tiles * (tiles + 1) // 2, "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them)."
+        "last row of tiles is narrower and must be included too."), "tiles.ragged_last_tile"
+    yield tiles * (tiles + 1) // 2, "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them).", "tiles.counted_tiles_not_entries"
 
 
 @exercise_check
@@ -279,16 +280,14 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
         if computed != expected:
             message = (f"the count `computed` of {what} should be {expected} score entries "
                        f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}.")
-            for wrong, explanation in _wrong_counts(n, block):
+            for wrong, explanation, misconception in _wrong_counts(n, block):
                 if computed == wrong:
-                    message += f" Likely cause: {explanation}"
-                    break
-            else:
-                missing = _missing_diagonal_tiles(n, block, computed)
-                if missing:
-                    message += (f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
-                                + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
-                                + " Count every entry of every tile you compute.")
+                    fail(message + f" Likely cause: {explanation}", misconception)
+            missing = _missing_diagonal_tiles(n, block, computed)
+            if missing:
+                fail(message + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
+                     + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
+                     + " Count every entry of every tile you compute.", "tiles.diagonal_skipped")
             fail(message)
     passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
 
@@ -362,7 +361,7 @@ def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 204
              f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
              f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
              "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
-             "only one tile (or one strip of block query rows) of scores at a time.")
+             "only one tile (or one strip of block query rows) of scores at a time.", "tiles.full_matrix_built")
     passed(f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
            f"(one n × n float64 matrix would be {matrix_bytes / mib:.0f} MiB)")
 

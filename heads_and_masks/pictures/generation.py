@@ -20,8 +20,9 @@ def draw_mask(ax, mask, title: str, *, first_query: int = 0, key_labels: bool = 
     mask = np.asarray(mask, dtype=bool)
     ax.imshow(mask, cmap=MASK_COLOURS, vmin=0, vmax=1, aspect="equal", interpolation="nearest")
     n_q, n_k = mask.shape
-    ax.set_xticks(np.arange(n_k), [str(j) for j in range(n_k)] if key_labels else [], fontsize=8)
-    ax.set_yticks(np.arange(n_q), [str(first_query + i) for i in range(n_q)], fontsize=8)
+    step = 1 if max(n_q, n_k) <= 8 else 2  # every other position labelled on larger masks
+    ax.set_xticks(np.arange(0, n_k, step), [str(j) for j in range(0, n_k, step)] if key_labels else [], fontsize=8)
+    ax.set_yticks(np.arange(0, n_q, step), [str(first_query + i) for i in range(0, n_q, step)], fontsize=8)
     ax.set_xticks(np.arange(-0.5, n_k), minor=True)
     ax.set_yticks(np.arange(-0.5, n_q), minor=True)
     ax.grid(which="minor", color="white", linewidth=1)

@@ -1,4 +1,4 @@
-"""Notebook 03's widget, the lesson's own: attention weights over its sentence, with and without
+"""Notebook 03's widget, the lesson's own: attention weights over the lesson's sentence, with and without
 the division by sqrt(d), with and without the causal mask, for any head size and temperature.
 
 The sentence, its queries and keys and the readouts are computed in ``heads_and_masks.sentence`` and

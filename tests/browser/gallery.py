@@ -35,7 +35,10 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
         "",
     ]
     current_title = None
+    explore = {name: entry for name, entry in manifest.items() if entry.get("explore")}
     for name, entry in manifest.items():
+        if entry.get("explore"):
+            continue
         if entry["title"] != current_title:
             current_title = entry["title"]
             lines += [f"## {current_title}", "", f"Notebook: `notebooks/{entry['assignment']}/{entry['assignment']}.ipynb`", ""]
@@ -48,6 +51,13 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
                  if entry.get(key)]
         if parts:
             lines += [" ".join(parts), ""]
+    if explore:
+        lines += ["## The explore page (`make explore`, Voilà)", "",
+                  "Every widget on a page of its own, with its short explanation and without code, served by Voilà",
+                  "from this environment (offline): for a lecture, or to play before reading. Screenshots by",
+                  "`tests/browser/test_browser_explore.py`, which moves every widget there too.", ""]
+        for name, entry in explore.items():
+            lines += [f"**{entry['title']}** (`{entry['assignment']}`)", "", f"![explore {entry['assignment']}](images/{name})", ""]
     GALLERY_PAGE.write_text("\n".join(lines).rstrip() + "\n")
 
 

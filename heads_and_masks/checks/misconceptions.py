@@ -1,0 +1,117 @@
+"""Every misconception the checks can name, by its stable identifier.
+
+A failing check carries one of these ids (``CheckFailed.misconception``); the grader records it with
+the verdict, and the class report (``autograde/class_report.py``) counts students per id. The ids
+never change once published, so reports compare across years and across translations of the
+messages; the words here are for the teacher reading the report, not for the learner (the learner
+reads the check's own message). An id is ``family.name``: the family is the idea the mistake is
+about (``mask``, ``heads``, ``scale``...), so the report can follow one idea from notebook to notebook.
+"""
+from __future__ import annotations
+
+MISCONCEPTIONS: dict[str, str] = {
+    # conventions of the whole course
+    "conventions.batch_of_one": "works for one sequence only: a batch size of 1 is assumed",
+    "conventions.called_reference": "calls the course's reference function instead of its own code",
+    "conventions.in_place": "changes its input array in place",
+    "conventions.no_return": "returns nothing (a missing `return`)",
+    "conventions.no_value_error": "does not refuse bad arguments with ValueError",
+    "conventions.not_int": "returns a float where a whole number (int) is expected",
+    "numerics.warning": "computes through a numpy warning (inf - inf, 0/0, overflow)",
+    "numerics.integer_division": "integer division (//) where a fraction is wanted",
+    "numerics.operator_precedence": "operator precedence: (n+1)/2*n for (n+1)/(2n)",
+    # heads: the width cut into heads
+    "heads.d_h_split": "the width split (or joined) as (d h) instead of (h d)",
+    "heads.reshape_without_transpose": "a reshape to (b, h, n, d) without the transpose, mixing tokens into heads",
+    "heads.merge_without_transpose": "heads merged without transposing back to (b, n, h, d)",
+    "heads.missing_transpose": "the reshape is right but the transpose of n and h is missing",
+    "heads.h_d_swapped": "the number of heads h and the head size d swapped",
+    "heads.ignores_heads": "one head over the whole width: h is ignored",
+    "heads.not_merged_back": "the heads are not merged back into the width",
+    "projection.missing_w_o": "the output projection W^O is forgotten",
+    "projection.weights_transposed": "weights applied transposed (w @ x instead of x @ w)",
+    # scale: scores / √d
+    "scale.missing": "scores not divided by √d",
+    "scale.d_not_sqrt_d": "scores divided by d instead of √d",
+    "scale.width_not_head_size": "scores divided by √D (the width) instead of √d (the head size)",
+    # softmax
+    "softmax.wrong_axis": "softmax over the queries instead of the keys",
+    "softmax.missing": "no softmax: raw scores used as weights",
+    "softmax.overflow": "exp overflows: the row maximum is not subtracted",
+    "softmax.allowed_weights_vanish": "allowed weights vanish: maximum over all keys, or mask after softmax",
+    # mask: boolean, True = may attend, −∞ and not 0
+    "mask.zero_not_ban": "forbidden scores set to 0: a score of 0 is not a ban",
+    "mask.after_softmax": "the mask applied after softmax: rows no longer sum to 1",
+    "mask.polarity_flipped": "mask polarity flipped: True read as forbidden",
+    "mask.ignored": "the mask is ignored",
+    "mask.future_allowed": "the future is allowed (triu instead of tril, or one key too many)",
+    "mask.diagonal_forbidden": "the diagonal forbidden: a token may attend to itself",
+    "mask.not_boolean": "a float (additive) or 0/1 mask instead of a boolean one",
+    "mask.fully_masked_nan": "NaN on a row with no allowed key",
+    "mask.fully_masked_uniform": "a row with no allowed key spreads its weight evenly",
+    "mask.fill_too_small": "a fill value that real scores can beat",
+    "mask.forbidden_not_zero": "forbidden keys get a small weight instead of exactly 0",
+    "mask.not_combined": "masks not combined with AND (causal, window, padding)",
+    "mask.missing_head_axis": "the combined mask has no head axis: (b, n, n) instead of (b, 1, n, n)",
+    "mask.broadcast_across_batch": "a (b, 1, n, n) mask broadcast against (b, n, n) scores: every sequence with every mask",
+    "padding.off_by_one": "padding off by one (<= for <, or one real token too few)",
+    "padding.left_padding": "filler at the start (left padding)",
+    "padding.queries_not_keys": "padding applied to the queries (rows) instead of the keys (columns)",
+    "padding.queries_masked_too": "filler queries masked as well as filler keys",
+    "padding.ignored": "the padding mask is missing",
+    "padding.transposed": "the padding mask transposed: (n, b) instead of (b, n)",
+    "window.off_by_one": "the window holds w ± 1 keys instead of w",
+    "window.sees_future": "the window sees the future (symmetric or unbounded)",
+    # entropy
+    "entropy.nats": "entropy in nats instead of bits",
+    "entropy.sign": "entropy with its sign flipped",
+    "entropy.zero_log_zero": "0·log 0 gives NaN instead of 0",
+    "entropy.wrong_axis": "entropy down the columns instead of along each row",
+    "entropy.not_one_per_row": "not one entropy per row (keepdims, or the wrong axis summed)",
+    "entropy.normalised": "entropy divided by its maximum",
+    # cost: counting the work
+    "cost.flops_not_multiply_adds": "FLOPs counted instead of multiply-adds",
+    "cost.heads_multiply_cost": "the cost multiplied by h: more heads thought to cost more",
+    "cost.missing_term": "a term of the cost is missing (W^O, one n×n product, projections or attention)",
+    "cost.one_head_only": "the attention of one head counted instead of all h",
+    "cost.n_d_swapped": "n and D swapped in the cost",
+    "cost.full_matrix_counted": "every entry of the n×n matrix counted, not the causal ones",
+    "cost.large_n_limit": "the large-n limit n²/2 (or 1/2) taken as the exact count",
+    "cost.count_not_fraction": "the count returned where the fraction is asked",
+    "cost.builds_matrix_to_count": "builds the n×n matrix to count it",
+    # tiles: the tiled causal kernel
+    "tiles.diagonal_unmasked": "diagonal tiles not masked inside: the future leaks",
+    "tiles.diagonal_skipped": "diagonal tiles skipped",
+    "tiles.softmax_per_tile": "a separate softmax per key tile",
+    "tiles.every_tile_computed": "every tile computed, also those above the diagonal",
+    "tiles.ideal_count": "the ideal count n(n+1)/2 reported instead of the work done",
+    "tiles.ragged_last_tile": "a ragged last tile counted as whole (or left out)",
+    "tiles.counted_tiles_not_entries": "tiles counted instead of score entries",
+    "tiles.full_matrix_built": "the whole n×n score matrix built, then masked",
+    # retrieval heads and score noise (notebook 02)
+    "retrieval.heads_swapped": "the two heads' rules swapped",
+    "retrieval.same_rule_twice": "both heads follow the same rule",
+    "retrieval.asks_next_token": "a head asks for the next token, which the causal mask forbids",
+    "retrieval.attends_itself": "a head attends to the current token itself",
+    "retrieval.not_sharp_enough": "the right key, but the scores not sharp enough",
+    "retrieval.reads_content": "a rule by position that reads the token contents",
+    "retrieval.values_read_position": "the values read the position part instead of the content",
+    "noise.pairwise_rate": "the match compared with each key separately (a pairwise rate)",
+    "noise.noise_missing": "noise left out of the query or of the matching key",
+    "noise.variance_not_sd": "noise used as a variance instead of a standard deviation",
+    "noise.rivals_off_by_one": "the number of rival keys off by one",
+    "noise.wins_not_rate": "the number of wins returned instead of the rate",
+    "noise.unseeded": "the same seed gives different rates",
+    # KV heads and the KV cache (notebook 06)
+    "kv_heads.tiled_not_repeated": "KV heads tiled instead of repeated",
+    "kv_heads.one_kv_head_used": "every query head reads one KV head",
+    "kv_heads.mask_not_broadcast": "a per-sequence mask not broadcast to the query heads before grouping",
+    "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
+    "kv_cache.bits_not_bytes": "the size in bits instead of bytes",
+    "kv_cache.argument_ignored": "an argument (batch, bytes_per_value, seq_len) ignored",
+}
+
+
+def family(misconception: str) -> str:
+    """``"mask.zero_not_ban"`` -> ``"mask"``: the idea a misconception is about."""
+    return misconception.split(".", 1)[0]

@@ -1,0 +1,78 @@
+"""Notebook 08's widget: the heads of the trained model at any snapshot of training, and what each one is worth.
+
+A slider moves through the snapshots recorded during training; every head's attention map (averaged over
+held-out sequences) and the loss curve follow. Toggles remove heads from the model (their output set to
+zero) and the readouts give the loss of each rule without them.
+"""
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from ..pictures.learned_heads import RULE_COLOURS, draw_map
+from ..training import RULES, Run, chance_loss, notebook_run, rule_weights
+from .base import CourseWidget
+
+
+class LearnedHeadsWidget(CourseWidget):
+    """Slide through training; switch heads off and watch the loss of each rule."""
+
+    dpi = 90
+
+    def __init__(self, run: Run | None = None, **initial):
+        self._run = run
+        super().__init__(**initial)
+
+    @property
+    def figsize(self):
+        heads = 2 if self._run is None else self._run.config.heads
+        return (1.75 * heads + 3.5, 2.75)  # 630 px for two heads: a laptop notebook shows it at its own size
+
+    def setup(self):
+        self.run = self._run if self._run is not None else notebook_run()
+        h = self.run.config.heads
+        self.controls["step"] = widgets.SelectionSlider(options=self.run.snapshot_steps, value=self.run.snapshot_steps[-1],
+                                                        description="step", continuous_update=True)
+        for i in range(h):
+            self.controls[f"head {i}"] = widgets.ToggleButton(value=True, description=f"head {i} on",
+                                                              tooltip=f"switch head {i} off (ablate it)")
+        grid = self.figure.add_gridspec(1, h + 2, width_ratios=[1] * h + [0.15, 1.9])
+        self.map_axes = [self.figure.add_subplot(grid[0, i]) for i in range(h)]
+        n = self.run.config.n
+        self.images = [draw_map(ax, np.zeros((n, n)), f"head {i}") for i, ax in enumerate(self.map_axes)]
+        self.map_axes[0].set_ylabel("query", fontsize=8)
+        for ax in self.map_axes:
+            ax.set_xlabel("key", fontsize=8)
+        self.ax_loss = ax = self.figure.add_subplot(grid[0, h + 1])
+        steps = np.arange(1, len(self.run.losses) + 1)
+        for j, rule in enumerate(RULES):
+            ax.plot(steps, self.run.rule_losses[:, j], color=RULE_COLOURS[rule], lw=1.1, label=rule)
+        ax.axhline(chance_loss(self.run.config), color="0.4", ls="--", lw=0.8)
+        ax.set(yscale="log", xlabel="step", ylabel="training loss")
+        ax.tick_params(labelsize=8)
+        ax.legend(fontsize=8, frameon=False, loc="center right")
+        self.marker = ax.axvline(0, color="black", lw=1.0)
+        self.titles = [ax.title for ax in self.map_axes]
+
+    def dynamic_artists(self):
+        return [*self.images, *self.titles, self.marker]
+
+    def draw(self):
+        run, h = self.run, self.run.config.heads
+        index = run.snapshot_steps.index(int(self.value("step")))
+        keep = np.array([1.0 if self.value(f"head {i}") else 0.0 for i in range(h)])
+        for i in range(h):
+            self.controls[f"head {i}"].description = f"head {i} {'on' if keep[i] else 'off'}"
+        maps = run.maps(index)  # (b, h, n, n)
+        scores = rule_weights(maps)  # (h, 2)
+        for i, image in enumerate(self.images):
+            image.set_data(maps[:, i].mean(axis=0) * keep[i])  # an ablated head shows empty
+            self.titles[i].set_text(f"head {i}" + ("" if keep[i] else " (off)"))
+        self.marker.set_xdata([max(run.snapshot_steps[index], 1)] * 2)
+        loss, per_rule = run.evaluate(keep, params=run.snapshot_params[index])
+        readouts = {"step": run.snapshot_steps[index], "held-out loss": loss,
+                    "loss, previous token": per_rule[0], "loss, first token": per_rule[1]}
+        for i in range(h):
+            readouts[f"head {i}: weight on t − 1"] = scores[i, 0]
+            readouts[f"head {i}: weight on 0"] = scores[i, 1]
+        return readouts

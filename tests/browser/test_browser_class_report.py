@@ -1,0 +1,58 @@
+"""The class report opened in Chromium from the file itself (no server): every picture shows, nothing runs.
+
+The class is the suite's one class run of 03_causal_mask (``graded_batch``: catalog answers, the untouched
+notebook, the solution and the attacks, graded together). The page must load nothing from anywhere (its
+pictures are inline PNGs), run no script, show each exercise's picture at its own size, and show a
+student name written as HTML as text. The screenshot goes to test-artifacts/browser/ and, with
+``UPDATE_GALLERY=1``, to docs/images/class_report.png (shown in docs/instructors.md).
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from course import graded_batch
+from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+
+from autograde import class_report
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ASSIGNMENT = "03_causal_mask"
+
+
+def test_class_report_in_chromium(browser, screenshots):
+    run = graded_batch(ASSIGNMENT)
+    page_path, _ = class_report.write(run.course, ASSIGNMENT)
+    report = class_report.read_assignment(run.course, ASSIGNMENT)
+    context = browser.new_context(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
+    requests, errors = [], []
+    context.on("request", lambda request: requests.append(request.url))
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(page_path.as_uri())
+        page.wait_for_load_state("load")
+        assert [u for u in requests if not u.startswith(("file:", "data:"))] == [], "the page fetched something"
+        assert page.evaluate("() => document.scripts.length") == 0 and errors == []
+        pictures = page.evaluate("""() => [...document.images].map(i => ({complete: i.complete,
+            natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
+        exercises = [e for e in report.exercises if not any(m.written for m in report.marks_of(e))]
+        assert len(pictures) == len(exercises)
+        for picture in pictures:  # decoded, and shown at its own size (not shrunk: its text stays legible)
+            assert picture["complete"] and picture["natural"] > 300 and picture["shown"] >= picture["natural"] - 1
+        text = page.inner_text("body")
+        for exercise in exercises:  # the page says what the report computed
+            top = class_report.misconception_table(report.marks_of(exercise))
+            if top:
+                assert top[0][0] in text
+        hostile = [s for s in report.students if "<" in s]
+        for student in hostile:
+            assert student in text  # shown as text, not parsed as markup
+        shot = screenshots / "class_report.png"
+        page.set_viewport_size({"width": 1200, "height": 1400})
+        page.screenshot(path=str(shot), full_page=False)
+        if UPDATE_GALLERY:
+            shutil.copy(shot, GALLERY_IMAGES / "class_report.png")
+    finally:
+        context.close()

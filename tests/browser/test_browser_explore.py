@@ -1,0 +1,116 @@
+"""The explore page (`make explore`: tools/explore.py serving with Voilà), driven in headless Chromium.
+
+`make explore` is started as a user starts it (tools/explore.py, which builds the pages and runs Voilà);
+every request off this machine is aborted, as when it is projected offline. For each page: the title and
+explanation show, no code shows, the widget renders (picture and readouts, laid out in full) and responds
+to its first control (keyboard and mouse on a slider, else a dropdown or checkbox), with no JavaScript
+error. Screenshots go to ``test-artifacts/browser/explore-*.png`` (with UPDATE_GALLERY=1 also to
+``docs/images/`` and the gallery's explore section).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+from labdriver import REPO, PageWatch, control_names, widget_state
+from test_browser_notebooks import check_widget
+
+sys.path.insert(0, str(REPO / "tools"))
+from explore import pages  # noqa: E402
+
+pytestmark = pytest.mark.browser
+PAGES = pages()
+
+
+@pytest.fixture(scope="module")
+def explore(browser_ready, tmp_path_factory):
+    """`make explore` running (tools/explore.py on a free port); its base URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("explore") / "explore.log"
+    with open(log, "w") as output:
+        process = subprocess.Popen([sys.executable, str(REPO / "tools" / "explore.py"), f"--port={port}"],
+                                   stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/", timeout=10) as response:  # noqa: S310 (localhost)
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert process.poll() is None, f"tools/explore.py stopped:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"the explore page did not come up:\n{log.read_text()[-3000:]}"
+            time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)  # explore.py and the Voilà server it started
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def test_every_notebook_with_a_widget_has_a_page():
+    with_widgets = sorted(p.stem for p in (REPO / "heads_and_masks" / "widgets").glob("*.py")
+                          if p.stem not in ("__init__", "base", "fast_text"))
+    assert sorted(page.slug for page in PAGES) == with_widgets
+
+
+def test_the_index_lists_every_page(explore, browser_context, screenshots):
+    page = browser_context.new_page()
+    try:
+        page.goto(explore + "/", wait_until="domcontentloaded")
+        items = page.locator(".jp-DirListing-itemText")
+        items.first.wait_for(timeout=60_000)  # the list is drawn by a script
+        page.screenshot(path=str(screenshots / "explore-index.png"))
+        links = items.evaluate_all("items => items.map(item => item.textContent.trim())")
+        assert sorted(links) == sorted(f"{p.assignment}.ipynb" for p in PAGES), links
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("entry", PAGES, ids=[p.assignment for p in PAGES])
+def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, browser_context, screenshots, gallery):
+    page = browser_context.new_page()
+    watch = PageWatch()
+    watch.attach(page)
+    label = f"explore {entry.assignment}"
+    try:
+        page.goto(f"{explore}/voila/render/{entry.assignment}.ipynb", wait_until="domcontentloaded", timeout=120_000)
+        box = page.locator(".course-widget").first
+        box.wait_for(state="visible", timeout=120_000)
+        assert page.locator("h1").first.inner_text().strip().startswith(entry.title[:10]), page.locator("h1").first.inner_text()
+        shown = page.locator("body").inner_text()
+        assert "import" not in shown and entry.call not in shown, f"{label}: code is shown:\n{shown[:1000]}"
+        assert page.locator(".jp-InputArea-editor:visible, .CodeMirror:visible, .cm-editor:visible").count() == 0
+        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+        assert errors.count() == 0, f"{label}: an error is shown: {errors.first.inner_text()[:500]}"
+
+        path = screenshots / f"explore-{entry.assignment}.png"
+        check_widget(page, box, label, screenshots / f"explore-{entry.assignment}-widget.png")
+        bottom = page.evaluate("""() => Math.max(...[...document.querySelectorAll('.jp-Cell, .jp-OutputArea')]
+                                   .map(e => e.getBoundingClientRect().bottom + window.scrollY))""")
+        page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": page.viewport_size["width"],
+                                                                 "height": bottom + 24})
+        assert not watch.page_errors, f"{label}: JavaScript errors: {watch.page_errors}"
+        if UPDATE_GALLERY:
+            GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, GALLERY_IMAGES / path.name)
+            gallery[path.name] = {"assignment": entry.assignment, "title": entry.title, "explore": True,
+                                  "controls": control_names(box), "readouts": list(widget_state(box)["readouts"])}
+    finally:
+        page.close()

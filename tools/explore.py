@@ -1,0 +1,162 @@
+"""The explore page (what `make explore` runs): every notebook's widget, served by Voilà, without code.
+
+    python tools/explore.py                 serve on http://127.0.0.1:8866/ (the list of pages)
+    python tools/explore.py --port 9000     another port; any further argument goes to Voilà
+    python tools/explore.py --build DIR     only write the pages into DIR
+
+One page per notebook, ``NN_slug.ipynb``: the notebook's title, what its widget shows (the widget
+module's and class's own docstrings) and the widget itself, made exactly as the notebook makes it
+(the same call, found in ``authoring/NN_slug.py``) on the course's reference implementations. Voilà
+runs each page in a kernel of this environment and shows only the outputs: no code, no editor.
+Nothing is fetched from the network (the widgets' scripts come with Voilà and ipywidgets), so it
+works offline, e.g. projected in a lecture hall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tools")]
+from build_notebooks import KERNEL, read_source  # noqa: E402
+
+PORT = 8866
+# The only JupyterLab extensions the pages load: the widgets' (the environment's other extensions, e.g.
+# nbgrader's or Jupytext's, are for JupyterLab and fail to start in a Voilà page).
+EXTENSIONS = ("@voila-dashboards/widgets-manager8", "@jupyter-widgets/jupyterlab-manager")
+
+
+@dataclass
+class Page:
+    assignment: str  # NN_slug
+    title: str  # the notebook's title, e.g. "01 · Heads are a block structure"
+    widget_module: str  # heads_and_masks.widgets.<slug>
+    widget_class: str
+    call: str  # how the notebook makes its widget, e.g. "TileGridWidget(n=48, block=8)"
+
+    @property
+    def slug(self) -> str:
+        return self.assignment.split("_", 1)[1]
+
+
+def _course_widget_classes(module) -> list[type]:
+    from heads_and_masks.widgets.base import CourseWidget
+
+    return [
+        cls
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, CourseWidget) and cls is not CourseWidget and cls.__module__ == module.__name__
+    ]
+
+
+def pages() -> list[Page]:
+    """A page for each notebook that has a widget module (``heads_and_masks/widgets/<slug>.py``)."""
+    found = []
+    for path in sorted((REPO / "authoring").glob("[0-9][0-9]_*.py")):
+        slug = path.stem.split("_", 1)[1]
+        if not (REPO / "heads_and_masks" / "widgets" / f"{slug}.py").exists():
+            continue
+        module = importlib.import_module(f"heads_and_masks.widgets.{slug}")
+        notebook = read_source(path)
+        title = next(c.source for c in notebook.cells if c.cell_type == "markdown").splitlines()[0].lstrip("# ")
+        code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+        for cls in _course_widget_classes(module):
+            calls = [
+                node
+                for node in ast.walk(ast.parse(code))
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == cls.__name__
+            ]
+            if calls:  # the notebook shows this widget: the page makes it the same way
+                found.append(Page(path.stem, title, module.__name__, cls.__name__, ast.unparse(calls[0])))
+    return found
+
+
+def _paragraphs(docstring: str | None) -> str:
+    return inspect.cleandoc(docstring or "").replace("sqrt(d)", "√d")
+
+
+def page_notebook(page: Page) -> nbformat.NotebookNode:
+    module = importlib.import_module(page.widget_module)
+    what = _paragraphs(module.__doc__).split("\n\n")[0]  # its first paragraph: "Notebook 01's widget: …"
+    what = what.split(": ", 1)[1] if what.startswith("Notebook") and ": " in what else what
+    try_this, *more = _paragraphs(getattr(module, page.widget_class).__doc__).split("\n\n")
+    text = "\n\n".join(
+        [
+            f"# {page.title}",
+            f"*The widget of notebook `{page.assignment}`, which explains it step by step.*",
+            what[:1].upper() + what[1:],
+            f"**{try_this}**",
+            *more,
+        ]
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata = {"kernelspec": dict(KERNEL), "language_info": {"name": "python"}}
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell(text),
+        nbformat.v4.new_code_cell(f"from {page.widget_module} import {page.widget_class}\n\n{page.call}"),
+    ]
+    for index, cell in enumerate(notebook.cells):
+        cell.id = f"{page.slug}-{index}".replace("_", "-")
+    nbformat.validate(notebook)
+    return notebook
+
+
+def build(into: Path) -> list[Path]:
+    into.mkdir(parents=True, exist_ok=True)
+    written = []
+    for page in pages():
+        target = into / f"{page.assignment}.ipynb"
+        nbformat.write(page_notebook(page), target)
+        written.append(target)
+    return written
+
+
+def voila_command(folder: Path, port: int, extra: list[str]) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "voila",
+        str(folder),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+        "--theme=light",
+        "--VoilaConfiguration.strip_sources=True",
+        "--VoilaConfiguration.show_tracebacks=True",
+        *(f"--VoilaConfiguration.extension_allowlist={name}" for name in EXTENSIONS),
+        *extra,
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, default=PORT)
+    parser.add_argument("--build", type=Path, help="only write the pages into this folder")
+    args, extra = parser.parse_known_args()
+    if args.build:
+        for path in build(args.build):
+            print(path)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="heads-and-masks-explore-") as scratch:
+        written = build(Path(scratch))
+        print(
+            f"The explore page: {len(written)} widgets at http://127.0.0.1:{args.port}/ (Ctrl-C stops it)", flush=True
+        )
+        try:
+            return subprocess.run(voila_command(Path(scratch), args.port, extra), cwd=scratch).returncode
+        except KeyboardInterrupt:
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
