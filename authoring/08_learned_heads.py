@@ -308,10 +308,10 @@ for row, (total, previous, first) in enumerate(table):
 # ## One head of size D against h heads of size D / h
 #
 # Notebook 02 argued it; now train it. The same width D = 16, cut into 1, 2 or 4 heads: the same
-# parameters and the same multiply-adds (above). Five seeds each, 150 steps each; the final held-out loss:
+# parameters and the same multiply-adds (above). Five seeds each, 80 steps each; the final held-out loss:
 
 # %%
-head_counts = training.compare_head_counts((1, 2, 4), seeds=range(5), steps=150)
+head_counts = training.compare_head_counts((1, 2, 4), seeds=range(5), steps=80)
 for h, losses in head_counts.items():
     print(f"h = {h} (d = {config.width // h:2d}): median {np.median(losses):.2g}, "
           f"from {losses.min():.2g} to {losses.max():.2g} over {len(losses)} seeds")

@@ -16,6 +16,7 @@ PNG images inside the page; every name and message is escaped) and the same numb
 What it reads is the grader's own: the verdict the judge wrote into each graded test cell's metadata
 (``judge.VERDICT_KEY``: passed, answered, misconception id), the result records, and the gradebook.
 """
+
 from __future__ import annotations
 
 import base64
@@ -77,6 +78,7 @@ class Assignment:
 # Reading what grading recorded
 # ---------------------------------------------------------------------------------------------
 
+
 def _verdicts(notebook: nbformat.NotebookNode) -> dict[str, dict]:
     """grade_id -> the judge's verdict record, for every graded test cell of an autograded notebook."""
     found = {}
@@ -97,12 +99,18 @@ def _grades(course: Course, assignment: str, student: str) -> dict[str, dict]:
             submission = gb.find_submission(assignment, student)
         except MissingEntry:
             return {}
-        return {g.name: {"score": float(g.score or 0.0), "max": float(g.max_score or 0.0),
-                         "manual": g.cell_type == "markdown",  # a written answer (a markdown grade cell)
-                         "pending": bool(g.needs_manual_grade) and g.manual_score is None,
-                         # nbgrader gives an answer left as released 0 points itself: not answered
-                         "blank": g.manual_score is None and g.auto_score is not None and not g.needs_manual_grade}
-                for nb in submission.notebooks for g in nb.grades}
+        return {
+            g.name: {
+                "score": float(g.score or 0.0),
+                "max": float(g.max_score or 0.0),
+                "manual": g.cell_type == "markdown",  # a written answer (a markdown grade cell)
+                "pending": bool(g.needs_manual_grade) and g.manual_score is None,
+                # nbgrader gives an answer left as released 0 points itself: not answered
+                "blank": g.manual_score is None and g.auto_score is not None and not g.needs_manual_grade,
+            }
+            for nb in submission.notebooks
+            for g in nb.grades
+        }
 
 
 def mark(student: str, exercise: str, cells: list[str], verdicts: dict[str, dict], grades: dict[str, dict]) -> Mark:
@@ -146,8 +154,11 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
         result = results.get(student)
         if result is None:
             submitted = course.path("submitted", student, assignment).is_dir()
-            statuses[student] = ((str(Status.MISSING), ["nothing was submitted"]) if not submitted
-                                 else (str(Status.NOT_GRADED), ["run the grading again"]))
+            statuses[student] = (
+                (str(Status.MISSING), ["nothing was submitted"])
+                if not submitted
+                else (str(Status.NOT_GRADED), ["run the grading again"])
+            )
             continue
         if result.status != Status.GRADED:
             statuses[student] = (str(result.status), list(result.notes))
@@ -167,6 +178,7 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
 # ---------------------------------------------------------------------------------------------
 # The numbers
 # ---------------------------------------------------------------------------------------------
+
 
 def outcome_counts(marks: list[Mark]) -> dict[str, int]:
     counts = Counter(m.outcome for m in marks)
@@ -198,8 +210,10 @@ def persistence(assignments: list[Assignment]) -> list[tuple[str, str, list[tupl
             for found in m.misconceptions:
                 if found in MISCONCEPTIONS and (assignment.name, found) not in seen[(m.student, family(found))]:
                     seen[(m.student, family(found))].append((assignment.name, found))
-    return sorted(((student, fam, found) for (student, fam), found in seen.items()
-                   if len({a for a, _ in found}) > 1), key=lambda row: (-len(row[2]), row[0], row[1]))
+    return sorted(
+        ((student, fam, found) for (student, fam), found in seen.items() if len({a for a, _ in found}) > 1),
+        key=lambda row: (-len(row[2]), row[0], row[1]),
+    )
 
 
 def describe(misconception: str) -> str:
@@ -221,28 +235,52 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
     rows = []
 
     def add(exercise, measure, value, students, description=""):
-        rows.append({"assignment": assignment.name, "exercise": exercise, "measure": measure, "value": value,
-                     "count": len(students), "students": ";".join(students), "description": description})
+        rows.append(
+            {
+                "assignment": assignment.name,
+                "exercise": exercise,
+                "measure": measure,
+                "value": value,
+                "count": len(students),
+                "students": ";".join(students),
+                "description": description,
+            }
+        )
 
     for exercise in assignment.exercises:
         marks = assignment.marks_of(exercise)
         for outcome in outcome_counts(marks):
             add(exercise, "outcome", outcome, [m.student for m in marks if m.outcome == outcome])
         for score, _ in score_distribution(marks):
-            add(exercise, "score", f"{score:g}", [m.student for m in marks if m.score == score and m.outcome != NOT_GRADED])
+            add(
+                exercise,
+                "score",
+                f"{score:g}",
+                [m.student for m in marks if m.score == score and m.outcome != NOT_GRADED],
+            )
         for found, students in misconception_table(marks):
             add(exercise, "misconception", found, students, describe(found))
     by_status: dict[str, list[str]] = defaultdict(list)
     for student, (status, _) in assignment.statuses.items():
         by_status[status].append(student)
     for status, students in by_status.items():
-        add("", "status", status, students, "; ".join(f"{s}: {' / '.join(assignment.statuses[s][1])}" for s in students))
+        add(
+            "", "status", status, students, "; ".join(f"{s}: {' / '.join(assignment.statuses[s][1])}" for s in students)
+        )
     if not assignment.sandboxed:
         add("", "status", "unsandboxed", assignment.students, assignment.why_unsandboxed)
     for student, fam, found in persistence(others):
-        rows.append({"assignment": " ".join(a for a, _ in found), "exercise": "", "measure": "persists",
-                     "value": fam, "count": len(found), "students": student,
-                     "description": "; ".join(f"{a}: {i}" for a, i in found)})
+        rows.append(
+            {
+                "assignment": " ".join(a for a, _ in found),
+                "exercise": "",
+                "measure": "persists",
+                "value": fam,
+                "count": len(found),
+                "students": student,
+                "description": "; ".join(f"{a}: {i}" for a, i in found),
+            }
+        )
     return [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
 
 
@@ -250,8 +288,14 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
 # The pictures (PNG inside the page: nothing to fetch, no script, no student text in markup)
 # ---------------------------------------------------------------------------------------------
 
-COLOURS = {PASSED: "#4c9a2a", FAILED: "#c8553d", NOT_ANSWERED: "#b0b0b0", NOT_GRADED: "#6d6875",
-           GRADED_BY_HAND: "#4c9a2a", PENDING: "#e0a458"}
+COLOURS = {
+    PASSED: "#4c9a2a",
+    FAILED: "#c8553d",
+    NOT_ANSWERED: "#b0b0b0",
+    NOT_GRADED: "#6d6875",
+    GRADED_BY_HAND: "#4c9a2a",
+    PENDING: "#e0a458",
+}
 
 
 def _png(figure) -> str:
@@ -271,7 +315,9 @@ def exercise_picture(exercise: str, marks: list[Mark]) -> str:
     import matplotlib.pyplot as plt
 
     table = misconception_table(marks)
-    figure, (outcomes, scores, named) = plt.subplots(1, 3, figsize=(10.2, 2.7), gridspec_kw={"width_ratios": [1, 1, 1.6]})
+    figure, (outcomes, scores, named) = plt.subplots(
+        1, 3, figsize=(10.2, 2.7), gridspec_kw={"width_ratios": [1, 1, 1.6]}
+    )
     counts = outcome_counts(marks)
     labels = list(counts)
     outcomes.barh(labels, [counts[k] for k in labels], color=[COLOURS[k] for k in labels])
@@ -283,8 +329,11 @@ def exercise_picture(exercise: str, marks: list[Mark]) -> str:
     scores.set_title(f"score (out of {maximum:g})", fontsize=10)
     if table:
         names = [found for found, _ in table][:8][::-1]
-        named.barh(names, [len(dict(table)[n]) for n in names],
-                   color=["#c8553d" if n in MISCONCEPTIONS else "#b0b0b0" for n in names])
+        named.barh(
+            names,
+            [len(dict(table)[n]) for n in names],
+            color=["#c8553d" if n in MISCONCEPTIONS else "#b0b0b0" for n in names],
+        )
         named.set_title("misconceptions named by the checks", fontsize=10)
     else:
         named.text(0.5, 0.5, "no failure", ha="center", va="center", transform=named.transAxes)
@@ -325,29 +374,41 @@ def _students(names: list[str], limit: int = 30) -> str:
 
 def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     """The whole report as one self-contained HTML page (no script, no external resource)."""
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-             f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
-             f"<title>Class report: {_e(assignment.name)}</title><style>{STYLE}</style></head><body>",
-             f"<h1>Class report: {_e(assignment.name)}</h1>"]
+    parts = [
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
+        f"<title>Class report: {_e(assignment.name)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Class report: {_e(assignment.name)}</h1>",
+    ]
     if not assignment.sandboxed:
-        parts.append(f"<p class='warning'><b>Graded unsandboxed</b> ({_e(assignment.why_unsandboxed)}): every grade "
-                     "here came from student code that ran without the sandbox.</p>")
-    graded = len(assignment.students) - sum(s in (Status.MISSING, Status.NOT_GRADED)
-                                            for s, _ in assignment.statuses.values())
-    parts.append(f"<p>{len(assignment.students)} students, {graded} graded. Each exercise: how many passed, failed "
-                 "or did not answer, the scores, and the misconceptions the checks named (by a stable id: the same id "
-                 "means the same mistake in every year and every language). <i>unrecognised</i> groups the failures "
-                 "no check names yet.</p>")
-    parts.append("<h2>Exercises</h2><table><tr><th>exercise</th>"
-                 + "".join(f"<th>{_e(o)}</th>" for o in OUTCOMES) + "<th>most common misconception</th></tr>")
+        parts.append(
+            f"<p class='warning'><b>Graded unsandboxed</b> ({_e(assignment.why_unsandboxed)}): every grade "
+            "here came from student code that ran without the sandbox.</p>"
+        )
+    graded = len(assignment.students) - sum(
+        s in (Status.MISSING, Status.NOT_GRADED) for s, _ in assignment.statuses.values()
+    )
+    parts.append(
+        f"<p>{len(assignment.students)} students, {graded} graded. Each exercise: how many passed, failed "
+        "or did not answer, the scores, and the misconceptions the checks named (by a stable id: the same id "
+        "means the same mistake in every year and every language). <i>unrecognised</i> groups the failures "
+        "no check names yet.</p>"
+    )
+    parts.append(
+        "<h2>Exercises</h2><table><tr><th>exercise</th>"
+        + "".join(f"<th>{_e(o)}</th>" for o in OUTCOMES)
+        + "<th>most common misconception</th></tr>"
+    )
     for exercise in assignment.exercises:
         marks = assignment.marks_of(exercise)
         counts = Counter(m.outcome for m in marks)
         table = misconception_table(marks)
         top = f"<code>{_e(table[0][0])}</code> ({len(table[0][1])})" if table else ""
         if any(m.written for m in marks):
-            cells = (f"<td class='n' colspan='4'>written answer: {counts.get(GRADED_BY_HAND, 0)} graded by hand, "
-                     f"{counts.get(PENDING, 0)} pending, {counts.get(NOT_ANSWERED, 0)} not answered</td>")
+            cells = (
+                f"<td class='n' colspan='4'>written answer: {counts.get(GRADED_BY_HAND, 0)} graded by hand, "
+                f"{counts.get(PENDING, 0)} pending, {counts.get(NOT_ANSWERED, 0)} not answered</td>"
+            )
         else:
             cells = "".join(f"<td class='n'>{counts.get(o, 0)}</td>" for o in OUTCOMES)
         parts.append(f"<tr><td><code>{_e(exercise)}</code></td>{cells}<td>{top}</td></tr>")
@@ -357,17 +418,23 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
         parts.append(f"<h2 id='{_e(exercise)}'>{_e(exercise)}</h2>")
         if any(m.written for m in marks):
             pending = [m.student for m in marks if m.outcome == PENDING]
-            parts.append(f"<p>A written answer, graded by a person in the formgrader. Pending: "
-                         f"{len(pending)}{': ' + _students(pending) if pending else ''}.</p>")
+            parts.append(
+                f"<p>A written answer, graded by a person in the formgrader. Pending: "
+                f"{len(pending)}{': ' + _students(pending) if pending else ''}.</p>"
+            )
             continue
-        parts.append(f"<img alt='outcomes, scores and misconceptions of {_e(exercise)}' "
-                     f"src='data:image/png;base64,{exercise_picture(exercise, marks)}'>")
+        parts.append(
+            f"<img alt='outcomes, scores and misconceptions of {_e(exercise)}' "
+            f"src='data:image/png;base64,{exercise_picture(exercise, marks)}'>"
+        )
         table = misconception_table(marks)
         if table:
             parts.append("<table><tr><th>misconception</th><th>what it means</th><th>students</th><th>who</th></tr>")
             for found, students in table:
-                parts.append(f"<tr><td><code>{_e(found)}</code></td><td>{_e(describe(found))}</td>"
-                             f"<td class='n'>{len(students)}</td><td class='students'>{_students(students)}</td></tr>")
+                parts.append(
+                    f"<tr><td><code>{_e(found)}</code></td><td>{_e(describe(found))}</td>"
+                    f"<td class='n'>{len(students)}</td><td class='students'>{_students(students)}</td></tr>"
+                )
             parts.append("</table>")
         not_answered = [m.student for m in marks if m.outcome == NOT_ANSWERED]
         if not_answered:
@@ -376,7 +443,9 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     if assignment.statuses:
         parts.append("<table><tr><th>student</th><th>status</th><th>why</th></tr>")
         order = {str(s): i for i, s in enumerate(Status)}
-        for student, (status, notes) in sorted(assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])):
+        for student, (status, notes) in sorted(
+            assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])
+        ):
             parts.append(f"<tr><td>{_e(student)}</td><td>{_e(status)}</td><td>{_e('; '.join(notes))}</td></tr>")
         parts.append("</table>")
     else:
@@ -384,16 +453,20 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
     parts.append("<h2>Across assignments: misconceptions that persist</h2>")
     rows = persistence(others)
     if rows:
-        parts.append(f"<p>Students who show the same family of misconception in more than one of the graded "
-                     f"assignments ({_e(', '.join(a.name for a in others))}).</p>"
-                     "<table><tr><th>student</th><th>family</th><th>where</th></tr>")
+        parts.append(
+            f"<p>Students who show the same family of misconception in more than one of the graded "
+            f"assignments ({_e(', '.join(a.name for a in others))}).</p>"
+            "<table><tr><th>student</th><th>family</th><th>where</th></tr>"
+        )
         for student, fam, found in rows:
             where = "; ".join(f"{_e(a)}: <code>{_e(i)}</code>" for a, i in found)
             parts.append(f"<tr><td>{_e(student)}</td><td><code>{_e(fam)}</code></td><td>{where}</td></tr>")
         parts.append("</table>")
     else:
-        parts.append(f"<p class='muted'>No misconception family appears in more than one assignment for the same student "
-                     f"(graded assignments: {_e(', '.join(a.name for a in others))}).</p>")
+        parts.append(
+            f"<p class='muted'>No misconception family appears in more than one assignment for the same student "
+            f"(graded assignments: {_e(', '.join(a.name for a in others))}).</p>"
+        )
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -406,8 +479,10 @@ def graded_assignments(course: Course) -> list[str]:
 def write(course: Course, assignment: str) -> tuple[Path, Path]:
     """Write ``reports/ASSIGNMENT.html`` and ``reports/ASSIGNMENT.csv``; return their paths."""
     this = read_assignment(course, assignment)
-    others = [this if name == assignment else read_assignment(course, name)
-              for name in sorted(set(graded_assignments(course)) | {assignment})]
+    others = [
+        this if name == assignment else read_assignment(course, name)
+        for name in sorted(set(graded_assignments(course)) | {assignment})
+    ]
     folder = course.runtime_dir("reports")
     page, table = folder / f"{assignment}.html", folder / f"{assignment}.csv"
     page.write_text(render_html(this, others), encoding="utf-8")

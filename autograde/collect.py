@@ -15,6 +15,7 @@ Everything a student hands in is untrusted, including its names. Whatever the so
 Step 1 of the pipeline. The low-level functions work on a :class:`Collection`; ``collect_exchange``,
 ``collect_zip`` and ``collect_folder`` (at the end) do it for a course (``course.py``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -75,8 +76,14 @@ def read_regular(path: Path, max_bytes: int) -> bytes:
 
 def wanted(name: str) -> bool:
     """A file grading needs: a notebook at the top level (any printable name) or one of nbgrader's two files."""
-    notebook = (name.endswith(".ipynb") and "/" not in name and "\\" not in name and not name.startswith(".")
-                and name.isprintable() and len(name) <= 200)
+    notebook = (
+        name.endswith(".ipynb")
+        and "/" not in name
+        and "\\" not in name
+        and not name.startswith(".")
+        and name.isprintable()
+        and len(name) <= 200
+    )
     return notebook or name in KEPT
 
 
@@ -118,7 +125,9 @@ def take_folder(folder: Path, max_mb: float = MAX_FILE_MB) -> tuple[dict[str, by
             except ValueError as error:
                 notes.append(f"`{printable(name)}` {error}: left out")
     if left:
-        shown = ", ".join(f"`{printable(n)[:40]}`" for n in left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+        shown = ", ".join(f"`{printable(n)[:40]}`" for n in left[:5]) + (
+            f" and {len(left) - 5} more" if len(left) > 5 else ""
+        )
         notes.append(f"files not needed for grading were left out: {shown}")
     return files, notes, newest
 
@@ -146,8 +155,11 @@ class Collection:
         if owners.get(student, raw_id) != raw_id:  # the name is another student's: never overwrite it
             taken = student
             student = f"{safe_id(raw_id)[:48]}-clash-{hashlib.sha256(os.urandom(16)).hexdigest()[:6]}"
-            notes = [f"the id `{printable(raw_id)[:80]}` gives the folder name `{taken}`, which already belongs to "
-                     f"`{printable(owners[taken])[:80]}`: stored as `{student}`; check who is who", *notes]
+            notes = [
+                f"the id `{printable(raw_id)[:80]}` gives the folder name `{taken}`, which already belongs to "
+                f"`{printable(owners[taken])[:80]}`: stored as `{student}`; check who is who",
+                *notes,
+            ]
         owners[student] = raw_id
         if student != raw_id:
             self.data["ids"][student] = raw_id
@@ -213,8 +225,9 @@ def default_zip_regexp(assignment: str) -> str:
     return rf"(?:.*/)?(?P<student_id>[^/_]+)_(?:[^/]*_)?(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
 
 
-def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | None = None,
-              notebook_names: list[str] | None = None) -> tuple[list[str], list[str]]:
+def from_zips(
+    collection: Collection, archives: Iterable[Path], regexp: str | None = None, notebook_names: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """An LMS download: zip files (one level, capped) or loose notebooks named by student.
 
     A file whose name says ``<student>_..._<assignment>....ipynb`` is that student's notebook (renamed to
@@ -248,19 +261,25 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
             with zipfile.ZipFile(archive) as bundle:
                 members = bundle.infolist()
                 if len(members) > MAX_ZIP_MEMBERS:
-                    general.append(f"{archive.name}: {len(members)} files, over the limit of {MAX_ZIP_MEMBERS}: not read")
+                    general.append(
+                        f"{archive.name}: {len(members)} files, over the limit of {MAX_ZIP_MEMBERS}: not read"
+                    )
                     continue
                 total = 0
                 for member in members:
                     if member.is_dir() or member.filename.lower().endswith(".zip"):
                         continue
                     if member.file_size > cap:
-                        general.append(f"{archive.name}: `{printable(member.filename)[:80]}` is larger than "
-                                       f"{MAX_FILE_MB} MiB: skipped")
+                        general.append(
+                            f"{archive.name}: `{printable(member.filename)[:80]}` is larger than "
+                            f"{MAX_FILE_MB} MiB: skipped"
+                        )
                         continue
                     total += member.file_size
                     if total > MAX_ZIP_TOTAL_MB * 2**20:
-                        general.append(f"{archive.name}: more than {MAX_ZIP_TOTAL_MB} MiB unpacked: the rest was skipped")
+                        general.append(
+                            f"{archive.name}: more than {MAX_ZIP_TOTAL_MB} MiB unpacked: the rest was skipped"
+                        )
                         break
 
                     def read(member=member, archive=archive, bundle=bundle):
@@ -268,8 +287,10 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
                             with bundle.open(member) as handle:
                                 data = handle.read(cap + 1)
                         except Exception as error:  # noqa: BLE001 - a damaged member
-                            general.append(f"{archive.name}: `{printable(member.filename)[:80]}` could not be "
-                                           f"unpacked ({type(error).__name__})")
+                            general.append(
+                                f"{archive.name}: `{printable(member.filename)[:80]}` could not be "
+                                f"unpacked ({type(error).__name__})"
+                            )
                             return None
                         return data if len(data) <= cap else None
 
@@ -288,6 +309,7 @@ def from_zips(collection: Collection, archives: Iterable[Path], regexp: str | No
 # Into a course's ``submitted/`` folder
 # ---------------------------------------------------------------------------------------------
 
+
 def collection(course: Course, assignment: str) -> Collection:
     return Collection(course.path("submitted"), assignment, course.runtime_dir("results") / "collection.json")
 
@@ -302,8 +324,9 @@ def collect_exchange(course: Course, assignment: str) -> list[str]:
 def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regexp: str | None = None) -> list[str]:
     """An LMS download (zip files, or loose files named by student), one level, with caps."""
     setup(course, assignment)
-    students, notes = from_zips(collection(course, assignment), archives, regexp,
-                                expected_notebooks(course, assignment))
+    students, notes = from_zips(
+        collection(course, assignment), archives, regexp, expected_notebooks(course, assignment)
+    )
     for note in notes:
         print(f"note: {printable(note)}", file=sys.stderr)
     return students
@@ -321,4 +344,3 @@ def collection_notes(course: Course, assignment: str) -> dict[str, list[str]]:
 def original_ids(course: Course) -> dict[str, str]:
     record = course.root / course.runtime / "results" / "collection.json"
     return json.loads(record.read_text()).get("ids", {}) if record.exists() else {}
-

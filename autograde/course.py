@@ -6,6 +6,7 @@ feedback, release feedback) goes through :meth:`Course.nbgrader`: nbgrader's own
 (``NbGraderAPI``) with the course's ``nbgrader_config.py`` and this course's folders. Which cells are
 answers and which are tests is nbgrader's to say (``nbgrader.utils``), never read by hand.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -30,6 +31,7 @@ def default_workers() -> int:
 # Cells, as nbgrader sees them
 # ---------------------------------------------------------------------------------------------
 
+
 def grade_id(cell) -> str | None:
     return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
 
@@ -50,6 +52,7 @@ def is_test(cell) -> bool:
 # ---------------------------------------------------------------------------------------------
 # The course
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Course:
@@ -118,8 +121,16 @@ class Course:
         config.merge(overrides)
         return config
 
-    def nbgrader(self, command: str, assignment: str, student: str | None = None, *,
-                 settings: dict | None = None, check: bool = True, **folders: str) -> dict:
+    def nbgrader(
+        self,
+        command: str,
+        assignment: str,
+        student: str | None = None,
+        *,
+        settings: dict | None = None,
+        check: bool = True,
+        **folders: str,
+    ) -> dict:
         """Run one nbgrader command (a method of ``NbGraderAPI``: ``generate_assignment``,
         ``release_assignment``, ``autograde``, ``generate_feedback``, ``release_feedback``) on this course.
 
@@ -142,7 +153,9 @@ class Course:
         answer.setdefault("log", "")
         answer.setdefault("error", "")
         if check and not answer["success"]:
-            raise RuntimeError(f"`nbgrader {command} {' '.join(arguments)}` failed:\n{answer['log']}\n{answer['error']}")
+            raise RuntimeError(
+                f"`nbgrader {command} {' '.join(arguments)}` failed:\n{answer['log']}\n{answer['error']}"
+            )
         return answer
 
 
@@ -164,6 +177,7 @@ def make_course_copy(root: Path, exchange: Path | None = None) -> Course:
 # ---------------------------------------------------------------------------------------------
 # Setting up and releasing an assignment
 # ---------------------------------------------------------------------------------------------
+
 
 def in_gradebook(course: Course, assignment: str) -> bool:
     from nbgrader.api import MissingEntry
@@ -193,8 +207,10 @@ def setup(course: Course, assignment: str, force: bool = False) -> list[str]:
     for built in sorted((scratch / assignment).glob("*.ipynb")):
         committed = released / built.name
         if not committed.exists() or _comparable(committed) != _comparable(built):
-            warnings.append(f"{committed.relative_to(course.root)} differs from what the solutions generate: "
-                            "run `make notebooks` before releasing")
+            warnings.append(
+                f"{committed.relative_to(course.root)} differs from what the solutions generate: "
+                "run `make notebooks` before releasing"
+            )
     shutil.rmtree(scratch, ignore_errors=True)
     return warnings
 
@@ -214,9 +230,11 @@ def release(course: Course, assignment: str) -> list[str]:
 # Who and what is expected
 # ---------------------------------------------------------------------------------------------
 
+
 def expected_notebooks(course: Course, assignment: str) -> list[str]:
-    return sorted(p.stem for p in course.path("release", assignment=assignment).glob("*.ipynb")) or \
-        sorted(p.stem for p in course.path("source", assignment=assignment).glob("*.ipynb"))
+    return sorted(p.stem for p in course.path("release", assignment=assignment).glob("*.ipynb")) or sorted(
+        p.stem for p in course.path("source", assignment=assignment).glob("*.ipynb")
+    )
 
 
 def students_with_submissions(course: Course, assignment: str) -> list[str]:

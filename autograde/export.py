@@ -3,6 +3,7 @@
 Scores come from the course's gradebook (an instructor's manual grades included); the status and the
 notes from each student's result. Every cell is written so that a spreadsheet shows it as text.
 """
+
 from __future__ import annotations
 
 import csv
@@ -15,7 +16,7 @@ from .results import Status, grade_cells, read_results, scores_from_gradebook
 
 def exercise_of(grade_id: str, answers: list[str]) -> str:
     """The exercise a test cell grades: ``test_split_heads_errors`` -> ``split_heads`` (longest answer id)."""
-    name = grade_id[len("test_"):] if grade_id.startswith("test_") else grade_id
+    name = grade_id[len("test_") :] if grade_id.startswith("test_") else grade_id
     matches = [a for a in answers if name == a or name.startswith(a + "_")]
     return max(matches, key=len) if matches else name
 
@@ -48,11 +49,20 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
         maxima = grade_cells(course, assignment)
         for student in roster(course, assignment):
             result = recorded.get(student)
-            status = result.status if result else (Status.MISSING if not course.path("submitted", student, assignment).is_dir()
-                                                   else Status.NOT_GRADED)
+            status = (
+                result.status
+                if result
+                else (
+                    Status.MISSING if not course.path("submitted", student, assignment).is_dir() else Status.NOT_GRADED
+                )
+            )
             scores = scores_from_gradebook(course, assignment, student) if result else {}
-            row = {"student": student, "student_as_submitted": (result.original_id if result else "") or student,
-                   "assignment": assignment, "status": status.value}
+            row = {
+                "student": student,
+                "student_as_submitted": (result.original_id if result else "") or student,
+                "assignment": assignment,
+                "status": status.value,
+            }
             for exercise, cells in grouped.items():
                 row[exercise] = f"{sum(scores.get(c, 0.0) for c in cells):g}"
             row["total"] = f"{sum(scores.get(c, 0.0) for c in maxima):g}"

@@ -4,6 +4,7 @@ nbgrader's feedback HTML, made with the hidden tests removed (``feedback_filter.
 line against the hidden tests of the source (a page that shows one is withheld, and the student's
 result says so), then released through nbgrader's exchange, or zipped for an LMS.
 """
+
 from __future__ import annotations
 
 import html as html_module
@@ -34,8 +35,9 @@ def leaked_lines(html: str, hidden: set[str]) -> list[str]:
     return sorted(line for line in hidden if line in text)
 
 
-def feedback(course: Course, assignment: str, release_to_students: bool = False,
-             students: list[str] | None = None) -> list[Path]:
+def feedback(
+    course: Course, assignment: str, release_to_students: bool = False, students: list[str] | None = None
+) -> list[Path]:
     """Generate each student's feedback (HTML, hidden tests removed), check it, optionally release it.
 
     One student at a time: a problem with one submission's feedback is a note in that student's
@@ -76,8 +78,10 @@ def feedback(course: Course, assignment: str, release_to_students: bool = False,
             answer = course.nbgrader("release_feedback", assignment, student, check=False)
             if not answer["success"]:
                 result = results[student]
-                result.notes.append("its feedback could not be released through the exchange: "
-                                    + last_error_line(answer["log"] + answer["error"]))
+                result.notes.append(
+                    "its feedback could not be released through the exchange: "
+                    + last_error_line(answer["log"] + answer["error"])
+                )
                 write_result(course, result)
         others = [p for p in files if p.parts[-3] not in through_exchange]
         if others:

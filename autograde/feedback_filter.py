@@ -14,6 +14,7 @@ the hidden tests back: by design it shows them verbatim. ``HideHiddenTests`` run
 
 The autograded notebooks on disk (the instructor's record) keep everything.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,7 +52,9 @@ def _text(output) -> str:
 class HideHiddenTests(NbGraderPreprocessor):
     """Remove the hidden tests (and anything that quotes them) from a notebook before it is rendered."""
 
-    placeholder = Unicode("# (hidden tests ran here when your notebook was graded; they are not shown)").tag(config=True)
+    placeholder = Unicode("# (hidden tests ran here when your notebook was graded; they are not shown)").tag(
+        config=True
+    )
     redacted = Unicode("[line removed: it repeated a hidden test]").tag(config=True)
 
     def preprocess(self, nb, resources):
@@ -69,8 +72,9 @@ class HideHiddenTests(NbGraderPreprocessor):
         if not self._hidden:
             return text
         lines = text.split("\n")
-        return "\n".join(self.redacted if any(h in ANSI.sub("", line) for h in self._hidden) else line
-                         for line in lines)
+        return "\n".join(
+            self.redacted if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
+        )
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":

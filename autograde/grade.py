@@ -17,6 +17,7 @@ Every command works on the course root (the repository, or ``--root``) with the 
 is safe to run again: what is already graded from the same files is skipped, and a run that was
 interrupted resumes. See docs/instructors.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_grade_options(p):
         p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
-        p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                       help="grade on an existing Dask cluster (e.g. tcp://head:8786) instead of on this machine")
+        p.add_argument(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="grade on an existing Dask cluster (e.g. tcp://head:8786) instead of on this machine",
+        )
         p.add_argument("--force", action="store_true", help="grade again what is already graded")
         p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: config)")
         p.add_argument("--submission-timeout", type=float, default=None, help="seconds per submission")
@@ -97,12 +102,22 @@ def collect_submissions(course, args) -> None:
 
 
 def autograde_all(course, args) -> None:
-    results = pool.grade(course, args.assignment, workers=args.workers, force=args.force,
-                         cell_timeout=args.cell_timeout, submission_timeout=args.submission_timeout,
-                         memory_mb=args.memory_mb, scheduler=args.scheduler, progress=not args.quiet)
+    results = pool.grade(
+        course,
+        args.assignment,
+        workers=args.workers,
+        force=args.force,
+        cell_timeout=args.cell_timeout,
+        submission_timeout=args.submission_timeout,
+        memory_mb=args.memory_mb,
+        scheduler=args.scheduler,
+        progress=not args.quiet,
+    )
     problems = sum(r.status != Status.GRADED for r in results.values())
-    print(f"{len(results)} students, {problems} with something to look at "
-          f"(python -m autograde.grade report {args.assignment})")
+    print(
+        f"{len(results)} students, {problems} with something to look at "
+        f"(python -m autograde.grade report {args.assignment})"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {len(rows)} rows to {output}")
         print(report.report(course, args.assignment), end="")
     elif args.command == "bench":
-        print(throughput.describe(throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
+        print(
+            throughput.describe(
+                throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)
+            )
+        )
     return 0
 
 

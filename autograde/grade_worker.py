@@ -19,6 +19,7 @@ student at a time. No two processes ever write the same database, so no grade is
 locked database or written twice. The kernels that run the student's code are sandboxed
 (``sandbox.py``) and write nowhere the worker reads: the autograded notebook is nbgrader's.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -55,9 +56,17 @@ def private_course(run: dict) -> Course:
             key.touch(mode=0o600)
             key.write_bytes(run["key"])
             _ROOTS[run["id"]] = root
-    return Course(root=root, course_id=run["course_id"], source="source", release="release",
-                  submitted="submitted", autograded="autograded", feedback="feedback", solution="solution",
-                  runtime=".")
+    return Course(
+        root=root,
+        course_id=run["course_id"],
+        source="source",
+        release="release",
+        submitted="submitted",
+        autograded="autograded",
+        feedback="feedback",
+        solution="solution",
+        runtime=".",
+    )
 
 
 def read_grades(course: Course, assignment: str, student: str) -> dict:
@@ -69,8 +78,14 @@ def read_grades(course: Course, assignment: str, student: str) -> dict:
         notebooks = {}
         for notebook in submission.notebooks:
             notebooks[notebook.name] = {
-                "grades": {g.name: {"auto_score": g.auto_score, "max_score": g.max_score,
-                                    "needs_manual_grade": g.needs_manual_grade} for g in notebook.grades},
+                "grades": {
+                    g.name: {
+                        "auto_score": g.auto_score,
+                        "max_score": g.max_score,
+                        "needs_manual_grade": g.needs_manual_grade,
+                    }
+                    for g in notebook.grades
+                },
                 "comments": {c.name: c.auto_comment for c in notebook.comments},
                 "late_submission_penalty": notebook.late_submission_penalty,
             }
@@ -84,7 +99,12 @@ def classify_failure(log: str) -> Status:
         return Status.DIED
     if "UnresponsiveKernelError" in log or "became unresponsive" in log or "CellTimeoutError" in log:
         return Status.TIMED_OUT
-    if "NotJSONError" in log or "JSONDecodeError" in log or "ValidationError" in log or "Notebook does not appear" in log:
+    if (
+        "NotJSONError" in log
+        or "JSONDecodeError" in log
+        or "ValidationError" in log
+        or "Notebook does not appear" in log
+    ):
         return Status.INVALID
     return Status.REVIEW
 
@@ -157,15 +177,25 @@ def grade_submission(run: dict, job: dict) -> dict:
             repair_duplicates(path)
         except Exception:  # unreadable: nbgrader will say so
             pass
-    settings = dict(run["config"], **{"Judge.key_file": str(course.root / "grading-key"),
-                                      "Judge.release_directory": str(course.path("release")),
-                                      "Judge.source_directory": str(course.path("source"))})
+    settings = dict(
+        run["config"],
+        **{
+            "Judge.key_file": str(course.root / "grading-key"),
+            "Judge.release_directory": str(course.path("release")),
+            "Judge.source_directory": str(course.path("source")),
+        },
+    )
     started = time.monotonic()
     with Watchdog(run["submission_timeout"]) as watchdog:
         answer = course.nbgrader("autograde", assignment, student, settings=settings, check=False)
     log = answer["log"] + answer["error"]
-    result = {"student": student, "ok": bool(answer["success"]) and not watchdog.fired,
-              "seconds": time.monotonic() - started, "log": log[-20000:], "stopped": watchdog.fired}
+    result = {
+        "student": student,
+        "ok": bool(answer["success"]) and not watchdog.fired,
+        "seconds": time.monotonic() - started,
+        "log": log[-20000:],
+        "stopped": watchdog.fired,
+    }
     notes, statuses = [], []
     for key in [k for k in judge.REPORTS if k[0] == assignment and k[1] == student]:
         report = judge.REPORTS.pop(key)

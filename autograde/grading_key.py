@@ -12,6 +12,7 @@ The key is made on the first ``make grade`` (32 random bytes, hex, mode 0600) at
 secret volume, see docs/jupyterhub.md). It never enters a kernel: kernels get an environment built
 from nothing and see no course folder.
 """
+
 from __future__ import annotations
 
 import os

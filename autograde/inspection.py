@@ -5,6 +5,7 @@ one notebook under another name, graded under the right one), under the size lim
 valid notebook; what the student did to the test cells (nbgrader puts them back; the instructor
 should know); and constructs that can game the grader (``scan.py``, a note, the score unchanged).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -39,8 +40,13 @@ def fingerprint(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_NOTEBOOK_MB,
-            collected: dict[str, list[str]] | None = None) -> Inspection:
+def inspect(
+    course: Course,
+    assignment: str,
+    student: str,
+    max_mb: float = MAX_NOTEBOOK_MB,
+    collected: dict[str, list[str]] | None = None,
+) -> Inspection:
     """Decide whether a submission can be graded, and note everything unusual about it."""
     folder = course.path("submitted", student, assignment)
     result = Inspection()
@@ -57,7 +63,9 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
     extra = [name for name in present if name not in expected]
     if missing and len(missing) == len(extra) == 1:
         result.rename[extra[0]] = missing[0]
-        result.notes.append(f"the notebook was named `{extra[0]}` instead of `{missing[0]}`: graded it as `{missing[0]}`")
+        result.notes.append(
+            f"the notebook was named `{extra[0]}` instead of `{missing[0]}`: graded it as `{missing[0]}`"
+        )
         missing = []
     if missing:
         found = f" (found: {', '.join(present)})" if present else " (no notebook at all)"
@@ -71,8 +79,10 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
         size_mb = path.stat().st_size / 1e6
         if size_mb > max_mb:
             result.status = Status.INVALID
-            result.notes.append(f"`{submitted_name}` is {size_mb:.0f} MB, over the {max_mb:g} MB limit: "
-                                "clear its outputs and submit again")
+            result.notes.append(
+                f"`{submitted_name}` is {size_mb:.0f} MB, over the {max_mb:g} MB limit: "
+                "clear its outputs and submit again"
+            )
             return result
         try:
             raw = json.loads(read_regular(path, int(max_mb * 1e6)).decode("utf-8"))
@@ -82,15 +92,17 @@ def inspect(course: Course, assignment: str, student: str, max_mb: float = MAX_N
             return result
         except (UnicodeDecodeError, ValueError) as error:
             result.status = Status.INVALID
-            result.notes.append(f"`{submitted_name}` is not valid JSON ({str(error)[:120]}): the file is damaged "
-                                "or not a notebook")
+            result.notes.append(
+                f"`{submitted_name}` is not valid JSON ({str(error)[:120]}): the file is damaged or not a notebook"
+            )
             return result
         try:
             notebook = nbformat.reads(json.dumps(raw), as_version=4)
         except (Exception, RecursionError) as error:  # nbformat raises several kinds
             result.status = Status.INVALID
-            result.notes.append(f"`{submitted_name}` is JSON but not a Jupyter notebook "
-                                f"({type(error).__name__}: {str(error)[:120]})")
+            result.notes.append(
+                f"`{submitted_name}` is JSON but not a Jupyter notebook ({type(error).__name__}: {str(error)[:120]})"
+            )
             return result
         if (release / name).exists():
             result.notes += compare_with_release(notebook, nbformat.read(release / name, as_version=4))
@@ -130,7 +142,9 @@ def compare_with_release(submitted, released) -> list[str]:
             notes.append(f"test cell `{gid}` was deleted: put back and run")
             continue
         if len(copies) > 1:
-            notes.append(f"test cell `{gid}` appears {len(copies)} times: the last copy was graded, the others ran as ordinary code")
+            notes.append(
+                f"test cell `{gid}` appears {len(copies)} times: the last copy was graded, the others ran as ordinary code"
+            )
         last = copies[-1]
         if last.cell_type != cell.cell_type:
             notes.append(f"test cell `{gid}` was changed to {last.cell_type}: put back as {cell.cell_type} and run")

@@ -25,6 +25,7 @@ A cell (or a call) that runs past its limit is interrupted; a function that time
 called again; the whole submission has a time budget. A kernel that dies is named with the cell that
 killed it. Each of these is a note for the report (``JudgeReport``), never an abort of the run.
 """
+
 from __future__ import annotations
 
 import ast
@@ -129,7 +130,7 @@ def decode(value, depth: int = 0):
 # ------------------------------------------------------------------ the harness inside the student's kernel
 # Defined after the student's cells ran. Tampering with it only breaks the student's own answers:
 # whatever it sends back is checked here as plain data.
-HARNESS = textwrap.dedent('''
+HARNESS = textwrap.dedent("""
     def __hm_rpc(request_json):
         import base64 as _b64, io as _io, json as _json, warnings as _warnings, tracemalloc as _tm
         import numpy as _np
@@ -213,7 +214,7 @@ HARNESS = textwrap.dedent('''
             reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
                                 if b is not None and not _np.array_equal(a, b, equal_nan=True)}
         __import__("builtins").print("__HM_REPLY__" + _json.dumps(reply), flush=True)
-''')
+""")
 
 
 # ------------------------------------------------------------------ the package without its reference implementations
@@ -246,21 +247,29 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         changed = False
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in removed and any(
-                    (isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list):
-                message = (f"the course's reference `{node.name}` is not available while a notebook is graded "
-                           "(graded answers are your own code)")
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and node.name in removed
+                and any((isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list)
+            ):
+                message = (
+                    f"the course's reference `{node.name}` is not available while a notebook is graded "
+                    "(graded answers are your own code)"
+                )
                 # the grader maps the name back to ReferenceUsedError (_exception_class): the checks name it
-                node.body = ast.parse("from heads_and_masks._guard import ReferenceUsedError\n"
-                                      f"raise ReferenceUsedError({message!r})").body
+                node.body = ast.parse(
+                    f"from heads_and_masks._guard import ReferenceUsedError\nraise ReferenceUsedError({message!r})"
+                ).body
                 changed = True
         if changed:
             path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
-    shell = ('"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
-             "def __getattr__(name):\n"
-             "    def unavailable(*args, **kwargs):\n"
-             "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
-             "    return unavailable\n")
+    shell = (
+        '"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
+        "def __getattr__(name):\n"
+        "    def unavailable(*args, **kwargs):\n"
+        "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
+        "    return unavailable\n"
+    )
     for path in (target / "checks").glob("*.py"):
         path.write_text(shell, encoding="utf-8")
     for path in [into, *into.rglob("*")]:  # readable by the kernel's own uid
@@ -285,7 +294,21 @@ def shared_stub_package() -> Path:
 
 
 # ------------------------------------------------------------------ talking to the student's kernel
-class KernelGone(RuntimeError):
+class GradingStopped(BaseException):
+    """The grader stopped the student's code: its time ran out, or its kernel is gone.
+
+    A BaseException on purpose. The checks turn a learner's crash into words by catching Exception
+    ("raised TypeError: ..."); a stop is not the learner's exception and must pass through them to
+    ``judge_cell``, which records it as a status ("timed out", "kernel died"), never as a misconception
+    such as "does not raise ValueError".
+    """
+
+
+class CallTimedOut(GradingStopped):
+    """A call into the kernel, or the notebook's whole time, ran out."""
+
+
+class KernelGone(GradingStopped):
     """The kernel died, or is stuck in code it cannot be interrupted from."""
 
 
@@ -297,14 +320,28 @@ class CellRun:
 
 
 class StudentKernel:
-    """A sandboxed kernel running the student's notebook, and calls into it."""
+    """A sandboxed kernel running the student's notebook, and calls into it.
 
-    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900):
+    Made in two steps, so that a kernel can boot while another submission is graded (``KernelSupply``):
+    the constructor starts the process (numpy and the stub package are imported in it before the kernel
+    listens: ``PRELOAD``), :meth:`connect` waits until it answers and seals its socket folder.
+    """
+
+    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900, *, connect: bool = True):
+        self.limits = (memory_mb, cpu_seconds)
+        self.usable = False
+        self.client = None
         self.manager = SandboxedKernelManager(kernel_name="python3")
         self.manager.package = shared_stub_package()
         self.manager.memory_mb = memory_mb
         self.manager.cpu_seconds = cpu_seconds
-        self.manager.start_kernel()
+        self.manager.preload = PRELOAD
+        self.manager.start_kernel()  # returns once the process is spawned; it boots on its own
+        if connect:
+            self.connect()
+
+    def connect(self) -> "StudentKernel":
+        """Wait until the kernel answers (at most a minute), then make its socket folder read-only."""
         # The grader decodes every message the kernel sends: one over MAX_MESSAGE_BYTES drops the
         # connection (the student's own call then times out) instead of filling the grader's memory.
         context = zmq.Context()
@@ -314,9 +351,14 @@ class StudentKernel:
         self.client.wait_for_ready(timeout=60)
         self.manager.seal()
         self.usable = True
+        return self
 
-    def run(self, code: str, timeout: float) -> CellRun:
-        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds."""
+    def run(self, code: str, timeout: float, silent: bool = False) -> CellRun:
+        """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds.
+
+        ``silent``: as the judge's own calls run, IPython echoes no input, counts no execution and runs
+        none of the cell callbacks a notebook may have registered (what it prints still comes back).
+        """
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
@@ -327,17 +369,28 @@ class StudentKernel:
             kind, content = message["msg_type"], message["content"]
             if len(outputs) >= 50:  # a flood of output: the rest is dropped (a reply is always the last line)
                 if kind == "stream" and content.get("name") == "stdout" and REPLY_MARK in str(content.get("text", "")):
-                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20 :])
                 return
             if kind == "stream":
                 if content.get("name") == "stdout":
-                    stdout.append(str(content.get("text", ""))[-2 * 2**20:])
-                outputs.append({"output_type": "stream", "name": content.get("name", "stdout"),
-                                "text": str(content.get("text", ""))[:MAX_TEXT]})
+                    stdout.append(str(content.get("text", ""))[-2 * 2**20 :])
+                outputs.append(
+                    {
+                        "output_type": "stream",
+                        "name": content.get("name", "stdout"),
+                        "text": str(content.get("text", ""))[:MAX_TEXT],
+                    }
+                )
             elif kind == "error":
                 errors.append(str(content.get("ename", "Error"))[:100])
-                outputs.append({"output_type": "error", "ename": str(content.get("ename", "Error"))[:100],
-                                "evalue": str(content.get("evalue", ""))[:MAX_TEXT], "traceback": []})
+                outputs.append(
+                    {
+                        "output_type": "error",
+                        "ename": str(content.get("ename", "Error"))[:100],
+                        "evalue": str(content.get("evalue", ""))[:MAX_TEXT],
+                        "traceback": [],
+                    }
+                )
             elif kind in ("execute_result", "display_data"):
                 text = content.get("data", {}).get("text/plain")
                 if isinstance(text, str):
@@ -345,7 +398,7 @@ class StudentKernel:
 
         # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
         # waiting out the cell's time limit for a reply that will never come.
-        msg_id = self.client.execute(code, store_history=False, allow_stdin=False)
+        msg_id = self.client.execute(code, silent=silent, store_history=False, allow_stdin=False)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -400,25 +453,98 @@ class StudentKernel:
         if not self.usable or not self.manager.is_alive():
             self.usable = False
             raise KernelGone("the kernel running your notebook has died or is stuck")
-        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout)
+        run = self.run(f"__hm_rpc({json.dumps(json.dumps(payload))})", timeout, silent=True)
         if run.error == "Timeout":
-            raise TimeoutError(f"your code did not finish within {timeout:.0f} seconds")
+            raise CallTimedOut(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
-            raise KernelGone("the kernel running your notebook died during this call (a crash such as "
-                             "os._exit or a segfault, or memory beyond the limit)")
-        replies = [line[len(REPLY_MARK):] for line in run.stdout.splitlines() if line.startswith(REPLY_MARK)]
+            raise KernelGone(
+                "the kernel running your notebook died during this call (a crash such as "
+                "os._exit or a segfault, or memory beyond the limit)"
+            )
+        replies = [line[len(REPLY_MARK) :] for line in run.stdout.splitlines() if line.startswith(REPLY_MARK)]
         if not replies:
-            raise RuntimeError("no answer came back from your notebook's kernel" + (f" ({run.error})" if run.error else ""))
+            raise RuntimeError(
+                "no answer came back from your notebook's kernel" + (f" ({run.error})" if run.error else "")
+            )
         reply = json.loads(replies[-1])
         if not isinstance(reply, dict):
             raise RuntimeError("a malformed answer came back from your notebook's kernel")
         return reply
 
     def shutdown(self) -> None:
-        with contextlib.suppress(Exception):
-            self.client.stop_channels()
+        self.usable = False
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.stop_channels()
         with contextlib.suppress(Exception):
             self.manager.shutdown_kernel(now=True)
+
+
+# What every grading kernel imports before it listens (``kernel_launch.py --preload``): what the
+# notebooks' first cell imports anyway, paid while the previous submission is graded. Never
+# anything of a student's: a kernel is started before it is given a submission.
+PRELOAD = ("numpy", "heads_and_masks")
+
+
+class KernelSupply:
+    """The grading kernels of one worker: a fresh sandboxed kernel per submission, the next one booting
+    while the current one is graded.
+
+        with KernelSupply() as kernels:       # once per worker process, around its submissions
+            ...                               # the Judge takes each submission's kernel from it
+        kernels.take(memory_mb, cpu_seconds)  # (what the Judge calls) a new kernel, ready
+
+    A kernel is never reused: every ``take`` hands out one that has run nothing yet, and starts the
+    next one (own uid, own sandbox, own cgroups, the limits asked for) at once, so that its start-up
+    and imports overlap the grading of this submission. A spare started with other limits is thrown
+    away, never handed out. Outside a ``with`` block the Judge starts each kernel when it needs it.
+    """
+
+    def __init__(self, prestart: bool = True):
+        self.prestart = prestart
+        self.spare: StudentKernel | None = None
+        self._outer: KernelSupply | None = None
+
+    def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
+        kernel, self.spare = self.spare, None
+        if kernel is not None and (kernel.limits != (memory_mb, cpu_seconds) or not kernel.manager.is_alive()):
+            kernel.shutdown()
+            kernel = None
+        if kernel is None:
+            kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
+        if self.prestart:
+            try:
+                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
+                self.spare = None
+        try:
+            return kernel.connect()
+        except BaseException:
+            kernel.shutdown()
+            raise
+
+    def close(self) -> None:
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.shutdown()
+
+    def __enter__(self) -> "KernelSupply":
+        global _SUPPLY
+        self._outer, _SUPPLY = _SUPPLY, self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _SUPPLY
+        _SUPPLY = self._outer
+        self.close()
+
+
+_SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
+
+
+def kernel_supply() -> KernelSupply:
+    """Where the Judge takes its kernels: the worker's supply, or a kernel started on demand."""
+    return _SUPPLY or KernelSupply(prestart=False)
 
 
 def _exception_class(name: str) -> type[BaseException]:
@@ -450,7 +576,7 @@ class Budget:
     def next_limit(self) -> float:
         left = self.deadline - time.monotonic()
         if left <= 1:
-            raise TimeoutError("the time for grading this notebook ran out before this test")
+            raise CallTimedOut("the time for grading this notebook ran out before this test")
         return min(self.per_call, left)
 
 
@@ -478,10 +604,12 @@ class RemoteFunction:
         (everything: memory mapped past tracemalloc, or a tracer the student's code stopped, counts).
         The reply of the first run is the answer.
         """
-        self.kernel.request({"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]},
-                            self.budget.next_limit())
-        reply = self.kernel.request({"op": "call", "name": self.name, "staged": True, "trace_memory": True},
-                                    self.budget.next_limit())
+        self.kernel.request(
+            {"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]}, self.budget.next_limit()
+        )
+        reply = self.kernel.request(
+            {"op": "call", "name": self.name, "staged": True, "trace_memory": True}, self.budget.next_limit()
+        )
         peak = reply.get("peak_bytes")
         found = [int(peak)] if isinstance(peak, int) and not isinstance(peak, bool) else []
         cgroups = self.kernel.manager.cgroups
@@ -496,23 +624,29 @@ class RemoteFunction:
 
     def __call__(self, *args, **kwargs):
         if self.name in self.budget.hung:
-            raise TimeoutError(f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
-                               "earlier test, so it was not called again")
-        payload = {"op": "call", "name": self.name, "args": [encode(a) for a in args],
-                   "kwargs": {k: encode(v) for k, v in kwargs.items()}}
+            raise CallTimedOut(
+                f"`{self.name}` did not finish within {self.budget.per_call:.0f} seconds in an "
+                "earlier test, so it was not called again"
+            )
+        payload = {
+            "op": "call",
+            "name": self.name,
+            "args": [encode(a) for a in args],
+            "kwargs": {k: encode(v) for k, v in kwargs.items()},
+        }
         try:
             if not self.measure_memory:
                 reply = self.kernel.request(payload, self.budget.next_limit())
                 self.last_peak_bytes = None
             else:
                 reply = self._measured(payload)
-        except TimeoutError:
+        except CallTimedOut:
             self.budget.hung.add(self.name)
             raise
         for category, message in (reply.get("warnings") or [])[:20]:
             warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
         mutated = reply.get("mutated") or {}
-        for index, value in (mutated.items() if isinstance(mutated, dict) else []):  # mirror in-place changes
+        for index, value in mutated.items() if isinstance(mutated, dict) else []:  # mirror in-place changes
             index = int(index) if str(index).isdigit() else -1
             if 0 <= index < len(args) and type(args[index]) is np.ndarray:
                 new = decode(value)
@@ -577,8 +711,12 @@ VERDICT_KEY = "heads_and_masks"  # cell metadata of every graded test cell: the 
 
 def verdict_metadata(verdict: Verdict) -> dict:
     """What the class report reads from a graded test cell (written by the judge, never by the student)."""
-    return {"passed": verdict.passed, "answered": verdict.answered, "misconception": verdict.misconception,
-            "failure": verdict.ename or None}
+    return {
+        "passed": verdict.passed,
+        "answered": verdict.answered,
+        "misconception": verdict.misconception,
+        "failure": verdict.ename or None,
+    }
 
 
 def _resolve(kernel: StudentKernel, name: str, budget: Budget):
@@ -617,13 +755,14 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
         return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed", error.misconception)
     except KernelGone as error:
         return Verdict(grade_id, False, str(error), "KernelDied")
-    except TimeoutError as error:
+    except CallTimedOut as error:
         return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "Timeout")
     except Exception as error:  # noqa: BLE001 - every failure is a verdict
         return Verdict(grade_id, False, f"{type(error).__name__}: {error}"[:MAX_MESSAGE], type(error).__name__)
     if complaints.getvalue().strip():  # a check that wrote to stderr did not pass (e.g. "not written yet")
-        return Verdict(grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed",
-                       answered=not take_unwritten())
+        return Verdict(
+            grade_id, False, complaints.getvalue().strip()[:MAX_MESSAGE], "NotPassed", answered=not take_unwritten()
+        )
     return Verdict(grade_id, True, printed.getvalue()[-MAX_MESSAGE:])
 
 
@@ -664,19 +803,36 @@ def _label(cell, index: int) -> str:
 def _verdict_outputs(verdict: Verdict) -> list:
     if verdict.passed:
         return [nbformat.v4.new_output("stream", name="stdout", text=verdict.message or "✓ passed\n")]
-    return [nbformat.v4.new_output("error", ename=verdict.ename or "CheckFailed", evalue=verdict.message,
-                                   traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"])]
+    return [
+        nbformat.v4.new_output(
+            "error",
+            ename=verdict.ename or "CheckFailed",
+            evalue=verdict.message,
+            traceback=[f"{verdict.ename or 'CheckFailed'}: {verdict.message}"],
+        )
+    ]
 
 
 def instructor_tests(source: nbformat.NotebookNode) -> dict[str, str]:
     """grade_id -> source of every test cell of the instructor's notebook (hidden tests included)."""
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-            if c.cell_type == "code" and is_grade(c) and not is_solution(c)}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in source.cells
+        if c.cell_type == "code" and is_grade(c) and not is_solution(c)
+    }
 
 
-def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], key: bytes | None, context: str,
-                   released_sources: set[str], cell_timeout: float = 60, budget_seconds: float = 480,
-                   memory_mb: int = 2048) -> JudgeReport:
+def judge_notebook(
+    nb: nbformat.NotebookNode,
+    *,
+    tests_source: dict[str, str],
+    key: bytes | None,
+    context: str,
+    released_sources: set[str],
+    cell_timeout: float = 60,
+    budget_seconds: float = 480,
+    memory_mb: int = 2048,
+) -> JudgeReport:
     """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
 
     Which cells are tests, and what they run, comes from the instructor's notebook (``tests_source``),
@@ -707,31 +863,37 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
     budget = Budget(budget_seconds, cell_timeout)
     kernel = None
     try:
-        kernel = StudentKernel(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue
             cell.outputs = []
             try:
                 limit = budget.next_limit()
-            except TimeoutError:
+            except CallTimedOut:
                 report.status = "timed out"
-                report.notes.append(f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}")
+                report.notes.append(
+                    f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}"
+                )
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
             if cell.source not in released_sources:  # the student's own code: keep what it printed
                 cell.outputs = [nbformat.from_dict(o) for o in run.outputs][:20]
             if run.error == "Timeout":
                 report.status = "timed out"
-                report.notes.append(f"{_label(cell, index)} ran longer than {min(limit, cell_timeout):g} s and was "
-                                    "stopped; the other cells were graded")
+                report.notes.append(
+                    f"{_label(cell, index)} ran longer than {min(limit, cell_timeout):g} s and was "
+                    "stopped; the other cells were graded"
+                )
                 if not kernel.usable:
                     report.notes.append("the kernel could not be interrupted: the cells after it were not run")
                     break
             elif run.error == "KernelDied":
                 report.status = "kernel died"
-                report.notes.append(f"the kernel died while running {_label(cell, index)} (a crash such as os._exit "
-                                    f"or a segfault, or memory beyond {memory_mb} MiB): the cells after it were not run")
+                report.notes.append(
+                    f"the kernel died while running {_label(cell, index)} (a crash such as os._exit "
+                    f"or a segfault, or memory beyond {memory_mb} MiB): the cells after it were not run"
+                )
                 break
             elif run.error == "MemoryError":
                 report.notes.append(f"{_label(cell, index)} ran out of memory (the limit is {memory_mb} MiB)")
@@ -751,14 +913,18 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
                     report.notes.append(f"`{grade_id}`: {verdict.message}")
                 elif verdict.ename == "KernelDied" and report.status != "kernel died":
                     report.status = "kernel died"
-                    report.notes.append(f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
-                                        "the tests after it could not run")
-    except Exception as error:  # noqa: BLE001 - the kernel could not even start: every test fails, with why
+                    report.notes.append(
+                        f"the kernel died while `{grade_id}` was testing your code: {verdict.message}; "
+                        "the tests after it could not run"
+                    )
+    except (Exception, GradingStopped) as error:  # noqa: BLE001 - the kernel could not even start (or died): every test fails, with why
         report.status = report.status or "kernel died"
         report.notes.append(f"the notebook's kernel could not run ({type(error).__name__}: {str(error)[:200]})")
         for index, cell in tests:
             grade_id = cell.metadata["nbgrader"]["grade_id"]
-            verdict = report.verdicts.get(grade_id) or Verdict(grade_id, False, "the kernel could not run", "KernelDied")
+            verdict = report.verdicts.get(grade_id) or Verdict(
+                grade_id, False, "the kernel could not run", "KernelDied"
+            )
             report.verdicts[grade_id] = verdict
             cell.outputs = _verdict_outputs(verdict)
             cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
@@ -766,6 +932,28 @@ def judge_notebook(nb: nbformat.NotebookNode, *, tests_source: dict[str, str], k
         if kernel is not None:
             kernel.shutdown()
     return report
+
+
+def _read_once(function):
+    """``function(path)`` read once per version of the file (path, size, mtime), not once per submission."""
+    cached = functools.lru_cache(maxsize=32)(lambda path, size, mtime: function(Path(path)))
+
+    @functools.wraps(function)
+    def read(path: Path):
+        stat = Path(path).stat()
+        return cached(str(path), stat.st_size, stat.st_mtime_ns)
+
+    return read
+
+
+@_read_once
+def _released_sources(path: Path) -> frozenset[str]:
+    return frozenset(c.source for c in nbformat.read(path, as_version=4).cells)
+
+
+@_read_once
+def _instructor_tests(path: Path) -> dict[str, str]:
+    return instructor_tests(nbformat.read(path, as_version=4))
 
 
 class Judge(NbGraderPreprocessor):
@@ -785,17 +973,27 @@ class Judge(NbGraderPreprocessor):
         assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
         root = Path(self.config.CourseDirectory.get("root", REPO))
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
-        released_sources: set[str] = set()
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
-        if release.exists():
-            released = nbformat.read(release, as_version=4)
-            released_sources = {c.source for c in released.cells}
-        source_dir = Path(self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source"))
-        tests_source = instructor_tests(nbformat.read(source_dir / assignment / f"{name}.ipynb", as_version=4))
-        code = [c.source for c in nb.cells if c.cell_type == "code"
-                and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source]
+        released_sources = _released_sources(release) if release.exists() else set()
+        source_dir = Path(
+            self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
+        )
+        tests_source = dict(_instructor_tests(source_dir / assignment / f"{name}.ipynb"))
+        code = [
+            c.source
+            for c in nb.cells
+            if c.cell_type == "code" and c.get("metadata", {}).get("nbgrader", {}).get("grade_id") not in tests_source
+        ]
         context = f"{assignment}/{name}/{student}/{code_fingerprint(code)}"
-        report = judge_notebook(nb, tests_source=tests_source, key=key, context=context, released_sources=released_sources,
-                                cell_timeout=self.timeout, budget_seconds=self.budget, memory_mb=self.memory_mb)
+        report = judge_notebook(
+            nb,
+            tests_source=tests_source,
+            key=key,
+            context=context,
+            released_sources=released_sources,
+            cell_timeout=self.timeout,
+            budget_seconds=self.budget,
+            memory_mb=self.memory_mb,
+        )
         REPORTS[(assignment, student, name)] = report
         return nb, resources

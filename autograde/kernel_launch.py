@@ -3,22 +3,29 @@
 Every kernel that grades a student's notebook is started through this wrapper (see
 ``sandbox.SandboxedKernelManager``). It sets the limits on its own process and then *replaces
 itself* with the kernel command (``os.execvp``), so the kernel keeps the process id, the signals
-and the limits, and nothing of the wrapper is left running.
+and the limits, and nothing of the wrapper is left running. With ``--preload`` it imports those
+modules under the same limits and then runs the kernel in this same process (``python -m MODULE``
+commands only; ``runpy``, as ``-m`` would), so that a kernel started ahead of time is ready with
+them imported when its submission comes (``judge.KernelSupply``).
 
     --memory-mb N    the most memory the kernel may allocate (RLIMIT_DATA: heap and anonymous
                      mappings, which is where numpy arrays live). An allocation beyond it fails
                      with MemoryError inside the student's cell instead of taking the machine down.
     --max-processes  how many processes the grading user may have (RLIMIT_NPROC), 0 = unchanged
     --threads N      BLAS/OpenMP threads of the kernel (parallel grading: one kernel per core)
+    --preload A,B    modules to import before the kernel starts (e.g. numpy,heads_and_masks)
 
 Core dumps are switched off (a segfaulting submission must not write a core file of the
 kernel's memory into the course folder).
 """
+
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import resource
+import runpy
 import sys
 
 
@@ -35,6 +42,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--memory-mb", type=int, default=0, help="memory limit in MiB (0: none)")
     parser.add_argument("--max-processes", type=int, default=0, help="RLIMIT_NPROC (0: unchanged)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (0: unchanged)")
+    parser.add_argument("--preload", default="", help="modules to import first, comma-separated")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the kernel command")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -49,7 +57,22 @@ def main(argv: list[str]) -> None:
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
             os.environ[name] = str(args.threads)
-    os.execvp(command[0], command)
+    module = python_module(command)
+    if not args.preload or module is None:
+        os.execvp(command[0], command)
+    for name in filter(None, args.preload.split(",")):
+        importlib.import_module(name)
+    if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):
+        sys.path[0] = os.getcwd()  # what `python -m` puts first, not this wrapper's folder
+    sys.argv = [command[0], *command[3:]]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def python_module(command: list[str]) -> str | None:
+    """MODULE when ``command`` is ``<this python> -m MODULE ...`` (what a kernel spec runs), else None."""
+    if len(command) >= 3 and command[1] == "-m" and os.path.realpath(command[0]) == os.path.realpath(sys.executable):
+        return command[2]
+    return None
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 
 Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
 """
+
 import os
 import sys
 
@@ -33,13 +34,24 @@ from autograde.feedback_filter import HideHiddenTests  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
 from autograde.sandbox import sandbox_available  # noqa: E402
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, GetGrades,  # noqa: E402
-                                    LimitOutput, SaveAutoGrades)
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    GetGrades,  # noqa: E402
+    LimitOutput,
+    SaveAutoGrades,
+)
 
 # The judge replaces nbgrader's Execute: the student's code runs in a sandboxed kernel, every test
 # cell runs in the grader's own process against it (judge.py). Limits per cell and per notebook.
-c.Autograde.autograde_preprocessors = [Judge, ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
-                                       AssignLatePenalties, CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [
+    Judge,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
 c.Judge.timeout = 60
 c.Judge.budget = 480
 c.Judge.memory_mb = 2048

@@ -14,6 +14,7 @@ another worker. A submission whose grading kills its worker every time ends afte
 A progress line, a per-cell, a per-submission time limit and a per-kernel memory limit; a run that
 is interrupted resumes where it stopped.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,16 @@ from .collect import collected_timestamp, collection_notes, original_ids, take_f
 from .course import Course, default_workers, roster, setup
 from .feedback import last_error_line
 from .inspection import Inspection, inspect
-from .results import (Result, Status, grade_cells, merge_into_gradebook, now, read_results, scores_from_gradebook,
-                      write_result)
+from .results import (
+    Result,
+    Status,
+    grade_cells,
+    merge_into_gradebook,
+    now,
+    read_results,
+    scores_from_gradebook,
+    write_result,
+)
 from .sandbox import sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
@@ -61,8 +70,10 @@ class Progress:
         filled = round(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
         rate = self.done / max(time.monotonic() - self.started, 1e-9) * 60
-        text = (f"[{bar}] {self.done}/{self.total} students, {self.failures} "
-                f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min")
+        text = (
+            f"[{bar}] {self.done}/{self.total} students, {self.failures} "
+            f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min"
+        )
         if self.tty:
             self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
         else:
@@ -88,10 +99,21 @@ def snapshot_gradebook(course: Course) -> bytes:
         target.unlink()
 
 
-def grade(course: Course, assignment: str, *, students: list[str] | None = None, workers: int | None = None,
-          force: bool = False, cell_timeout: int | None = None, submission_timeout: float | None = None,
-          memory_mb: int | None = None, scheduler: str | None = None, progress: bool = True,
-          stream=None, on_result: Callable[[Result], None] | None = None) -> dict[str, Result]:
+def grade(
+    course: Course,
+    assignment: str,
+    *,
+    students: list[str] | None = None,
+    workers: int | None = None,
+    force: bool = False,
+    cell_timeout: int | None = None,
+    submission_timeout: float | None = None,
+    memory_mb: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    stream=None,
+    on_result: Callable[[Result], None] | None = None,
+) -> dict[str, Result]:
     """Autograde every student of ``assignment`` (or ``students``) in parallel; return each one's Result.
 
     ``workers``: worker processes of the local cluster (one per core by default); ``scheduler``: the
@@ -105,9 +127,20 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
     with exclusive(course):
-        return _grade(course, assignment, students=students, workers=workers, force=force,
-                      cell_timeout=cell_timeout, submission_timeout=submission_timeout, memory_mb=memory_mb,
-                      scheduler=scheduler, progress=progress, stream=stream, on_result=on_result)
+        return _grade(
+            course,
+            assignment,
+            students=students,
+            workers=workers,
+            force=force,
+            cell_timeout=cell_timeout,
+            submission_timeout=submission_timeout,
+            memory_mb=memory_mb,
+            scheduler=scheduler,
+            progress=progress,
+            stream=stream,
+            on_result=on_result,
+        )
 
 
 class GradingInProgress(RuntimeError):
@@ -132,8 +165,21 @@ def exclusive(course: Course):
         handle.close()
 
 
-def _grade(course, assignment, *, students, workers, force, cell_timeout, submission_timeout, memory_mb,
-           scheduler, progress, stream, on_result) -> dict[str, Result]:
+def _grade(
+    course,
+    assignment,
+    *,
+    students,
+    workers,
+    force,
+    cell_timeout,
+    submission_timeout,
+    memory_mb,
+    scheduler,
+    progress,
+    stream,
+    on_result,
+) -> dict[str, Result]:
     setup(course, assignment)
     maxima = grade_cells(course, assignment)
     everyone = students if students is not None else roster(course, assignment)
@@ -147,8 +193,10 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
         try:
             found = inspect(course, assignment, student, collected=collected)
         except Exception as error:  # noqa: BLE001 - one unreadable submission never stops the class
-            found = Inspection(status=Status.INVALID, notes=[f"the submission could not be inspected "
-                                                              f"({type(error).__name__}: {str(error)[:200]})"])
+            found = Inspection(
+                status=Status.INVALID,
+                notes=[f"the submission could not be inspected ({type(error).__name__}: {str(error)[:200]})"],
+            )
         inspections[student] = found
         old = previous.get(student)
         if not force and old is not None and old.fingerprint == found.fingerprint:
@@ -177,17 +225,51 @@ def _grade(course, assignment, *, students, workers, force, cell_timeout, submis
         if had_files:
             merge_into_gradebook(course, assignment, student, None)
         shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
-        finish(Result(student, assignment, found.status, {g: 0.0 for g in maxima}, maxima, found.notes,
-                      found.fingerprint, 0.0, now()))
+        finish(
+            Result(
+                student,
+                assignment,
+                found.status,
+                {g: 0.0 for g in maxima},
+                maxima,
+                found.notes,
+                found.fingerprint,
+                0.0,
+                now(),
+            )
+        )
 
     if jobs:
-        run_jobs(course, assignment, jobs, inspections, maxima, workers=workers, cell_timeout=cell_timeout,
-                 submission_timeout=submission_timeout, memory_mb=memory_mb, scheduler=scheduler, finish=finish)
+        run_jobs(
+            course,
+            assignment,
+            jobs,
+            inspections,
+            maxima,
+            workers=workers,
+            cell_timeout=cell_timeout,
+            submission_timeout=submission_timeout,
+            memory_mb=memory_mb,
+            scheduler=scheduler,
+            finish=finish,
+        )
     return {s: results[s] for s in everyone}
 
 
-def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell_timeout, submission_timeout,
-             memory_mb, scheduler, finish) -> None:
+def run_jobs(
+    course,
+    assignment,
+    students,
+    inspections,
+    maxima,
+    *,
+    workers,
+    cell_timeout,
+    submission_timeout,
+    memory_mb,
+    scheduler,
+    finish,
+) -> None:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
@@ -195,13 +277,21 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
     from .grade_worker import grade_submission
 
     key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
-    run = {"id": uuid.uuid4().hex[:8], "course_id": course.course_id, "assignment": assignment,
-           "gradebook": zlib.compress(snapshot_gradebook(course), 6),
-           "source": _files(course.path("source", assignment=assignment)),
-           "release": _files(course.path("release", assignment=assignment)),
-           "key": key, "submission_timeout": submission_timeout,
-           "config": {"Judge.timeout": cell_timeout, "Judge.memory_mb": memory_mb,
-                      "Judge.budget": max(30, int(submission_timeout * 0.8))}}
+    run = {
+        "id": uuid.uuid4().hex[:8],
+        "course_id": course.course_id,
+        "assignment": assignment,
+        "gradebook": zlib.compress(snapshot_gradebook(course), 6),
+        "source": _files(course.path("source", assignment=assignment)),
+        "release": _files(course.path("release", assignment=assignment)),
+        "key": key,
+        "submission_timeout": submission_timeout,
+        "config": {
+            "Judge.timeout": cell_timeout,
+            "Judge.memory_mb": memory_mb,
+            "Judge.budget": max(30, int(submission_timeout * 0.8)),
+        },
+    }
     ids = original_ids(course)  # read once per run, not once per student
     sandboxed, why_not_sandboxed = sandbox_available()
 
@@ -214,8 +304,20 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
             notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
         if not sandboxed:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {why_not_sandboxed}")
-        finish(Result(student, assignment, status, scores, maxima, notes, found.fingerprint, round(seconds, 2), now(),
-                      ids.get(student, "")))
+        finish(
+            Result(
+                student,
+                assignment,
+                status,
+                scores,
+                maxima,
+                notes,
+                found.fingerprint,
+                round(seconds, 2),
+                now(),
+                ids.get(student, ""),
+            )
+        )
 
     def record(student: str, message: dict | None, failure: str):
         notes = list(inspections[student].notes)
@@ -238,15 +340,20 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
         else:
             status = Status(message.get("failure") or Status.DIED)
         if message is None and status == Status.DIED:
-            notes.append(f"the grading process died each of the {ALLOWED_FAILURES + 1} times it graded this "
-                         "submission: nothing could be graded")
+            notes.append(
+                f"the grading process died each of the {ALLOWED_FAILURES + 1} times it graded this "
+                "submission: nothing could be graded"
+            )
         elif status == Status.REVIEW:
             notes.append("nbgrader could not grade it: " + last_error_line(log))
         elif status == Status.DIED:
             notes.append("the kernel died: nothing could be graded; " + last_error_line(log))
         elif status == Status.TIMED_OUT:
-            notes.append(f"grading took longer than {submission_timeout:g} s and was stopped" if message.get("stopped")
-                         else "a cell could not be interrupted after its time limit: " + last_error_line(log))
+            notes.append(
+                f"grading took longer than {submission_timeout:g} s and was stopped"
+                if message.get("stopped")
+                else "a cell could not be interrupted after its time limit: " + last_error_line(log)
+            )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
         merge_into_gradebook(course, assignment, student, None)
@@ -256,16 +363,24 @@ def run_jobs(course, assignment, students, inspections, maxima, *, workers, cell
         folder = course.path("submitted", student, assignment)
         files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
-        return {"student": student, "files": {rename.get(name, name): data for name, data in files.items()},
-                "timestamp": collected_timestamp(folder)}
+        return {
+            "student": student,
+            "files": {rename.get(name, name): data for name, data in files.items()},
+            "timestamp": collected_timestamp(folder),
+        }
 
     with dask_client(scheduler, workers, course.runtime_dir("logs", assignment) / "workers.log") as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
         # The run's settings travel once to every worker (scattered), not once per submission.
         shared = client.scatter(run, broadcast=True, hash=False)
-        futures = client.map(grade_submission, [shared] * len(students), [job(s) for s in students], pure=False,
-                             key=[f"grade-{assignment}-{s}-{run['id']}" for s in students])  # one graph: queued
+        futures = client.map(
+            grade_submission,
+            [shared] * len(students),
+            [job(s) for s in students],
+            pure=False,
+            key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
+        )  # one graph: queued
         owner = dict(zip(futures, students))
         for future in as_completed(owner, loop=client.loop):
             student = owner.pop(future)
@@ -327,13 +442,28 @@ def dask_client(scheduler: str | None, workers: int, log: Path):
             yield client
         return
     environment = tool_env(headless=True)
-    env = {"PATH": environment["PATH"], "MPLBACKEND": environment["MPLBACKEND"],
-           STUB_ENV: str(shared_stub_package())}  # the stub package made once here, for every worker
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.scheduler.worker-saturation": 1.0,
-                          "distributed.worker.profile.enabled": False}):  # no stack sampling next to the kernels
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0,
-                               host="127.0.0.1", dashboard_address=":0", silence_logs=logging.ERROR, env=env)
+    env = {
+        "PATH": environment["PATH"],
+        "MPLBACKEND": environment["MPLBACKEND"],
+        STUB_ENV: str(shared_stub_package()),
+    }  # the stub package made once here, for every worker
+    with dask.config.set(
+        {
+            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            "distributed.scheduler.worker-saturation": 1.0,
+            "distributed.worker.profile.enabled": False,
+        }
+    ):  # no stack sampling next to the kernels
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+            env=env,
+        )
     with cluster, Client(cluster, set_as_default=False) as client:
         client.register_plugin(GradingWorker(log))
         yield client

@@ -3,6 +3,7 @@
 One line per assignment with the count of each status, then a line for every student whose
 submission needs a look (a failure, a note), and a warning on top when grading ran unsandboxed.
 """
+
 from __future__ import annotations
 
 from .collect import printable
@@ -29,8 +30,10 @@ def report(course: Course, assignment: str) -> str:
             submitted = course.path("submitted", student, assignment).is_dir()
             status = Status.NOT_GRADED if submitted else Status.MISSING
             counts[status] += 1
-            lines.append(printable(f"  {student}: {status}") + (": run `grade.py autograde` again" if submitted
-                                                                 else ": nothing was submitted"))
+            lines.append(
+                printable(f"  {student}: {status}")
+                + (": run `grade.py autograde` again" if submitted else ": nothing was submitted")
+            )
             continue
         counts[result.status] += 1
         if result.status != Status.GRADED:

@@ -5,6 +5,7 @@ into the course's gradebook (``merge_into_gradebook``, only ever from the coordi
 student of an assignment gets exactly one :class:`Status`; statuses cross process and machine
 boundaries by their value (a plain string) and are turned back into a :class:`Status` on arrival.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -138,6 +139,7 @@ def grade_cells(course: Course, assignment: str) -> dict[str, float]:
 # Writing into the course's gradebook (only ever from the coordinating process)
 # ---------------------------------------------------------------------------------------------
 
+
 def _parse_time(text: str | None):
     if not text:
         return None
@@ -159,7 +161,9 @@ def merge_into_gradebook(course: Course, assignment: str, student: str, graded: 
         warnings.simplefilter("ignore", SAWarning)  # nbgrader's own ORM use, harmless and noisy
         gb.update_or_create_student(student)
         timestamp = _parse_time(graded.get("timestamp")) if graded else None
-        submission = gb.update_or_create_submission(assignment, student, **({"timestamp": timestamp} if timestamp else {}))
+        submission = gb.update_or_create_submission(
+            assignment, student, **({"timestamp": timestamp} if timestamp else {})
+        )
         for notebook in submission.notebooks:
             data = (graded or {}).get("notebooks", {}).get(notebook.name)
             for grade in notebook.grades:

@@ -29,6 +29,7 @@ kernel protocol (``judge.py``), and the scratch folder vanishes with its mount.
 Where bubblewrap is missing or cannot create namespaces, :func:`sandbox_available` says why; the
 kernel then runs unsandboxed (with a clean environment and limits) and every grade says so.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,6 +58,13 @@ UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap
 PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 
 
+# IPython options of every grading kernel. The judge keeps only an error's name and message (never its
+# traceback), so IPython need not build one: a context traceback costs 0.1-0.5 s per failing cell, and
+# a graded notebook has many (its demonstrations call the course's reference, absent from the stub).
+# No input history either: the judge's calls are not the student's work, and nothing reads it.
+KERNEL_OPTIONS = ("--InteractiveShell.xmode=Minimal", "--HistoryManager.enabled=False")
+
+
 def sandbox_available() -> tuple[bool, str]:
     """(True, "") when bubblewrap can run a process without network here; else (False, why)."""
     if os.environ.get(UNSANDBOXED_ENV) == "1":
@@ -70,9 +78,25 @@ def _bubblewrap_works() -> tuple[bool, str]:
     if not bwrap:
         return False, "bubblewrap is not installed (Debian package `bubblewrap`)"
     try:
-        probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-                                "--unshare-net", "--unshare-pid", "--die-with-parent", "true"],
-                               capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            [
+                bwrap,
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--unshare-net",
+                "--unshare-pid",
+                "--die-with-parent",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return False, f"bubblewrap failed to start: {error}"
     if probe.returncode != 0:
@@ -101,8 +125,11 @@ class Cgroups:
         if os.geteuid() != 0:
             return
         v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
-        wanted = [("", {"memory.max": memory_bytes, "pids.max": max_pids, "memory.swap.max": 0})] if v2 else \
-            [("memory", {"memory.limit_in_bytes": memory_bytes}), ("pids", {"pids.max": max_pids})]
+        wanted = (
+            [("", {"memory.max": memory_bytes, "pids.max": max_pids, "memory.swap.max": 0})]
+            if v2
+            else [("memory", {"memory.limit_in_bytes": memory_bytes}), ("pids", {"pids.max": max_pids})]
+        )
         for controller, limits in wanted:
             folder = CGROUP_ROOT / controller / "heads-and-masks" / name
             try:
@@ -168,8 +195,12 @@ class Cgroups:
 
 def python_paths() -> list[Path]:
     """The interpreter and the environment the kernel needs, wherever they live (outermost folders only)."""
-    candidates = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix),
-                  Path(os.path.realpath(sys.executable)).parent.parent]
+    candidates = [
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(sys.exec_prefix),
+        Path(os.path.realpath(sys.executable)).parent.parent,
+    ]
     candidates = [p.resolve() for p in candidates] + candidates
     unique: list[Path] = []
     for path in candidates:
@@ -184,9 +215,17 @@ def kernel_environment(runtime: Path, extra: dict[str, str] | None = None) -> di
     """The whole environment of a grading kernel: built from nothing, nothing of the grader's secrets."""
     env = {
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
-        "HOME": "/tmp", "TMPDIR": "/tmp", "MPLCONFIGDIR": "/tmp/matplotlib", "IPYTHONDIR": "/tmp/.ipython",
-        "JUPYTER_RUNTIME_DIR": str(runtime), "JUPYTER_CONFIG_DIR": "/tmp/.jupyter", "JUPYTER_DATA_DIR": "/tmp/.jupyter-data",
-        "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1", "LC_ALL": "C.UTF-8",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "IPYTHONDIR": "/tmp/.ipython",
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTER_CONFIG_DIR": "/tmp/.jupyter",
+        "JUPYTER_DATA_DIR": "/tmp/.jupyter-data",
+        "MPLBACKEND": "Agg",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "LC_ALL": "C.UTF-8",
         GRADING_ENV: "1",
     }
     env.update({name: os.environ[name] for name in PASSED_THROUGH if name in os.environ})
@@ -194,22 +233,67 @@ def kernel_environment(runtime: Path, extra: dict[str, str] | None = None) -> di
     return env
 
 
-def bwrap_command(command: list[str], *, scratch: str, runtime: Path, package: Path | None, env: dict[str, str],
-                  uid: int | None, scratch_mb: int, cpu_seconds: int, max_file_mb: int, max_processes: int) -> list[str]:
+def bwrap_command(
+    command: list[str],
+    *,
+    scratch: str,
+    runtime: Path,
+    package: Path | None,
+    env: dict[str, str],
+    uid: int | None,
+    scratch_mb: int,
+    cpu_seconds: int,
+    max_file_mb: int,
+    max_processes: int,
+) -> list[str]:
     """``command`` wrapped in bubblewrap, limits and a switch to ``uid`` (see the module's docstring)."""
-    wrapper = [shutil.which("bwrap"), "--die-with-parent", "--new-session",
-               "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-               "--clearenv", "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    wrapper = [
+        shutil.which("bwrap"),
+        "--die-with-parent",
+        "--new-session",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--clearenv",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+        "--ro-bind",
+        "/etc",
+        "/etc",
+    ]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         path = Path(top)
         if path.is_symlink():
             wrapper += ["--symlink", os.readlink(path), top]
         elif path.is_dir():
             wrapper += ["--ro-bind", top, top]
-    wrapper += ["--proc", "/proc", "--dev", "/dev",
-                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", "/tmp",
-                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", "/dev/shm",
-                "--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", scratch]
+    wrapper += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--size",
+        str(scratch_mb * 2**20),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(scratch_mb * 2**20),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(scratch_mb * 2**20),
+        "--perms",
+        "1777",
+        "--tmpfs",
+        scratch,
+    ]
     binds: list[tuple[str, Path, Path]] = []
     for path in python_paths():
         if path.exists():
@@ -236,8 +320,7 @@ def bwrap_command(command: list[str], *, scratch: str, runtime: Path, package: P
         limits.append(f"--nproc={max_processes}")
     drop = []
     if uid is not None:
-        drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
-                "--"]
+        drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
     return [*wrapper, "--", *limits, "--", *drop, *command]
 
 
@@ -266,6 +349,7 @@ class SandboxedKernelManager(KernelManager):
     scratch_mb = 256
     package: Path | None = None
     extra_env: dict[str, str] | None = None
+    preload: tuple[str, ...] = ()  # modules the kernel imports before it listens (kernel_launch.py --preload)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -284,9 +368,16 @@ class SandboxedKernelManager(KernelManager):
     def format_kernel_cmd(self, extra_arguments=None):
         if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
             self.kernel_spec.interrupt_mode = "message"
-        command = super().format_kernel_cmd(extra_arguments)
+        command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
         launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER
-        launch = [sys.executable, str(launcher), f"--memory-mb={self.memory_mb}", "--threads=1", "--"]
+        launch = [
+            sys.executable,
+            str(launcher),
+            f"--memory-mb={self.memory_mb}",
+            "--threads=1",
+            *([f"--preload={','.join(self.preload)}"] if self.preload else []),
+            "--",
+        ]
         if self.uid is not None:
             os.chown(self.connection_file, self.uid, self.uid)
         os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
@@ -295,12 +386,28 @@ class SandboxedKernelManager(KernelManager):
         env = kernel_environment(self.runtime, self.extra_env)
         if not self.sandboxed:
             self._unsandboxed_env = env
-            return [*self.cgroups.enter_command(), shutil.which("prlimit"), f"--cpu={self.cpu_seconds}",
-                    f"--fsize={self.max_file_mb * 2**20}", "--core=0", "--", *launch, *command]
-        wrapped = bwrap_command([*launch, *command], scratch=self.scratch, runtime=self.runtime,
-                                package=self.package, env=env, uid=self.uid, scratch_mb=self.scratch_mb,
-                                cpu_seconds=self.cpu_seconds, max_file_mb=self.max_file_mb,
-                                max_processes=0 if self.cgroups.procs else self.max_processes)
+            return [
+                *self.cgroups.enter_command(),
+                shutil.which("prlimit"),
+                f"--cpu={self.cpu_seconds}",
+                f"--fsize={self.max_file_mb * 2**20}",
+                "--core=0",
+                "--",
+                *launch,
+                *command,
+            ]
+        wrapped = bwrap_command(
+            [*launch, *command],
+            scratch=self.scratch,
+            runtime=self.runtime,
+            package=self.package,
+            env=env,
+            uid=self.uid,
+            scratch_mb=self.scratch_mb,
+            cpu_seconds=self.cpu_seconds,
+            max_file_mb=self.max_file_mb,
+            max_processes=0 if self.cgroups.procs else self.max_processes,
+        )
         return [*self.cgroups.enter_command(), *wrapped]
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
@@ -309,6 +416,11 @@ class SandboxedKernelManager(KernelManager):
         kw["env"] = getattr(self, "_unsandboxed_env", None) or {"PATH": "/usr/bin:/bin"}
         kw["cwd"] = self.scratch if not self.sandboxed else "/"
         return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    async def _async_wait(self, pollinterval: float = 0.1) -> None:
+        # After its SIGKILL a kernel is gone within milliseconds: poll at 10 ms, not jupyter_client's
+        # 100 ms, which every submission would otherwise wait out once.
+        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
 
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""

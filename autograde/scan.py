@@ -9,6 +9,7 @@ marked "needs review" and the report says where to look.
 
     python autograde/scan.py ASSIGNMENT NOTEBOOK.ipynb [...]
 """
+
 from __future__ import annotations
 
 import ast
@@ -132,7 +133,11 @@ class _Visitor(ast.NodeVisitor):
     def _check_module(self, node, module: str):
         top = module.split(".")[0]
         if top == COURSE_PACKAGE:
-            self.add(node, f"import {module}", "imports the course package, whose reference implementations grade the answers")
+            self.add(
+                node,
+                f"import {module}",
+                "imports the course package, whose reference implementations grade the answers",
+            )
         elif top in SUSPICIOUS_NAMES or top in {"sys", "os", "IPython", "pathlib", "shutil"}:
             why = SUSPICIOUS_NAMES.get(top, "reaches the system or the shell running the grader")
             self.add(node, f"import {module}", why)
@@ -171,12 +176,16 @@ def scan_notebook(notebook: nbformat.NotebookNode, assignment: str) -> list[Find
             tree = ast.parse(source)
         except SyntaxError:
             # not Python we can read: fall back to words and patterns
-            words = sorted(set(SUSPICIOUS_NAMES) | set(SUSPICIOUS_ATTRIBUTES) | set(SUSPICIOUS_METHODS) | {COURSE_PACKAGE})
+            words = sorted(
+                set(SUSPICIOUS_NAMES) | set(SUSPICIOUS_ATTRIBUTES) | set(SUSPICIOUS_METHODS) | {COURSE_PACKAGE}
+            )
             patterns = [rf"\b{re.escape(word)}\b" for word in words] + [r"\b(np|numpy)\.[\w.]+\s*=[^=]"]
             for number, line in enumerate(source.splitlines(), 1):
                 for pattern in patterns:
                     if re.search(pattern, line):
-                        findings.append(Finding(name, number, line.strip()[:60], "appears in a cell that does not parse"))
+                        findings.append(
+                            Finding(name, number, line.strip()[:60], "appears in a cell that does not parse")
+                        )
             continue
         visitor = _Visitor(name)
         visitor.visit(tree)

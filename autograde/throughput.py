@@ -3,8 +3,10 @@
 Not a step of the pipeline: the measurement behind ``make bench`` (its grading section) and
 ``python -m autograde.grade bench``. It grades through the same ``pool.grade`` as instructors do.
 """
+
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -31,13 +33,17 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
     answers = {grade_id(c): c.source for c in solutions.cells if is_answer(c)}
     for cell in released.cells:
         if grade_id(cell) in answers:
-            cell.source = "\n".join(line for line in answers[grade_id(cell)].splitlines()
-                                    if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+            cell.source = "\n".join(
+                line
+                for line in answers[grade_id(cell)].splitlines()
+                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+            )
     return released
 
 
-def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, n_submissions: int = 6,
-                                 workers: int | None = None) -> dict:
+def grading_throughput_benchmark(
+    assignment: str | Iterable[str] | None = None, n_submissions: int = 6, workers: int | None = None
+) -> dict:
     """Grade the same ``n_submissions`` correct submissions of every assignment three ways, side by side.
 
     * ``plain``: nbgrader's own ``nbgrader autograde`` command, serially, with nbgrader's default
@@ -58,22 +64,33 @@ def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, 
         assignments = [assignment]
     else:
         assignments = list(assignment)
-    figures: dict = {"assignments": assignments, "n_submissions": n_submissions, "workers": workers,
-                     "cores": default_workers(), "rows": []}
+    figures: dict = {
+        "assignments": assignments,
+        "n_submissions": n_submissions,
+        "workers": workers,
+        "cores": default_workers(),
+        "rows": [],
+    }
     plain_env = tool_env(headless=True)
     plain_env.pop(GRADING_ENV, None)  # plain nbgrader knows nothing of grading mode
     with tempfile.TemporaryDirectory(prefix="hm-bench-") as scratch:
         plain_root = Path(scratch) / "plain"
         plain_root.mkdir()
-        shutil.copytree(REPO / "solutions", plain_root / "source",
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            REPO / "solutions",
+            plain_root / "source",
+            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"),
+        )
         (plain_root / "nbgrader_config.py").write_text(  # nbgrader's defaults, but for where the course is
             f"c = get_config()\nc.CourseDirectory.root = {str(plain_root)!r}\n"
-            "c.CourseDirectory.course_id = 'plain-nbgrader'\n", encoding="utf-8")
+            "c.CourseDirectory.course_id = 'plain-nbgrader'\n",
+            encoding="utf-8",
+        )
 
         def plain_nbgrader(*args: str) -> None:
-            run = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=plain_root, env=plain_env,
-                                 capture_output=True, text=True)
+            run = subprocess.run(
+                [sys.executable, "-m", "nbgrader", *args], cwd=plain_root, env=plain_env, capture_output=True, text=True
+            )
             if run.returncode != 0:
                 raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
 
@@ -81,12 +98,14 @@ def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, 
             from nbgrader.api import Gradebook
 
             with Gradebook(f"sqlite:///{plain_root / 'gradebook.db'}") as book:
-                return sum(book.find_submission(name, f"student{i:03d}").score
-                           == book.find_assignment(name).max_score for i in range(n_submissions))
+                return sum(
+                    book.find_submission(name, f"student{i:03d}").score == book.find_assignment(name).max_score
+                    for i in range(n_submissions)
+                )
 
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
         for name in assignments:
-            row: dict = {"assignment": name}
+            row: dict = {"assignment": name, "load": os.getloadavg()[0]}  # other work on the machine, as it began
             notebook = filled_submission(courses["one"], name)
             notebook_name = expected_notebooks(courses["one"], name)[0]
             plain_nbgrader("generate_assignment", name, "--force")
@@ -104,11 +123,13 @@ def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, 
                 started = time.perf_counter()
                 results = grade(courses[mode], name, workers=count, progress=False)
                 row[f"{mode}_seconds"] = time.perf_counter() - started
-                row[f"{mode}_full_marks"] = sum(r.status == Status.GRADED and r.total == r.max_total
-                                                for r in results.values())
+                row[f"{mode}_full_marks"] = sum(
+                    r.status == Status.GRADED and r.total == r.max_total for r in results.values()
+                )
                 row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
-                row[f"{mode}_problems"] = [r.line() for r in results.values()
-                                           if not (r.status == Status.GRADED and r.total == r.max_total)][:3]
+                row[f"{mode}_problems"] = [
+                    r.line() for r in results.values() if not (r.status == Status.GRADED and r.total == r.max_total)
+                ][:3]
             for mode in ("plain", "one", "two"):
                 row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / n_submissions
             row["one_over_plain"] = row["one_seconds"] / row["plain_seconds"]
@@ -138,19 +159,25 @@ def grading_throughput_benchmark(assignment: str | Iterable[str] | None = None, 
 
 def describe(figures: dict) -> str:
     n, workers = figures["n_submissions"], figures["workers"]
-    lines = [f"grading the same {n} correct submissions of each assignment ({figures['cores']} cores), "
-             "seconds per notebook (wall clock / submissions):",
-             f"  {'assignment':<18} {'plain nbgrader':>14} {'1 worker':>9} {f'{workers} workers':>10} "
-             f"{'1 worker/plain':>15} {'speedup':>8}  full marks"]
+    lines = [
+        f"grading the same {n} correct submissions of each assignment ({figures['cores']} cores), "
+        "seconds per notebook (wall clock / submissions):",
+        f"  {'assignment':<18} {'plain nbgrader':>14} {'1 worker':>9} {f'{workers} workers':>10} "
+        f"{'1 worker/plain':>15} {'speedup':>8}  full marks",
+    ]
     for r in figures["rows"]:
-        lines.append(f"  {r['assignment']:<18} {r['plain_per_notebook']:14.2f} {r['one_per_notebook']:9.2f} "
-                     f"{r['two_per_notebook']:10.2f} {r['one_over_plain']:14.2f}x {r['speedup']:7.2f}x  "
-                     f"{r['all_full_marks']}")
+        lines.append(
+            f"  {r['assignment']:<18} {r['plain_per_notebook']:14.2f} {r['one_per_notebook']:9.2f} "
+            f"{r['two_per_notebook']:10.2f} {r['one_over_plain']:14.2f}x {r['speedup']:7.2f}x  "
+            f"{r['all_full_marks']}"
+        )
     total = len(figures["rows"]) * n
-    lines += [f"  {'all':<18} {figures['plain_seconds'] / total:14.2f} {figures['one_seconds'] / total:9.2f} "
-              f"{figures['two_seconds'] / total:10.2f} {figures['one_over_plain']:14.2f}x {figures['speedup']:7.2f}x  "
-              f"{figures['all_full_marks']}",
-              f"  a class of {figures['class_students']} on these {len(figures['rows'])} assignments with {workers} "
-              f"workers: {figures['class_hours']:.2f} h ({figures['class_hours_wall']:.2f} h if every {n} "
-              "submissions paid the start-up again)"]
+    lines += [
+        f"  {'all':<18} {figures['plain_seconds'] / total:14.2f} {figures['one_seconds'] / total:9.2f} "
+        f"{figures['two_seconds'] / total:10.2f} {figures['one_over_plain']:14.2f}x {figures['speedup']:7.2f}x  "
+        f"{figures['all_full_marks']}",
+        f"  a class of {figures['class_students']} on these {len(figures['rows'])} assignments with {workers} "
+        f"workers: {figures['class_hours']:.2f} h ({figures['class_hours_wall']:.2f} h if every {n} "
+        "submissions paid the start-up again)",
+    ]
     return "\n".join(lines)

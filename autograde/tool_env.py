@@ -1,4 +1,5 @@
 """The environment in which the course runs nbgrader and its grading workers as subprocesses."""
+
 from __future__ import annotations
 
 import os

@@ -4,6 +4,7 @@ While a check runs a learner's function it *locks* the reference functions of th
 one of them then raises :class:`ReferenceUsedError`. Everywhere else (widgets, plots, the learner's
 own experiments) the reference implementations work normally.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -3,6 +3,7 @@
 Every public function of the course raises ``ValueError`` with a sentence that names the
 problem, so a learner who passes the wrong thing reads what was expected and what came back.
 """
+
 from __future__ import annotations
 
 import numbers

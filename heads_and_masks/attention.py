@@ -8,6 +8,7 @@ Conventions of the whole course:
 * inputs are never modified in place;
 * the result has the float type of the inputs (float32 in, float32 out).
 """
+
 from __future__ import annotations
 
 import math

@@ -5,6 +5,7 @@ These are the readouts of the lesson's widget (notebook 03). Each is defined on 
 numbers that actually enter the softmax: ``q·k / (sqrt(d) · T)`` (or ``q·k / T`` when the division
 by sqrt(d) is switched off), and on the weights the masked softmax makes of them.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -23,6 +23,7 @@ busy machine can spend far longer synchronising its threads than multiplying (me
 first tiled kernel 3 to 10 times slower with two threads under load, normal with one). One thread for
 all compares the work each version does, which is the question.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -86,8 +87,16 @@ def peak_bytes(function, *args) -> int:
 
 
 @idle_while_grading(list)
-def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, repeats=5, seed=0,
-                               threads: int | None = 1, dtype="float64", torch: bool = False) -> list[dict]:
+def causal_attention_benchmark(
+    sizes=(512, 1024, 2048, 4096),
+    d=64,
+    block=128,
+    repeats=5,
+    seed=0,
+    threads: int | None = 1,
+    dtype="float64",
+    torch: bool = False,
+) -> list[dict]:
     """One row per sequence length n: times, speedups, work rate and peak memory of every version.
 
     ``threads`` is the number of BLAS threads all versions get (None: leave numpy's setting alone).
@@ -119,9 +128,10 @@ def causal_attention_benchmark(sizes=(512, 1024, 2048, 4096), d=64, block=128, r
     if not np.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype must be a float type, got {dtype}")
     sdpa = _torch_causal_attention(threads) if torch else None
-    with blas_threads(threads), (sdpa or contextlib.nullcontext(None)) as run_torch:
-        return [_measure(n, d, block, repeats, np.random.default_rng([seed, n]), threads, dtype, run_torch)
-                for n in sizes]
+    with blas_threads(threads), sdpa or contextlib.nullcontext(None) as run_torch:
+        return [
+            _measure(n, d, block, repeats, np.random.default_rng([seed, n]), threads, dtype, run_torch) for n in sizes
+        ]
 
 
 def torch_version() -> str | None:
@@ -196,7 +206,12 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
     matmul_gflops = 2 * MATMUL_SIZE**3 / seconds["matmul"] / 1e9
     torch_seconds = seconds.get("torch")
     return {
-        "n": n, "d": d, "block": block, "repeats": repeats, "threads": threads, "dtype": dtype.name,
+        "n": n,
+        "d": d,
+        "block": block,
+        "repeats": repeats,
+        "threads": threads,
+        "dtype": dtype.name,
         "full_seconds": seconds["full"],
         "unmasked_seconds": seconds["unmasked"],
         "tiled_seconds": seconds["tiled"],
@@ -222,22 +237,26 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
 
 def format_benchmark(rows: list[dict]) -> str:
     """The rows as a plain-text table (for the notebook and the bench command)."""
-    header = (f"{'dtype':>7} {'n':>5} {'full+mask':>10} {'unmasked':>9} {'tiled':>8} {'vs mask':>8} "
-              f"{'vs unmasked':>11} {'2n/(n+1)':>8} {'computed':>8} {'GFLOP/s':>7} {'of matmul':>9} "
-              f"{'tiled peak':>10} {'/ full':>7}")
+    header = (
+        f"{'dtype':>7} {'n':>5} {'full+mask':>10} {'unmasked':>9} {'tiled':>8} {'vs mask':>8} "
+        f"{'vs unmasked':>11} {'2n/(n+1)':>8} {'computed':>8} {'GFLOP/s':>7} {'of matmul':>9} "
+        f"{'tiled peak':>10} {'/ full':>7}"
+    )
     lines = [header, f"{'':>13} {'(ms)':>10} {'(ms)':>9} {'(ms)':>8}"]
     for r in rows:
         lines.append(
             f"{r['dtype']:>7} {r['n']:>5} {r['full_seconds'] * 1e3:>10.1f} {r['unmasked_seconds'] * 1e3:>9.1f} "
             f"{r['tiled_seconds'] * 1e3:>8.1f} {r['speedup']:>7.2f}× {r['speedup_over_unmasked']:>10.2f}× "
             f"{r['theoretical_speedup']:>7.3f}× {r['computed_fraction']:>8.1%} {r['tiled_gflops']:>7.1f} "
-            f"{r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB {r['memory_ratio']:>7.4f}")
+            f"{r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB {r['memory_ratio']:>7.4f}"
+        )
     return "\n".join(lines)
 
 
 @idle_while_grading(dict)
-def time_by_tile_size(n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
-                      ) -> dict[int, float]:
+def time_by_tile_size(
+    n: int, blocks, d: int = 64, repeats: int = 3, seed: int = 0, threads: int | None = 1
+) -> dict[int, float]:
     """Seconds (best of ``repeats`` runs) of the tiled kernel at one n for each tile size: the cost of many small tiles.
 
     Like the benchmark, it runs with ``threads`` BLAS threads (see ``benchmarks.blas_threads``).

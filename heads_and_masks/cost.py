@@ -9,6 +9,7 @@ Only the matrix products are counted: the scaling by 1/sqrt(d) and the softmax t
 :func:`counted_multi_head_attention` runs a real forward pass and records every product it makes,
 so the formula ``4nD² + 2n²D`` is checked against what was actually computed.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -84,11 +85,24 @@ def cost_table(n: int, width: int, heads: int, seed: int = 0) -> list[dict]:
     w_q, w_k, w_v, w_o = rng.normal(size=(4, width, width)) / np.sqrt(width)
     _, products = counted_multi_head_attention(x, w_q, w_k, w_v, w_o, heads)
     # what the formula says for each product: nD² per projection, n²D per n×n product
-    formula = {"Q": ("n·D²", n * width**2), "K": ("n·D²", n * width**2), "V": ("n·D²", n * width**2),
-               "s": ("n²·D", n * n * width), "w": ("n²·D", n * n * width), "o": ("n·D²", n * width**2)}
+    formula = {
+        "Q": ("n·D²", n * width**2),
+        "K": ("n·D²", n * width**2),
+        "V": ("n·D²", n * width**2),
+        "s": ("n²·D", n * n * width),
+        "w": ("n²·D", n * n * width),
+        "o": ("n·D²", n * width**2),
+    }
     rows = []
     for product in products:
         text, value = formula[product.name[0]]
-        rows.append({"product": product.name, "shapes": f"{product.left_shape} @ {product.right_shape}",
-                     "counted": product.multiply_adds, "formula": text, "formula value": value})
+        rows.append(
+            {
+                "product": product.name,
+                "shapes": f"{product.left_shape} @ {product.right_shape}",
+                "counted": product.multiply_adds,
+                "formula": text,
+                "formula value": value,
+            }
+        )
     return rows

@@ -10,6 +10,7 @@ nbgrader lay them out), runs the answer cell that defines the function here, and
 replaces the calling cell's text by that code (as IPython's ``%load`` does). From then on the code is
 part of this notebook: it is saved and handed in with it, graded with it, and can be edited here.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,10 @@ import re
 import sys
 from pathlib import Path
 
-HEADER = ("# Your `{name}` from notebook {notebook}, brought here by bring_answer: it is part of this notebook now\n"
-          "# (edit it here, or type the bring_answer line again to bring a newer version from {notebook}).\n")
+HEADER = (
+    "# Your `{name}` from notebook {notebook}, brought here by bring_answer: it is part of this notebook now\n"
+    "# (edit it here, or type the bring_answer line again to bring a newer version from {notebook}).\n"
+)
 
 
 class NotBroughtError(NotImplementedError):
@@ -63,16 +66,20 @@ def bring_answer(name: str, from_notebook: str, *, here: Path | None = None, nam
         namespace = shell.user_ns if shell is not None else sys._getframe(1).f_globals
     found = next((path for path in _candidates(from_notebook, here) if path.is_file()), None)
     if found is None:
-        why = (f"your {name} from notebook {from_notebook} was not brought into this notebook: "
-               f"{from_notebook}/{from_notebook}.ipynb is not beside this notebook's folder. Open this notebook "
-               f"in JupyterLab next to {from_notebook} and run the cell that calls bring_answer, or write {name} here.")
+        why = (
+            f"your {name} from notebook {from_notebook} was not brought into this notebook: "
+            f"{from_notebook}/{from_notebook}.ipynb is not beside this notebook's folder. Open this notebook "
+            f"in JupyterLab next to {from_notebook} and run the cell that calls bring_answer, or write {name} here."
+        )
         print(why)
         namespace[name] = _stand_in(name, why)
         return namespace[name]
     source = answer_source(name, found)
     if source is None or "raise NotImplementedError" in source:
-        why = (f"your {name} in notebook {from_notebook} is not written yet: write it there, save that notebook, "
-               f"and run this cell again.")
+        why = (
+            f"your {name} in notebook {from_notebook} is not written yet: write it there, save that notebook, "
+            f"and run this cell again."
+        )
         print(why)
         namespace[name] = _stand_in(name, why)
         return namespace[name]
@@ -80,8 +87,10 @@ def bring_answer(name: str, from_notebook: str, *, here: Path | None = None, nam
     exec(compile(source, f"<your {name} from {from_notebook}>", "exec"), namespace)  # noqa: S102
     if shell is not None:  # the cell becomes the code itself (IPython's %load does the same)
         shell.set_next_input(HEADER.format(name=name, notebook=from_notebook) + source, replace=True)
-    print(f"your {name} from notebook {from_notebook} is defined here" + (
-        "; this cell now holds its code" if shell is not None else ""))
+    print(
+        f"your {name} from notebook {from_notebook} is defined here"
+        + ("; this cell now holds its code" if shell is not None else "")
+    )
     return namespace[name]
 
 

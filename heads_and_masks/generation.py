@@ -16,6 +16,7 @@
 
 Shapes follow the course: ``(b, h, n, d)``; masks are boolean, True = may attend, indexed [query, key].
 """
+
 from __future__ import annotations
 
 import csv
@@ -42,8 +43,9 @@ def decode_step(q_new, k_new, v_new, k_cache, v_cache):
     key and, causally, the new keys up to their own (the bottom-right mask of ``bottom_right_causal_mask``).
     Returns ``(out, k_cache, v_cache)``: out (b, h, t, d); the caches (b, h, n + t, d), new copies.
     """
-    q_new, k_new, v_new = (float_array(name, a, ndim=4) for name, a in (("q_new", q_new), ("k_new", k_new),
-                                                                      ("v_new", v_new)))
+    q_new, k_new, v_new = (
+        float_array(name, a, ndim=4) for name, a in (("q_new", q_new), ("k_new", k_new), ("v_new", v_new))
+    )
     k_cache, v_cache = float_array("k_cache", k_cache, ndim=4), float_array("v_cache", v_cache, ndim=4)
     if k_cache.shape[:2] != k_new.shape[:2] or k_cache.shape[-1] != k_new.shape[-1]:
         raise ValueError(f"k_cache {k_cache.shape} and k_new {k_new.shape} must agree on (b, h, ·, d)")
@@ -65,8 +67,9 @@ def generate_with_cache(q, k, v, prompt: int, chunk: int = 1):
     outputs = []
     starts = [0] + list(range(max(prompt, 1), n, chunk)) if n else []
     for start, stop in zip(starts, starts[1:] + [n]):
-        out, k_cache, v_cache = decode_step(q[:, :, start:stop], k[:, :, start:stop], v[:, :, start:stop],
-                                            k_cache, v_cache)
+        out, k_cache, v_cache = decode_step(
+            q[:, :, start:stop], k[:, :, start:stop], v[:, :, start:stop], k_cache, v_cache
+        )
         outputs.append(out)
     return np.concatenate(outputs, axis=2) if outputs else np.zeros_like(q)
 
@@ -123,7 +126,7 @@ def rolling_cache_write(cache, new, position):
     out = np.array(cache, dtype=np.result_type(cache, new), copy=True)  # (..., w, d)
     keep = min(t, w)  # the last w tokens; earlier ones would be overwritten anyway
     positions = np.arange(position + t - keep, position + t)  # (keep,)
-    out[..., positions % w, :] = new[..., t - keep:, :]  # distinct slots: keep <= w
+    out[..., positions % w, :] = new[..., t - keep :, :]  # distinct slots: keep <= w
     return out
 
 
@@ -299,7 +302,8 @@ def mla_cache_bytes(n_layers, latent_dim, rope_dim, seq_len, batch=1, bytes_per_
     """Multi-head latent attention keeps one compressed vector per token and layer (``latent_dim``, shared by
     every head, from which K and V are rebuilt) plus one small rotary key (``rope_dim``), not K and V per head."""
     values = (whole_number("latent_dim", latent_dim) + whole_number("rope_dim", rope_dim)) * whole_number(
-        "n_layers", n_layers)
+        "n_layers", n_layers
+    )
     return int(round(values * whole_number("seq_len", seq_len) * whole_number("batch", batch) * bytes_per_value))
 
 
@@ -331,10 +335,19 @@ class CacheLayout:
         if self.latent_dim is not None:
             return mla_cache_bytes(self.layers, self.latent_dim, self.rope_dim or 0, seq_len, batch, bytes_per_value)
         if self.local_layers == 0:
-            return mixed_cache_bytes(0, self.global_layers, 1, self.kv_heads, self.head_dim, seq_len, batch,
-                                     bytes_per_value)
-        return mixed_cache_bytes(self.local_layers, self.global_layers, self.window, self.kv_heads, self.head_dim,
-                                 seq_len, batch, bytes_per_value)
+            return mixed_cache_bytes(
+                0, self.global_layers, 1, self.kv_heads, self.head_dim, seq_len, batch, bytes_per_value
+            )
+        return mixed_cache_bytes(
+            self.local_layers,
+            self.global_layers,
+            self.window,
+            self.kv_heads,
+            self.head_dim,
+            seq_len,
+            batch,
+            bytes_per_value,
+        )
 
     def bytes_per_token(self, seq_len: int, bytes_per_value: float = 2) -> float:
         """The cache of ``seq_len`` tokens divided by ``seq_len``: flat for global layers, falling for local ones."""
@@ -352,12 +365,21 @@ def _layered_rows() -> tuple[CacheLayout, ...]:
     rows = []
     with open(data_dir() / "layered_models.csv", newline="", encoding="utf-8") as file:
         for row in csv.DictReader(file):
-            rows.append(CacheLayout(
-                model=row["model"], attention=row["attention"], local_layers=int(row["local_layers"]),
-                global_layers=int(row["global_layers"]), window=_int_or_none(row["window"]),
-                kv_heads=int(row["kv_heads"]), head_dim=int(row["head_dim"]),
-                latent_dim=_int_or_none(row["latent_dim"]), rope_dim=_int_or_none(row["rope_dim"]),
-                context=int(row["context"]), source=row["config_source"]))
+            rows.append(
+                CacheLayout(
+                    model=row["model"],
+                    attention=row["attention"],
+                    local_layers=int(row["local_layers"]),
+                    global_layers=int(row["global_layers"]),
+                    window=_int_or_none(row["window"]),
+                    kv_heads=int(row["kv_heads"]),
+                    head_dim=int(row["head_dim"]),
+                    latent_dim=_int_or_none(row["latent_dim"]),
+                    rope_dim=_int_or_none(row["rope_dim"]),
+                    context=int(row["context"]),
+                    source=row["config_source"],
+                )
+            )
     return tuple(rows)
 
 
@@ -370,9 +392,18 @@ def cache_layouts(rolling_buffer: bool = True) -> dict[str, CacheLayout]:
     for config in load_models().values():
         local = config.layers if (rolling_buffer and config.sliding_window is not None) else 0
         layouts[config.model] = CacheLayout(
-            model=config.model, attention=config.attention, local_layers=local, global_layers=config.layers - local,
-            window=config.sliding_window, kv_heads=config.kv_heads, head_dim=config.head_dim, latent_dim=None,
-            rope_dim=None, context=config.context, source=config.config_source)
+            model=config.model,
+            attention=config.attention,
+            local_layers=local,
+            global_layers=config.layers - local,
+            window=config.sliding_window,
+            kv_heads=config.kv_heads,
+            head_dim=config.head_dim,
+            latent_dim=None,
+            rope_dim=None,
+            context=config.context,
+            source=config.config_source,
+        )
     layouts.update({layout.model: layout for layout in _layered_rows()})
     return layouts
 
@@ -395,7 +426,10 @@ def step_mask(policy: str, start: int, stop: int, window: int | None = None, sin
 
 def generation_steps(total: int, prompt: int, chunk: int) -> list[tuple[int, int]]:
     """The (start, stop) positions of each step: the prompt in one step, then ``chunk`` tokens per step."""
-    total, prompt, chunk = whole_number("total", total), whole_number("prompt", prompt, minimum=1), whole_number(
-        "chunk", chunk, minimum=1)
+    total, prompt, chunk = (
+        whole_number("total", total),
+        whole_number("prompt", prompt, minimum=1),
+        whole_number("chunk", chunk, minimum=1),
+    )
     starts = [0] + list(range(prompt, total, chunk))
     return [(a, min(b, total)) for a, b in zip(starts, starts[1:] + [total]) if a < total]

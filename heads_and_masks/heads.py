@@ -3,6 +3,7 @@
 The split is one axis factorised into two, ``b n (h d) -> b h n d``: head i owns the columns
 ``i*d : (i+1)*d`` of the width. Nothing is computed by the split itself.
 """
+
 from __future__ import annotations
 
 import numpy as np

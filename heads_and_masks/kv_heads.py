@@ -2,6 +2,7 @@
 
 Query head i reads KV head ``i // (h // g)``: consecutive query heads share one KV head.
 """
+
 from __future__ import annotations
 
 import numbers

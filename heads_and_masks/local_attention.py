@@ -5,6 +5,7 @@ entries instead of the causal n(n+1)/2, and a KV cache that never holds more tha
 A block-sparse mask is decided per tile of ``block`` × ``block`` entries: a small boolean *layout*
 says which (query block, key block) tiles are computed, and a kernel's work is the kept tiles.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,6 +31,7 @@ MISTRAL_7B = {
 # "positions between i - W and i". xformers' local attention masks, which Mistral's own inference code
 # uses (``make_local_attention(sliding_window)``), use ``diagonal=-window_size + 1``: w keys, as this course.
 
+
 def window_as_in_mistral_reference(n, w):
     """(n, n) bool: ``triu(tril(ones), -w)``, the band of mistral-src's one_file_ref.py (w + 1 keys)."""
     return np.triu(np.tril(np.ones((n, n), dtype=bool)), -whole_number("window w", w, minimum=1))
@@ -41,6 +43,7 @@ def window_as_in_xformers(n, w):
 
 
 # Masks combined with OR: a key is allowed if one rule OR another allows it.
+
 
 def prefix_lm_mask(n, prefix):
     """(n, n) bool: the first ``prefix`` tokens see one another both ways, the rest causally (a prefix LM):
@@ -94,6 +97,7 @@ def receptive_field(n, w, layers):
 
 # ---------------------------------------------------------------------------------------------
 # Block-sparse layouts: (n_blocks, n_blocks) bool, [query block, key block], causal at block level
+
 
 def local_layout(n_blocks, width=2):
     """Each query block sees its own block and the ``width - 1`` blocks before it (a blocky window)."""

@@ -4,6 +4,7 @@ Every mask here is indexed ``[query, key]`` and broadcasts to ``(b, h, n_q, n_k)
 (padding, causal, window, block-sparse) combine with a logical AND; rules that grant attention (a prefix
 seen both ways, attention sinks, global tokens) combine with OR (see ``local_attention``).
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -6,6 +6,7 @@ or a paper) and the second source it was checked against. Sizes are in bytes and
 units, as memory is built: ``GiB`` = 2³⁰ bytes, ``KiB`` = 2¹⁰ bytes. A GPU sold as "80 GB" holds
 80 GiB (its memory chips come in powers of two), which is 85.9 × 10⁹ bytes.
 """
+
 from __future__ import annotations
 
 import csv
@@ -97,16 +98,27 @@ def _load_models() -> tuple[ModelConfig, ...]:
     rows = []
     with open(data_dir() / "models.csv", newline="", encoding="utf-8") as file:
         for row in csv.DictReader(file):
-            rows.append(ModelConfig(
-                model=row["model"], attention=row["attention"],
-                layers=int(row["layers"]), query_heads=int(row["query_heads"]), kv_heads=int(row["kv_heads"]),
-                head_dim=int(row["head_dim"]), hidden=int(row["hidden"]), parameters=int(row["parameters"]),
-                context=int(row["context"]), sliding_window=_int_or_none(row["sliding_window"]),
-                config_source=row["config_source"], parameters_source=row["parameters_source"],
-                context_source=row["context_source"], second_source=row["second_source"],
-                published_kv_bytes_per_token=_int_or_none(row["published_kv_bytes_per_token"]),
-                published_kv_source=row["published_kv_source"], note=row["note"],
-            ))
+            rows.append(
+                ModelConfig(
+                    model=row["model"],
+                    attention=row["attention"],
+                    layers=int(row["layers"]),
+                    query_heads=int(row["query_heads"]),
+                    kv_heads=int(row["kv_heads"]),
+                    head_dim=int(row["head_dim"]),
+                    hidden=int(row["hidden"]),
+                    parameters=int(row["parameters"]),
+                    context=int(row["context"]),
+                    sliding_window=_int_or_none(row["sliding_window"]),
+                    config_source=row["config_source"],
+                    parameters_source=row["parameters_source"],
+                    context_source=row["context_source"],
+                    second_source=row["second_source"],
+                    published_kv_bytes_per_token=_int_or_none(row["published_kv_bytes_per_token"]),
+                    published_kv_source=row["published_kv_source"],
+                    note=row["note"],
+                )
+            )
     return tuple(rows)
 
 
@@ -129,8 +141,15 @@ def load_gpus() -> dict[str, int]:
         return {row["gpu"]: int(row["memory_gib"]) * GiB for row in csv.DictReader(file)}
 
 
-def longest_context(config: ModelConfig, memory_bytes: int, *, batch: int = 1, bytes_per_value: float = 2,
-                    kv_heads: int | None = None, rolling_buffer: bool = False) -> float:
+def longest_context(
+    config: ModelConfig,
+    memory_bytes: int,
+    *,
+    batch: int = 1,
+    bytes_per_value: float = 2,
+    kv_heads: int | None = None,
+    rolling_buffer: bool = False,
+) -> float:
     """The most tokens per sequence whose cache fits beside the weights in ``memory_bytes``.
 
     0 when the weights alone do not fit; ``math.inf`` when a rolling buffer (sliding window) keeps

@@ -5,6 +5,7 @@ embedding of a padding token). The padding mask keeps every query from attending
 Forget it and a sequence's output depends on how long its neighbours in the batch are: nothing
 crashes, the numbers are just different, and short sequences suffer most.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,8 +43,9 @@ def _check_batch(q, k, v, lengths):
     k = float_array("k", k, ndim=3)
     v = float_array("v", v, ndim=3)
     if q.shape != k.shape or v.shape[:2] != q.shape[:2]:
-        raise ValueError(f"q, k must be (b, n, d) and v (b, n, d_v) with the same b and n: "
-                         f"got {q.shape}, {k.shape}, {v.shape}")
+        raise ValueError(
+            f"q, k must be (b, n, d) and v (b, n, d_v) with the same b and n: got {q.shape}, {k.shape}, {v.shape}"
+        )
     if len(np.atleast_1d(lengths)) != q.shape[0]:
         raise ValueError(f"lengths must give one length per sequence (b = {q.shape[0]}), got {lengths!r}")
     return q, k, v

@@ -4,6 +4,7 @@ Counts get thousands separators (4,027,056,128, not 4.027e+09); other numbers ge
 digits in plain positional notation (0.07292, 13.7, 13,744), never an exponent; and a number too
 small to matter at that precision is written 0 (an entropy of 1.07e-28 bits is an entropy of 0).
 """
+
 from __future__ import annotations
 
 import math

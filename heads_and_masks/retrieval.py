@@ -8,6 +8,7 @@ and at every position t ≥ 1 we want both ``content_{t-1}`` (rule "previous tok
 (rule "first token"). A head's output is one weighted average of its values, so a single head can only
 hand back a *mix* of the two; two heads, one per rule, hand back both, each intact.
 """
+
 from __future__ import annotations
 
 import math

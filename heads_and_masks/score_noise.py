@@ -13,6 +13,7 @@ The match *wins* when its score is higher than every other key's. ``winning_rate
 by simulation; ``exact_winning_rate`` computes the same probability by integration (derivation in
 :func:`win_probability`), so the two check each other.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,8 +40,22 @@ def normal_cdf(x):
     """
     z = np.abs(np.asarray(x, dtype=float)) / math.sqrt(2.0)
     t = 1.0 / (1.0 + 0.5 * z)
-    poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 + t * (
-        0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    poly = -1.26551223 + t * (
+        1.00002368
+        + t
+        * (
+            0.37409196
+            + t
+            * (
+                0.09678418
+                + t
+                * (
+                    -0.18628806
+                    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))
+                )
+            )
+        )
+    )
     erfc = t * np.exp(-z * z + poly)  # erfc(|x| / √2)
     return np.where(np.asarray(x) >= 0, 1.0 - 0.5 * erfc, 0.5 * erfc)
 
@@ -89,7 +104,9 @@ def win_probability(d, query_noise, key_noise, rivals, *, match_noise=None, grid
     centre = math.sqrt(d)
     t = np.linspace(max(0.0, centre - 12.0), centre + 12.0, grid)  # the chi density lives near √d
     safe_t = np.where(t > 0, t, 1.0)
-    log_density = np.where(t > 0, (d - 1) * np.log(safe_t), 0.0 if d == 1 else -np.inf) - t**2 / 2  # chi, up to a constant
+    log_density = (
+        np.where(t > 0, (d - 1) * np.log(safe_t), 0.0 if d == 1 else -np.inf) - t**2 / 2
+    )  # chi, up to a constant
     t_weights = np.exp(log_density - log_density.max())
     t_weights[[0, -1]] *= 0.5  # the trapezoid rule
     t_weights /= t_weights.sum()
@@ -145,9 +162,11 @@ def bank_partial_sums(d_values, n_keys, trials, seed):
         meaning = rng.normal(size=(size, n_keys, width))  # (trials, keys, width); key 0 is the match
         key_noise = rng.normal(size=(size, n_keys, width))
         query_meaning, query_noise = meaning[:, :1], rng.normal(size=(size, 1, width))
-        pieces = (query_meaning * meaning,  # ab
-                  query_meaning * key_noise + query_noise * meaning,  # ae' + eb
-                  query_noise * key_noise)  # ee'
+        pieces = (
+            query_meaning * meaning,  # ab
+            query_meaning * key_noise + query_noise * meaning,  # ae' + eb
+            query_noise * key_noise,
+        )  # ee'
         for index, piece in enumerate(pieces):
             blocks = np.add.reduceat(piece, starts, axis=-1)  # (trials, keys, len(d_values))
             parts[index, :, t] = np.cumsum(blocks, axis=-1).transpose(2, 0, 1)

@@ -5,6 +5,7 @@ The queries and keys are not from a trained model: each token gets a fixed rando
 numbers. A dot product of d such numbers has a spread of about sqrt(d), which is exactly the growth
 the division by sqrt(d) is there to cancel.
 """
+
 from __future__ import annotations
 
 import numpy as np

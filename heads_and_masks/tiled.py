@@ -5,6 +5,7 @@ kernel walks over tiles of ``block`` queries × ``block`` keys, never computes a
 entirely above the diagonal, masks inside the diagonal tiles, and keeps a running (online)
 softmax, so the n × n matrix never exists: memory is O(n · block).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -142,11 +143,11 @@ def blocked_causal_attention(q, k, v, block):
         acc = np.zeros((rows, d_v), dtype=dtype)  # the unnormalised weighted sum of values
         for k_start in range(0, q_end, keys_per_product):  # keys after the diagonal tile are never reached
             k_end = min(k_start + keys_per_product, q_end)
-            scores = scores_memory[:rows * (k_end - k_start)].reshape(rows, k_end - k_start)  # (B, K)
+            scores = scores_memory[: rows * (k_end - k_start)].reshape(rows, k_end - k_start)  # (B, K)
             np.matmul(q_tile, k[k_start:k_end].T, out=scores)
             computed += scores.size
             if k_end == q_end:  # the group ends with the diagonal tile: hide the keys after each query
-                np.copyto(scores[:, q_start - k_start:], -np.inf, where=future[:rows, :rows])
+                np.copyto(scores[:, q_start - k_start :], -np.inf, where=future[:rows, :rows])
             new_max = np.maximum(running_max, scores.max(axis=1, keepdims=True))  # finite: every row has a key
             rescale = np.exp2(running_max - new_max)  # shrink what was summed under the old maximum
             scores -= new_max

@@ -18,6 +18,7 @@ The backward pass of masked scaled dot-product attention (:func:`attention_backw
 skill of the notebook; the rest of the backward pass is plain matrix calculus. Everything is
 deterministic: the same seed gives the same data, the same initial weights and the same curves.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -204,12 +205,12 @@ def loss_and_dlogits(logits, targets):
     b, n, rules, V = logits.shape
     shifted = logits - logits.max(axis=-1, keepdims=True)
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (b, n, 2, V)
-    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]  # (b, n, 2)
+    onehot = targets[..., None] == np.arange(V)  # (b, n, 2, V), True at the right token
+    picked = np.sum(log_probs * onehot, axis=-1)  # (b, n, 2) log-probability of the right token
     scored = picked[:, 1:]  # position 0 has no previous token
     per_rule = -scored.mean(axis=(0, 1))  # (2,)
     count = scored.shape[0] * scored.shape[1] * rules
-    dlogits = np.exp(log_probs)
-    np.put_along_axis(dlogits, targets[..., None], np.take_along_axis(dlogits, targets[..., None], -1) - 1, -1)
+    dlogits = np.exp(log_probs) - onehot  # softmax minus one-hot: the gradient of cross-entropy
     dlogits[:, 0] = 0.0
     return float(per_rule.mean()), dlogits / count, per_rule
 
@@ -225,14 +226,16 @@ def backward(params, cache, dlogits, config: Config):
     dgated = split_heads(dy @ params["w_o"].T, config.heads)  # (b, h, n, d): the merge read backwards
     dheads = dgated * cache["gate"][:, None, None]
     # attention_backward, every head at once, with the weights the forward pass kept
-    dq, dk, dv = _backward_from_weights(cache["q"], cache["k"], cache["v"], cache["weights"], dheads)  # (b, h, n, d) each
+    dq, dk, dv = _backward_from_weights(
+        cache["q"], cache["k"], cache["v"], cache["weights"], dheads
+    )  # (b, h, n, d) each
     dx = dy.copy()  # the residual path
     for name, dpart in (("w_q", dq), ("w_k", dk), ("w_v", dv)):
         dproj = _unsplit(dpart, config)  # (b, n, D)
         grads[name] = _flat(x).T @ _flat(dproj)
         dx += dproj @ params[name].T
-    grads["token"] = np.zeros_like(params["token"])
-    np.add.at(grads["token"], cache["ids"], dx)  # a token used twice gets both gradients
+    used = cache["ids"][..., None] == np.arange(config.vocab)  # (b, n, V), one-hot
+    grads["token"] = _flat(used).T.astype(dx.dtype) @ _flat(dx)  # (V, D): a token used twice gets both gradients
     grads["position"] = np.zeros_like(params["position"])
     grads["position"][:n] = dx.sum(axis=0)
     return grads
@@ -268,8 +271,8 @@ class Adam:
         for name, g in grads.items():
             self.m[name] = self.beta1 * self.m[name] + (1 - self.beta1) * g
             self.s[name] = self.beta2 * self.s[name] + (1 - self.beta2) * g * g
-            m_hat = self.m[name] / (1 - self.beta1 ** self.t)
-            s_hat = self.s[name] / (1 - self.beta2 ** self.t)
+            m_hat = self.m[name] / (1 - self.beta1**self.t)
+            s_hat = self.s[name] / (1 - self.beta2**self.t)
             params[name] -= self.lr * m_hat / (np.sqrt(s_hat) + self.eps)
 
 
@@ -294,12 +297,25 @@ class Run:
 
     def evaluate(self, keep=None, params=None, config=None):
         """(loss, per-rule loss) on the probe sequences, with heads ablated by ``keep``."""
-        return loss_of(self.params if params is None else params, self.probe_ids, self.probe_targets,
-                       self.config if config is None else config, keep)
+        return loss_of(
+            self.params if params is None else params,
+            self.probe_ids,
+            self.probe_targets,
+            self.config if config is None else config,
+            keep,
+        )
 
 
-def train(config: Config | None = None, *, seed: int = 0, steps: int = 250, batch: int = 64, lr: float = 0.03,
-          snapshots: int = 12, probe_batch: int = 256) -> Run:
+def train(
+    config: Config | None = None,
+    *,
+    seed: int = 0,
+    steps: int = 250,
+    batch: int = 64,
+    lr: float = 0.03,
+    snapshots: int = 12,
+    probe_batch: int = 256,
+) -> Run:
     """Train with Adam on fresh random batches; deterministic from ``seed``.
 
     In grading mode (``heads_and_masks.grading``) nothing is trained: the run holds its initial weights
@@ -329,8 +345,17 @@ def train(config: Config | None = None, *, seed: int = 0, steps: int = 250, batc
         optimiser.step(params, backward(params, cache, dlogits, config))
         losses.append(loss)
         rule_losses.append(per_rule)
-    return Run(config, params, np.array(losses), np.array(rule_losses).reshape(-1, 2), snapshot_steps, snapshot_params,
-               probe_ids, probe_targets, seed)
+    return Run(
+        config,
+        params,
+        np.array(losses),
+        np.array(rule_losses).reshape(-1, 2),
+        snapshot_steps,
+        snapshot_params,
+        probe_ids,
+        probe_targets,
+        seed,
+    )
 
 
 # ---------------------------------------------------------------------------- reading a trained model
@@ -367,8 +392,15 @@ def ablation_table(run: Run) -> np.ndarray:
 def compare_head_counts(head_counts=(1, 2, 4), seeds=(0, 1, 2, 3, 4), **train_options):
     """Final probe loss of the same width cut into different numbers of heads: {h: (len(seeds),) losses}."""
     base = train_options.pop("config", None) or Config()
-    return {h: np.array([train(dataclasses.replace(base, heads=h), seed=s, snapshots=2, **train_options).evaluate()[0]
-                         for s in seeds]) for h in head_counts}
+    return {
+        h: np.array(
+            [
+                train(dataclasses.replace(base, heads=h), seed=s, snapshots=2, **train_options).evaluate()[0]
+                for s in seeds
+            ]
+        )
+        for h in head_counts
+    }
 
 
 @functools.cache

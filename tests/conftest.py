@@ -1,4 +1,5 @@
 """Fixtures shared by the tests (the helpers live in tests/course.py)."""
+
 from __future__ import annotations
 
 import sys

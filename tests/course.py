@@ -2,6 +2,7 @@
 
 (Imported as ``course``; ``conftest`` only holds fixtures, since tests/browser has a conftest too.)
 """
+
 from __future__ import annotations
 
 import atexit
@@ -70,8 +71,15 @@ class ClassRun:
     results: dict[str, object]  # student -> autograde.results.Result, with its autograded notebook loaded
 
 
-def grade_class(assignment: str, submissions: dict[str, object], root: Path, *, workers: int = 2,
-                key: str = TEST_KEY, **grade_options) -> ClassRun:
+def grade_class(
+    assignment: str,
+    submissions: dict[str, object],
+    root: Path,
+    *,
+    workers: int = 2,
+    key: str = TEST_KEY,
+    **grade_options,
+) -> ClassRun:
     """Grade ``{student: notebook}`` (or ``{student: {file name: bytes}}``) for one assignment the way an
     instructor does: a course root at ``root``, the submissions collected from a folder, graded in
     parallel by ``pool.grade``. Every test that grades goes through here."""
@@ -125,11 +133,11 @@ def graded_batch(assignment: str) -> ClassRun:
     from catalog.attacks import ATTACKS, PROBE
     from submissions import submission
 
-    submissions: dict[str, object] = {"untouched": student_notebook(assignment),
-                                      "solution": submission(assignment, {})}
+    submissions: dict[str, object] = {"untouched": student_notebook(assignment), "solution": submission(assignment, {})}
     for answer in catalogs().get(assignment, []):
         submissions[f"catalog-{answer.name}"] = submission(
-            assignment, {k: answer.source(k) for k in answer.cells}, keep_stubs=answer.untouched)
+            assignment, {k: answer.source(k) for k in answer.cells}, keep_stubs=answer.untouched
+        )
     for attack in ATTACKS:
         if attack.assignment == assignment:
             submissions[f"attack-{attack.name}"] = attack.submission()

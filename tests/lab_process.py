@@ -4,6 +4,7 @@ Used by test_lab.py (the server, its terminals, its nbgrader) and browser/test_b
 learner sees). The copy holds tools/lab.py, tools/lab_config/ and notebooks/, so the real my-work/ is never
 touched; the kernels import the course package from the environment, as they do for a learner.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -66,20 +67,42 @@ class LabProcess:
     reader: threading.Thread | None = None
 
     def start(self) -> LabProcess:
-        command = [sys.executable, str(self.root / "tools" / "lab.py"), *self.arguments, "--ServerApp.ip=127.0.0.1",
-                   f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                   f"--IdentityProvider.token={self.token}", "--LabApp.news_url=", "--ServerApp.open_browser=False"]
+        command = [
+            sys.executable,
+            str(self.root / "tools" / "lab.py"),
+            *self.arguments,
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            "--LabApp.news_url=",
+            "--ServerApp.open_browser=False",
+        ]
         # a machine where Jupyter was never used: empty user config, workspaces and runtime folders
         home = self.runtime.parent / "jupyter-user"
-        env = dict(os.environ, PATH=BARE_PATH, JUPYTER_RUNTIME_DIR=str(self.runtime), PYTHONUNBUFFERED="1",
-                   JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
+        env = dict(
+            os.environ,
+            PATH=BARE_PATH,
+            JUPYTER_RUNTIME_DIR=str(self.runtime),
+            PYTHONUNBUFFERED="1",
+            JUPYTER_CONFIG_DIR=str(home / "config"),
+            JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
+        )
         env.pop("JUPYTER_CONFIG_PATH", None)
         # its own process group: lab.py starts JupyterLab as a child, and both must stop (as with Ctrl-C)
-        self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=subprocess.PIPE,
-                                        stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
-                                        start_new_session=True)
-        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.process.stdout.readline, "")),
-                                       daemon=True)
+        self.process = subprocess.Popen(
+            command,
+            cwd=self.root,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.reader = threading.Thread(
+            target=lambda: self.lines.extend(iter(self.process.stdout.readline, "")), daemon=True
+        )
         self.reader.start()
         return self
 
@@ -102,8 +125,9 @@ class LabProcess:
 
     def request(self, path: str, method: str = "GET", deadline: float | None = None):
         """(status, body) of a request to the server, waiting until ``deadline`` for it to come up."""
-        request = urllib.request.Request(f"{self.base_url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base_url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         while True:
             try:
                 with urllib.request.urlopen(request, timeout=120) as response:  # noqa: S310 (localhost only)
@@ -112,8 +136,9 @@ class LabProcess:
                 return error.code, error.read().decode()
             except (ConnectionError, urllib.error.URLError):
                 if self.process.poll() is not None:
-                    raise AssertionError(f"lab.py stopped (exit code {self.process.returncode}):\n"
-                                         f"{self.output[-3000:]}") from None
+                    raise AssertionError(
+                        f"lab.py stopped (exit code {self.process.returncode}):\n{self.output[-3000:]}"
+                    ) from None
                 if deadline is None or time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
@@ -147,7 +172,7 @@ class LabProcess:
         socket_url = f"ws://127.0.0.1:{self.port}/terminals/websocket/{name}?token={self.token}"
         connection = await websocket_connect(socket_url)
         marker = "finished-" + secrets.token_hex(4)
-        await connection.write_message(json.dumps(["stdin", f"{command}; echo {marker[:9]}\"{marker[9:]}\"\r"]))
+        await connection.write_message(json.dumps(["stdin", f'{command}; echo {marker[:9]}"{marker[9:]}"\r']))
         printed = ""
         deadline = time.monotonic() + timeout
         while marker not in printed:  # the marker is typed in two pieces, so only the echo matches it

@@ -1,4 +1,5 @@
 """Build submission notebooks from the released student notebook and a catalog answer."""
+
 from __future__ import annotations
 
 import copy
@@ -13,8 +14,11 @@ def grade_id(cell) -> str | None:
 
 
 def solution_sources(assignment: str) -> dict[str, str]:
-    return {grade_id(c): c.source for c in solution_notebook(assignment).cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+    return {
+        grade_id(c): c.source
+        for c in solution_notebook(assignment).cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
 
 
 def submission(assignment: str, replacements: dict[str, str], *, keep_stubs: bool = False) -> nbformat.NotebookNode:

@@ -1,6 +1,7 @@
 """Grading that cannot be gamed: every attack of the catalog earns nothing on the exercise it
 attacks, a probe from inside the grading kernel finds no network, solutions or gradebook, and the
 honest answers graded in the same runs keep full marks (tests/test_grading.py)."""
+
 from __future__ import annotations
 
 import ast
@@ -23,12 +24,23 @@ def test_attack_earns_nothing(attack):
 
 def test_probe_finds_nothing_from_inside_the_grading_kernel():
     result = graded_batch("00_start_here").results["probe"]
-    printed = [o.get("text", "") for c in result.notebook.cells for o in c.get("outputs", [])
-               if o.get("output_type") == "stream" and "PROBE" in o.get("text", "")]
+    printed = [
+        o.get("text", "")
+        for c in result.notebook.cells
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "stream" and "PROBE" in o.get("text", "")
+    ]
     assert printed, "the probe printed nothing"
     found = ast.literal_eval(printed[0].split("PROBE", 1)[1].strip())
     assert found["internet"] is False, found
-    for what in ("solutions", "authoring", "gradebooks", "other_submissions", "root_home", "course_root",
-                 "environment"):
+    for what in (
+        "solutions",
+        "authoring",
+        "gradebooks",
+        "other_submissions",
+        "root_home",
+        "course_root",
+        "environment",
+    ):
         assert not found[what], f"the grading kernel could see {what}: {found[what]}"
     assert result.total == result.max_total, "the probe's own answers are the solution"

@@ -37,7 +37,8 @@ def test_every_authoring_file_reads_as_the_notebook_it_builds():
     for path in sorted((REPO / "authoring").glob("[0-9][0-9]_*.py")):
         shown, built = jupytext.read(path), read_source(path)
         assert [(c.cell_type, c.source, c.metadata.get("nbgrader")) for c in shown.cells] == [
-            (c.cell_type, c.source, c.metadata.get("nbgrader")) for c in built.cells], path.name
+            (c.cell_type, c.source, c.metadata.get("nbgrader")) for c in built.cells
+        ], path.name
         assert any(c.metadata.get("nbgrader", {}).get("grade") for c in built.cells), path.name
 
 
@@ -64,8 +65,11 @@ def test_open_as_notebook_edit_save_build(author_copy):
     manager.save({"type": "notebook", "format": "json", "content": notebook}, f"authoring/{NAME}.py")
 
     after_text = path.read_text(encoding="utf-8")
-    changes = [line for line in difflib.unified_diff(before_text.splitlines(), after_text.splitlines(), lineterm="", n=0)
-               if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    changes = [
+        line
+        for line in difflib.unified_diff(before_text.splitlines(), after_text.splitlines(), lineterm="", n=0)
+        if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    ]
     assert changes == ["+#", "+# A sentence the author added.", "+", "+# %%", "+print('a new example')"], changes
     assert "kernelspec" not in after_text and "collapsed" not in after_text and "a new example\n" not in after_text
     assert after_text.startswith("# %% [markdown]")  # no header: what the build does not use is not kept
@@ -75,9 +79,12 @@ def test_open_as_notebook_edit_save_build(author_copy):
     assert after.cells[0].source == before.cells[0].source + "\n\nA sentence the author added."
     assert after.cells[1].source == "print('a new example')" and after.cells[1].metadata == {}
     assert [(c.cell_type, c.source, c.metadata) for c in after.cells[2:]] == [
-        (c.cell_type, c.source, c.metadata) for c in before.cells[1:]]
+        (c.cell_type, c.source, c.metadata) for c in before.cells[1:]
+    ]
     # graded cells keep their ids and nbgrader metadata exactly; the built notebook has no outputs
-    assert {c.id: c.metadata for c in after.cells if c.metadata} == {c.id: c.metadata for c in before.cells if c.metadata}
+    assert {c.id: c.metadata for c in after.cells if c.metadata} == {
+        c.id: c.metadata for c in before.cells if c.metadata
+    }
     assert all(not c.get("outputs") for c in after.cells)
 
     # saved again unchanged, the file does not move: the format is a fixed point
@@ -88,8 +95,11 @@ def test_open_as_notebook_edit_save_build(author_copy):
 
 def test_a_test_cell_without_test_prefix_is_refused(tmp_path):
     bad = tmp_path / "99_bad.py"
-    bad.write_text('# %% nbgrader={"grade_id": "oops", "grade": true, "locked": true, "points": 1, '
-                   '"schema_version": 3, "solution": false}\nassert True\n', encoding="utf-8")
+    bad.write_text(
+        '# %% nbgrader={"grade_id": "oops", "grade": true, "locked": true, "points": 1, '
+        '"schema_version": 3, "solution": false}\nassert True\n',
+        encoding="utf-8",
+    )
     with pytest.raises(ValueError, match="start with 'test_'"):
         read_source(bad)
 

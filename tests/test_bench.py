@@ -3,6 +3,7 @@
 The timings themselves are never asserted here (shared machines are noisy); the benchmark command
 checks its own targets and exits non-zero on a miss.
 """
+
 from __future__ import annotations
 
 import re

@@ -7,6 +7,7 @@ notebook; for the boundary: the canary file keeps its content and mode, the cana
 hidden tests appear in no feedback, no autograded notebook, no CSV and no report, the disk holds no
 more than the class handed in; and the honest classmates keep full marks.
 """
+
 from __future__ import annotations
 
 import csv
@@ -49,10 +50,14 @@ def hostile_class():
 
     hand_ins["seed_table"] = submission(ASSIGNMENT, {"attention": boundary.seed_table_attack(check_attention).strip()})
     solutions_path = str(Path(__file__).resolve().parents[1] / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
-    hand_ins["linked_solutions"] = {f"{ASSIGNMENT}.ipynb": Symlink(solutions_path),
-                                   "solutions.html": Symlink(solutions_path)}
-    hand_ins["dangling_link"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
-                                 "notes.html": Symlink("/nonexistent/file")}
+    hand_ins["linked_solutions"] = {
+        f"{ASSIGNMENT}.ipynb": Symlink(solutions_path),
+        "solutions.html": Symlink(solutions_path),
+    }
+    hand_ins["dangling_link"] = {
+        f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
+        "notes.html": Symlink("/nonexistent/file"),
+    }
     hand_ins["deep_json"] = {f"{ASSIGNMENT}.ipynb": b"[" * 200_000 + b"]" * 200_000}
     hand_ins["not_utf8"] = {f"{ASSIGNMENT}.ipynb": bytes(range(128, 256)) * 10}
     hand_ins[LONG_ID] = submission(ASSIGNMENT, {})
@@ -65,7 +70,9 @@ def hostile_class():
     # the test cell's metadata turned so that it would look like the student's own code
     for flag, value in (("solution", True), ("grade", False), ("locked", False)):
         tampered = submission(ASSIGNMENT, {"attention": boundary.SOURCE_SPY.strip()})
-        test_cell = next(c for c in tampered.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_attention")
+        test_cell = next(
+            c for c in tampered.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_attention"
+        )
         test_cell.metadata["nbgrader"][flag] = value
         test_cell.source = "print('✓ everything passes')"
         tampered.cells.append(nbformat.v4.new_code_cell(boundary.SPY_REPORT))
@@ -75,8 +82,10 @@ def hostile_class():
     from autograde.collect import safe_id
 
     hand_ins[safe_id(CLASHED_ID)] = student_notebook(ASSIGNMENT)
-    hand_ins["backdated"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
-                             "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC"}
+    hand_ins["backdated"] = {
+        f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
+        "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC",
+    }
     run = grade_class(ASSIGNMENT, hand_ins, scratch, cell_timeout=20)
     from autograde.export import export_grades
     from autograde.feedback import feedback
@@ -98,15 +107,24 @@ def _by_original(run, original: str):
 def _hidden_lines() -> set[str]:
     from autograde.feedback_filter import split_hidden
 
-    return {line.strip() for c in solution_notebook(ASSIGNMENT).cells if c.cell_type == "code"
-            for line in split_hidden(c.source)[1] if len(line.strip()) >= 8}
+    return {
+        line.strip()
+        for c in solution_notebook(ASSIGNMENT).cells
+        if c.cell_type == "code"
+        for line in split_hidden(c.source)[1]
+        if len(line.strip()) >= 8
+    }
 
 
 def _everything_written(run) -> str:
     """Every text the pipeline wrote for people to read: autograded notebooks, feedback, CSV, report, logs."""
     texts = []
     for path in (run.course.root / "autograde").rglob("*"):
-        if path.is_file() and path.suffix in (".ipynb", ".html", ".csv", ".txt", ".json") and "results" not in path.parts:
+        if (
+            path.is_file()
+            and path.suffix in (".ipynb", ".html", ".csv", ".txt", ".json")
+            and "results" not in path.parts
+        ):
             texts.append(path.read_text(encoding="utf-8", errors="replace"))
     return "\n".join(texts)
 
@@ -147,11 +165,17 @@ def test_grader_environment_and_hidden_tests_reach_nobody():
     feedback = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in feedback_files)
     leaked = [line for line in _hidden_lines() if line in feedback]
     assert not leaked, f"hidden tests in feedback: {leaked[:2]}"
-    autograded = "\n".join(p.read_text(errors="replace") for p in (run.course.root / "autograde" / "autograded").rglob("*.ipynb"))
+    autograded = "\n".join(
+        p.read_text(errors="replace") for p in (run.course.root / "autograde" / "autograded").rglob("*.ipynb")
+    )
     found = run.results["hunts_the_hidden_tests"].notebook
     assert found is not None
-    assert "thorough=True" not in "\n".join(str(o) for c in found.cells if not c.get("metadata", {}).get("nbgrader", {}).get("grade")
-                                         for o in c.get("outputs", [])), "a hidden test was visible to student code"
+    assert "thorough=True" not in "\n".join(
+        str(o)
+        for c in found.cells
+        if not c.get("metadata", {}).get("nbgrader", {}).get("grade")
+        for o in c.get("outputs", [])
+    ), "a hidden test was visible to student code"
     assert canary_env not in autograded
 
 
@@ -161,8 +185,9 @@ def test_feedback_holds_only_what_the_grader_made():
         names = sorted(p.name for p in folder.iterdir())
         assert names == [f"{ASSIGNMENT}.html", "timestamp.txt"], f"{folder.parent.name}: {names}"
         assert not any(p.is_symlink() for p in folder.iterdir())
-    assert (run.course.root / "autograde" / "feedback" / f"{ASSIGNMENT}-for-lms.zip").is_file(), \
+    assert (run.course.root / "autograde" / "feedback" / f"{ASSIGNMENT}-for-lms.zip").is_file(), (
         "feedback of a folder collection must be released as a bundle for the LMS"
+    )
 
 
 def test_disk_holds_no_more_than_the_class_handed_in():
@@ -208,8 +233,9 @@ def test_instructor_test_source_never_runs_in_a_kernel():
         if notebook is None:  # nbgrader itself refused the tampered metadata: nothing ran at all
             assert "nbgrader could not grade it" in result.line(), result.line()
             continue
-        printed = "\n".join(o.get("text", "") for c in notebook.cells for o in c.get("outputs", [])
-                            if o.get("output_type") == "stream")
+        printed = "\n".join(
+            o.get("text", "") for c in notebook.cells for o in c.get("outputs", []) if o.get("output_type") == "stream"
+        )
         assert "SPY" in printed, "the spy did not report (the test is not testing anything)"
         assert "check_attention" not in printed and "thorough" not in printed, printed[:500]
 

@@ -3,6 +3,7 @@
 Correct answers in any style earn full marks; each realistic mistake loses points on the exercise
 it breaks (and only there), with a failure message naming the misconception.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,9 +16,12 @@ CASES = [(assignment, answer) for assignment, answers in sorted(CATALOGS.items()
 
 
 def _exercise_cells(assignment, exercise):
-    return [c.metadata["nbgrader"]["grade_id"] for c in solution_notebook(assignment).cells
-            if c.metadata.get("nbgrader", {}).get("grade")
-            and c.metadata["nbgrader"]["grade_id"].startswith(f"test_{exercise}")]
+    return [
+        c.metadata["nbgrader"]["grade_id"]
+        for c in solution_notebook(assignment).cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+        and c.metadata["nbgrader"]["grade_id"].startswith(f"test_{exercise}")
+    ]
 
 
 def test_every_catalog_has_correct_and_wrong_answers():

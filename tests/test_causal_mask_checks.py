@@ -5,6 +5,7 @@ without writing to stderr; each wrong answer fails a check of the exercise it br
 message naming the misconception; the reference solutions pass; the checks are not fooled by an
 answer that calls the course's own implementation.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,14 +29,23 @@ from heads_and_masks.checks.causal_mask import (
 
 EXERCISES = ("causal_mask", "masked_softmax", "row_entropy_bits")
 CHECKS = {  # every call the test cells of the notebook make, visible and hidden
-    "causal_mask": [lambda f: check_causal_mask(f), lambda f: check_causal_mask(f, thorough=True),
-                    lambda f: check_causal_mask_bad_n(f)],
-    "masked_softmax": [lambda f: check_masked_softmax(f), lambda f: check_masked_softmax(f, seed=2, thorough=True),
-                       lambda f: check_masked_softmax_empty_rows(f),
-                       lambda f: check_masked_softmax_empty_rows(f, seed=5, thorough=True),
-                       lambda f: check_masked_softmax_large_scores(f),
-                       lambda f: check_masked_softmax_large_scores(f, seed=11, thorough=True)],
-    "row_entropy_bits": [lambda f: check_row_entropy_bits(f), lambda f: check_row_entropy_bits(f, seed=3, thorough=True)],
+    "causal_mask": [
+        lambda f: check_causal_mask(f),
+        lambda f: check_causal_mask(f, thorough=True),
+        lambda f: check_causal_mask_bad_n(f),
+    ],
+    "masked_softmax": [
+        lambda f: check_masked_softmax(f),
+        lambda f: check_masked_softmax(f, seed=2, thorough=True),
+        lambda f: check_masked_softmax_empty_rows(f),
+        lambda f: check_masked_softmax_empty_rows(f, seed=5, thorough=True),
+        lambda f: check_masked_softmax_large_scores(f),
+        lambda f: check_masked_softmax_large_scores(f, seed=11, thorough=True),
+    ],
+    "row_entropy_bits": [
+        lambda f: check_row_entropy_bits(f),
+        lambda f: check_row_entropy_bits(f, seed=3, thorough=True),
+    ],
 }
 
 
@@ -95,11 +105,15 @@ def test_the_reference_solutions_pass_and_the_stubs_are_not_written_yet(capfd):
     for exercise, checks in CHECKS.items():
         for check in checks:  # one line on stderr (nbgrader: no points), no exception (Run All goes on)
             assert check(stub) is None
-            assert capfd.readouterr().err == "✗ `stub` is not written yet: replace `raise NotImplementedError()` with your code\n"
+            assert (
+                capfd.readouterr().err
+                == "✗ `stub` is not written yet: replace `raise NotImplementedError()` with your code\n"
+            )
 
 
 def test_a_warning_in_a_correct_entropy_is_not_printed(capfd):
     """np.log2(0) warns; the check records it instead of letting it reach stderr (and nbgrader)."""
+
     def entropy(weights):
         return -np.nansum(weights * np.log2(weights), axis=-1)
 

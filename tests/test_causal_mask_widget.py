@@ -1,6 +1,7 @@
 """Notebook 03's widget (the lesson's), driven without a browser: the controls the browser test
 relies on, readouts checked against values computed here from scratch, and the facts a learner
 must be able to see (spread ∝ √d without the division, saturation, the one-hot first row)."""
+
 from __future__ import annotations
 
 import statistics
@@ -66,13 +67,16 @@ def test_controls_readouts_and_classes_are_those_the_browser_test_uses():
         assert f"<td>{name}</td>" in html
 
 
-@pytest.mark.parametrize("state", [
-    dict(scale_by_sqrt_d=True, causal=True, head_size=64, temperature=1.0),
-    dict(scale_by_sqrt_d=False, causal=True, head_size=64, temperature=1.0),
-    dict(scale_by_sqrt_d=False, causal=False, head_size=512, temperature=1.0),
-    dict(scale_by_sqrt_d=True, causal=False, head_size=8, temperature=0.25),
-    dict(scale_by_sqrt_d=True, causal=True, head_size=200, temperature=3.5),
-])
+@pytest.mark.parametrize(
+    "state",
+    [
+        dict(scale_by_sqrt_d=True, causal=True, head_size=64, temperature=1.0),
+        dict(scale_by_sqrt_d=False, causal=True, head_size=64, temperature=1.0),
+        dict(scale_by_sqrt_d=False, causal=False, head_size=512, temperature=1.0),
+        dict(scale_by_sqrt_d=True, causal=False, head_size=8, temperature=0.25),
+        dict(scale_by_sqrt_d=True, causal=True, head_size=200, temperature=3.5),
+    ],
+)
 def test_readouts_match_an_independent_computation(state):
     widget = LessonWidget()
     for name, value in state.items():  # move the controls one by one, as a learner would
@@ -111,7 +115,9 @@ def test_without_sqrt_d_the_spread_grows_like_sqrt_d_and_softmax_saturates():
     assert scaled.readouts["row entropy (bits)"] > 1.0
     # and the spread scales as 1/T
     scaled.controls["temperature"].value = 2.0
-    assert scaled.readouts["score spread"] == pytest.approx(expected_readouts(True, False, 512, 1.0)["score spread"] / 2)
+    assert scaled.readouts["score spread"] == pytest.approx(
+        expected_readouts(True, False, 512, 1.0)["score spread"] / 2
+    )
 
 
 def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
@@ -120,8 +126,16 @@ def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
     assert widget.forbidden.get_visible()
     pictures = {widget.png()}
     times = []
-    for name, value in [("scale_by_sqrt_d", False), ("head_size", 512), ("causal", False), ("temperature", 3.0),
-                        ("scale_by_sqrt_d", True), ("head_size", 16), ("causal", True), ("temperature", 0.3)]:
+    for name, value in [
+        ("scale_by_sqrt_d", False),
+        ("head_size", 512),
+        ("causal", False),
+        ("temperature", 3.0),
+        ("scale_by_sqrt_d", True),
+        ("head_size", 16),
+        ("causal", True),
+        ("temperature", 0.3),
+    ]:
         widget.controls[name].value = value
         times.append(widget.last_update_seconds)
         pictures.add(widget.png())
@@ -139,7 +153,8 @@ def test_the_picture_follows_the_controls_and_updates_fast(artifacts):
         times.append(widget.last_update_seconds)
     wall, cpu = statistics.median(times), statistics.median(cpu_times)
     (artifacts / "widget_03_update_seconds.txt").write_text(
-        f"wall: median {wall:.4f} s, max {max(times):.4f} s; cpu: median {cpu:.4f} s\n")
+        f"wall: median {wall:.4f} s, max {max(times):.4f} s; cpu: median {cpu:.4f} s\n"
+    )
     # CPU time, not wall time: the budget is 100 ms, and a busy shared machine must not fail the test
     assert cpu < 0.1, f"an update costs {cpu * 1e3:.0f} ms of CPU (budget 100 ms)"
 

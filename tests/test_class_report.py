@@ -5,6 +5,7 @@ assignment, the untouched notebook, the solution and the attacks, in ONE grading
 the report must count, per exercise, exactly the students the catalog says passed, failed with which
 misconception, or did not answer.
 """
+
 from __future__ import annotations
 
 import csv
@@ -73,16 +74,19 @@ def test_report_counts_match_the_catalog_labels(assignment):
         got = {o: {m.student for m in marks if m.outcome == o} for o in (PASSED, FAILED, NOT_ANSWERED)}
         assert got == outcomes[exercise], f"{exercise}: outcomes differ from the catalog"
         table = {found: set(students) for found, students in class_report.misconception_table(marks)}
-        assert table == named[exercise], (f"{exercise}: the misconceptions differ from the catalog's labels:\n"
-                                          f"report  {sorted((k, sorted(v)) for k, v in table.items())}\n"
-                                          f"catalog {sorted((k, sorted(v)) for k, v in named[exercise].items())}")
+        assert table == named[exercise], (
+            f"{exercise}: the misconceptions differ from the catalog's labels:\n"
+            f"report  {sorted((k, sorted(v)) for k, v in table.items())}\n"
+            f"catalog {sorted((k, sorted(v)) for k, v in named[exercise].items())}"
+        )
     page, table = class_report.write(run.course, assignment)
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     for exercise in exercises:  # the CSV says the same as the report (here: over the whole class)
         marks = report.marks_of(exercise)
         for found, students in class_report.misconception_table(marks):
-            row = next(r for r in rows if r["exercise"] == exercise and r["measure"] == "misconception"
-                       and r["value"] == found)
+            row = next(
+                r for r in rows if r["exercise"] == exercise and r["measure"] == "misconception" and r["value"] == found
+            )
             assert int(row["count"]) == len(students) and set(row["students"].split(";")) == set(students)
         passed = next(r for r in rows if r["exercise"] == exercise and r["value"] == PASSED)
         assert int(passed["count"]) == sum(m.outcome == PASSED for m in marks)
@@ -100,30 +104,43 @@ HOSTILE = "<script>alert(1)</script>"
 
 
 def test_most_common_first_unrecognised_grouped_and_persistence():
-    first = _class("01_heads", [
-        Mark("ann", "split_heads", FAILED, 0, 2, ("heads.d_h_split",)),
-        Mark("bob", "split_heads", FAILED, 0, 2, ("heads.d_h_split", UNRECOGNISED)),
-        Mark("cat", "split_heads", FAILED, 0, 2, (UNRECOGNISED,)),
-        Mark("dan", "split_heads", FAILED, 1, 2, ("conventions.in_place",)),
-        Mark("eve", "split_heads", PASSED, 2, 2),
-    ])
+    first = _class(
+        "01_heads",
+        [
+            Mark("ann", "split_heads", FAILED, 0, 2, ("heads.d_h_split",)),
+            Mark("bob", "split_heads", FAILED, 0, 2, ("heads.d_h_split", UNRECOGNISED)),
+            Mark("cat", "split_heads", FAILED, 0, 2, (UNRECOGNISED,)),
+            Mark("dan", "split_heads", FAILED, 1, 2, ("conventions.in_place",)),
+            Mark("eve", "split_heads", PASSED, 2, 2),
+        ],
+    )
     table = class_report.misconception_table(first.marks)
     # most common first; among equals a named misconception before the unrecognised group
-    assert table == [("heads.d_h_split", ["ann", "bob"]), (UNRECOGNISED, ["bob", "cat"]), ("conventions.in_place", ["dan"])]
+    assert table == [
+        ("heads.d_h_split", ["ann", "bob"]),
+        (UNRECOGNISED, ["bob", "cat"]),
+        ("conventions.in_place", ["dan"]),
+    ]
     assert class_report.score_distribution(first.marks) == [(0, 3), (1, 1), (2, 1)]
-    later = _class("06_kv_heads", [
-        Mark("ann", "grouped_query_attention", FAILED, 0, 2, ("heads.reshape_without_transpose",)),
-        Mark("cat", "grouped_query_attention", FAILED, 0, 2, (UNRECOGNISED,)),
-        Mark("dan", "grouped_query_attention", FAILED, 0, 2, ("mask.ignored",)),
-    ])
+    later = _class(
+        "06_kv_heads",
+        [
+            Mark("ann", "grouped_query_attention", FAILED, 0, 2, ("heads.reshape_without_transpose",)),
+            Mark("cat", "grouped_query_attention", FAILED, 0, 2, (UNRECOGNISED,)),
+            Mark("dan", "grouped_query_attention", FAILED, 0, 2, ("mask.ignored",)),
+        ],
+    )
     rows = class_report.persistence([first, later])
-    assert rows == [("ann", "heads", [("01_heads", "heads.d_h_split"), ("06_kv_heads", "heads.reshape_without_transpose")])]
+    assert rows == [
+        ("ann", "heads", [("01_heads", "heads.d_h_split"), ("06_kv_heads", "heads.reshape_without_transpose")])
+    ]
 
 
 def test_the_page_escapes_every_student_text_and_loads_nothing():
-    marks = [Mark(HOSTILE, "attention", FAILED, 0, 3, ("mask.zero_not_ban",)),
-             Mark("ok", "attention", PASSED, 3, 3)]
-    assignment = _class("00_start_here", marks, {HOSTILE: ("needs review", [f"note {HOSTILE} <img src=x onerror=alert(2)>"])})
+    marks = [Mark(HOSTILE, "attention", FAILED, 0, 3, ("mask.zero_not_ban",)), Mark("ok", "attention", PASSED, 3, 3)]
+    assignment = _class(
+        "00_start_here", marks, {HOSTILE: ("needs review", [f"note {HOSTILE} <img src=x onerror=alert(2)>"])}
+    )
     page = class_report.render_html(assignment, [assignment])
     assert "<script" not in page.lower() and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -138,14 +155,20 @@ def test_the_page_escapes_every_student_text_and_loads_nothing():
 def test_mark_from_the_judges_verdicts():
     cells = ["test_a", "test_a_hidden"]
     grades = {c: {"score": 0.0, "max": 1.0, "manual": False, "pending": False, "blank": True} for c in cells}
+
     def verdicts(*records):
         return dict(zip(cells, records))
+
     ok, bad = {"passed": True, "answered": True}, {"passed": False, "answered": True, "misconception": "mask.ignored"}
     unwritten = {"passed": False, "answered": False, "misconception": None}
     assert class_report.mark("s", "a", cells, verdicts(ok, ok), grades).outcome == PASSED
     assert class_report.mark("s", "a", cells, verdicts(unwritten, unwritten), grades).outcome == NOT_ANSWERED
-    failed = class_report.mark("s", "a", cells, verdicts(bad, {"passed": False, "answered": True, "misconception": "not.an_id"}), grades)
+    failed = class_report.mark(
+        "s", "a", cells, verdicts(bad, {"passed": False, "answered": True, "misconception": "not.an_id"}), grades
+    )
     assert failed.outcome == FAILED and failed.misconceptions == ("mask.ignored", UNRECOGNISED)
-    stopped = class_report.mark("s", "a", cells, verdicts(ok, {"passed": False, "answered": True, "failure": "Timeout"}), grades)
+    stopped = class_report.mark(
+        "s", "a", cells, verdicts(ok, {"passed": False, "answered": True, "failure": "Timeout"}), grades
+    )
     assert stopped.misconceptions == ("(timed out)",)
     assert class_report.mark("s", "a", cells, {}, grades).outcome == class_report.NOT_GRADED

@@ -1,5 +1,6 @@
 """bring_answer: an exercise that builds on an earlier one uses the learner's own earlier function, brought
 from their earlier notebook, not pasted by hand and never the course's reference."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """The set-up: pip (pyproject.toml) and conda (environment.yml) pin the same versions."""
+
 from __future__ import annotations
 
 import re
@@ -64,12 +65,20 @@ def test_every_imported_package_is_declared():
     for folder in ("heads_and_masks", "autograde", "tools", "tests", "authoring"):
         for path in (REPO / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
-                         [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module]
+                    if isinstance(node, ast.ImportFrom) and node.level == 0
+                    else []
+                )
                 for name in names:
                     imported.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
-    third_party = {m: where for m, where in imported.items()
-                   if m not in sys.stdlib_module_names and m not in local and m not in OPTIONAL_IMPORTS}
+    third_party = {
+        m: where
+        for m, where in imported.items()
+        if m not in sys.stdlib_module_names and m not in local and m not in OPTIONAL_IMPORTS
+    }
     distributions = importlib.metadata.packages_distributions()
     declared = set(_pyproject_pins())
     undeclared = {}
@@ -77,4 +86,6 @@ def test_every_imported_package_is_declared():
         names = {d.lower().replace("_", "-") for d in distributions.get(module, [])}
         if not names & declared:
             undeclared[module] = (sorted(names), where)
-    assert not undeclared, f"imported but not pinned in pyproject.toml (module: (distribution, first importer)): {undeclared}"
+    assert not undeclared, (
+        f"imported but not pinned in pyproject.toml (module: (distribution, first importer)): {undeclared}"
+    )

@@ -1,6 +1,7 @@
 """float32 in, float32 out: the reference implementations and the worked solutions keep the float type of
 their inputs, and the checks accept an answer whatever float type it returns (the contract fixes values,
 not dtypes)."""
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,9 @@ def test_the_worked_solutions_keep_float32():
     (attention,) = _solution_functions("00_start_here", ["attention"], dict(namespace))
     q, k, v = _inputs(np.float32, (3, 4, 8), (3, 4, 8), (3, 4, 2))
     assert attention(q, k, v).dtype == attention(q, k, v, np.tril(np.ones((4, 4), bool))).dtype == np.float32
-    mha, split, merge = _solution_functions("01_heads", ["multi_head_attention", "split_heads", "merge_heads"],
-                                            dict(namespace))
+    mha, split, merge = _solution_functions(
+        "01_heads", ["multi_head_attention", "split_heads", "merge_heads"], dict(namespace)
+    )
     x, *weights = _inputs(np.float32, (2, 5, 8), (8, 8), (8, 8), (8, 8), (8, 8))
     assert mha(x, *weights, 2).dtype == np.float32
     assert merge(split(x, 2)).dtype == np.float32
@@ -63,6 +65,7 @@ def test_the_worked_solutions_keep_float32():
 
 def _attention_in(dtype):
     """A correct attention that returns its result in ``dtype``, whatever it was given."""
+
     def attention(q, k, v, mask=None):
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
         allowed = np.broadcast_to(True if mask is None else mask, scores.shape)
@@ -70,6 +73,7 @@ def _attention_in(dtype):
         e = np.where(allowed, np.exp(np.where(allowed, scores - np.where(np.isfinite(top), top, 0.0), 0.0)), 0.0)
         total = e.sum(axis=-1, keepdims=True)
         return (np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v).astype(dtype)
+
     return attention
 
 

@@ -1,4 +1,5 @@
 """Reference implementations of notebook 07 (heads_and_masks.generation) against slow obvious versions."""
+
 from __future__ import annotations
 
 import csv
@@ -28,8 +29,12 @@ def test_generation_with_cache_equals_full_causal_attention(prompt, chunk):
     generated = gen.generate_with_cache(q, k, v, prompt, chunk)
     full = hm.attention(q, k, v, hm.causal_mask(9))
     assert np.abs(generated - full).max() < 1e-12
-    slow = np.array([[[_slow_attention_row(q[b, h, i], k[b, h], v[b, h], np.arange(9) <= i) for i in range(9)]
-                      for h in range(3)] for b in range(2)])
+    slow = np.array(
+        [
+            [[_slow_attention_row(q[b, h, i], k[b, h], v[b, h], np.arange(9) <= i) for i in range(9)] for h in range(3)]
+            for b in range(2)
+        ]
+    )
     assert np.abs(generated - slow).max() < 1e-12
 
 
@@ -72,7 +77,7 @@ def test_rolling_cache_write_slot_by_slot():
     tokens = rng.normal(size=(1, 2, 11, 3))
     position = 0
     for t in (3, 1, 1, 6):  # a prefill, two steps, a chunk longer than the buffer
-        new = tokens[:, :, position:position + t]
+        new = tokens[:, :, position : position + t]
         before = cache.copy()
         written = gen.rolling_cache_write(cache, new, position)
         assert np.array_equal(cache, before) and written is not cache  # the input is left as it was
@@ -145,10 +150,15 @@ def test_packing_and_padding_counts():
 
 
 def test_mixed_cache_bytes_layer_by_layer():
-    for n_local, n_global, window, heads, dim, seq in [(21, 21, 4096, 8, 256, 8192), (52, 10, 1024, 16, 128, 500),
-                                                       (0, 5, 7, 2, 3, 9), (3, 0, 7, 2, 3, 9)]:
-        slow = sum(2 * heads * dim * (min(seq, window) if layer < n_local else seq) * 2
-                   for layer in range(n_local + n_global))
+    for n_local, n_global, window, heads, dim, seq in [
+        (21, 21, 4096, 8, 256, 8192),
+        (52, 10, 1024, 16, 128, 500),
+        (0, 5, 7, 2, 3, 9),
+        (3, 0, 7, 2, 3, 9),
+    ]:
+        slow = sum(
+            2 * heads * dim * (min(seq, window) if layer < n_local else seq) * 2 for layer in range(n_local + n_global)
+        )
         assert gen.mixed_cache_bytes(n_local, n_global, window, heads, dim, seq) == slow
     assert gen.mixed_cache_bytes(1, 1, 4, 1, 1, 10, batch=3, bytes_per_value=1) == 3 * 2 * (4 + 10)
     with pytest.raises(ValueError):
@@ -194,9 +204,13 @@ def test_pictures_draw_legibly_within_a_laptop_notebook(artifacts):
 
     figures = {
         "decode_masks": decode_masks_figure(3, 8),
-        "composed_masks": composed_masks_figure({"sinks": gen.sinks_window_mask(12, 4, 2),
-                                                 "prefix": gen.prefix_lm_mask(12, 5),
-                                                 "documents": gen.document_mask(np.repeat([0, 1, 2], 4))}),
+        "composed_masks": composed_masks_figure(
+            {
+                "sinks": gen.sinks_window_mask(12, 4, 2),
+                "prefix": gen.prefix_lm_mask(12, 5),
+                "documents": gen.document_mask(np.repeat([0, 1, 2], 4)),
+            }
+        ),
         "bytes_per_token": bytes_per_token_figure(gen.cache_layouts()),
     }
     for name, figure in figures.items():

@@ -1,5 +1,6 @@
 """Notebook 07's widget driven without a browser: every step of every policy, readouts against counts made
 here from scratch, the picture changing with the controls, and its text legible."""
+
 from __future__ import annotations
 
 import io

@@ -1,5 +1,6 @@
 """Through the instructor's pipeline (real nbgrader autograde with the judge): untouched student
 notebooks score 0 without grading errors; the solutions score full marks."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,11 @@ pytestmark = pytest.mark.slow
 
 
 def _grade_cells(notebook):
-    return {c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
-            for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+        for c in notebook.cells
+        if c.metadata.get("nbgrader", {}).get("grade")
+    }
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -25,5 +29,6 @@ def test_untouched_scores_zero_and_solution_scores_full(assignment):
         text = untouched.error_text(grade_id)
         assert "NotImplementedError" in text or "not written yet" in text, text
     assert solution.scores == {k: float(v) for k, v in expected.items()}, (
-        f"the solutions lost points: {solution.scores}\n" + "\n".join(solution.error_text(g) for g in expected))
+        f"the solutions lost points: {solution.scores}\n" + "\n".join(solution.error_text(g) for g in expected)
+    )
     assert solution.status == "graded", solution.line()

@@ -5,8 +5,10 @@ cells still run without errors.
 "Do nothing" is tested by what is not done, never by timing: every reference function is locked (a call
 raises), and matplotlib's drawing and saving raise too.
 """
+
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -62,11 +64,52 @@ def test_grading_mode_follows_the_environment(monkeypatch):
 
 def test_the_package_knows_grading_mode_without_the_grader():
     """The flag is read by the package alone: importing it (and using the flag) never imports autograde."""
-    code = ("import sys, heads_and_masks as hm, heads_and_masks.widgets.causal_mask, heads_and_masks.pictures.work_fraction\n"
-            "hm.grading_mode()\n"
-            "assert not [m for m in sys.modules if m.split('.')[0] == 'autograde'], 'autograde was imported'")
+    code = (
+        "import sys, heads_and_masks as hm, heads_and_masks.widgets.causal_mask, heads_and_masks.pictures.work_fraction\n"
+        "hm.grading_mode()\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'autograde'], 'autograde was imported'"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO / "tests")
     assert run.returncode == 0, run.stderr
+
+
+def test_grading_mode_imports_no_drawing_library():
+    """In grading mode every module of the package imports (the notebooks' imports work) and none of them
+    brings in matplotlib, ipywidgets or PIL: the display modules are stand-ins, never run."""
+    code = (
+        "import importlib, pkgutil, sys\n"
+        "import heads_and_masks as hm\n"
+        "names = [m.name for m in pkgutil.walk_packages(hm.__path__, 'heads_and_masks.')]\n"
+        "for name in names:\n"
+        "    importlib.import_module(name)\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('matplotlib', 'ipywidgets', 'PIL'))\n"
+        "assert not heavy, heavy[:10]\n"
+        "from heads_and_masks.widgets.causal_mask import LessonWidget\n"
+        "from heads_and_masks.pictures import why_heads\n"
+        "widget = LessonWidget(n=5)\n"
+        "assert widget.idle and widget.png() == b''\n"
+        "widget.controls['n'].value = 3\n"
+        "assert isinstance(why_heads.hull_figure(None), hm.grading.Idle)\n"
+        "print(len(names), sum(n.startswith(('heads_and_masks.widgets.', 'heads_and_masks.pictures')) for n in names))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=REPO / "tests",
+        env={**os.environ, GRADING_ENV: "1"},
+    )
+    assert run.returncode == 0, run.stderr
+    modules, display_modules = map(int, run.stdout.split())
+    assert display_modules >= 10 and modules > display_modules
+    outside = subprocess.run(
+        [sys.executable, "-c", "import heads_and_masks.widgets.causal_mask, sys; assert 'matplotlib' in sys.modules"],
+        capture_output=True,
+        text=True,
+        cwd=REPO / "tests",
+        env={k: v for k, v in os.environ.items() if k != GRADING_ENV},
+    )
+    assert outside.returncode == 0, "outside grading mode the real widget module is imported"
 
 
 WIDGETS = list(_course_widgets())
@@ -143,8 +186,9 @@ def test_picture_draws_outside_grading(monkeypatch):
 
 
 def test_timing_experiments_measure_nothing_while_grading(grading):
-    rows = benchmarks.causal_attention_benchmark(sizes=(256, 512, 1024, 2048), d=64, block=128, repeats=3,
-                                                 dtype="float32")
+    rows = benchmarks.causal_attention_benchmark(
+        sizes=(256, 512, 1024, 2048), d=64, block=128, repeats=3, dtype="float32"
+    )
     assert rows == []
     assert benchmarks.format_benchmark(rows).splitlines()[0].split()[:2] == ["dtype", "n"]
     assert benchmarks.time_by_tile_size(512, blocks=(8, 16), repeats=3) == {}
@@ -170,8 +214,15 @@ def test_solution_notebook_runs_without_errors_in_grading_mode(assignment, tmp_p
     monkeypatch.setenv(GRADING_ENV, "1")  # the kernel inherits this process's environment
     monkeypatch.setenv("MPLBACKEND", "Agg")  # as in a grading kernel
     notebook = solution_notebook(assignment)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    shown = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])
-             if o.get("output_type") in ("display_data", "execute_result")
-             and {"image/png", "application/vnd.jupyter.widget-view+json"} & set(o.get("data", {}))]
+    NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    shown = [
+        o
+        for c in notebook.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") in ("display_data", "execute_result")
+        and {"image/png", "application/vnd.jupyter.widget-view+json"} & set(o.get("data", {}))
+    ]
     assert not shown, f"{len(shown)} pictures or widgets were displayed in grading mode"

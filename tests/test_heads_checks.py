@@ -5,6 +5,7 @@ run against the check functions directly, so a change to a check is tested in se
 pass the visible and the hidden calls, each wrong answer fails only its own exercise, with the message
 naming the misconception.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,19 +25,26 @@ from heads_and_masks.cost import Product, cost_table, counted_multi_head_attenti
 from heads_and_masks.heads import head_of_column
 
 TEST_CELLS = {
-    "split_heads": {"test_split_heads": checks.check_split_heads,
-                    "test_split_heads_errors": checks.check_split_heads_errors},
+    "split_heads": {
+        "test_split_heads": checks.check_split_heads,
+        "test_split_heads_errors": checks.check_split_heads_errors,
+    },
     "merge_heads": {"test_merge_heads": checks.check_merge_heads},
-    "multi_head_attention": {"test_multi_head_attention": checks.check_multi_head_attention,
-                             "test_multi_head_attention_masked": checks.check_multi_head_attention_masked},
+    "multi_head_attention": {
+        "test_multi_head_attention": checks.check_multi_head_attention,
+        "test_multi_head_attention_masked": checks.check_multi_head_attention_masked,
+    },
     "mha_cost": {"test_mha_cost": checks.check_mha_cost, "test_mha_cost_errors": checks.check_mha_cost_errors},
 }
 
 
 def _solutions() -> dict[str, str]:
     notebook = nbformat.read(REPO / "solutions" / "01_heads" / "01_heads.ipynb", as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells
-            if c.metadata.get("nbgrader", {}).get("solution")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.source
+        for c in notebook.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def _failures(answer) -> dict[str, str]:

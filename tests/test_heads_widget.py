@@ -1,4 +1,5 @@
 """Notebook 01's widget, driven without a browser: the picture and the readouts follow the controls."""
+
 from __future__ import annotations
 
 import io
@@ -20,7 +21,7 @@ def _strip_segments(widget) -> list[tuple[int, int, int]]:
     """The colours met from left to right across the middle of the rendered top strip (one per run)."""
     picture = np.asarray(Image.open(io.BytesIO(widget.png())).convert("RGB")).astype(int)
     box = widget.ax_all.get_window_extent()
-    row = picture[picture.shape[0] - int((box.y0 + box.y1) / 2), int(box.x0) + 2:int(box.x1) - 2]
+    row = picture[picture.shape[0] - int((box.y0 + box.y1) / 2), int(box.x0) + 2 : int(box.x1) - 2]
     palette = (np.array([HEAD_COLOURS(i)[:3] for i in range(HEAD_COLOURS.N)]) * 255).round().astype(int)
     nearest = np.argmin(np.abs(row[:, None, :] - palette[None, :, :]).sum(-1), axis=1)
     exact = np.abs(row - palette[nearest]).sum(-1) <= 6  # skip blended pixels at the borders

@@ -1,5 +1,6 @@
 """Notebook 06: the real-model data is internally consistent, the calculator widget follows its
 controls with independently computed numbers, the pictures draw, and the checks tell right from wrong."""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,17 @@ from heads_and_masks.pictures.kv_heads import (
 from heads_and_masks.widgets.kv_heads import KVCacheCalculator
 
 MODELS = model_configs.load_models()
-REQUIRED = ["Llama-2-7B", "Llama-2-70B", "Llama-3-8B", "Llama-3.1-70B", "Mistral-7B-v0.1", "Falcon-7B",
-            "Gemma-2B", "Gemma-7B", "GPT-3-175B"]
+REQUIRED = [
+    "Llama-2-7B",
+    "Llama-2-70B",
+    "Llama-3-8B",
+    "Llama-3.1-70B",
+    "Mistral-7B-v0.1",
+    "Falcon-7B",
+    "Gemma-2B",
+    "Gemma-7B",
+    "GPT-3-175B",
+]
 
 
 # ---------------------------------------------------------------------------- the data
@@ -45,7 +55,9 @@ def test_every_row_is_consistent(name):
     assert m.query_heads % m.kv_heads == 0, f"{name}: h must be divisible by g"
     # head size × heads is the width, unless the file explains why not (Gemma-7B sets head_dim itself)
     if m.query_heads * m.head_dim != m.hidden:
-        assert "head_dim" in m.note, f"{name}: {m.query_heads} × {m.head_dim} ≠ {m.hidden} and the note does not say why"
+        assert "head_dim" in m.note, (
+            f"{name}: {m.query_heads} × {m.head_dim} ≠ {m.hidden} and the note does not say why"
+        )
     # every number has a public source and a second source
     assert "config.json" in m.config_source or "arXiv" in m.config_source, m.config_source
     for source in (m.parameters_source, m.context_source, m.second_source):
@@ -132,7 +144,9 @@ def _expected(config, context, batch, bytes_per_value, memory):
     cache = 2 * config.layers * config.kv_heads * config.head_dim * context * batch * bytes_per_value
     weights = config.parameters * bytes_per_value
     free = memory - weights
-    longest = 0 if free < 0 else free // (2 * config.layers * config.kv_heads * config.head_dim * batch * bytes_per_value)
+    longest = (
+        0 if free < 0 else free // (2 * config.layers * config.kv_heads * config.head_dim * batch * bytes_per_value)
+    )
     binding = "weights" if longest == 0 else "memory" if longest < config.context else "model"
     return cache, weights, longest, binding
 
@@ -142,9 +156,14 @@ def test_calculator_follows_its_controls(artifacts):
     first_png = widget.png()
     (artifacts / "widget_06_calculator_default.png").write_bytes(first_png)
     gpus = model_configs.load_gpus()
-    cases = [("Llama-2-70B", 4096, 1, "bf16", "H100"), ("Llama-2-70B", 4096, 1, "fp8", "H100"),
-             ("Llama-3.1-70B", 131072, 1, "bf16", "H200"), ("Gemma-7B", 8192, 16, "fp32", "H100"),
-             ("Falcon-7B", 1048576, 4, "bf16", "RTX 4090"), ("Mistral-7B-v0.1", 32768, 2, "bf16", "H100")]
+    cases = [
+        ("Llama-2-70B", 4096, 1, "bf16", "H100"),
+        ("Llama-2-70B", 4096, 1, "fp8", "H100"),
+        ("Llama-3.1-70B", 131072, 1, "bf16", "H200"),
+        ("Gemma-7B", 8192, 16, "fp32", "H100"),
+        ("Falcon-7B", 1048576, 4, "bf16", "RTX 4090"),
+        ("Mistral-7B-v0.1", 32768, 2, "bf16", "H100"),
+    ]
     for model, context, batch, dtype, gpu in cases:
         widget.controls["model"].value = model
         widget.controls["context"].value = context
@@ -160,8 +179,9 @@ def test_calculator_follows_its_controls(artifacts):
         assert r["fits"] == (cache + weights <= memory)
         assert r["context the memory allows (tokens)"] == longest
         assert r["model's own context (tokens)"] == config.context
-        assert {"weights": "do not fit", "memory": "the memory", "model": "the model's own context"}[binding] \
-            in r["the limit that binds"]
+        assert {"weights": "do not fit", "memory": "the memory", "model": "the model's own context"}[binding] in r[
+            "the limit that binds"
+        ]
         assert r["KV cache per token (KiB)"] == pytest.approx(cache / context / batch / 2**10)
         assert "<table class='course-readouts'>" in widget.readout_html.value
         slug = f"{model}_{context}_{batch}_{dtype}_{gpu}".replace(" ", "")
@@ -186,7 +206,8 @@ def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
     median, reference = statistics.median(times), statistics.median(baseline)
     (artifacts / "widget_06_update_times.txt").write_text(
         f"calculator median {median * 1000:.1f} ms (max {max(times) * 1000:.1f}); "
-        f"notebook 00 widget median {reference * 1000:.1f} ms\n")
+        f"notebook 00 widget median {reference * 1000:.1f} ms\n"
+    )
     assert median < 3 * reference, f"calculator {median * 1000:.0f} ms vs {reference * 1000:.0f} ms for notebook 00's"
 
 
@@ -224,8 +245,14 @@ def _softmax_attention(q, k, v, mask=None):
     return e / e.sum(-1, keepdims=True) @ v
 
 
-@pytest.mark.parametrize("check", [checks.check_grouped_query_attention, checks.check_grouped_query_attention_masks,
-                                   checks.check_grouped_query_attention_errors])
+@pytest.mark.parametrize(
+    "check",
+    [
+        checks.check_grouped_query_attention,
+        checks.check_grouped_query_attention_masks,
+        checks.check_grouped_query_attention_errors,
+    ],
+)
 def test_gqa_checks_pass_a_correct_answer(check, capsys):
     check(_gqa_repeat)
     check(_gqa_repeat, seed=3, thorough=True)
@@ -238,13 +265,20 @@ def test_gqa_check_names_the_tile_bug():
 
 
 def test_kv_cache_bytes_checks():
-    checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2 * L * g * d * n * batch * bytes_per_value,
-                                thorough=True)
+    checks.check_kv_cache_bytes(
+        lambda L, g, d, n, batch=1, bytes_per_value=2: 2 * L * g * d * n * batch * bytes_per_value, thorough=True
+    )
     with pytest.raises(CheckFailed, match="factor 2"):
-        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: L * g * d * n * batch * bytes_per_value)
+        checks.check_kv_cache_bytes(
+            lambda L, g, d, n, batch=1, bytes_per_value=2: L * g * d * n * batch * bytes_per_value
+        )
     with pytest.raises(CheckFailed, match="batch is ignored"):
         checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2 * L * g * d * n * bytes_per_value)
     with pytest.raises(CheckFailed, match="bits"):
-        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 16 * L * g * d * n * batch * bytes_per_value)
+        checks.check_kv_cache_bytes(
+            lambda L, g, d, n, batch=1, bytes_per_value=2: 16 * L * g * d * n * batch * bytes_per_value
+        )
     with pytest.raises(CheckFailed, match="whole number"):
-        checks.check_kv_cache_bytes(lambda L, g, d, n, batch=1, bytes_per_value=2: 2.0 * L * g * d * n * batch * bytes_per_value)
+        checks.check_kv_cache_bytes(
+            lambda L, g, d, n, batch=1, bytes_per_value=2: 2.0 * L * g * d * n * batch * bytes_per_value
+        )

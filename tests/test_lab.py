@@ -13,6 +13,7 @@
 Run on a copy of the repository's layout (tests/lab_process.py), so the real my-work/ is never touched.
 What the learner sees in the browser is in browser/test_browser_lab.py.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,8 +29,13 @@ from course import ASSIGNMENTS
 START = "my-work/00_start_here/00_start_here.ipynb"
 NOT_WRITTEN = "✗ `attention` is not written yet: replace `raise NotImplementedError()` with your code"
 # nbgrader's tools a self-study learner has no use for (no course, no exchange) or must not see (instructor's)
-HIDDEN_PLUGINS = {"@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:course-list",
-                  "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:menu"}
+HIDDEN_PLUGINS = {
+    "@jupyter/nbgrader:assignment-list",
+    "@jupyter/nbgrader:course-list",
+    "@jupyter/nbgrader:create-assignment",
+    "@jupyter/nbgrader:formgrader",
+    "@jupyter/nbgrader:menu",
+}
 
 
 @pytest.fixture(scope="module")
@@ -104,11 +110,16 @@ def test_only_the_validate_button_of_nbgrader_is_served(lab):
 def test_an_authoring_file_opens_as_a_notebook(lab):
     """For authors (README): JupyterLab opens authoring/*.py as notebooks through Jupytext, graded cells and all."""
     config = lab.page_config("/lab")
-    assert any(e["name"] == "jupyterlab-jupytext" for e in config["federated_extensions"]), config["federated_extensions"]
+    assert any(e["name"] == "jupyterlab-jupytext" for e in config["federated_extensions"]), config[
+        "federated_extensions"
+    ]
     status, model = lab.api("/api/contents/authoring/01_heads.py?type=notebook&content=1")
     assert status == 200 and model["type"] == "notebook", model
-    graded = {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points")
-              for c in model["content"]["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
+    graded = {
+        c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"].get("points")
+        for c in model["content"]["cells"]
+        if c["metadata"].get("nbgrader", {}).get("grade")
+    }
     assert graded.get("test_split_heads") == 3, graded
 
 
@@ -144,7 +155,10 @@ def test_the_instructors_lab_has_formgrader_on_the_course_configuration(tmp_path
     lab = LabProcess(root, runtime=tmp_path / "runtime", arguments=("--instructor",)).start()
     try:
         lab.wait_for_output("JupyterLab is running")
-        assert re.findall(r"http://\S+", lab.output)[-1] == f"{lab.base_url}/lab?file-browser-path=solutions&token={lab.token}"
+        assert (
+            re.findall(r"http://\S+", lab.output)[-1]
+            == f"{lab.base_url}/lab?file-browser-path=solutions&token={lab.token}"
+        )
         disabled = set(lab.page_config("/lab")["disabledExtensions"])
         assert not HIDDEN_PLUGINS & disabled, f"hidden from the instructor: {sorted(HIDDEN_PLUGINS & disabled)}"
         status, assignments = lab.api("/formgrader/api/assignments")

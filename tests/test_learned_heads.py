@@ -4,6 +4,7 @@ Gradients are tested against finite differences and against a slow row-by-row ve
 Jacobian built explicitly; the claims of the notebook (heads specialise, ablation, the (d h) bug) against
 the trained model itself. No timing is asserted here: tools/bench.py measures the training time.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -96,7 +97,8 @@ def test_the_models_gradients_match_finite_differences(split):
     names = list(params)
     numeric = training.numerical_gradients(
         lambda *arrays: training.loss_of(dict(zip(names, arrays)), ids, targets, config, keep)[0],
-        [params[n] for n in names])
+        [params[n] for n in names],
+    )
     for name, approx in zip(names, numeric):
         np.testing.assert_allclose(grads[name], approx, atol=1e-7, err_msg=name)
 
@@ -181,6 +183,7 @@ def test_grading_mode_trains_nothing(monkeypatch):
     assert training.ablation_table(idle).shape == (3, 3)
     from heads_and_masks.pictures import learned_heads as pictures
     from heads_and_masks.grading import Idle
+
     assert isinstance(pictures.head_maps_figure(idle), Idle)
     assert isinstance(pictures.loss_curves_figure(idle), Idle)
     assert isinstance(pictures.head_count_figure({1: np.ones(2)}, 16), Idle)
@@ -212,6 +215,7 @@ def _variant(kind):
         if kind == "swapped":
             return ds.T @ k * scale, ds @ q * scale, dv
         return ds @ k * scale, ds.T @ q * scale, dv
+
     return answer
 
 
@@ -219,18 +223,29 @@ def test_the_checks_pass_correct_answers_in_two_styles():
     for answer in (_own, lambda *a: training.attention_backward_slow(*a)):
         checks.check_attention_backward(answer, seed=3, thorough=True)
         checks.check_attention_backward_masks(answer, seed=3, thorough=True)
-    checks.check_rule_weights(lambda w: np.stack([np.mean([w[:, :, t, t - 1] for t in range(2, w.shape[-1])], axis=(0, 1)),
-                                                  np.mean([w[:, :, t, 0] for t in range(2, w.shape[-1])], axis=(0, 1))], -1),
-                              seed=3, thorough=True)
+    checks.check_rule_weights(
+        lambda w: np.stack(
+            [
+                np.mean([w[:, :, t, t - 1] for t in range(2, w.shape[-1])], axis=(0, 1)),
+                np.mean([w[:, :, t, 0] for t in range(2, w.shape[-1])], axis=(0, 1)),
+            ],
+            -1,
+        ),
+        seed=3,
+        thorough=True,
+    )
 
 
-@pytest.mark.parametrize("kind, check, says", [
-    ("sqrt", checks.check_attention_backward, "1/√d is forgotten"),
-    ("diagonal", checks.check_attention_backward, "only the diagonal of the softmax jacobian"),
-    ("swapped", checks.check_attention_backward, "transposes swapped"),
-    ("forbidden", checks.check_attention_backward, "forbidden entries"),
-    ("nan", checks.check_attention_backward_masks, "nan on a fully masked row"),
-])
+@pytest.mark.parametrize(
+    "kind, check, says",
+    [
+        ("sqrt", checks.check_attention_backward, "1/√d is forgotten"),
+        ("diagonal", checks.check_attention_backward, "only the diagonal of the softmax jacobian"),
+        ("swapped", checks.check_attention_backward, "transposes swapped"),
+        ("forbidden", checks.check_attention_backward, "forbidden entries"),
+        ("nan", checks.check_attention_backward_masks, "nan on a fully masked row"),
+    ],
+)
 def test_the_checks_name_each_misconception(kind, check, says):
     with pytest.raises(CheckFailed) as failure:
         check(_variant(kind), seed=5)

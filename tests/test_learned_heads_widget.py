@@ -1,5 +1,6 @@
 """Notebook 08's widget, driven without a browser: the step slider moves the maps and the readouts through
 the snapshots of training; switching a head off costs exactly its rule; the figures of the notebook draw."""
+
 from __future__ import annotations
 
 import io
@@ -23,7 +24,7 @@ def _map_pixels(widget, head):
     picture = np.asarray(Image.open(io.BytesIO(widget.png())).convert("RGB")).astype(int)
     box = widget.map_axes[head].get_window_extent()
     height = picture.shape[0]
-    return picture[height - int(box.y1) + 2:height - int(box.y0) - 2, int(box.x0) + 2:int(box.x1) - 2]
+    return picture[height - int(box.y1) + 2 : height - int(box.y0) - 2, int(box.x0) + 2 : int(box.x1) - 2]
 
 
 def test_the_widget_shows_the_run_the_notebook_trains(widget):
@@ -81,8 +82,11 @@ def test_the_widget_takes_any_run():
 
 def test_the_static_figures_draw(widget, artifacts):
     run = widget.run
-    for name, figure in [("maps", pictures.head_maps_figure(run)), ("loss", pictures.loss_curves_figure(run)),
-                         ("head_counts", pictures.head_count_figure({1: np.array([0.3, 0.5]), 2: np.array([1e-5, 2e-5])}, 16))]:
+    for name, figure in [
+        ("maps", pictures.head_maps_figure(run)),
+        ("loss", pictures.loss_curves_figure(run)),
+        ("head_counts", pictures.head_count_figure({1: np.array([0.3, 0.5]), 2: np.array([1e-5, 2e-5])}, 16)),
+    ]:
         png = pictures.picture(figure).data
         assert png.startswith(b"\x89PNG")
         (artifacts / f"figure_08_learned_heads_{name}.png").write_bytes(png)

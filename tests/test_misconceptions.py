@@ -3,12 +3,21 @@
 The class report (autograde/class_report.py) counts students per id, so an id must be carried by the
 failure itself (``CheckFailed.misconception``), never read back from the message text.
 """
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from heads_and_masks.checks import causal_mask as causal, heads, kv_heads, other_masks, start_here as start, work_fraction as tiles, why_heads
+from heads_and_masks.checks import (
+    causal_mask as causal,
+    heads,
+    kv_heads,
+    other_masks,
+    start_here as start,
+    work_fraction as tiles,
+    why_heads,
+)
 from heads_and_masks.checks.core import CheckFailed, expect_close, fail
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 
@@ -63,12 +72,23 @@ def test_ids_are_family_dot_name_and_described():
 def test_a_failure_carries_the_id_of_the_diagnosis_it_matched():
     expected = np.array([0.5, 0.5])
     with pytest.raises(CheckFailed) as named:
-        expect_close(np.array([1.0, 0.0]), expected, what="w",
-                     diagnoses=[(np.array([0.0, 1.0]), "flipped", "mask.polarity_flipped"),
-                                (np.array([1.0, 0.0]), "no softmax", "softmax.missing")])
+        expect_close(
+            np.array([1.0, 0.0]),
+            expected,
+            what="w",
+            diagnoses=[
+                (np.array([0.0, 1.0]), "flipped", "mask.polarity_flipped"),
+                (np.array([1.0, 0.0]), "no softmax", "softmax.missing"),
+            ],
+        )
     assert named.value.misconception == "softmax.missing" and "no softmax" in str(named.value)
     with pytest.raises(CheckFailed) as unnamed:
-        expect_close(np.array([0.9, 0.1]), expected, what="w", diagnoses=[(np.array([0.0, 1.0]), "flipped", "mask.polarity_flipped")])
+        expect_close(
+            np.array([0.9, 0.1]),
+            expected,
+            what="w",
+            diagnoses=[(np.array([0.0, 1.0]), "flipped", "mask.polarity_flipped")],
+        )
     assert unnamed.value.misconception is None  # wrong in a way no check names: "unrecognised" in the report
     with pytest.raises(KeyError):
         fail("a message", "mask.no_such_idea")  # an id must be registered before a check may use it

@@ -5,6 +5,7 @@ the next cell (it stops only on an error), while nbgrader gives the test cell no
 stderr as a failure). Functions are defined here as a notebook cell defines them, in a namespace
 called ``__main__``; the untouched notebooks themselves are run in test_notebooks.py.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -70,7 +71,8 @@ def test_a_function_calling_an_unwritten_one_names_the_one_to_write(capfd):
     check_multi_head_attention(namespace["multi_head_attention"])
     assert capfd.readouterr().err == (
         "✗ `multi_head_attention` cannot be checked yet: it calls `split_heads`, which is not written yet "
-        f"(in `split_heads`, {REPLACE})\n")
+        f"(in `split_heads`, {REPLACE})\n"
+    )
 
 
 def test_a_stub_raised_with_words_of_the_learner_is_not_finished(capfd):
@@ -90,10 +92,13 @@ def refuses_in_words(*args):
 
 def test_a_library_refusing_an_input_is_a_crash_like_any_other(capfd):
     """Not the stub: the learner called something that cannot do what was asked. A failure with its words."""
-    attention = cell("""
+    attention = cell(
+        """
         def attention(q, k, v, mask=None):
             return refuses_in_words(q, k, v)
-    """, refuses_in_words=refuses_in_words)["attention"]
+    """,
+        refuses_in_words=refuses_in_words,
+    )["attention"]
     with pytest.raises(CheckFailed, match="raised NotImplementedError: float16 scores are not supported"):
         check_attention(attention)
     assert capfd.readouterr().err == ""

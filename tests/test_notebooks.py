@@ -1,4 +1,5 @@
 """The notebooks: generated, not edited; nothing leaks; every solution notebook runs top to bottom."""
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,9 @@ def test_every_authoring_file_is_an_assignment():
 
 def test_notebooks_match_what_the_build_produces():
     """solutions/ and notebooks/ are exactly what `make notebooks` writes from authoring/."""
-    run = subprocess.run([sys.executable, str(REPO / "tools" / "build_notebooks.py"), "--check"],
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_notebooks.py"), "--check"], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout + run.stderr
 
 
@@ -54,7 +56,9 @@ def test_student_notebook_leaks_no_solution_or_hidden_test(assignment):
     stubs = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert stubs, "an assignment without an exercise"
     assert all("raise NotImplementedError()" in c.source for c in stubs)
-    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), "student notebooks ship without outputs"
+    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), (
+        "student notebooks ship without outputs"
+    )
 
 
 @pytest.mark.slow
@@ -62,8 +66,9 @@ def test_student_notebook_leaks_no_solution_or_hidden_test(assignment):
 def test_solution_notebook_runs_top_to_bottom(assignment, tmp_path):
     """A fresh kernel runs every cell of the instructor version without error and without stderr in tests."""
     notebook = solution_notebook(assignment)
-    client = NotebookClient(notebook, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
     for cell in notebook.cells:
         if cell.cell_type != "code":
@@ -87,15 +92,24 @@ def test_untouched_student_notebook_runs_to_the_end(assignment, tmp_path):
     untouched notebook scores 0: test_grading.py), and no other cell writes to stderr.
     """
     notebook = student_notebook(assignment)
-    NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
     code = [c for c in notebook.cells if c.cell_type == "code"]
     assert code[-1].execution_count is not None, "the last cell did not run"
     for cell in code:
         stderr = "".join(o.text for o in cell.outputs if o.get("name") == "stderr")
         if cell.metadata.get("nbgrader", {}).get("grade"):
             lines = stderr.splitlines()
-            assert len(lines) == 1 and "is not written yet: replace `raise NotImplementedError()` with your code" in lines[0], \
+            assert (
+                len(lines) == 1
+                and "is not written yet: replace `raise NotImplementedError()` with your code" in lines[0]
+            ), (
                 f"test cell {cell.metadata['nbgrader']['grade_id']} should say in one line that its exercise is not written yet: {stderr!r}"
+            )
         else:
             assert not stderr, f"cell {cell.id} wrote to stderr: {stderr!r}"

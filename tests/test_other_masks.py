@@ -1,5 +1,6 @@
 """Notebook 05's package code: padding and batch invariance, windows and their cost, block-sparse
 layouts, the checks themselves (fast, in-process), and the mask widget driven without a browser."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,6 +18,7 @@ from catalog.nb05_other_masks import ANSWERS as CATALOG
 
 
 # ------------------------------------------------------------------------------- padding
+
 
 def test_pad_batch_puts_the_filler_after_the_real_tokens():
     a, b = np.ones((2, 3)), 2 * np.ones((4, 3))
@@ -82,6 +84,7 @@ def test_filler_weight_is_zero_when_there_is_no_filler():
 
 # ------------------------------------------------------------------------------- windows and blocks
 
+
 @pytest.mark.parametrize("n", [0, 1, 3, 7, 20])
 @pytest.mark.parametrize("w", [1, 2, 5, 30])
 def test_sliding_window_entries_counts_the_mask(n, w):
@@ -132,6 +135,7 @@ def test_local_layouts_cost_linear_work():
 
 # ------------------------------------------------------------------------------- checks (fast, in-process)
 
+
 def test_checks_pass_the_reference_implementations(capsys):
     checks.check_padding_mask(_unguarded("padding_mask"), seed=1, thorough=True)
     checks.check_padding_mask_errors(_unguarded("padding_mask"), thorough=True)
@@ -145,10 +149,16 @@ def test_checks_pass_the_reference_implementations(capsys):
 def _notebook_cells():
     from build_notebooks import read_source
     from course import REPO
+
     notebook = read_source(REPO / "authoring" / "05_other_masks.py")
+
     def of(kind):
-        return {c.metadata["nbgrader"]["grade_id"]: c.source for c in notebook.cells
-                if c.metadata.get("nbgrader", {}).get(kind)}
+        return {
+            c.metadata["nbgrader"]["grade_id"]: c.source
+            for c in notebook.cells
+            if c.metadata.get("nbgrader", {}).get(kind)
+        }
+
     return of("solution"), of("grade")
 
 
@@ -193,15 +203,18 @@ def test_checks_refuse_the_reference_itself():
 
 def test_batched_check_does_not_depend_on_the_padded_rows():
     """Any finite values in the filler rows are fine: they are ignored downstream."""
+
     def filler_rows_scribbled(q, k, v, lengths, causal=True, window=None):
         out = _unguarded("batched_attention")(q, k, v, lengths, causal, window)
         for i, length in enumerate(lengths):
             out[i, length:] = 12345.0
         return out
+
     checks.check_batched_attention(filler_rows_scribbled, seed=4, thorough=True)
 
 
 # ------------------------------------------------------------------------------- the widget
+
 
 def test_mask_image_codes():
     mask = np.array([[True, False], [True, False]])

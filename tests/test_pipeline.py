@@ -1,6 +1,7 @@
 """The grading pipeline's parts that need no grading run: kernel limits, the sandbox's command and
 environment, the grading key and the hidden inputs, feedback without hidden tests, exercise columns,
 LMS file names, the submission inspection."""
+
 from __future__ import annotations
 
 import re
@@ -27,12 +28,18 @@ LAUNCHER = REPO / "autograde" / "kernel_launch.py"
 
 
 def test_kernel_launcher_limits_memory_and_keeps_small_work_possible():
-    program = ("import numpy as np\n"
-               "small = np.ones(10**6).sum()\n"  # 8 MB: fine
-               "try:\n    big = np.ones(2**28)\n    print('allocated')\n"  # 2 GiB: refused
-               "except MemoryError:\n    print('MemoryError', small)\n")
-    run = subprocess.run([sys.executable, str(LAUNCHER), "--memory-mb=512", "--", sys.executable, "-c", program],
-                         capture_output=True, text=True, timeout=120)
+    program = (
+        "import numpy as np\n"
+        "small = np.ones(10**6).sum()\n"  # 8 MB: fine
+        "try:\n    big = np.ones(2**28)\n    print('allocated')\n"  # 2 GiB: refused
+        "except MemoryError:\n    print('MemoryError', small)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, str(LAUNCHER), "--memory-mb=512", "--", sys.executable, "-c", program],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "MemoryError 1000000.0", run.stdout
 
@@ -43,17 +50,39 @@ def test_kernel_environment_is_built_from_nothing(monkeypatch):
     env = kernel_environment(Path("/tmp/runtime"))
     assert "INSTRUCTOR_SECRET" not in env and "HEADS_AND_MASKS_GRADING_KEY_FILE" not in env
     assert env["HOME"] == "/tmp" and env["HEADS_AND_MASKS_GRADING"] == "1"
-    assert set(env) <= {"PATH", "HOME", "TMPDIR", "MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_RUNTIME_DIR",
-                        "JUPYTER_CONFIG_DIR", "JUPYTER_DATA_DIR", "MPLBACKEND", "PYTHONDONTWRITEBYTECODE",
-                        "PYTHONNOUSERSITE", "LC_ALL", "HEADS_AND_MASKS_GRADING", *PASSED_THROUGH}
+    assert set(env) <= {
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "MPLCONFIGDIR",
+        "IPYTHONDIR",
+        "JUPYTER_RUNTIME_DIR",
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_DATA_DIR",
+        "MPLBACKEND",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONNOUSERSITE",
+        "LC_ALL",
+        "HEADS_AND_MASKS_GRADING",
+        *PASSED_THROUGH,
+    }
 
 
 def test_sandbox_command_is_an_allowlist_with_a_capped_private_scratch():
     if not shutil.which("bwrap"):
         pytest.skip("bubblewrap is not installed")
-    command = bwrap_command(["python", "-m", "ipykernel_launcher"], scratch="/scratch", runtime=Path("/tmp/rt"),
-                            package=Path("/tmp/stub/heads_and_masks"), env={"HOME": "/tmp"}, uid=123456,
-                            scratch_mb=64, cpu_seconds=10, max_file_mb=8, max_processes=32)
+    command = bwrap_command(
+        ["python", "-m", "ipykernel_launcher"],
+        scratch="/scratch",
+        runtime=Path("/tmp/rt"),
+        package=Path("/tmp/stub/heads_and_masks"),
+        env={"HOME": "/tmp"},
+        uid=123456,
+        scratch_mb=64,
+        cpu_seconds=10,
+        max_file_mb=8,
+        max_processes=32,
+    )
     text = " ".join(command)
     assert "--clearenv" in command and "--unshare-net" in command and "--unshare-pid" in command
     assert "--ro-bind / /" not in text, "the whole file system must not be visible"
@@ -123,12 +152,21 @@ def test_feedback_filter_removes_every_hidden_line(assignment):
     hidden = _hidden_of(assignment)
     assert hidden, f"{assignment} has no hidden tests"
     sample = sorted(hidden)[0]
-    tests = [c for c in notebook.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")
-             and not c.metadata["nbgrader"].get("solution")]
+    tests = [
+        c
+        for c in notebook.cells
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    ]
     # what grading leaves: a failing test whose traceback quotes a hidden line, and student output
     # that printed a hidden line
-    tests[-1].outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="expected 1, got 2",
-                                                traceback=["Traceback", f"----> 3 {sample}", "CheckFailed: expected 1, got 2"])]
+    tests[-1].outputs = [
+        nbformat.v4.new_output(
+            "error",
+            ename="CheckFailed",
+            evalue="expected 1, got 2",
+            traceback=["Traceback", f"----> 3 {sample}", "CheckFailed: expected 1, got 2"],
+        )
+    ]
     spy = nbformat.v4.new_code_cell("print(secret)")
     spy.outputs = [nbformat.v4.new_output("stream", name="stdout", text=f"look:\n{sample}\n")]
     notebook.cells.append(spy)
@@ -148,12 +186,15 @@ def test_exercise_columns_group_test_cells():
     assert exercise_of("test_something_else", answers) == "something_else"
 
 
-@pytest.mark.parametrize("name,student,file", [
-    ("doejane_12345_678_00_start_here.ipynb", "doejane", "00_start_here.ipynb"),  # Canvas
-    ("doejane_late_12345_678_00_start_here-1.ipynb", "doejane", "00_start_here-1.ipynb"),  # Canvas, resubmitted
-    ("Jane Doe_4711_assignsubmission_file_00_start_here.ipynb", "Jane Doe", "00_start_here.ipynb"),  # Moodle
-    ("bob_00_start_here.ipynb", "bob", "00_start_here.ipynb"),
-])
+@pytest.mark.parametrize(
+    "name,student,file",
+    [
+        ("doejane_12345_678_00_start_here.ipynb", "doejane", "00_start_here.ipynb"),  # Canvas
+        ("doejane_late_12345_678_00_start_here-1.ipynb", "doejane", "00_start_here-1.ipynb"),  # Canvas, resubmitted
+        ("Jane Doe_4711_assignsubmission_file_00_start_here.ipynb", "Jane Doe", "00_start_here.ipynb"),  # Moodle
+        ("bob_00_start_here.ipynb", "bob", "00_start_here.ipynb"),
+    ],
+)
 def test_default_lms_names(name, student, file):
     match = re.match(default_zip_regexp("00_start_here"), f"/x/extracted/{name}")
     assert match and match["student_id"] == student and match["file_id"] == file
@@ -174,3 +215,19 @@ def test_compare_with_release_names_what_was_done_to_test_cells():
     del deleted.cells[tests[0]]
     assert any("was deleted" in n for n in compare_with_release(deleted, released))
     assert compare_with_release(released, released) == []
+
+
+@pytest.mark.parametrize("stop", ["CallTimedOut", "KernelGone"])
+def test_a_stop_passes_through_the_checks_to_the_judge(stop):
+    """A call the grader stopped is a status, never a misconception: the checks catch a learner's
+    exceptions (to say "raised TypeError" or "does not raise ValueError"), not the grader's stops."""
+    from autograde import judge
+    from heads_and_masks.checks.core import call, expect_value_error
+
+    def stopped(*args):
+        raise getattr(judge, stop)("stopped by the grader")
+
+    with pytest.raises(judge.GradingStopped):
+        expect_value_error(stopped, np.zeros(3), what="f(bad)", why="bad arguments")
+    with pytest.raises(judge.GradingStopped):
+        call(stopped, np.zeros(3), what="f(x)")

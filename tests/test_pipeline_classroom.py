@@ -8,6 +8,7 @@
 * every assignment that exists goes through the pipeline: solutions full marks, untouched 0,
   feedback without hidden tests.
 """
+
 from __future__ import annotations
 
 import copy
@@ -93,9 +94,15 @@ CLASS = {
     "loops": (lambda: _with_cell("while True:\n    pass"), "timed out", 4, f"longer than {CELL_TIMEOUT} s"),
     "exits": (lambda: _with_cell("import os\nos._exit(1)"), "kernel died", 0, "kernel died"),
     "segfault": (lambda: _with_cell("import ctypes\nctypes.string_at(0)"), "kernel died", 0, "segfault"),
-    "eats_memory": (lambda: _with_cell("import resource\nprint('limit', resource.getrlimit(resource.RLIMIT_DATA))\n"
-                                       "hog = [np.ones(2**26) for _ in range(10_000)]"),
-                    "needs review", 4, "out of memory"),
+    "eats_memory": (
+        lambda: _with_cell(
+            "import resource\nprint('limit', resource.getrlimit(resource.RLIMIT_DATA))\n"
+            "hog = [np.ones(2**26) for _ in range(10_000)]"
+        ),
+        "needs review",
+        4,
+        "out of memory",
+    ),
     "invalid_json": ('{"cells": [{"cell_type": "code", ', "invalid notebook", 0, "not valid JSON"),
     "not_a_notebook": ('{"answers": [1, 2, 3]}', "invalid notebook", 0, "not a Jupyter notebook"),
     "wrong_name": (lambda: submission(A, {}), "needs review", 4, "was named `00_start_here (1).ipynb`"),
@@ -159,8 +166,16 @@ def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifa
     rows = list(csv.DictReader(open(course.root / "grades.csv")))
     assert sorted(r["student"] for r in rows) == sorted(CLASS)
     assert all(r["assignment"] == A and r["max_total"] == "4" for r in rows)
-    assert list(rows[0]) == ["student", "student_as_submitted", "assignment", "status", "attention", "total",
-                             "max_total", "notes"]
+    assert list(rows[0]) == [
+        "student",
+        "student_as_submitted",
+        "assignment",
+        "status",
+        "attention",
+        "total",
+        "max_total",
+        "notes",
+    ]
     text = report(course, A)
     (artifacts / "pipeline-bad-class-report.txt").write_text(text + f"\n(graded in {seconds:.0f} s)\n")
     for student, result in results.items():
@@ -190,8 +205,9 @@ def test_regrading_is_idempotent(bad_class):
     course, results, _ = bad_class
     before = read_results(course, A)
     again = grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
-    assert {s: (r.status, r.total, r.graded_at) for s, r in again.items()} == \
-        {s: (r.status, r.total, r.graded_at) for s, r in before.items()}, "a second run graded something again"
+    assert {s: (r.status, r.total, r.graded_at) for s, r in again.items()} == {
+        s: (r.status, r.total, r.graded_at) for s, r in before.items()
+    }, "a second run graded something again"
     forced = grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
     assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
     _assert_one_submission_each(course, list(CLASS))
@@ -202,8 +218,12 @@ def _assert_one_submission_each(course, students):
 
     db = sqlite3.connect(course.gradebook_path)
     per_student = dict(db.execute("select student_id, count(*) from submitted_assignment group by student_id"))
-    grades = dict(db.execute("select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
-                             "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"))
+    grades = dict(
+        db.execute(
+            "select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
+            "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"
+        )
+    )
     db.close()
     cells = len(grade_cells(course, A))
     for student in students:
@@ -215,9 +235,23 @@ def _assert_one_submission_each(course, students):
 def _student_nbgrader(home: Path, exchange: Path, student: str, *args: str) -> None:
     env = dict(os.environ, HOME=str(home))
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
-    subprocess.run([sys.executable, "-m", "nbgrader", *args, "--course=heads-and-masks", f"--Exchange.root={exchange}",
-                    f"--Exchange.cache={home / '.nbgrader-cache'}", f"--CourseDirectory.student_id={student}"],
-                   cwd=home, env=env, check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbgrader",
+            *args,
+            "--course=heads-and-masks",
+            f"--Exchange.root={exchange}",
+            f"--Exchange.cache={home / '.nbgrader-cache'}",
+            f"--CourseDirectory.student_id={student}",
+        ],
+        cwd=home,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
@@ -226,11 +260,18 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     exchange.mkdir(mode=0o777)
     course = make_course_copy(tmp_path / "course", exchange)
     release(course, A)
-    answers = {"alice": {}, "bob": None, "carol": {"attention": (
-        "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
-        "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
-        "    e = np.exp(s - s.max(-1, keepdims=True)) * (1 if mask is None else mask)\n"
-        "    t = e.sum(-1, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v\n")}}
+    answers = {
+        "alice": {},
+        "bob": None,
+        "carol": {
+            "attention": (
+                "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
+                "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
+                "    e = np.exp(s - s.max(-1, keepdims=True)) * (1 if mask is None else mask)\n"
+                "    t = e.sum(-1, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v\n"
+            )
+        },
+    }
     for student, replacements in answers.items():
         home = tmp_path / "home" / student
         home.mkdir(parents=True)
@@ -243,8 +284,17 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     assert collect_exchange(course, A) == sorted(answers)
 
     # start grading from the command line, kill it as soon as the first student is recorded
-    command = [sys.executable, "-m", "autograde.grade", f"--root={course.root}",
-               f"--exchange={exchange}", "autograde", A, "--workers=2", "--quiet"]
+    command = [
+        sys.executable,
+        "-m",
+        "autograde.grade",
+        f"--root={course.root}",
+        f"--exchange={exchange}",
+        "autograde",
+        A,
+        "--workers=2",
+        "--quiet",
+    ]
     process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     records = course.root / "autograde" / "results" / A
     deadline = time.monotonic() + 600
@@ -259,7 +309,10 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     for student, earlier in before.items():
         assert resumed[student].graded_at == earlier.graded_at, f"{student} was graded twice"
     assert {s: (r.status, r.total) for s, r in resumed.items()} == {
-        "alice": ("graded", 4), "bob": ("graded", 0), "carol": ("graded", 0)}
+        "alice": ("graded", 4),
+        "bob": ("graded", 0),
+        "carol": ("graded", 0),
+    }
     _assert_one_submission_each(course, list(answers))
 
     feedback(course, A, release_to_students=True)
@@ -273,7 +326,10 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
 
     rows = export_grades(course, tmp_path / "grades.csv")
     assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
-        ("alice", "graded", "4", "4"), ("bob", "graded", "0", "0"), ("carol", "graded", "0", "0")]
+        ("alice", "graded", "4", "4"),
+        ("bob", "graded", "0", "0"),
+        ("carol", "graded", "0", "0"),
+    ]
 
 
 def test_lms_zip_is_collected_and_graded(tmp_path):

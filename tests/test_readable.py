@@ -1,4 +1,5 @@
 """Numbers as people read them: counts with thousands separators, no exponent, a 0 that is 0."""
+
 from __future__ import annotations
 
 import re
@@ -16,12 +17,28 @@ from heads_and_masks.widgets.work_fraction import TileGridWidget
 EXPONENT = re.compile(r"\d[eE][+-]?\d")
 
 
-@pytest.mark.parametrize("value, digits, text", [
-    (4_027_056_128, 4, "4,027,056,128"), (np.int64(22_040), 4, "22,040"), (7, 4, "7"), (0, 4, "0"),
-    (13_743.9, 3, "13,744"), (137.43, 3, "137"), (0.07292, 4, "0.07292"), (0.5, 4, "0.5"), (1.0, 4, "1"),
-    (1.064, 4, "1.064"), (0.99996, 4, "1"), (999.96, 4, "1,000"), (5e-5, 4, "0.00005"),
-    (1.07e-28, 4, "0"), (-0.0, 4, "0"), (-2.5, 4, "-2.5"), (float("inf"), 4, "∞"),
-])
+@pytest.mark.parametrize(
+    "value, digits, text",
+    [
+        (4_027_056_128, 4, "4,027,056,128"),
+        (np.int64(22_040), 4, "22,040"),
+        (7, 4, "7"),
+        (0, 4, "0"),
+        (13_743.9, 3, "13,744"),
+        (137.43, 3, "137"),
+        (0.07292, 4, "0.07292"),
+        (0.5, 4, "0.5"),
+        (1.0, 4, "1"),
+        (1.064, 4, "1.064"),
+        (0.99996, 4, "1"),
+        (999.96, 4, "1,000"),
+        (5e-5, 4, "0.00005"),
+        (1.07e-28, 4, "0"),
+        (-0.0, 4, "0"),
+        (-2.5, 4, "-2.5"),
+        (float("inf"), 4, "∞"),
+    ],
+)
 def test_readable_number(value, digits, text):
     assert readable_number(value, digits) == text
 

@@ -1,4 +1,5 @@
 """The reference implementation against slow, obvious versions, and the properties of the contract."""
+
 from __future__ import annotations
 
 import math
@@ -85,8 +86,7 @@ def test_attention_over_leading_axes_equals_looping():
 
 
 @settings(max_examples=60, deadline=None)
-@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=3, max_side=6), elements=finite),
-       st.data())
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=3, max_side=6), elements=finite), st.data())
 def test_masked_softmax_contract_on_any_finite_scores(scores, data):
     mask = data.draw(hnp.arrays(bool, scores.shape))
     before = scores.copy()
@@ -113,7 +113,9 @@ def test_masked_softmax_matches_slow_row_by_row():
 def test_masked_softmax_broadcasts_mask_and_refuses_bad_masks():
     scores = RNG.normal(size=(2, 3, 4, 4))
     causal = hm.causal_mask(4)
-    assert np.array_equal(hm.masked_softmax(scores, causal), hm.masked_softmax(scores, np.broadcast_to(causal, scores.shape)))
+    assert np.array_equal(
+        hm.masked_softmax(scores, causal), hm.masked_softmax(scores, np.broadcast_to(causal, scores.shape))
+    )
     with pytest.raises(ValueError, match="boolean"):
         hm.masked_softmax(scores, causal.astype(float))
     with pytest.raises(ValueError, match="broadcast"):
@@ -145,7 +147,7 @@ def test_split_heads_head_i_is_the_ith_slice_and_merge_inverts_it():
         heads = hm.split_heads(x, h)
         assert heads.shape == (2, h, 5, d)
         for i in range(h):
-            assert np.array_equal(heads[:, i], x[..., i * d:(i + 1) * d])
+            assert np.array_equal(heads[:, i], x[..., i * d : (i + 1) * d])
         assert np.array_equal(hm.merge_heads(heads), x)
     assert np.array_equal(hm.split_heads(hm.merge_heads(heads), 12), heads)
 

@@ -1,4 +1,5 @@
 """The static scan flags every trick of the attack catalog and nothing in honest answers."""
+
 from __future__ import annotations
 
 import textwrap
@@ -9,54 +10,54 @@ from autograde.scan import scan_notebook
 from submissions import submission
 
 ATTACKS = {
-    "input_transformer": '''
+    "input_transformer": """
         ip = get_ipython()
         ip.input_transformers_cleanup.append(lambda lines: [] if any("check_" in l for l in lines) else lines)
-    ''',
-    "ast_transformer": '''
+    """,
+    "ast_transformer": """
         import ast
         class Blank(ast.NodeTransformer):
             def visit_Module(self, node):
                 return ast.Module(body=[], type_ignores=[])
         get_ipython().ast_transformers.append(Blank())
-    ''',
-    "event_callback": '''
+    """,
+    "event_callback": """
         get_ipython().events.register("pre_run_cell", lambda info: None)
-    ''',
-    "trace_function": '''
+    """,
+    "trace_function": """
         import sys
         sys.settrace(lambda *a: None)
-    ''',
-    "patched_numpy": '''
+    """,
+    "patched_numpy": """
         np.allclose = lambda *a, **k: True
-    ''',
-    "always_equal": '''
+    """,
+    "always_equal": """
         class Anything(np.ndarray):
             def __eq__(self, other):
                 return True
-    ''',
-    "array_ufunc": '''
+    """,
+    "array_ufunc": """
         class Fake:
             def __array_ufunc__(self, *args, **kwargs):
                 return 0
-    ''',
-    "builtins": '''
+    """,
+    "builtins": """
         import builtins
         builtins.isinstance = lambda *a: True
-    ''',
-    "course_reference": '''
+    """,
+    "course_reference": """
         from heads_and_masks.attention import attention as reference
-    ''',
-    "closure_digging": '''
+    """,
+    "closure_digging": """
         f = some_function.__closure__[0].cell_contents
-    ''',
-    "ctypes": '''
+    """,
+    "ctypes": """
         import ctypes
-    ''',
-    "network": '''
+    """,
+    "network": """
         import socket
         socket.create_connection(("example.org", 80))
-    ''',
+    """,
 }
 
 
@@ -90,8 +91,9 @@ def test_untouched_and_solution_notebooks_are_clean():
         assert scan_notebook(submission(assignment, {}, keep_stubs=True), assignment) == []
 
 
-@pytest.mark.parametrize("assignment,answer", [(a, x) for a, answers in sorted(catalogs().items())
-                                                for x in answers if x.correct])
+@pytest.mark.parametrize(
+    "assignment,answer", [(a, x) for a, answers in sorted(catalogs().items()) for x in answers if x.correct]
+)
 def test_honest_catalog_answers_are_not_flagged(assignment, answer):
     notebook = submission(assignment, {k: answer.source(k) for k in answer.cells})
     assert scan_notebook(notebook, assignment) == []

@@ -1,6 +1,7 @@
 """Notebook 00's check in-process: every catalog answer through check_attention, visible and hidden calls as
 in the notebook, so each verdict and message is seen in seconds (test_catalogs.py grades the same answers
 with nbgrader)."""
+
 from __future__ import annotations
 
 import contextlib

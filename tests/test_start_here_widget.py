@@ -1,4 +1,5 @@
 """Notebook 00's widget, driven without a browser: the picture and the readouts follow the controls."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,6 @@
 """Notebook 02's package code: the retrieval task, the noise model (simulation against exact
 integration), the checks' statistical margins, and the widget driven without a browser."""
+
 from __future__ import annotations
 
 import math
@@ -143,7 +144,8 @@ def test_widget_follows_its_controls(artifacts):
         (artifacts / f"widget_02_d{d}_noise{noise}.png").write_bytes(widget.png())
     assert widget.png() != first
     (artifacts / "widget_02_update_seconds.txt").write_text(
-        "ScoreNoiseWidget updates (s): " + ", ".join(f"{t:.3f}" for t in times) + "\n")
+        "ScoreNoiseWidget updates (s): " + ", ".join(f"{t:.3f}" for t in times) + "\n"
+    )
 
 
 def test_widget_rate_rises_and_spread_halves_with_d():

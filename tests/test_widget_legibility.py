@@ -6,6 +6,7 @@ move below it when they do not fit beside it), so the text sizes measured here, 
 pixels, are the sizes on the screen. The browser tests (tests/browser/test_browser_laptop_width.py)
 measure the same in JupyterLab at that width.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -40,12 +41,16 @@ def test_every_widget_is_found():
 def test_picture_fits_a_laptop_notebook_and_its_text_is_legible(cls):
     widget = cls()
     width = widget.figure.bbox.width
-    assert width <= NOTEBOOK_WIDTH_PX, (f"{cls.__name__}'s picture is {width:.0f} px wide: a laptop's notebook "
-                                        f"({NOTEBOOK_WIDTH_PX} px) would scale it and its text down")
+    assert width <= NOTEBOOK_WIDTH_PX, (
+        f"{cls.__name__}'s picture is {width:.0f} px wide: a laptop's notebook "
+        f"({NOTEBOOK_WIDTH_PX} px) would scale it and its text down"
+    )
     sizes = widget.text_sizes_px()
     assert sizes, f"{cls.__name__}: no text found in the picture"
-    assert min(sizes) >= LEGIBLE_TEXT_PX, (f"{cls.__name__}: its smallest text is {min(sizes):.1f} px high "
-                                           f"(below {LEGIBLE_TEXT_PX} px); sizes {sorted(set(sizes))}")
+    assert min(sizes) >= LEGIBLE_TEXT_PX, (
+        f"{cls.__name__}: its smallest text is {min(sizes):.1f} px high "
+        f"(below {LEGIBLE_TEXT_PX} px); sizes {sorted(set(sizes))}"
+    )
     assert f"course-widget-{cls.__name__}" in widget.widget._dom_classes  # the browser tests find it by this
 
 

@@ -4,6 +4,7 @@ The catalog (tests/catalog/nb04_work_fraction.py) is graded with the real nbgrad
 test_catalogs.py; here the same answers run straight through the check functions, which is fast and
 shows each verdict and message directly.
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,11 @@ CHECKS = {
 
 def _solutions() -> dict[str, str]:
     """The solution cells of the notebook, their BEGIN/END SOLUTION marker lines removed."""
-    return {c.metadata["nbgrader"]["grade_id"]: re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", c.source)
-            for c in solution_notebook("04_work_fraction").cells if c.metadata.get("nbgrader", {}).get("solution")}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", c.source)
+        for c in solution_notebook("04_work_fraction").cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
 
 
 def _function(answer, name):
@@ -173,12 +177,20 @@ def test_widget_tick_labels_stay_inside_the_picture():
     for ax in widget.figure.axes:
         for axis in (ax.xaxis, ax.yaxis):
             low, high = sorted(axis.get_view_interval())
-            labels += [label for tick in axis.get_major_ticks() if low <= tick.get_loc() <= high
-                       for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text()]
+            labels += [
+                label
+                for tick in axis.get_major_ticks()
+                if low <= tick.get_loc() <= high
+                for label in (tick.label1, tick.label2)
+                if label.get_visible() and label.get_text()
+            ]
     assert any(label.get_text() == "256" for label in labels)
     for label in labels:
         box = label.get_window_extent(renderer)
         margin = label.get_fontsize() * widget.dpi / 72 / 2  # half a character: a label touching the edge looks cut
-        assert (picture.x0 + margin <= box.x0 and box.x1 <= picture.x1 - margin
-                and picture.y0 <= box.y0 and box.y1 <= picture.y1), \
-            f"tick label {label.get_text()!r} is cut off (or touches the edge): {box} in {picture}"
+        assert (
+            picture.x0 + margin <= box.x0
+            and box.x1 <= picture.x1 - margin
+            and picture.y0 <= box.y0
+            and box.y1 <= picture.y1
+        ), f"tick label {label.get_text()!r} is cut off (or touches the edge): {box} in {picture}"

@@ -1,4 +1,5 @@
 """The benchmark behind `make bench` and notebook 04: its rows say what they claim (no timing asserts)."""
+
 from __future__ import annotations
 
 import math
@@ -8,14 +9,41 @@ import pytest
 
 import heads_and_masks as hm
 from heads_and_masks.benchmarks import (
-    blas_threads, causal_attention_benchmark, format_benchmark, peak_bytes, torch_version,
+    blas_threads,
+    causal_attention_benchmark,
+    format_benchmark,
+    peak_bytes,
+    torch_version,
 )
 
-FIELDS = {"n", "d", "block", "repeats", "threads", "dtype", "full_seconds", "unmasked_seconds", "tiled_seconds",
-          "speedup", "speedup_over_unmasked", "theoretical_speedup", "full_computed", "tiled_computed",
-          "computed_fraction", "ideal_fraction", "causal_flops", "tiled_gflops", "matmul_gflops", "roofline_fraction",
-          "torch_seconds", "tiled_over_torch", "full_peak_bytes", "tiled_peak_bytes", "memory_ratio",
-          "max_abs_difference"}
+FIELDS = {
+    "n",
+    "d",
+    "block",
+    "repeats",
+    "threads",
+    "dtype",
+    "full_seconds",
+    "unmasked_seconds",
+    "tiled_seconds",
+    "speedup",
+    "speedup_over_unmasked",
+    "theoretical_speedup",
+    "full_computed",
+    "tiled_computed",
+    "computed_fraction",
+    "ideal_fraction",
+    "causal_flops",
+    "tiled_gflops",
+    "matmul_gflops",
+    "roofline_fraction",
+    "torch_seconds",
+    "tiled_over_torch",
+    "full_peak_bytes",
+    "tiled_peak_bytes",
+    "memory_ratio",
+    "max_abs_difference",
+}
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ updates its online softmax once per such group. These tests shrink ``KEY_CHUNK``
 through many groups (and the rescaling between them), and check the float type of every attention version
 the benchmark compares: float32 inputs are worked on and answered in float32.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -73,8 +74,9 @@ def test_every_version_keeps_the_float_type(dtype):
     assert np.allclose(tiled_out, expected, atol=tolerance) and np.allclose(full_out, expected, atol=tolerance)
     unmasked = tiled.unmasked_full_attention(q, k, v)
     assert unmasked.dtype == dtype
-    assert np.allclose(unmasked, hm.attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)),
-                       atol=tolerance)
+    assert np.allclose(
+        unmasked, hm.attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64)), atol=tolerance
+    )
 
 
 def test_unmasked_full_attention_sees_every_key():

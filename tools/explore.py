@@ -77,8 +77,26 @@ def pages() -> list[Page]:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == cls.__name__
             ]
             if calls:  # the notebook shows this widget: the page makes it the same way
-                found.append(Page(path.stem, title, module.__name__, cls.__name__, ast.unparse(calls[0])))
+                found.append(Page(path.stem, title, module.__name__, cls.__name__, _standalone(calls[0])))
     return found
+
+
+def _standalone(call: ast.Call) -> str:
+    """The notebook's call, without the arguments that name the notebook's own variables.
+
+    ``LearnedHeadsWidget(run)`` passes a run the notebook trained above; the page has no such cell, and
+    every course widget makes its own default (the same run, trained by the package) when not given one.
+    """
+
+    def free(node) -> bool:
+        return any(isinstance(n, ast.Name) for n in ast.walk(node))
+
+    kept = ast.Call(
+        func=call.func,
+        args=[a for a in call.args if not free(a)],
+        keywords=[k for k in call.keywords if not free(k.value)],
+    )
+    return ast.unparse(kept)
 
 
 def _paragraphs(docstring: str | None) -> str:

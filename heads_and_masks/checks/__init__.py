@@ -5,6 +5,7 @@ compares with the course's reference implementation, and on a mismatch raises
 :class:`~heads_and_masks.checks.core.CheckFailed` with a message that says what was expected,
 what came back, by how much they differ, and the likely misconception.
 """
+
 from .core import CheckFailed
 
 __all__ = ["CheckFailed"]

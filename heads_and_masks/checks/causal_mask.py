@@ -6,6 +6,7 @@ a float mask, forbidden scores set to 0, the mask applied after softmax, NaN on 
 allowed key, exp overflowing on large scores, a fill value that large scores beat, entropy in nats,
 NaN from 0·log 0. The known wrong results are only used to name the mistake in the message.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,23 +31,52 @@ from .core import (
     rng,
 )
 
-_LOCK = ("causal_mask", "sliding_window_mask", "attention_mask", "masked_softmax", "attention",
-         "attention_weights", "multi_head_attention", "grouped_query_attention", "row_entropy_bits")
+_LOCK = (
+    "causal_mask",
+    "sliding_window_mask",
+    "attention_mask",
+    "masked_softmax",
+    "attention",
+    "attention_weights",
+    "multi_head_attention",
+    "grouped_query_attention",
+    "row_entropy_bits",
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # causal_mask(n)
 
+
 def _wrong_masks(n):
     """What the usual mistakes return for causal_mask(n), with the misconception in words."""
     ones = np.ones((n, n), dtype=bool)
-    yield np.triu(ones), ("True above the diagonal means each query sees the *future* keys: "
-                          "did you use np.triu instead of np.tril (or compare key >= query)?"), "mask.future_allowed"
-    yield np.tril(ones, k=-1), ("the diagonal is False, but a token may attend to itself (key <= query, "
-                                "not key < query): did you use np.tril(..., k=-1) or a strict comparison?"), "mask.diagonal_forbidden"
-    yield np.triu(ones, k=1), ("the polarity is flipped: True must mean *may attend*, so True on and "
-                               "below the diagonal, False above it."), "mask.polarity_flipped"
-    yield np.tril(ones, k=1), "one future key per query is allowed (np.tril(..., k=1)): key must be <= query.", "mask.future_allowed"
+    yield (
+        np.triu(ones),
+        (
+            "True above the diagonal means each query sees the *future* keys: "
+            "did you use np.triu instead of np.tril (or compare key >= query)?"
+        ),
+        "mask.future_allowed",
+    )
+    yield (
+        np.tril(ones, k=-1),
+        (
+            "the diagonal is False, but a token may attend to itself (key <= query, "
+            "not key < query): did you use np.tril(..., k=-1) or a strict comparison?"
+        ),
+        "mask.diagonal_forbidden",
+    )
+    yield (
+        np.triu(ones, k=1),
+        ("the polarity is flipped: True must mean *may attend*, so True on and below the diagonal, False above it."),
+        "mask.polarity_flipped",
+    )
+    yield (
+        np.tril(ones, k=1),
+        "one future key per query is allowed (np.tril(..., k=1)): key must be <= query.",
+        "mask.future_allowed",
+    )
 
 
 def _expect_mask(actual, expected, *, what, diagnoses):
@@ -56,8 +86,10 @@ def _expect_mask(actual, expected, *, what, diagnoses):
         return
     query, key = (int(i) for i in np.argwhere(actual != expected)[0])
     side = "in the future of" if key > query else ("the query itself, for" if key == query else "in the past of")
-    message = (f"{what} is wrong at [{query}, {key}]: key {key} is {side} query {query}, so the entry "
-               f"should be {bool(expected[query, key])}, but it is {bool(actual[query, key])}.")
+    message = (
+        f"{what} is wrong at [{query}, {key}]: key {key} is {side} query {query}, so the entry "
+        f"should be {bool(expected[query, key])}, but it is {bool(actual[query, key])}."
+    )
     for diagnosis in diagnoses:
         wrong, explanation, misconception = named(diagnosis)
         if wrong.shape == actual.shape and _array_equal(actual, wrong):
@@ -82,13 +114,15 @@ def check_causal_mask_bad_n(causal_mask) -> None:
     """A negative length is refused with ValueError."""
     __tracebackhide__ = True
     for n in (-1, -5):
-        expect_value_error(causal_mask, n, what=f"causal_mask({n})", why="a sequence cannot have a negative length",
-                           lock=_LOCK)
+        expect_value_error(
+            causal_mask, n, what=f"causal_mask({n})", why="a sequence cannot have a negative length", lock=_LOCK
+        )
     passed("causal_mask refuses a negative length with ValueError")
 
 
 # ---------------------------------------------------------------------------------------------
 # masked_softmax(scores, mask)
+
 
 def _softmax_all(scores):
     """Plain softmax over the last axis, every key allowed (stable)."""
@@ -106,48 +140,82 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
     scores = np.broadcast_to(scores, allowed.shape)
     if fills_first:
         yield from _wrong_fills(scores, allowed)
-    yield _softmax_all(np.where(allowed, scores, 0.0)), (
-        "forbidden scores were set to 0, but a score of 0 is not a ban: it gets weight e^0 = 1 before "
-        "normalising, an ordinary weight. Fill with -inf (or a number so negative that no score comes near it)."), "mask.zero_not_ban"
+    yield (
+        _softmax_all(np.where(allowed, scores, 0.0)),
+        (
+            "forbidden scores were set to 0, but a score of 0 is not a ban: it gets weight e^0 = 1 before "
+            "normalising, an ordinary weight. Fill with -inf (or a number so negative that no score comes near it)."
+        ),
+        "mask.zero_not_ban",
+    )
     after = _softmax_all(scores) * allowed
     totals = after.sum(axis=-1, keepdims=True)
     renormalised = after / totals
-    vanished = ("a forbidden score dwarfs the allowed ones here, and every allowed weight was rounded to 0 "
-                "before the division. Either the mask was applied after softmax (the first softmax gives the "
-                "allowed keys exp(-huge) = 0, and renormalising then divides 0 by 0), or the row maximum was "
-                "taken over all keys, forbidden ones included (exp(allowed - forbidden max) underflows). Mask "
-                "before softmax, and subtract the largest *allowed* score.")
+    vanished = (
+        "a forbidden score dwarfs the allowed ones here, and every allowed weight was rounded to 0 "
+        "before the division. Either the mask was applied after softmax (the first softmax gives the "
+        "allowed keys exp(-huge) = 0, and renormalising then divides 0 by 0), or the row maximum was "
+        "taken over all keys, forbidden ones included (exp(allowed - forbidden max) underflows). Mask "
+        "before softmax, and subtract the largest *allowed* score."
+    )
     yield renormalised, vanished, "softmax.allowed_weights_vanish"
     yield np.nan_to_num(renormalised), vanished, "softmax.allowed_weights_vanish"
-    yield after, ("the mask was applied after softmax: the forbidden weights were zeroed, but the rows no "
-                  "longer sum to 1. Mask the scores *before* softmax, so the forbidden keys drop out of "
-                  "the denominator too."), "mask.after_softmax"
+    yield (
+        after,
+        (
+            "the mask was applied after softmax: the forbidden weights were zeroed, but the rows no "
+            "longer sum to 1. Mask the scores *before* softmax, so the forbidden keys drop out of "
+            "the denominator too."
+        ),
+        "mask.after_softmax",
+    )
     any_allowed = allowed.any(axis=-1, keepdims=True)
     uniform = np.where(any_allowed, reference_softmax(scores, allowed), 1.0 / allowed.shape[-1])
-    yield uniform, ("a row with no allowed key got the same weight on every key: a finite fill value "
-                    "(like -1e9 or the dtype minimum) makes all of them equal, so softmax spreads the row "
-                    "evenly. Set the forbidden weights to exactly 0 after exp, and leave a row with nothing "
-                    "allowed at all zeros."), "mask.fully_masked_uniform"
+    yield (
+        uniform,
+        (
+            "a row with no allowed key got the same weight on every key: a finite fill value "
+            "(like -1e9 or the dtype minimum) makes all of them equal, so softmax spreads the row "
+            "evenly. Set the forbidden weights to exactly 0 after exp, and leave a row with nothing "
+            "allowed at all zeros."
+        ),
+        "mask.fully_masked_uniform",
+    )
     if not fills_first:
         yield from _wrong_fills(scores, allowed)
-    yield reference_softmax(scores, ~allowed), "the polarity is flipped: in this course True means *may attend*.", "mask.polarity_flipped"
+    yield (
+        reference_softmax(scores, ~allowed),
+        "the polarity is flipped: in this course True means *may attend*.",
+        "mask.polarity_flipped",
+    )
     yield _softmax_all(scores), "the mask is ignored.", "mask.ignored"
 
 
 def _wrong_fills(scores, allowed):
     """Fill values (plain and additive) that large scores beat."""
     for fill in (-1e4, -1e3, -100.0):
-        yield _softmax_all(np.where(allowed, scores, fill)), (
-            f"the fill value {fill:g} is too small for these scores: a forbidden key filled with {fill:g} beats "
-            "allowed keys whose scores are lower still, so it gets the weight. Use -inf, -1e9 or the dtype's "
-            "minimum (np.finfo(scores.dtype).min), which no real score comes near."), "mask.fill_too_small"
-        yield _softmax_all(scores + np.where(allowed, 0.0, fill)), (
-            f"the additive mask {fill:g} is too small for these scores: a forbidden score minus {-fill:g} can still "
-            "exceed the allowed scores. Use -inf, -1e9 or the dtype's minimum."), "mask.fill_too_small"
+        yield (
+            _softmax_all(np.where(allowed, scores, fill)),
+            (
+                f"the fill value {fill:g} is too small for these scores: a forbidden key filled with {fill:g} beats "
+                "allowed keys whose scores are lower still, so it gets the weight. Use -inf, -1e9 or the dtype's "
+                "minimum (np.finfo(scores.dtype).min), which no real score comes near."
+            ),
+            "mask.fill_too_small",
+        )
+        yield (
+            _softmax_all(scores + np.where(allowed, 0.0, fill)),
+            (
+                f"the additive mask {fill:g} is too small for these scores: a forbidden score minus {-fill:g} can still "
+                "exceed the allowed scores. Use -inf, -1e9 or the dtype's minimum."
+            ),
+            "mask.fill_too_small",
+        )
 
 
-def _probe_softmax(masked_softmax, scores, mask, label, *, strict=False, hint="", fills_first=False,
-                   misconception=None):
+def _probe_softmax(
+    masked_softmax, scores, mask, label, *, strict=False, hint="", fills_first=False, misconception=None
+):
     """Run the learner's masked_softmax and compare with the reference, exact zeros included.
 
     The values are checked first (they name the misconception best); with ``strict`` the function
@@ -157,28 +225,49 @@ def _probe_softmax(masked_softmax, scores, mask, label, *, strict=False, hint=""
     what = f"masked_softmax {label}"
     weights = plain_array(call(masked_softmax, scores, mask, what=what, lock=_LOCK), what=what)
     expected = reference_softmax(scores, mask)
-    expect_shape(weights, expected.shape, what=what,
-                 hint="The weights have the shape of the scores (the mask broadcasts against them).")
+    expect_shape(
+        weights,
+        expected.shape,
+        what=what,
+        hint="The weights have the shape of the scores (the mask broadcasts against them).",
+    )
     allowed = np.broadcast_to(mask, expected.shape)
     if np.isnan(weights).any():
         nan_rows = np.isnan(weights).any(axis=-1)
         empty_rows = ~allowed.any(axis=-1)
         if (nan_rows & empty_rows).any():
-            fail(f"{what} returned NaN on a row with no allowed key (a fully masked row). Such a row must be "
-                 "all zeros: with -inf everywhere the row maximum is -inf and -inf - (-inf) is NaN, or the sum "
-                 "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...)).",
-                 "mask.fully_masked_nan")
-    expect_close(weights, expected, what=what, diagnoses=_wrong_softmaxes(scores, mask, fills_first=fills_first), rtol=1e-6, atol=1e-12,
-                 hint=hint, misconception=misconception)
+            fail(
+                f"{what} returned NaN on a row with no allowed key (a fully masked row). Such a row must be "
+                "all zeros: with -inf everywhere the row maximum is -inf and -inf - (-inf) is NaN, or the sum "
+                "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...)).",
+                "mask.fully_masked_nan",
+            )
+    expect_close(
+        weights,
+        expected,
+        what=what,
+        diagnoses=_wrong_softmaxes(scores, mask, fills_first=fills_first),
+        rtol=1e-6,
+        atol=1e-12,
+        hint=hint,
+        misconception=misconception,
+    )
     if np.any(weights[~allowed] != 0.0):
         worst = float(np.abs(weights[~allowed]).max())
-        fail(f"{what}: forbidden keys must get weight exactly 0, but one got {worst:.3g}. "
-             "Fill with -inf, or zero the forbidden entries explicitly after exp.", "mask.forbidden_not_zero")
+        fail(
+            f"{what}: forbidden keys must get weight exactly 0, but one got {worst:.3g}. "
+            "Fill with -inf, or zero the forbidden entries explicitly after exp.",
+            "mask.forbidden_not_zero",
+        )
     if strict:
         try:
             call(masked_softmax, scores, mask, what=what, lock=_LOCK, allow_warnings=False)
         except CheckFailed as failure:  # a warning on inputs chosen to catch one mistake is that mistake
-            named = misconception if failure.misconception == "numerics.warning" and misconception else failure.misconception
+            named = (
+                misconception
+                if failure.misconception == "numerics.warning" and misconception
+                else failure.misconception
+            )
             fail(f"{failure} {hint}".strip(), named)
 
 
@@ -197,9 +286,13 @@ def check_masked_softmax(masked_softmax, seed: int = 0, thorough: bool = False) 
     mask[np.arange(4), r.integers(0, 6, size=4)] = True  # at least one allowed key per row
     _probe_softmax(masked_softmax, r.normal(size=(4, 6)) * 3.0, mask, "with a random (4, 6) mask")
     batched = r.normal(size=(2, 3, n, n))
-    _probe_softmax(masked_softmax, batched, causal,
-                   f"with scores (2, 3, {n}, {n}) and an ({n}, {n}) mask broadcast over batch and heads",
-                   hint="The mask must broadcast against the scores: np.where(mask, scores, ...) does it for you.")
+    _probe_softmax(
+        masked_softmax,
+        batched,
+        causal,
+        f"with scores (2, 3, {n}, {n}) and an ({n}, {n}) mask broadcast over batch and heads",
+        hint="The mask must broadcast against the scores: np.where(mask, scores, ...) does it for you.",
+    )
     passed("masked_softmax works with random masks and broadcasts an (n, n) mask over leading axes")
 
     if thorough:
@@ -208,7 +301,9 @@ def check_masked_softmax(masked_softmax, seed: int = 0, thorough: bool = False) 
             scores = r.normal(size=(b, h, n_q, n_k)) * r.uniform(0.5, 5)
             lengths = r.integers(1, n_k + 1, size=b)
             padding = (np.arange(n_k)[None, :] < lengths[:, None])[:, None, None, :]  # (b, 1, 1, n_k)
-            _probe_softmax(masked_softmax, scores, padding, f"with scores {scores.shape} and a padding mask {padding.shape}")
+            _probe_softmax(
+                masked_softmax, scores, padding, f"with scores {scores.shape} and a padding mask {padding.shape}"
+            )
         passed("masked_softmax matches the reference on random shapes and padding masks")
 
 
@@ -219,17 +314,33 @@ def check_masked_softmax_empty_rows(masked_softmax, seed: int = 0, thorough: boo
     r = rng(seed)
     mask = np.tril(np.ones((4, 4), dtype=bool))
     mask[1, :] = False  # query 1 may look at nothing
-    hint = ("A row with no allowed key must come back as zeros, without NaN and without a numpy warning "
-            "(a warning usually means -inf - (-inf) or 0 / 0 was computed along the way).")
-    _probe_softmax(masked_softmax, r.normal(size=(4, 4)), mask, "with a fully masked row (query 1 may see no key)",
-                   strict=True, hint=hint)
+    hint = (
+        "A row with no allowed key must come back as zeros, without NaN and without a numpy warning "
+        "(a warning usually means -inf - (-inf) or 0 / 0 was computed along the way)."
+    )
+    _probe_softmax(
+        masked_softmax,
+        r.normal(size=(4, 4)),
+        mask,
+        "with a fully masked row (query 1 may see no key)",
+        strict=True,
+        hint=hint,
+    )
     if thorough:
         nothing = np.zeros((3, 5), dtype=bool)
-        _probe_softmax(masked_softmax, r.normal(size=(3, 5)), nothing, "with every row fully masked", strict=True, hint=hint)
+        _probe_softmax(
+            masked_softmax, r.normal(size=(3, 5)), nothing, "with every row fully masked", strict=True, hint=hint
+        )
         lengths = np.array([3, 0])  # the second sequence is empty: every one of its rows is fully masked
         padding = (np.arange(4)[None, :] < lengths[:, None])[:, None, None, :]  # (2, 1, 1, 4)
-        _probe_softmax(masked_softmax, r.normal(size=(2, 2, 4, 4)) * 3, padding,
-                       "with a padding mask where one sequence has length 0", strict=True, hint=hint)
+        _probe_softmax(
+            masked_softmax,
+            r.normal(size=(2, 2, 4, 4)) * 3,
+            padding,
+            "with a padding mask where one sequence has length 0",
+            strict=True,
+            hint=hint,
+        )
     passed("masked_softmax gives all-zero weights to a fully masked row, without NaN or warnings")
 
 
@@ -241,47 +352,90 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
     n = 5
     causal = np.tril(np.ones((n, n), dtype=bool))
     big = r.normal(size=(n, n)) * 1000.0
-    _probe_softmax(masked_softmax, big, causal, "on large scores (|s| in the thousands)", strict=True,
-                   hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.",
-                   misconception="softmax.overflow")
+    _probe_softmax(
+        masked_softmax,
+        big,
+        causal,
+        "on large scores (|s| in the thousands)",
+        strict=True,
+        hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.",
+        misconception="softmax.overflow",
+    )
 
     future_dwarfs = np.where(causal, r.normal(size=(n, n)), 3e4 + 1e3 * r.random((n, n)))
-    _probe_softmax(masked_softmax, future_dwarfs, causal,
-                   "on scores whose forbidden (future) entries are huge (about 3e4) and allowed ones ordinary",
-                   strict=True, hint="Forbidden keys must get exactly 0 however large their scores are: mask before softmax.",
-                   misconception="mask.after_softmax")
+    _probe_softmax(
+        masked_softmax,
+        future_dwarfs,
+        causal,
+        "on scores whose forbidden (future) entries are huge (about 3e4) and allowed ones ordinary",
+        strict=True,
+        hint="Forbidden keys must get exactly 0 however large their scores are: mask before softmax.",
+        misconception="mask.after_softmax",
+    )
     passed("masked_softmax handles large scores and huge forbidden scores without NaN or warnings")
 
     very_negative = -5e4 + r.normal(size=(n, n)) * 10.0
-    _probe_softmax(masked_softmax, very_negative, causal, "on very negative scores (about -5e4)", strict=True,
-                   fills_first=True,
-                   hint="A fill value is too small when real scores can lie below it: use -inf, -1e9 or "
-                        "np.finfo(dtype).min, and subtract the largest *allowed* score so exp does not underflow "
-                        "to 0 for the whole row.", misconception="mask.fill_too_small")
+    _probe_softmax(
+        masked_softmax,
+        very_negative,
+        causal,
+        "on very negative scores (about -5e4)",
+        strict=True,
+        fills_first=True,
+        hint="A fill value is too small when real scores can lie below it: use -inf, -1e9 or "
+        "np.finfo(dtype).min, and subtract the largest *allowed* score so exp does not underflow "
+        "to 0 for the whole row.",
+        misconception="mask.fill_too_small",
+    )
     if thorough:
         for scale in (1e5, 1e6):
             scores = r.normal(size=(3, n, n)) * scale
-            _probe_softmax(masked_softmax, scores, causal, f"on scores of size about {scale:g}", strict=True,
-                           hint="Subtract the largest allowed score per row and fill with a value no score comes near.")
+            _probe_softmax(
+                masked_softmax,
+                scores,
+                causal,
+                f"on scores of size about {scale:g}",
+                strict=True,
+                hint="Subtract the largest allowed score per row and fill with a value no score comes near.",
+            )
     passed("masked_softmax handles very negative scores: the fill value is small enough")
 
 
 # ---------------------------------------------------------------------------------------------
 # row_entropy_bits(weights)
 
+
 def _wrong_entropies(weights):
     positive = weights > 0
     bits = reference_entropy(weights)
-    yield bits * np.log(2.0), "this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2).", "entropy.nats"
+    yield (
+        bits * np.log(2.0),
+        "this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2).",
+        "entropy.nats",
+    )
     yield -bits, "the sign is flipped: entropy is -Σ p·log2(p), which is >= 0 because log2(p) <= 0.", "entropy.sign"
-    yield -(weights * np.log2(weights)).sum(axis=-1), (
-        "0·log2(0) came out as NaN (0 times -inf). By convention 0·log 0 = 0: compute the logarithm only "
-        "where the weight is positive (np.where, np.log2(..., where=..., out=...)) and use 0 elsewhere."), "entropy.zero_log_zero"
+    yield (
+        -(weights * np.log2(weights)).sum(axis=-1),
+        (
+            "0·log2(0) came out as NaN (0 times -inf). By convention 0·log 0 = 0: compute the logarithm only "
+            "where the weight is positive (np.where, np.log2(..., where=..., out=...)) and use 0 elsewhere."
+        ),
+        "entropy.zero_log_zero",
+    )
     if weights.ndim >= 2 and weights.shape[-1] == weights.shape[-2]:
-        yield reference_entropy(np.swapaxes(weights, -1, -2)), (
-            "the entropy was taken down the columns: each row (one query's weights, the last axis) is one distribution."), "entropy.wrong_axis"
-    yield np.where(positive, -weights * np.log2(np.where(positive, weights, 1.0)), 0.0).sum(axis=-1) / np.log2(
-        np.maximum(positive.sum(axis=-1), 2)), "the entropy was divided by its maximum: return it in plain bits.", "entropy.normalised"
+        yield (
+            reference_entropy(np.swapaxes(weights, -1, -2)),
+            (
+                "the entropy was taken down the columns: each row (one query's weights, the last axis) is one distribution."
+            ),
+            "entropy.wrong_axis",
+        )
+    yield (
+        np.where(positive, -weights * np.log2(np.where(positive, weights, 1.0)), 0.0).sum(axis=-1)
+        / np.log2(np.maximum(positive.sum(axis=-1), 2)),
+        "the entropy was divided by its maximum: return it in plain bits.",
+        "entropy.normalised",
+    )
 
 
 def _probe_entropy(row_entropy_bits, weights, label):
@@ -289,9 +443,13 @@ def _probe_entropy(row_entropy_bits, weights, label):
     what = f"row_entropy_bits {label}"
     result = plain_array(call(row_entropy_bits, weights, what=what, lock=_LOCK), what=what)
     expected = reference_entropy(weights)
-    expect_shape(result, expected.shape, what=what,
-                 hint="One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...).",
-                 misconception="entropy.not_one_per_row")
+    expect_shape(
+        result,
+        expected.shape,
+        what=what,
+        hint="One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...).",
+        misconception="entropy.not_one_per_row",
+    )
     expect_close(result, expected, what=what, diagnoses=_wrong_entropies(weights), rtol=1e-7, atol=1e-9)
 
 
@@ -307,7 +465,9 @@ def check_row_entropy_bits(row_entropy_bits, seed: int = 0, thorough: bool = Fal
     _probe_entropy(row_entropy_bits, uniform, "on rows of 8, 4 and 1 equal weights (3, 2 and 0 bits)")
     causal = np.tril(np.ones((n, n), dtype=bool))
     weights = reference_softmax(r.normal(size=(n, n)) * 2, causal)
-    _probe_entropy(row_entropy_bits, weights, f"on the causal attention weights of ({n}, {n}) scores (zeros above the diagonal)")
+    _probe_entropy(
+        row_entropy_bits, weights, f"on the causal attention weights of ({n}, {n}) scores (zeros above the diagonal)"
+    )
     passed("row_entropy_bits is right in bits, with 0·log 0 = 0")
 
     empty = np.tril(np.ones((4, 4), dtype=bool))

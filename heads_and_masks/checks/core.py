@@ -4,6 +4,7 @@ calls that record warnings and in-place changes, and diagnosis of known misconce
 The functions this module compares with are bound when it is imported, so a learner's code that
 later replaces ``np.allclose`` (or anything else on numpy) does not change how it is graded.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -22,7 +23,13 @@ from .misconceptions import MISCONCEPTIONS
 _type, _isinstance, _len, _repr = builtins.type, builtins.isinstance, builtins.len, builtins.repr
 _ndarray, _float64, _bool = np.ndarray, np.float64, np.bool_
 _array, _abs, _max, _isnan, _isfinite = np.array, np.abs, np.max, np.isnan, np.isfinite
-_array_equal, _issubdtype, _number, _argmax, _unravel = np.array_equal, np.issubdtype, np.number, np.argmax, np.unravel_index
+_array_equal, _issubdtype, _number, _argmax, _unravel = (
+    np.array_equal,
+    np.issubdtype,
+    np.number,
+    np.argmax,
+    np.unravel_index,
+)
 _errstate, _catch_warnings, _simplefilter = np.errstate, warnings.catch_warnings, warnings.simplefilter
 _floor, _isclose_scalar = math.floor, math.isclose
 _LOWER_PRECISION = (np.dtype(np.float16), np.dtype(np.float32))
@@ -133,8 +140,10 @@ def not_written_yet(function, error: NotImplementedError) -> str:
     in_learner_code = frame is None or frame.f_globals.get("__name__") == "__main__"
     replace = "replace `raise NotImplementedError()` with your code"
     if in_learner_code and raised_in.isidentifier() and raised_in != name:
-        return (f"✗ `{name}` cannot be checked yet: it calls `{raised_in}`, which is not written yet "
-                f"(in `{raised_in}`, {replace})")
+        return (
+            f"✗ `{name}` cannot be checked yet: it calls `{raised_in}`, which is not written yet "
+            f"(in `{raised_in}`, {replace})"
+        )
     if str(error):
         return f"✗ `{name}` is not finished: it raised NotImplementedError({str(error)!r}); {replace}"
     return f"✗ `{name}` is not written yet: {replace}"
@@ -172,9 +181,11 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
     """
     __tracebackhide__ = True
     if _type(result) is not _ndarray:
-        fail(f"{what} should return a numpy array, but it returned {_type(result).__name__}"
-             + (" (did you forget the `return`?)" if result is None else ""),
-             "conventions.no_return" if result is None else None)
+        fail(
+            f"{what} should return a numpy array, but it returned {_type(result).__name__}"
+            + (" (did you forget the `return`?)" if result is None else ""),
+            "conventions.no_return" if result is None else None,
+        )
     if result.dtype.kind not in "biuf":
         fail(f"{what} should return an array of numbers, but its dtype is {result.dtype}")
     if result.dtype in _LOWER_PRECISION:  # a float32 (or float16) answer is compared at its own precision
@@ -187,17 +198,23 @@ def plain_bool_array(result, *, what: str) -> np.ndarray:
     if _type(result) is not _ndarray:
         fail(f"{what} should return a numpy array of booleans, but it returned {_type(result).__name__}")
     if result.dtype != np.bool_:
-        fail(f"{what} should return a boolean array (True = may attend), but its dtype is {result.dtype}: "
-             "an additive float mask (0 and -inf) or 0/1 numbers are a different convention", "mask.not_boolean")
+        fail(
+            f"{what} should return a boolean array (True = may attend), but its dtype is {result.dtype}: "
+            "an additive float mask (0 and -inf) or 0/1 numbers are a different convention",
+            "mask.not_boolean",
+        )
     return _array(result, dtype=bool, copy=True)
 
 
 def plain_int(result, *, what: str) -> int:
     __tracebackhide__ = True
     if _type(result) is bool or not (_type(result) is int or _isinstance(result, np.integer)):
-        fail(f"{what} should return a whole number (an int), but it returned {_repr(result)} "
-             f"({_type(result).__name__})" + (": use // or int(...) if you divided" if _isinstance(result, float) else ""),
-             "conventions.not_int" if _isinstance(result, float) else None)
+        fail(
+            f"{what} should return a whole number (an int), but it returned {_repr(result)} "
+            f"({_type(result).__name__})"
+            + (": use // or int(...) if you divided" if _isinstance(result, float) else ""),
+            "conventions.not_int" if _isinstance(result, float) else None,
+        )
     return int(result)
 
 
@@ -232,15 +249,28 @@ def is_close(actual: np.ndarray, expected: np.ndarray, *, rtol=1e-6, atol=1e-9) 
     return bool(ok.all())
 
 
-def expect_shape(actual: np.ndarray, shape: tuple, *, what: str, hint: str = "", misconception: str | None = None) -> None:
+def expect_shape(
+    actual: np.ndarray, shape: tuple, *, what: str, hint: str = "", misconception: str | None = None
+) -> None:
     __tracebackhide__ = True
     if actual.shape != tuple(shape):
-        fail(f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""),
-             misconception)
+        fail(
+            f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""),
+            misconception,
+        )
 
 
-def expect_close(actual: np.ndarray, expected: np.ndarray, *, what: str, diagnoses=(), rtol=1e-6, atol=1e-9,
-                 hint: str = "", misconception: str | None = None) -> None:
+def expect_close(
+    actual: np.ndarray,
+    expected: np.ndarray,
+    *,
+    what: str,
+    diagnoses=(),
+    rtol=1e-6,
+    atol=1e-9,
+    hint: str = "",
+    misconception: str | None = None,
+) -> None:
     """Fail unless ``actual`` equals ``expected`` within tolerance; name a matching misconception.
 
     ``diagnoses`` is a sequence of ``(wrong_result, explanation, id)``: when the answer matches one of
@@ -258,9 +288,13 @@ def expect_close(actual: np.ndarray, expected: np.ndarray, *, what: str, diagnos
     else:
         difference = max_difference(actual, expected)
         with _errstate(invalid="ignore", over="ignore"):
-            where = tuple(int(i) for i in _unravel(_argmax(_abs(actual - expected)), actual.shape)) if actual.size else ()
-        message = (f"{what} is wrong: it differs from the expected values by up to {difference:.3g} "
-                   f"(at index {where}: expected {expected[where]:.6g}, got {actual[where]:.6g}).")
+            where = (
+                tuple(int(i) for i in _unravel(_argmax(_abs(actual - expected)), actual.shape)) if actual.size else ()
+            )
+        message = (
+            f"{what} is wrong: it differs from the expected values by up to {difference:.3g} "
+            f"(at index {where}: expected {expected[where]:.6g}, got {actual[where]:.6g})."
+        )
     for diagnosis in diagnoses:
         wrong, explanation, found = named(diagnosis)
         wrong = _array(wrong, dtype=actual.dtype)
@@ -277,8 +311,16 @@ def copies(*arrays):
     return tuple(_array(a, copy=True) if a is not None else None for a in arrays)
 
 
-def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: str = "",
-         memory_misconception: str | None = None, **kwargs):
+def call(
+    function,
+    *args,
+    what: str,
+    lock=(),
+    allow_warnings=True,
+    memory_hint: str = "",
+    memory_misconception: str | None = None,
+    **kwargs,
+):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
     ``lock`` names the course's reference functions that the answer must not call. Warnings are
@@ -305,19 +347,30 @@ def call(function, *args, what: str, lock=(), allow_warnings=True, memory_hint: 
         except Exception as error:  # the learner's crash, reported in words
             if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
                 detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
-                fail(f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
-                     + (memory_hint or "Does it build an array much larger than its inputs?"), memory_misconception)
+                fail(
+                    f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
+                    + (memory_hint or "Does it build an array much larger than its inputs?"),
+                    memory_misconception,
+                )
             fail(f"{what} raised {_type(error).__name__}: {error}")
     for original, handed in zip(originals, given):
-        if _type(original) is _ndarray and _type(handed) is _ndarray and not _array_equal(original, handed, equal_nan=True):
-            fail(f"{what} changed its input array in place; copy it first (for example `scores = scores.copy()` "
-                 "or use np.where, which returns a new array): the caller's data must stay as it was",
-                 "conventions.in_place")
+        if (
+            _type(original) is _ndarray
+            and _type(handed) is _ndarray
+            and not _array_equal(original, handed, equal_nan=True)
+        ):
+            fail(
+                f"{what} changed its input array in place; copy it first (for example `scores = scores.copy()` "
+                "or use np.where, which returns a new array): the caller's data must stay as it was",
+                "conventions.in_place",
+            )
     if caught and not allow_warnings:
         first = caught[0]
-        fail(f"{what} emitted a warning: {first.category.__name__}: {first.message}. A correct answer computes "
-             "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)",
-             "numerics.warning")
+        fail(
+            f"{what} emitted a warning: {first.category.__name__}: {first.message}. A correct answer computes "
+            "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)",
+            "numerics.warning",
+        )
     return result
 
 
@@ -335,15 +388,21 @@ def expect_value_error(function, *args, what: str, why: str, lock=()):
             fail(f"{what}: {error}", "conventions.called_reference")
         except NotImplementedError as error:
             if _raised_by_a_library(error):
-                fail(f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}",
-                     "conventions.no_value_error")
+                fail(
+                    f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}",
+                    "conventions.no_value_error",
+                )
             raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:
-            fail(f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}",
-                 "conventions.no_value_error")
-    fail(f"{what} should raise ValueError ({why}), but it returned a result "
-         f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}",
-         "conventions.no_value_error")
+            fail(
+                f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}",
+                "conventions.no_value_error",
+            )
+    fail(
+        f"{what} should raise ValueError ({why}), but it returned a result "
+        f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}",
+        "conventions.no_value_error",
+    )
 
 
 # Hidden inputs are the instructor's secret. In a notebook (self-study, the solutions) a check's seed

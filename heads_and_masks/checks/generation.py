@@ -1,5 +1,6 @@
 """Checks for notebook 07: decoding with a KV cache, the bottom-right mask, the rolling buffer, document and
 sinks masks, and the cache bytes of models whose layers differ."""
+
 from __future__ import annotations
 
 import builtins
@@ -13,6 +14,7 @@ from .core import (
     call,
     exercise_check,
     expect_close,
+    expect_shape,
     expect_value_error,
     fail,
     passed,
@@ -25,33 +27,58 @@ from .core import (
 from .other_masks import expect_same_mask
 
 _type, _len = builtins.type, builtins.len
-_LOCK = ("decode_step", "bottom_right_causal_mask", "rolling_cache_write", "document_mask", "sinks_window_mask",
-         "mixed_cache_bytes", "attention", "masked_softmax", "causal_mask", "sliding_window_mask",
-         "grouped_query_attention")
+_LOCK = (
+    "decode_step",
+    "bottom_right_causal_mask",
+    "rolling_cache_write",
+    "document_mask",
+    "sinks_window_mask",
+    "mixed_cache_bytes",
+    "attention",
+    "masked_softmax",
+    "causal_mask",
+    "sliding_window_mask",
+    "grouped_query_attention",
+)
 
-FORGOT_OWN_KV = ("the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
-                 "Append k_new and v_new to the cache first, then attend over all of them (a token always sees "
-                 "itself; from an empty cache its output is its own value).")
-TOP_LEFT = ("top-left alignment: np.tril of the (n_new, n_keys) rectangle lets new query i see keys 0 … i, as if "
-            "the new tokens came first (PyTorch's is_causal does this for non-square inputs). The new tokens are the "
-            "last n_new positions: align the diagonal to the bottom right, query i sees keys 0 … n_keys − n_new + i.")
-BY_STEP = ("the rolling buffer is indexed by step instead of position: the slot came from a counter of the tokens "
-           "written in this call, not from their positions. Position p goes to slot p mod w, whatever was written before.")
+FORGOT_OWN_KV = (
+    "the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
+    "Append k_new and v_new to the cache first, then attend over all of them (a token always sees "
+    "itself; from an empty cache its output is its own value)."
+)
+TOP_LEFT = (
+    "top-left alignment: np.tril of the (n_new, n_keys) rectangle lets new query i see keys 0 … i, as if "
+    "the new tokens came first (PyTorch's is_causal does this for non-square inputs). The new tokens are the "
+    "last n_new positions: align the diagonal to the bottom right, query i sees keys 0 … n_keys − n_new + i."
+)
+BY_STEP = (
+    "the rolling buffer is indexed by step instead of position: the slot came from a counter of the tokens "
+    "written in this call, not from their positions. Position p goes to slot p mod w, whatever was written before."
+)
 OFF_BY_ONE_SLOT = "off by one slot: position p goes to slot p mod w (position 0 to slot 0), not (p ± 1) mod w."
-EARLIER_DOCUMENTS = ("documents see earlier documents: the mask is causal across the whole packed row, so a token reads "
-                     "the documents packed before it. A token may see only its own document: same id AND causal.")
-AND_NOT_OR = ("AND where OR is needed: a key is allowed when it is in the window OR when it is one of the sinks "
-              "(rules that grant attention combine with OR); AND keeps only keys that are both, almost none.")
-ALL_GLOBAL = ("every layer counted as global: a local (sliding-window) layer keeps at most `window` tokens, "
-              "min(seq_len, window); only the global layers keep all seq_len.")
+EARLIER_DOCUMENTS = (
+    "documents see earlier documents: the mask is causal across the whole packed row, so a token reads "
+    "the documents packed before it. A token may see only its own document: same id AND causal."
+)
+AND_NOT_OR = (
+    "AND where OR is needed: a key is allowed when it is in the window OR when it is one of the sinks "
+    "(rules that grant attention combine with OR); AND keeps only keys that are both, almost none."
+)
+ALL_GLOBAL = (
+    "every layer counted as global: a local (sliding-window) layer keeps at most `window` tokens, "
+    "min(seq_len, window); only the global layers keep all seq_len."
+)
 
 
 def _tuple_of_three(result, what):
     __tracebackhide__ = True
     if _type(result) not in (tuple, list) or _len(result) != 3:
-        fail(f"{what} should return three arrays, (out, k_cache, v_cache), but it returned "
-             f"{_type(result).__name__}" + (f" of length {_len(result)}" if _type(result) in (tuple, list) else "")
-             + (" (did you forget the `return`?)" if result is None else ""))
+        fail(
+            f"{what} should return three arrays, (out, k_cache, v_cache), but it returned "
+            f"{_type(result).__name__}"
+            + (f" of length {_len(result)}" if _type(result) in (tuple, list) else "")
+            + (" (did you forget the `return`?)" if result is None else "")
+        )
     return [plain_array(r, what=f"{what}[{i}]") for i, r in enumerate(result)]
 
 
@@ -63,18 +90,49 @@ def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
     expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
     for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
         hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
-        if got.shape == cache.shape:
-            hint = ("The returned cache has the shape of the old one: the new token's K and V were not appended. "
-                    + FORGOT_OWN_KV)
-        prepended = np.concatenate([wanted[:, :, cache.shape[2]:], wanted[:, :, :cache.shape[2]]], axis=2)
-        expect_close(got, wanted, what=f"{what}, the returned {name} (shape (b, h, n + 1, d))", hint=hint,
-                     diagnoses=[(prepended, "the new token was put before the cached ones: append it at the end, "
-                                            "so that slot i of the cache holds position i.")])
+        if got.shape == cache.shape and got.shape != wanted.shape:
+            hint = (
+                "The returned cache has the shape of the old one: the new token's K and V were not appended. "
+                "Likely cause: the cache forgets the new token's own K/V, so the next step would not see this "
+                "token at all. Return the caches with k_new and v_new appended."
+            )
+            expect_shape(
+                got,
+                wanted.shape,
+                what=f"{what}, the returned {name}",
+                hint=hint,
+                misconception="decode.cache_not_appended",
+            )
+        prepended = np.concatenate([wanted[:, :, cache.shape[2] :], wanted[:, :, : cache.shape[2]]], axis=2)
+        expect_close(
+            got,
+            wanted,
+            what=f"{what}, the returned {name} (shape (b, h, n + 1, d))",
+            hint=hint,
+            diagnoses=[
+                (
+                    prepended,
+                    "the new token was put before the cached ones: append it at the end, "
+                    "so that slot i of the cache holds position i.",
+                    "decode.new_token_first",
+                )
+            ],
+        )
     forgot = reference_attention(q, k_cache, v_cache) if k_cache.shape[2] else np.zeros_like(q)  # no key: zero
-    expect_close(out, expected, what=f"{what}, the output", diagnoses=[
-        (forgot, FORGOT_OWN_KV),
-        (reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected), "the scores are not divided by sqrt(d).")],
-        hint="The output is attention of the new query over every cached key and its own.")
+    expect_close(
+        out,
+        expected,
+        what=f"{what}, the output",
+        diagnoses=[
+            (forgot, FORGOT_OWN_KV, "decode.forgets_own_kv"),
+            (
+                reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected),
+                "the scores are not divided by sqrt(d).",
+                "scale.missing",
+            ),
+        ],
+        hint="The output is attention of the new query over every cached key and its own.",
+    )
     return out, k_all, v_all
 
 
@@ -86,10 +144,19 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
     b, h, n, d = (2, 3, 5, 4) if not thorough else (1, 4, 9, 3)
     q, k, v = r.normal(size=(3, b, h, 1, d))
     k_cache, v_cache = r.normal(size=(2, b, h, n, d))
-    _probe_step(decode_step, q, k, v, k_cache, v_cache, f"with {n} cached tokens (q_new {q.shape}, k_cache {k_cache.shape})")
+    _probe_step(
+        decode_step, q, k, v, k_cache, v_cache, f"with {n} cached tokens (q_new {q.shape}, k_cache {k_cache.shape})"
+    )
     passed("one step appends the new token's K and V and attends over the cache and the new token")
-    _probe_step(decode_step, q, k, v, k_cache[:, :, :0], v_cache[:, :, :0], "from an empty cache (k_cache of shape "
-                f"{(b, h, 0, d)}): the first token sees only itself")
+    _probe_step(
+        decode_step,
+        q,
+        k,
+        v,
+        k_cache[:, :, :0],
+        v_cache[:, :, :0],
+        f"from an empty cache (k_cache of shape {(b, h, 0, d)}): the first token sees only itself",
+    )
     passed("from an empty cache, the first token's output is its own value")
 
     # a whole generation: prefill (the course's), then the learner's steps on the learner's own cache
@@ -98,12 +165,35 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
     full = reference_attention(qs, ks, vs, reference_causal(total))  # (b, h, total, d)
     k_cache, v_cache = ks[:, :, :prompt], vs[:, :, :prompt]
     for t in range(prompt, total):
-        what = (f"decode_step at position {t} of a generation (prompt of {prompt} tokens, then your own returned "
-                "caches fed back step after step)")
-        out, k_cache, v_cache = _tuple_of_three(call(decode_step, qs[:, :, t:t + 1], ks[:, :, t:t + 1], vs[:, :, t:t + 1],
-                                                     k_cache, v_cache, what=what, lock=_LOCK), what)
-        expect_close(out, full[:, :, t:t + 1], what=what + ", compared with full causal attention over the sequence",
-                     diagnoses=[(reference_attention(qs[:, :, t:t + 1], ks[:, :, :t], vs[:, :, :t]), FORGOT_OWN_KV)])
+        what = (
+            f"decode_step at position {t} of a generation (prompt of {prompt} tokens, then your own returned "
+            "caches fed back step after step)"
+        )
+        out, k_cache, v_cache = _tuple_of_three(
+            call(
+                decode_step,
+                qs[:, :, t : t + 1],
+                ks[:, :, t : t + 1],
+                vs[:, :, t : t + 1],
+                k_cache,
+                v_cache,
+                what=what,
+                lock=_LOCK,
+            ),
+            what,
+        )
+        expect_close(
+            out,
+            full[:, :, t : t + 1],
+            what=what + ", compared with full causal attention over the sequence",
+            diagnoses=[
+                (
+                    reference_attention(qs[:, :, t : t + 1], ks[:, :, :t], vs[:, :, :t]),
+                    FORGOT_OWN_KV,
+                    "decode.forgets_own_kv",
+                )
+            ],
+        )
     passed(f"generating {total - prompt} tokens one by one gives full causal attention's outputs")
 
 
@@ -111,12 +201,30 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
 def _mask_mistakes(n_new, n_keys):
     offset = n_keys - n_new
     ones = np.ones((n_new, n_keys), dtype=bool)
-    yield np.tril(ones), TOP_LEFT
-    yield np.tril(ones, offset - 1), ("off by one: each new query must see its own key too (the diagonal is allowed), "
-                                      "query i sees keys 0 … n_keys − n_new + i.")
-    yield np.tril(ones, offset + 1), "off by one: each new query sees one future key; it must stop at its own."
-    yield np.triu(ones, offset), "the mask is flipped: True must mark the past and the query itself, not the future."
-    yield ones, "nothing is masked: with several new queries, each must not see the new tokens after it."
+    yield np.tril(ones), TOP_LEFT, "mask.top_left_alignment"
+    yield (
+        np.tril(ones, offset - 1),
+        (
+            "off by one: each new query must see its own key too (the diagonal is allowed), "
+            "query i sees keys 0 … n_keys − n_new + i."
+        ),
+        "mask.diagonal_forbidden",
+    )
+    yield (
+        np.tril(ones, offset + 1),
+        "off by one: each new query sees one future key; it must stop at its own.",
+        "mask.future_allowed",
+    )
+    yield (
+        np.triu(ones, offset),
+        "the mask is flipped: True must mark the past and the query itself, not the future.",
+        "mask.polarity_flipped",
+    )
+    yield (
+        ones,
+        "nothing is masked: with several new queries, each must not see the new tokens after it.",
+        "mask.ignored",
+    )
 
 
 def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
@@ -127,8 +235,9 @@ def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
     hint = "One row per new query, one column per key (cached ones first, the new ones last): (n_new, n_keys)."
     if result.shape == (n_new, n_keys + n_new):
         hint += " n_keys already counts the new tokens."
-    expect_same_mask(result, expected, what=what, axes=("new query", "key"), diagnoses=_mask_mistakes(n_new, n_keys),
-                     hint=hint)
+    expect_same_mask(
+        result, expected, what=what, axes=("new query", "key"), diagnoses=_mask_mistakes(n_new, n_keys), hint=hint
+    )
 
 
 @exercise_check
@@ -153,8 +262,14 @@ def check_bottom_right_causal_mask_errors(bottom_right_causal_mask, seed: int = 
     __tracebackhide__ = True
     cases = [(5, 3)] + ([(2, 1), (4, 0)] if thorough else [])
     for n_new, n_keys in cases:
-        expect_value_error(bottom_right_causal_mask, n_new, n_keys, what=f"bottom_right_causal_mask({n_new}, {n_keys})",
-                           why="the keys include the new tokens' own, so there are at least n_new of them", lock=_LOCK)
+        expect_value_error(
+            bottom_right_causal_mask,
+            n_new,
+            n_keys,
+            what=f"bottom_right_causal_mask({n_new}, {n_keys})",
+            why="the keys include the new tokens' own, so there are at least n_new of them",
+            lock=_LOCK,
+        )
     passed("more new queries than keys is refused with ValueError")
 
 
@@ -168,10 +283,22 @@ def _write_mistakes(cache, new, position):
             out[..., slot % w, :] = new[..., i, :]
         return out
 
-    yield written(range(t)), BY_STEP
-    yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT
-    yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT
-    yield written([w - 1 - (p % w) for p in range(position, position + t)]), "the slots are counted from the end."
+    yield written(range(t)), BY_STEP, "rolling.indexed_by_step"
+    yield written(range(position + 1, position + t + 1)), OFF_BY_ONE_SLOT, "rolling.off_by_one_slot"
+    yield written(range(position - 1, position + t - 1)), OFF_BY_ONE_SLOT, "rolling.off_by_one_slot"
+    yield (
+        written([w - 1 - (p % w) for p in range(position, position + t)]),
+        "the slots are counted from the end.",
+        "rolling.slots_reversed",
+    )
+    yield (
+        np.concatenate([cache, new], axis=-2)[..., -w:, :],
+        (
+            "the buffer was shifted like a queue (append, then drop the oldest): a rolling buffer never moves its "
+            "tokens, it overwrites the oldest one where it is, in slot p mod w."
+        ),
+        "rolling.shifted_queue",
+    )
 
 
 def _probe_write(rolling_cache_write, cache, new, position, label):
@@ -192,10 +319,20 @@ def check_rolling_cache_write(rolling_cache_write, seed: int = 0, thorough: bool
     r = rng(seed)
     b, h, w, d = (1, 2, 4, 3) if not thorough else (2, 1, 5, 2)
     cache = r.normal(size=(b, h, w, d))
-    _probe_write(rolling_cache_write, cache, r.normal(size=(b, h, 1, d)), 6,
-                 f"(one token at position 6, a buffer of w = {w} slots)")
-    _probe_write(rolling_cache_write, cache, r.normal(size=(b, h, 3, d)), w + 2,
-                 f"(three tokens at positions {w + 2} … {w + 4}, wrapping around the end of the buffer)")
+    _probe_write(
+        rolling_cache_write,
+        cache,
+        r.normal(size=(b, h, 1, d)),
+        6,
+        f"(one token at position 6, a buffer of w = {w} slots)",
+    )
+    _probe_write(
+        rolling_cache_write,
+        cache,
+        r.normal(size=(b, h, 3, d)),
+        w + 2,
+        f"(three tokens at positions {w + 2} … {w + 4}, wrapping around the end of the buffer)",
+    )
     passed("position p is written to slot p mod w, wrapping around; the other slots keep their tokens")
 
     # a generation through the learner's own buffer: a prompt, then one token per step
@@ -205,8 +342,10 @@ def check_rolling_cache_write(rolling_cache_write, seed: int = 0, thorough: bool
     expected = buffer
     steps = [(0, prompt)] + [(p, p + 1) for p in range(prompt, total)]
     for start, stop in steps:
-        label = (f"(writing positions {start} … {stop - 1} into your own buffer after positions 0 … {start - 1}, "
-                 f"w = {w}: a prompt of {prompt}, then one token per step)")
+        label = (
+            f"(writing positions {start} … {stop - 1} into your own buffer after positions 0 … {start - 1}, "
+            f"w = {w}: a prompt of {prompt}, then one token per step)"
+        )
         buffer = _probe_write(rolling_cache_write, buffer, tokens[:, :, start:stop], start, label)
         expected = reference.rolling_cache_write(expected, tokens[:, :, start:stop], start)
     passed(f"a prompt and {total - prompt} steps: the buffer holds the last {w} positions, each in slot p mod w")
@@ -221,11 +360,17 @@ def _document_mistakes(ids):
     n = ids.shape[-1]
     causal = reference_causal(n)
     same = ids[..., :, None] == ids[..., None, :]
-    yield np.broadcast_to(causal, same.shape), EARLIER_DOCUMENTS
-    yield (ids[..., None, :] <= ids[..., :, None]) & causal, EARLIER_DOCUMENTS
-    yield same, ("bidirectional inside a document: the mask must also be causal, (same document) AND (key <= query); "
-                 "a token must not see the later tokens of its own document.")
-    yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key]."
+    yield np.broadcast_to(causal, same.shape), EARLIER_DOCUMENTS, "documents.see_earlier_documents"
+    yield (ids[..., None, :] <= ids[..., :, None]) & causal, EARLIER_DOCUMENTS, "documents.see_earlier_documents"
+    yield (
+        same,
+        (
+            "bidirectional inside a document: the mask must also be causal, (same document) AND (key <= query); "
+            "a token must not see the later tokens of its own document."
+        ),
+        "documents.not_causal",
+    )
+    yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key].", "mask.transposed"
 
 
 def _probe_documents(document_mask, ids, label):
@@ -234,9 +379,15 @@ def _probe_documents(document_mask, ids, label):
     what = f"document_mask({shown}) {label}"
     result = plain_bool_array(call(document_mask, ids, what=what, lock=_LOCK), what=what)
     expected = reference.document_mask(ids)
-    axes = ("row", "query", "key")[3 - expected.ndim:]
-    expect_same_mask(result, expected, what=what, axes=axes, diagnoses=_document_mistakes(ids),
-                     hint="One (n, n) mask per row of ids: the shape of ids plus one more axis of n.")
+    axes = ("row", "query", "key")[3 - expected.ndim :]
+    expect_same_mask(
+        result,
+        expected,
+        what=what,
+        axes=axes,
+        diagnoses=_document_mistakes(ids),
+        hint="One (n, n) mask per row of ids: the shape of ids plus one more axis of n.",
+    )
 
 
 @exercise_check
@@ -262,22 +413,47 @@ def _sinks_mistakes(n, w, s):
     query, key = np.arange(n)[:, None], np.arange(n)[None, :]
     causal = key <= query
     window = causal & (key > query - w)
-    yield window & (key < s), AND_NOT_OR
-    yield causal & ((key > query - w) & (key < s)), AND_NOT_OR
-    yield window | (key < s), ("the sinks are visible from every query, even before them: the whole mask is still "
-                               "causal, causal AND (window OR sink).")
-    yield causal & ((key > query - w - 1) | (key < s)), ("the window holds w + 1 keys: it is the query itself and the "
-                                                         "w − 1 tokens before it (notebook 05's convention).")
-    yield causal & ((key > query - w) | (key <= s)), "one sink too many: the sinks are positions 0 … sinks − 1."
-    yield window, "the sinks are missing: the first `sinks` tokens must stay visible to every later query."
+    yield window & (key < s), AND_NOT_OR, "mask.and_not_or"
+    yield causal & ((key > query - w) & (key < s)), AND_NOT_OR, "mask.and_not_or"
+    yield (
+        window | (key < s),
+        (
+            "the sinks are visible from every query, even before them: the whole mask is still "
+            "causal, causal AND (window OR sink)."
+        ),
+        "mask.future_allowed",
+    )
+    yield (
+        causal & ((key > query - w - 1) | (key < s)),
+        (
+            "the window holds w + 1 keys: it is the query itself and the "
+            "w − 1 tokens before it (notebook 05's convention)."
+        ),
+        "window.off_by_one",
+    )
+    yield (
+        causal & ((key > query - w) | (key <= s)),
+        "one sink too many: the sinks are positions 0 … sinks − 1.",
+        "sinks.off_by_one",
+    )
+    yield (
+        window,
+        "the sinks are missing: the first `sinks` tokens must stay visible to every later query.",
+        "sinks.missing",
+    )
 
 
 def _probe_sinks(sinks_window_mask, n, w, s):
     __tracebackhide__ = True
     what = f"sinks_window_mask({n}, window={w}, sinks={s})"
     result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what, lock=_LOCK), what=what)
-    expect_same_mask(result, reference.sinks_window_mask(n, w, s), what=what, axes=("query", "key"),
-                     diagnoses=_sinks_mistakes(n, w, s))
+    expect_same_mask(
+        result,
+        reference.sinks_window_mask(n, w, s),
+        what=what,
+        axes=("query", "key"),
+        diagnoses=_sinks_mistakes(n, w, s),
+    )
 
 
 @exercise_check
@@ -305,19 +481,42 @@ def _byte_mistakes(full):
     a = dict(full)
     per = 2 * a["n_kv_heads"] * a["head_dim"] * a["batch"] * a["bytes_per_value"]
     layers = a["n_local"] + a["n_global"]
-    yield per * layers * a["seq_len"], ALL_GLOBAL
-    yield per * (a["n_local"] * a["window"] + a["n_global"] * a["seq_len"]), (
-        "a local layer cannot hold more tokens than there are: it keeps min(seq_len, window), not always window.")
-    yield per * layers * min(a["seq_len"], a["window"]), "every layer counted as local: the global layers keep all seq_len tokens."
-    yield per * a["n_local"] * min(a["seq_len"], a["window"]), "the global layers are left out."
-    yield per * a["n_global"] * a["seq_len"], "the local layers are left out: they keep min(seq_len, window) tokens each."
+    yield per * layers * a["seq_len"], ALL_GLOBAL, "kv_cache.every_layer_global"
+    yield (
+        per * (a["n_local"] * a["window"] + a["n_global"] * a["seq_len"]),
+        ("a local layer cannot hold more tokens than there are: it keeps min(seq_len, window), not always window."),
+        "kv_cache.window_not_capped",
+    )
+    yield (
+        per * layers * min(a["seq_len"], a["window"]),
+        "every layer counted as local: the global layers keep all seq_len tokens.",
+        "kv_cache.every_layer_local",
+    )
+    yield (
+        per * a["n_local"] * min(a["seq_len"], a["window"]),
+        "the global layers are left out.",
+        "kv_cache.layers_left_out",
+    )
+    yield (
+        per * a["n_global"] * a["seq_len"],
+        "the local layers are left out: they keep min(seq_len, window) tokens each.",
+        "kv_cache.layers_left_out",
+    )
     right = per * (a["n_local"] * min(a["seq_len"], a["window"]) + a["n_global"] * a["seq_len"])
-    yield right // 2, "the factor 2 is missing: the cache holds K *and* V."
-    yield right * 8, "that is the size in bits, not bytes."
+    yield right // 2, "the factor 2 is missing: the cache holds K *and* V.", "kv_cache.k_and_v"
+    yield right * 8, "that is the size in bits, not bytes.", "kv_cache.bits_not_bytes"
     if a["batch"] > 1:
-        yield right // a["batch"], "the batch is ignored: every sequence has its own cache."
+        yield (
+            right // a["batch"],
+            "the batch is ignored: every sequence has its own cache.",
+            "kv_cache.argument_ignored",
+        )
     if a["bytes_per_value"] != 2:
-        yield right // a["bytes_per_value"] * 2, "bytes_per_value is fixed at 2 instead of using the argument."
+        yield (
+            right // a["bytes_per_value"] * 2,
+            "bytes_per_value is fixed at 2 instead of using the argument.",
+            "kv_cache.argument_ignored",
+        )
 
 
 def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
@@ -329,14 +528,15 @@ def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
     if result == expected:
         return
     full = {"batch": 1, "bytes_per_value": 2, **dict(zip(_NAMES, args)), **kwargs}
-    message = (f"{what} should be {expected:,} bytes = 2 (K and V) × {full['n_kv_heads']} KV heads × head size "
-               f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "
-               f"{full['n_global']} global layers × {full['seq_len']}) tokens × batch {full['batch']} × "
-               f"{full['bytes_per_value']} bytes, but it returned {result:,}.")
-    for wrong, explanation in _byte_mistakes(full):
+    message = (
+        f"{what} should be {expected:,} bytes = 2 (K and V) × {full['n_kv_heads']} KV heads × head size "
+        f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "
+        f"{full['n_global']} global layers × {full['seq_len']}) tokens × batch {full['batch']} × "
+        f"{full['bytes_per_value']} bytes, but it returned {result:,}."
+    )
+    for wrong, explanation, misconception in _byte_mistakes(full):
         if result == wrong:
-            message += f" Likely cause: {explanation}"
-            break
+            fail(message + f" Likely cause: {explanation}", misconception)
     fail(message)
 
 
@@ -353,7 +553,11 @@ def check_mixed_cache_bytes(mixed_cache_bytes, seed: int = 0, thorough: bool = F
         r = rng(seed)
         for _ in range(5):
             args = tuple(int(x) for x in r.integers(1, 100, size=6))
-            _probe_bytes(mixed_cache_bytes, args, {"batch": int(r.integers(1, 9)), "bytes_per_value": int(r.choice([1, 2, 4]))},
-                         "(random sizes)")
+            _probe_bytes(
+                mixed_cache_bytes,
+                args,
+                {"batch": int(r.integers(1, 9)), "bytes_per_value": int(r.choice([1, 2, 4]))},
+                "(random sizes)",
+            )
         _probe_bytes(mixed_cache_bytes, (3, 0, 16, 2, 8, 1_000_000), {}, "(only local layers: a flat cache)")
         passed("mixed_cache_bytes is exact on random sizes")

@@ -6,6 +6,7 @@ whose ``(h d)`` and ``(d h)`` readings differ, ``n ≠ h`` so a missing transpos
 masks that change the result, and ``h > 1`` so that ignoring the heads is not harmless. The known
 mistakes only improve the message; the verdict is always "equal to the reference or not".
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,12 +31,22 @@ from .core import (
 # The course functions an answer must not call: graded answers are the learner's own code (the
 # grading kernel's copy of the package, autograde/judge.py's stub_package, has no reference implementations), so the
 # single-head attention inside multi_head_attention is the learner's too.
-_LOCK = ("split_heads", "merge_heads", "multi_head_attention", "mha_cost", "grouped_query_attention",
-         "attention", "masked_softmax", "attention_weights")
+_LOCK = (
+    "split_heads",
+    "merge_heads",
+    "multi_head_attention",
+    "mha_cost",
+    "grouped_query_attention",
+    "attention",
+    "masked_softmax",
+    "attention_weights",
+)
 
-_BATCH_HINT = ("It works for a batch of one sequence (b = 1) but not for b = {b}: a batch size of 1 is "
-               "assumed somewhere. Read b from x.shape (or let reshape infer it with -1) and keep the batch "
-               "axis first.")
+_BATCH_HINT = (
+    "It works for a batch of one sequence (b = 1) but not for b = {b}: a batch size of 1 is "
+    "assumed somewhere. Read b from x.shape (or let reshape infer it with -1) and keep the batch "
+    "axis first."
+)
 
 
 def _batch_aware(probe, batch_args, single_args, b):
@@ -60,13 +71,16 @@ def _batch_aware(probe, batch_args, single_args, b):
 def _split_shape_hint(shape, b, n, h, d) -> tuple[str, str | None]:
     """The hint for a wrong shape of split_heads, and the misconception it names."""
     if shape == (b, n, h, d):
-        return ("The axes are (b, n, h, d): the reshape is right but the transpose is missing; swap the "
-                "axes n and h so that the heads come before the tokens."), "heads.missing_transpose"
+        return (
+            "The axes are (b, n, h, d): the reshape is right but the transpose is missing; swap the "
+            "axes n and h so that the heads come before the tokens."
+        ), "heads.missing_transpose"
     if h != d and shape in ((b, n, d, h), (b, d, n, h), (b, h, n, h), (b, d, n, d)):
         return "h and d look swapped: h is the number of heads, d = D / h the size of each head.", "heads.h_d_swapped"
     if len(shape) == 3:
-        return ("The batch axis is missing: the result keeps b first, (b, h, n, d). Was a batch size of 1 "
-                "assumed?"), "conventions.batch_of_one"
+        return (
+            "The batch axis is missing: the result keeps b first, (b, h, n, d). Was a batch size of 1 assumed?"
+        ), "conventions.batch_of_one"
     return "The axes are batch, heads, tokens, head size: (b, h, n, d).", None
 
 
@@ -74,22 +88,37 @@ def _wrong_splits(x, h):
     """What the usual mistakes return for these inputs (used only to name the mistake)."""
     b, n, width = x.shape
     d = width // h
-    yield x.reshape(b, n, d, h).transpose(0, 3, 1, 2), (
-        "head i should be the i-th slice of the width, x[..., i*d:(i+1)*d], but your heads take every h-th "
-        "column: the width was split as (d h) instead of (h d)."), "heads.d_h_split"
-    yield x.reshape(b, h, n, d), (
-        "a reshape to (b, h, n, d) without a transpose cuts the numbers in memory order, so a 'head' holds "
-        "pieces of several tokens. Reshape to (b, n, h, d) first, then transpose the axes n and h."), "heads.reshape_without_transpose"
-    yield x.reshape(b, d, n, h).transpose(0, 3, 2, 1), (
-        "a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d]."), "heads.reshape_without_transpose"
+    yield (
+        x.reshape(b, n, d, h).transpose(0, 3, 1, 2),
+        (
+            "head i should be the i-th slice of the width, x[..., i*d:(i+1)*d], but your heads take every h-th "
+            "column: the width was split as (d h) instead of (h d)."
+        ),
+        "heads.d_h_split",
+    )
+    yield (
+        x.reshape(b, h, n, d),
+        (
+            "a reshape to (b, h, n, d) without a transpose cuts the numbers in memory order, so a 'head' holds "
+            "pieces of several tokens. Reshape to (b, n, h, d) first, then transpose the axes n and h."
+        ),
+        "heads.reshape_without_transpose",
+    )
+    yield (
+        x.reshape(b, d, n, h).transpose(0, 3, 2, 1),
+        ("a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d]."),
+        "heads.reshape_without_transpose",
+    )
 
 
 def _first_wrong_head(result, x, h) -> str:
     d = x.shape[-1] // h
     for i in range(h):
-        if not np.allclose(result[:, i], x[..., i * d:(i + 1) * d], rtol=1e-6, atol=1e-9):
-            return (f"Head {i} should be the columns {i * d}…{(i + 1) * d - 1} of the width, "
-                    f"x[..., {i * d}:{(i + 1) * d}], for every sequence and token.")
+        if not np.allclose(result[:, i], x[..., i * d : (i + 1) * d], rtol=1e-6, atol=1e-9):
+            return (
+                f"Head {i} should be the columns {i * d}…{(i + 1) * d - 1} of the width, "
+                f"x[..., {i * d}:{(i + 1) * d}], for every sequence and token."
+            )
     return ""
 
 
@@ -102,8 +131,10 @@ def _probe_split(split_heads, x, h):
     expected = reference_split(x, h)  # (b, h, n, d)
     if result.shape != expected.shape:
         hint, misconception = _split_shape_hint(result.shape, b, n, h, d)
-        fail(f"{what} should have shape (b, h, n, d) = {expected.shape}, but it has shape {result.shape}. " + hint,
-             misconception)
+        fail(
+            f"{what} should have shape (b, h, n, d) = {expected.shape}, but it has shape {result.shape}. " + hint,
+            misconception,
+        )
     expect_close(result, expected, what=what, diagnoses=_wrong_splits(x, h), hint=_first_wrong_head(result, x, h))
 
 
@@ -116,13 +147,17 @@ def check_split_heads(split_heads, seed: int = 0, thorough: bool = False) -> Non
     cases = [(2, 3, 8, 2), (3, 4, 12, 3)]
     if thorough:
         cases += [(2, 5, 12, 4), (4, 2, 12, 6), (2, 3, 6, 1), (2, 1, 5, 5), (1, 4, 8, 2)]
-        cases += [(int(r.integers(2, 4)), int(r.integers(1, 6)), h * d, h)
-                  for h, d in ((int(r.integers(2, 7)), int(r.integers(1, 6))) for _ in range(3))]
+        cases += [
+            (int(r.integers(2, 4)), int(r.integers(1, 6)), h * d, h)
+            for h, d in ((int(r.integers(2, 7)), int(r.integers(1, 6))) for _ in range(3))
+        ]
     for b, n, width, h in cases:
         x = r.normal(size=(b, n, width))
         _batch_aware(_probe_split, (split_heads, x, h), (split_heads, x[:1], h), b)
-    passed("split_heads: shape (b, h, n, d) and head i is x[..., i*d:(i+1)*d]"
-           + (" on every shape tried" if thorough else ""))
+    passed(
+        "split_heads: shape (b, h, n, d) and head i is x[..., i*d:(i+1)*d]"
+        + (" on every shape tried" if thorough else "")
+    )
 
 
 @exercise_check
@@ -132,20 +167,36 @@ def check_split_heads_errors(split_heads, thorough: bool = False) -> None:
     cases = [(6, 4)] + ([(12, 5), (4, 8), (9, 6), (7, 2)] if thorough else [])
     for width, h in cases:
         x = np.arange(2 * 3 * width, dtype=float).reshape(2, 3, width)
-        expect_value_error(split_heads, x, h, what=f"split_heads(x, h={h}) with a width D = {width}",
-                           why=f"h must divide the width D, and {width} is not a multiple of {h}", lock=_LOCK)
+        expect_value_error(
+            split_heads,
+            x,
+            h,
+            what=f"split_heads(x, h={h}) with a width D = {width}",
+            why=f"h must divide the width D, and {width} is not a multiple of {h}",
+            lock=_LOCK,
+        )
     passed("split_heads raises ValueError when h does not divide the width")
 
 
 # ---------------------------------------------------------------------------------- merge_heads
 def _wrong_merges(heads):
     b, h, n, d = heads.shape
-    yield heads.reshape(b, n, h * d), (
-        "a merge without the transpose back: the heads axis must first return behind the tokens, "
-        "(b, h, n, d) -> (b, n, h, d), and only then can the last two axes be joined into h*d."), "heads.merge_without_transpose"
-    yield heads.transpose(0, 2, 3, 1).reshape(b, n, d * h), (
-        "the heads were joined in the (d h) order, interleaving their columns; head i must land in the "
-        "columns i*d … (i+1)*d - 1, the (h d) order."), "heads.d_h_split"
+    yield (
+        heads.reshape(b, n, h * d),
+        (
+            "a merge without the transpose back: the heads axis must first return behind the tokens, "
+            "(b, h, n, d) -> (b, n, h, d), and only then can the last two axes be joined into h*d."
+        ),
+        "heads.merge_without_transpose",
+    )
+    yield (
+        heads.transpose(0, 2, 3, 1).reshape(b, n, d * h),
+        (
+            "the heads were joined in the (d h) order, interleaving their columns; head i must land in the "
+            "columns i*d … (i+1)*d - 1, the (h d) order."
+        ),
+        "heads.d_h_split",
+    )
 
 
 def _probe_merge(merge_heads, x, h):
@@ -155,10 +206,17 @@ def _probe_merge(merge_heads, x, h):
     what = f"merge_heads(heads) with heads of shape {heads.shape}"
     result = plain_array(call(merge_heads, np.ascontiguousarray(heads), what=what, lock=_LOCK), what=what)
     if result.shape != x.shape:
-        fail(f"{what} should have shape (b, n, h*d) = {x.shape}, but it has shape {result.shape}. The tokens go "
-             "back to the second axis and the heads sit side by side along the width.")
-    expect_close(result, x, what=what, diagnoses=_wrong_merges(heads),
-                 hint="merge_heads must undo split_heads exactly: merge_heads(split_heads(x, h)) is x again.")
+        fail(
+            f"{what} should have shape (b, n, h*d) = {x.shape}, but it has shape {result.shape}. The tokens go "
+            "back to the second axis and the heads sit side by side along the width."
+        )
+    expect_close(
+        result,
+        x,
+        what=what,
+        diagnoses=_wrong_merges(heads),
+        hint="merge_heads must undo split_heads exactly: merge_heads(split_heads(x, h)) is x again.",
+    )
 
 
 @exercise_check
@@ -179,20 +237,52 @@ def check_merge_heads(merge_heads, seed: int = 0, thorough: bool = False) -> Non
 def _wrong_costs(n, width, h):
     d = width // h
     projections, attention = 4 * n * width**2, 2 * n * n * width
-    yield 2 * (projections + attention), (
-        "this counts FLOPs: a multiply-add is one multiplication plus one addition, two FLOPs, and the "
-        "course counts multiply-adds (an (m, k) @ (k, p) product is m·k·p of them)."), "cost.flops_not_multiply_adds"
-    yield projections + attention * h, (
-        "the attention part was multiplied by h: each head works on d = D/h columns, so the h heads "
-        "together cost h · n²d = n²D for the scores, and the same for the weighted sum."), "cost.heads_multiply_cost"
-    yield (projections + attention) * h, "the whole cost was multiplied by h, but h does not change it.", "cost.heads_multiply_cost"
-    yield projections * h + attention, "the projections were multiplied by h: each is one (n, D) @ (D, D) product.", "cost.heads_multiply_cost"
-    yield 3 * n * width**2 + attention, (
-        "the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O."), "cost.missing_term"
-    yield projections + attention // 2, (
-        "only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D."), "cost.missing_term"
-    yield projections + 2 * n * n * d, "the attention part of one head (n²d) was counted instead of all h heads (n²D).", "cost.one_head_only"
-    yield 4 * n * n * width + 2 * n * width**2, "n and D are swapped: the projections cost 4nD², the attention 2n²D.", "cost.n_d_swapped"
+    yield (
+        2 * (projections + attention),
+        (
+            "this counts FLOPs: a multiply-add is one multiplication plus one addition, two FLOPs, and the "
+            "course counts multiply-adds (an (m, k) @ (k, p) product is m·k·p of them)."
+        ),
+        "cost.flops_not_multiply_adds",
+    )
+    yield (
+        projections + attention * h,
+        (
+            "the attention part was multiplied by h: each head works on d = D/h columns, so the h heads "
+            "together cost h · n²d = n²D for the scores, and the same for the weighted sum."
+        ),
+        "cost.heads_multiply_cost",
+    )
+    yield (
+        (projections + attention) * h,
+        "the whole cost was multiplied by h, but h does not change it.",
+        "cost.heads_multiply_cost",
+    )
+    yield (
+        projections * h + attention,
+        "the projections were multiplied by h: each is one (n, D) @ (D, D) product.",
+        "cost.heads_multiply_cost",
+    )
+    yield (
+        3 * n * width**2 + attention,
+        ("the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O."),
+        "cost.missing_term",
+    )
+    yield (
+        projections + attention // 2,
+        ("only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D."),
+        "cost.missing_term",
+    )
+    yield (
+        projections + 2 * n * n * d,
+        "the attention part of one head (n²d) was counted instead of all h heads (n²D).",
+        "cost.one_head_only",
+    )
+    yield (
+        4 * n * n * width + 2 * n * width**2,
+        "n and D are swapped: the projections cost 4nD², the attention 2n²D.",
+        "cost.n_d_swapped",
+    )
     yield projections, "the attention part 2n²D (scores and weighted sum) is missing.", "cost.missing_term"
     yield attention, "the projections 4nD² (Q, K, V and W^O) are missing.", "cost.missing_term"
 
@@ -204,9 +294,11 @@ def _probe_cost(mha_cost, n, width, h):
     expected = reference_cost(n, width, h)
     if result == expected:
         return
-    message = (f"{what} should be {expected:,} multiply-adds (4nD² = {4 * n * width**2:,} for the four projections "
-               f"plus 2n²D = {2 * n * n * width:,} for the scores and the weighted sum), but it returned {result:,}"
-               + (f", {result / expected:.3g} times the expected count." if expected and result > 0 else "."))
+    message = (
+        f"{what} should be {expected:,} multiply-adds (4nD² = {4 * n * width**2:,} for the four projections "
+        f"plus 2n²D = {2 * n * n * width:,} for the scores and the weighted sum), but it returned {result:,}"
+        + (f", {result / expected:.3g} times the expected count." if expected and result > 0 else ".")
+    )
     for wrong, explanation, misconception in _wrong_costs(n, width, h):
         if result == wrong:
             fail(message + f" Likely cause: {explanation}", misconception)
@@ -221,32 +313,52 @@ def check_mha_cost(mha_cost, seed: int = 0, thorough: bool = False) -> None:
     if thorough:
         r = rng(seed)
         cases += [(0, 12, 3), (1, 8, 8), (3, 6, 1), (4096, 12288, 96), (8192, 4096, 32)]
-        cases += [(int(r.integers(1, 3000)), h * d, h) for h, d in
-                  ((int(r.integers(1, 40)), int(r.integers(1, 200))) for _ in range(4))]
+        cases += [
+            (int(r.integers(1, 3000)), h * d, h)
+            for h, d in ((int(r.integers(1, 40)), int(r.integers(1, 200))) for _ in range(4))
+        ]
     for n, width, h in cases:
         _probe_cost(mha_cost, n, width, h)
-    passed("mha_cost counts 4nD² + 2n²D multiply-adds, whatever h"
-           + (" (also for n = 0, h = 1, h = D and large models)" if thorough else ""))
+    passed(
+        "mha_cost counts 4nD² + 2n²D multiply-adds, whatever h"
+        + (" (also for n = 0, h = 1, h = D and large models)" if thorough else "")
+    )
 
 
 @exercise_check
 def check_mha_cost_errors(mha_cost, thorough: bool = False) -> None:
     """``mha_cost`` refuses h that does not divide D, and a negative length."""
     __tracebackhide__ = True
-    cases = [((10, 10, 4), "h must divide the width D, and 10 is not a multiple of 4"),
-             ((-1, 8, 2), "a sequence cannot have a negative length")]
+    cases = [
+        ((10, 10, 4), "h must divide the width D, and 10 is not a multiple of 4"),
+        ((-1, 8, 2), "a sequence cannot have a negative length"),
+    ]
     if thorough:
-        cases += [((5, 12, 5), "h must divide the width D, and 12 is not a multiple of 5"),
-                  ((4, 6, 12), "h must divide the width D, and 6 is not a multiple of 12"),
-                  ((-16, 768, 12), "a sequence cannot have a negative length")]
+        cases += [
+            ((5, 12, 5), "h must divide the width D, and 12 is not a multiple of 5"),
+            ((4, 6, 12), "h must divide the width D, and 6 is not a multiple of 12"),
+            ((-16, 768, 12), "a sequence cannot have a negative length"),
+        ]
     for (n, width, h), why in cases:
         expect_value_error(mha_cost, n, width, h, what=f"mha_cost(n={n}, D={width}, h={h})", why=why, lock=_LOCK)
     passed("mha_cost raises ValueError when h does not divide D or n is negative")
 
 
 # ---------------------------------------------------------------------------------- multi_head_attention
-def _mha_variant(x, weights, h, mask, *, split="(h d)", merge="(h d)", scale_width=None, use_mask=True,
-                 flip_mask=False, output_projection=True, transposed_weights=False):
+def _mha_variant(
+    x,
+    weights,
+    h,
+    mask,
+    *,
+    split="(h d)",
+    merge="(h d)",
+    scale_width=None,
+    use_mask=True,
+    flip_mask=False,
+    output_projection=True,
+    transposed_weights=False,
+):
     """Multi-head attention with one deliberate mistake (the keyword that is not at its default)."""
     w_q, w_k, w_v, w_o = (w.T if transposed_weights else w for w in weights)
     b, n, width = x.shape
@@ -276,51 +388,101 @@ def _mha_variant(x, weights, h, mask, *, split="(h d)", merge="(h d)", scale_wid
 
 def _wrong_mhas(x, weights, h, mask):
     width = x.shape[-1]
-    yield _mha_variant(x, weights, h, mask, output_projection=False), (
-        "W^O is forgotten: MHA(x) = concat(heads) W^O. Without the output projection the heads are only "
-        "placed side by side and never mixed."), "projection.missing_w_o"
-    yield _mha_variant(x, weights, h, mask, scale_width=width), (
-        "the scores were divided by √D (the model width) instead of √d (the head size): each head's dot "
-        "products add up only d = D/h terms."), "scale.width_not_head_size"
-    yield _mha_variant(x, weights, 1, mask), (
-        "the answer ignores h: it is one head of size D over the whole width. Cut q, k and v into h heads "
-        "of d = D/h and run attention in each."), "heads.ignores_heads"
-    yield _mha_variant(x, weights, 1, mask, scale_width=width // h), (
-        "the answer ignores h: it is one attention over the whole width (scaled by √d). Cut q, k and v "
-        "into h heads and run attention in each."), "heads.ignores_heads"
+    yield (
+        _mha_variant(x, weights, h, mask, output_projection=False),
+        (
+            "W^O is forgotten: MHA(x) = concat(heads) W^O. Without the output projection the heads are only "
+            "placed side by side and never mixed."
+        ),
+        "projection.missing_w_o",
+    )
+    yield (
+        _mha_variant(x, weights, h, mask, scale_width=width),
+        (
+            "the scores were divided by √D (the model width) instead of √d (the head size): each head's dot "
+            "products add up only d = D/h terms."
+        ),
+        "scale.width_not_head_size",
+    )
+    yield (
+        _mha_variant(x, weights, 1, mask),
+        (
+            "the answer ignores h: it is one head of size D over the whole width. Cut q, k and v into h heads "
+            "of d = D/h and run attention in each."
+        ),
+        "heads.ignores_heads",
+    )
+    yield (
+        _mha_variant(x, weights, 1, mask, scale_width=width // h),
+        (
+            "the answer ignores h: it is one attention over the whole width (scaled by √d). Cut q, k and v "
+            "into h heads and run attention in each."
+        ),
+        "heads.ignores_heads",
+    )
     if mask is not None:
-        yield _mha_variant(x, weights, h, mask, use_mask=False), (
-            "the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis)."), "mask.ignored"
-        yield _mha_variant(x, weights, h, mask, flip_mask=True), (
-            "the mask polarity is flipped: in this course True means *may attend*."), "mask.polarity_flipped"
+        yield (
+            _mha_variant(x, weights, h, mask, use_mask=False),
+            ("the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis)."),
+            "mask.ignored",
+        )
+        yield (
+            _mha_variant(x, weights, h, mask, flip_mask=True),
+            ("the mask polarity is flipped: in this course True means *may attend*."),
+            "mask.polarity_flipped",
+        )
     for merge in ("(h d)", "(d h)"):
-        yield _mha_variant(x, weights, h, mask, split="(d h)", merge=merge), (
-            "q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1."), "heads.d_h_split"
+        yield (
+            _mha_variant(x, weights, h, mask, split="(d h)", merge=merge),
+            ("q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1."),
+            "heads.d_h_split",
+        )
     for merge in ("(h d)", "none"):
-        yield _mha_variant(x, weights, h, mask, split="none", merge=merge), (
-            "the heads were cut with a reshape to (b, h, n, d) without a transpose, which mixes tokens into "
-            "heads: reshape to (b, n, h, d), then transpose."), "heads.reshape_without_transpose"
-    yield _mha_variant(x, weights, h, mask, merge="none"), (
-        "the heads were merged without the transpose back to (b, n, h, d) before joining h and d."), "heads.merge_without_transpose"
-    yield _mha_variant(x, weights, h, mask, merge="(d h)"), (
-        "the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1."), "heads.d_h_split"
-    yield _mha_variant(x, weights, h, mask, transposed_weights=True), (
-        "the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out))."), "projection.weights_transposed"
+        yield (
+            _mha_variant(x, weights, h, mask, split="none", merge=merge),
+            (
+                "the heads were cut with a reshape to (b, h, n, d) without a transpose, which mixes tokens into "
+                "heads: reshape to (b, n, h, d), then transpose."
+            ),
+            "heads.reshape_without_transpose",
+        )
+    yield (
+        _mha_variant(x, weights, h, mask, merge="none"),
+        ("the heads were merged without the transpose back to (b, n, h, d) before joining h and d."),
+        "heads.merge_without_transpose",
+    )
+    yield (
+        _mha_variant(x, weights, h, mask, merge="(d h)"),
+        ("the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1."),
+        "heads.d_h_split",
+    )
+    yield (
+        _mha_variant(x, weights, h, mask, transposed_weights=True),
+        ("the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out))."),
+        "projection.weights_transposed",
+    )
 
 
 def _probe_mha(mha, x, weights, h, mask):
     __tracebackhide__ = True
     b, n, width = x.shape
-    what = (f"multi_head_attention(x, w_q, w_k, w_v, w_o, h={h}{', mask' if mask is not None else ''}) "
-            f"with x of shape {x.shape}" + (f" and a mask of shape {mask.shape}" if mask is not None else ""))
+    what = (
+        f"multi_head_attention(x, w_q, w_k, w_v, w_o, h={h}{', mask' if mask is not None else ''}) "
+        f"with x of shape {x.shape}" + (f" and a mask of shape {mask.shape}" if mask is not None else "")
+    )
     args = (x, *weights, h) + (() if mask is None else (mask,))
     result = plain_array(call(mha, *args, what=what, lock=_LOCK), what=what)
     expected = reference_mha(x, *weights, h, mask)  # (b, n, D)
     if result.shape != expected.shape:
-        hint = ("The heads are not merged back: the output has the shape of x, (b, n, D)." if result.ndim == 4
-                else "The output has the shape of x, (b, n, D).")
-        fail(f"{what} should have shape {expected.shape}, but it has shape {result.shape}. {hint}",
-             "heads.not_merged_back" if result.ndim == 4 else None)
+        hint = (
+            "The heads are not merged back: the output has the shape of x, (b, n, D)."
+            if result.ndim == 4
+            else "The output has the shape of x, (b, n, D)."
+        )
+        fail(
+            f"{what} should have shape {expected.shape}, but it has shape {result.shape}. {hint}",
+            "heads.not_merged_back" if result.ndim == 4 else None,
+        )
     expect_close(result, expected, what=what, diagnoses=_wrong_mhas(x, weights, h, mask), rtol=1e-6, atol=1e-8)
 
 
@@ -342,8 +504,7 @@ def _run_mha_cases(mha, r, cases):
     for b, n, width, h, make_mask in cases:
         x, weights = _mha_inputs(r, b, n, width)
         mask = make_mask(r, b, h, n) if make_mask is not None else None
-        _batch_aware(_probe_mha, (mha, x, weights, h, mask),
-                     (mha, x[:1], weights, h, _first_sequence(mask, b)), b)
+        _batch_aware(_probe_mha, (mha, x, weights, h, mask), (mha, x[:1], weights, h, _first_sequence(mask, b)), b)
 
 
 def causal(_r, _b, _h, n):
@@ -369,11 +530,12 @@ def check_multi_head_attention(mha, seed: int = 0, thorough: bool = False) -> No
     r = rng(seed)
     cases = [(2, 4, 8, 2, None), (3, 5, 12, 3, None)]
     if thorough:
-        cases += [(2, 6, 12, 4, None), (1, 3, 8, 2, None), (2, 1, 6, 3, None), (2, 4, 6, 6, None),
-                  (3, 4, 6, 1, None)]
+        cases += [(2, 6, 12, 4, None), (1, 3, 8, 2, None), (2, 1, 6, 3, None), (2, 4, 6, 6, None), (3, 4, 6, 1, None)]
     _run_mha_cases(mha, r, cases)
-    passed("multi_head_attention matches the reference without a mask"
-           + (" (also for n = 1, h = 1 and h = D)" if thorough else ""))
+    passed(
+        "multi_head_attention matches the reference without a mask"
+        + (" (also for n = 1, h = 1 and h = D)" if thorough else "")
+    )
 
 
 @exercise_check
@@ -383,8 +545,14 @@ def check_multi_head_attention_masked(mha, seed: int = 0, thorough: bool = False
     r = rng(seed)
     cases = [(2, 5, 8, 2, causal), (2, 5, 8, 2, padding)]
     if thorough:
-        cases += [(3, 6, 12, 3, causal), (3, 6, 12, 4, padding), (2, 5, 8, 2, random_per_head),
-                  (2, 4, 12, 6, random_per_head)]
+        cases += [
+            (3, 6, 12, 3, causal),
+            (3, 6, 12, 4, padding),
+            (2, 5, 8, 2, random_per_head),
+            (2, 4, 12, 6, random_per_head),
+        ]
     _run_mha_cases(mha, r, cases)
-    passed("multi_head_attention applies an (n, n) causal mask and a (b, 1, 1, n) padding mask"
-           + (", and a different mask for every head" if thorough else ""))
+    passed(
+        "multi_head_attention applies an (n, n) causal mask and a (b, 1, 1, n) padding mask"
+        + (", and a different mask for every head" if thorough else "")
+    )

@@ -1,4 +1,5 @@
 """Checks for notebook 06: grouped-query attention (MHA, GQA, MQA in one) and the KV-cache size."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,10 @@ from .core import (
 
 _LOCK = ("grouped_query_attention", "attention", "masked_softmax", "multi_head_attention", "kv_cache_bytes")
 
-_SHAPE_HINT = ("Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
-               "(the group size, not g), along the heads axis (axis 1), so k and v get h heads like q.")
+_SHAPE_HINT = (
+    "Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
+    "(the group size, not g), along the heads axis (axis 1), so k and v get h heads like q."
+)
 
 
 # ---------------------------------------------------------------------------- grouped_query_attention
@@ -36,20 +39,37 @@ def _wrong_gqa(q, k, v, mask):
     """What the usual mistakes produce on these inputs (used only to name the mistake)."""
     h, g = q.shape[1], k.shape[1]
     heads = np.arange(h)
-    yield _with_kv_heads(q, k, v, mask, heads % g), (
-        "query head i got KV head i % g: the KV heads were tiled (np.tile, or a reshape to (b, h // g, g, ...)) "
-        "instead of repeated (np.repeat, a reshape to (b, g, h // g, ...)). Consecutive query heads share a KV "
-        "head: head i must read KV head i // (h // g)."), "kv_heads.tiled_not_repeated"
-    yield _with_kv_heads(q, k, v, mask, np.zeros(h, int)), (
-        "every query head read KV head 0: the other KV heads were never used. Head i must read KV head "
-        "i // (h // g)."), "kv_heads.one_kv_head_used"
-    yield _with_kv_heads(q, k, v, mask, np.full(h, g - 1)), "every query head read the last KV head.", "kv_heads.one_kv_head_used"
+    yield (
+        _with_kv_heads(q, k, v, mask, heads % g),
+        (
+            "query head i got KV head i % g: the KV heads were tiled (np.tile, or a reshape to (b, h // g, g, ...)) "
+            "instead of repeated (np.repeat, a reshape to (b, g, h // g, ...)). Consecutive query heads share a KV "
+            "head: head i must read KV head i // (h // g)."
+        ),
+        "kv_heads.tiled_not_repeated",
+    )
+    yield (
+        _with_kv_heads(q, k, v, mask, np.zeros(h, int)),
+        (
+            "every query head read KV head 0: the other KV heads were never used. Head i must read KV head "
+            "i // (h // g)."
+        ),
+        "kv_heads.one_kv_head_used",
+    )
+    yield (
+        _with_kv_heads(q, k, v, mask, np.full(h, g - 1)),
+        "every query head read the last KV head.",
+        "kv_heads.one_kv_head_used",
+    )
     right = heads // (h // g)
     d = q.shape[-1]
     # the reference divides by sqrt(d): scaling q changes what the scores are divided by
     yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), "the scores are not divided by sqrt(d).", "scale.missing"
-    yield _with_kv_heads(q / np.sqrt(h), k, v, mask, right), (
-        "the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."), "scale.width_not_head_size"
+    yield (
+        _with_kv_heads(q / np.sqrt(h), k, v, mask, right),
+        ("the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."),
+        "scale.width_not_head_size",
+    )
     if mask is not None:
         yield _with_kv_heads(q, k, v, None, right), "the mask is ignored.", "mask.ignored"
 
@@ -65,13 +85,19 @@ def _probe(gqa, q, k, v, mask, label):
         if " raised " in message:
             message += " " + _SHAPE_HINT
             if mask is not None and mask.ndim == 4:
-                message += (" A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
-                            "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n).")
+                message += (
+                    " A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
+                    "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n)."
+                )
                 misconception = misconception or "kv_heads.mask_not_broadcast"
         fail(message, misconception)
     expected = reference_gqa(q, k, v, mask)
-    expect_shape(out, expected.shape, what=what,
-                 hint="The output has one head per query head: (b, h, n_queries, d), the shape of q.")
+    expect_shape(
+        out,
+        expected.shape,
+        what=what,
+        hint="The output has one head per query head: (b, h, n_queries, d), the shape of q.",
+    )
     expect_close(out, expected, what=what, diagnoses=_wrong_gqa(q, k, v, mask), hint=_SHAPE_HINT)
 
 
@@ -87,7 +113,9 @@ def check_grouped_query_attention(gqa, seed: int = 0, thorough: bool = False) ->
     __tracebackhide__ = True
     r = rng(seed)
     # groups of 2 and 3 heads with g > 1: the only shapes where repeat and tile differ
-    shapes = [(2, 6, 3, 4, 5), (1, 8, 2, 3, 4)] + ([(3, 12, 4, 5, 2), (2, 6, 2, 1, 3), (1, 9, 3, 7, 6)] if thorough else [])
+    shapes = [(2, 6, 3, 4, 5), (1, 8, 2, 3, 4)] + (
+        [(3, 12, 4, 5, 2), (2, 6, 2, 1, 3), (1, 9, 3, 7, 6)] if thorough else []
+    )
     for b, h, g, n, d in shapes:
         q, k, v = _qkv(r, b, h, g, n, d)
         _probe(gqa, q, k, v, None, f"with h = {h} query heads and g = {g} KV heads (q {q.shape}, k and v {k.shape})")
@@ -136,26 +164,59 @@ def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = Fa
     cases = [(6, 4), (8, 3)] + ([(2, 4), (9, 6), (10, 4)] if thorough else [])
     for h, g in cases:
         q, k, v = _qkv(r, 1, h, g, 3, 2)
-        expect_value_error(gqa, q, k, v, what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
-                           why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
-                           lock=_LOCK)
+        expect_value_error(
+            gqa,
+            q,
+            k,
+            v,
+            what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
+            why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
+            lock=_LOCK,
+        )
     passed("h not divisible by g is refused with ValueError")
 
 
 # ---------------------------------------------------------------------------- kv_cache_bytes
 def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, bytes_per_value):
-    yield expected // 2, "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size.", "kv_cache.k_and_v"
-    yield expected * 2, ("twice the right size: the factor 2 of K and V counted twice, or a default other than "
-                         "bytes_per_value=2."), "kv_cache.k_and_v"
-    yield expected * 8, "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte).", "kv_cache.bits_not_bytes"
+    yield (
+        expected // 2,
+        "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size.",
+        "kv_cache.k_and_v",
+    )
+    yield (
+        expected * 2,
+        ("twice the right size: the factor 2 of K and V counted twice, or a default other than bytes_per_value=2."),
+        "kv_cache.k_and_v",
+    )
+    yield (
+        expected * 8,
+        "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte).",
+        "kv_cache.bits_not_bytes",
+    )
     yield expected * 16, "bits instead of bytes, and the factor 2 of K and V counted twice.", "kv_cache.bits_not_bytes"
     if batch > 1:
-        yield expected // batch, "the batch is ignored: every sequence of the batch has its own cache.", "kv_cache.argument_ignored"
+        yield (
+            expected // batch,
+            "the batch is ignored: every sequence of the batch has its own cache.",
+            "kv_cache.argument_ignored",
+        )
     if bytes_per_value != 1:
-        yield expected // bytes_per_value, "bytes_per_value is ignored (every value takes bytes_per_value bytes).", "kv_cache.argument_ignored"
+        yield (
+            expected // bytes_per_value,
+            "bytes_per_value is ignored (every value takes bytes_per_value bytes).",
+            "kv_cache.argument_ignored",
+        )
     if bytes_per_value != 2:
-        yield expected // bytes_per_value * 2, "bytes_per_value is fixed at 2 instead of using the argument.", "kv_cache.argument_ignored"
-    yield expected // 2 // bytes_per_value, "the factor 2 of K and V and bytes_per_value are both missing.", "kv_cache.k_and_v"
+        yield (
+            expected // bytes_per_value * 2,
+            "bytes_per_value is fixed at 2 instead of using the argument.",
+            "kv_cache.argument_ignored",
+        )
+    yield (
+        expected // 2 // bytes_per_value,
+        "the factor 2 of K and V and bytes_per_value are both missing.",
+        "kv_cache.k_and_v",
+    )
 
 
 def _probe_size(kv_cache_bytes, args, kwargs, label):
@@ -174,9 +235,11 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
         size = f" ({ratio:.4g} times too large)." if ratio > 1 else f" ({1 / ratio:.4g} times too small)."
     else:
         size = "."
-    message = (f"{what} {label} should be {expected:,} bytes = 2 (K and V) × {full['n_layers']} layers × "
-               f"{full['n_kv_heads']} KV heads × head size {full['head_dim']} × {full['seq_len']} tokens × batch "
-               f"{full['batch']} × {full['bytes_per_value']} bytes per value, but it returned {result:,}{size}")
+    message = (
+        f"{what} {label} should be {expected:,} bytes = 2 (K and V) × {full['n_layers']} layers × "
+        f"{full['n_kv_heads']} KV heads × head size {full['head_dim']} × {full['seq_len']} tokens × batch "
+        f"{full['batch']} × {full['bytes_per_value']} bytes per value, but it returned {result:,}{size}"
+    )
     for wrong, explanation, misconception in _wrong_sizes(expected, *full.values()):
         if result == wrong:
             fail(message + f" Likely cause: {explanation}", misconception)
@@ -215,7 +278,14 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
     for args, why in cases:
         expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense", lock=_LOCK)
     if thorough:
-        expect_value_error(lambda *a: kv_cache_bytes(*a, batch=-2), 32, 8, 128, 10,
-                           what="kv_cache_bytes(32, 8, 128, 10, batch=-2)", why="a negative batch makes no sense",
-                           lock=_LOCK)
+        expect_value_error(
+            lambda *a: kv_cache_bytes(*a, batch=-2),
+            32,
+            8,
+            128,
+            10,
+            what="kv_cache_bytes(32, 8, 128, 10, batch=-2)",
+            why="a negative batch makes no sense",
+            lock=_LOCK,
+        )
     passed("negative sizes are refused with ValueError")

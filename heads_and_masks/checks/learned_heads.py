@@ -7,6 +7,7 @@ the result: the 1/√d left out of dq and dk, only the diagonal of the softmax J
 forbidden entries, dq and dk computed with each other's transpose, NaN on a row with no allowed key.
 The known wrong results only name the mistake in the message; the verdict is the comparison.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,14 @@ from .core import (
     secret_draws,
 )
 
-_LOCK = ("attention_backward", "attention", "masked_softmax", "attention_weights", "multi_head_attention",
-         "rule_weights")
+_LOCK = (
+    "attention_backward",
+    "attention",
+    "masked_softmax",
+    "attention_weights",
+    "multi_head_attention",
+    "rule_weights",
+)
 _NAMES = ("dq", "dk", "dv")
 
 
@@ -55,42 +62,68 @@ def _wrong_gradients(q, k, v, mask, dout):
     scale, p, dp = _pieces(q, k, v, mask, dout)
     ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True))
     right = _from_dscores(q, k, p, dout, ds, scale)
-    yield (right[0] / scale, right[1] / scale, right[2]), (
-        "the 1/√d is forgotten in the gradient: the scores are q kᵀ / √d, so dq = ds k / √d and dk = dsᵀ q / √d "
-        "(the chain rule goes through the scaling too).")
-    yield _from_dscores(q, k, p, dout, p * dp, scale), (
-        "only the diagonal of the softmax Jacobian is used (ds = p ⊙ dp): every weight of a row depends on every "
-        "score of the row, so ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ).")
-    yield _from_dscores(q, k, p, dout, p * (1 - p) * dp, scale), (
-        "only the diagonal of the softmax Jacobian is used (ds = p(1 − p) ⊙ dp): the off-diagonal terms −pᵢpⱼ "
-        "are missing; ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ).")
+    yield (
+        (right[0] / scale, right[1] / scale, right[2]),
+        (
+            "the 1/√d is forgotten in the gradient: the scores are q kᵀ / √d, so dq = ds k / √d and dk = dsᵀ q / √d "
+            "(the chain rule goes through the scaling too)."
+        ),
+    )
+    yield (
+        _from_dscores(q, k, p, dout, p * dp, scale),
+        (
+            "only the diagonal of the softmax Jacobian is used (ds = p ⊙ dp): every weight of a row depends on every "
+            "score of the row, so ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ)."
+        ),
+    )
+    yield (
+        _from_dscores(q, k, p, dout, p * (1 - p) * dp, scale),
+        (
+            "only the diagonal of the softmax Jacobian is used (ds = p(1 − p) ⊙ dp): the off-diagonal terms −pᵢpⱼ "
+            "are missing; ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ)."
+        ),
+    )
     if q.shape[0] == k.shape[0]:
-        yield (ds.T @ k * scale, ds @ q * scale, right[2]), (
-            "dq and dk have their transposes swapped: dq = ds k / √d (queries are the rows of ds) and "
-            "dk = dsᵀ q / √d (keys are its columns).")
+        yield (
+            (ds.T @ k * scale, ds @ q * scale, right[2]),
+            (
+                "dq and dk have their transposes swapped: dq = ds k / √d (queries are the rows of ds) and "
+                "dk = dsᵀ q / √d (keys are its columns)."
+            ),
+        )
     if mask is not None:
         unmasked = reference_softmax(q @ k.T * scale)
         ds_free = unmasked * (dp - np.sum(unmasked * dp, axis=-1, keepdims=True))
-        yield _from_dscores(q, k, unmasked, dout, ds_free, scale), (
-            "gradient flows through forbidden entries: the backward pass used the weights of the unmasked "
-            "softmax. Use the masked weights p, which are 0 on forbidden entries, so ds is 0 there.")
+        yield (
+            _from_dscores(q, k, unmasked, dout, ds_free, scale),
+            (
+                "gradient flows through forbidden entries: the backward pass used the weights of the unmasked "
+                "softmax. Use the masked weights p, which are 0 on forbidden entries, so ds is 0 there."
+            ),
+        )
         empty = ~np.broadcast_to(mask, p.shape).any(axis=-1)
         if empty.any():  # a filler like -1e9 gives a row with no allowed key uniform weights over forbidden keys
             filled = p.copy()
             filled[empty] = 1.0 / p.shape[-1]
             ds_fill = filled * (dp - np.sum(filled * dp, axis=-1, keepdims=True))
-            yield _from_dscores(q, k, filled, dout, ds_fill, scale), (
-                "gradient flows through forbidden entries on a row with no allowed key: a fill value such as -1e9 "
-                "gives that row uniform weights over forbidden keys. Its weights must be all 0, so that its query "
-                "gets a zero gradient and its keys and values none from it.")
+            yield (
+                _from_dscores(q, k, filled, dout, ds_fill, scale),
+                (
+                    "gradient flows through forbidden entries on a row with no allowed key: a fill value such as -1e9 "
+                    "gives that row uniform weights over forbidden keys. Its weights must be all 0, so that its query "
+                    "gets a zero gradient and its keys and values none from it."
+                ),
+            )
 
 
 def _as_three(result, what):
     __tracebackhide__ = True
     if _type(result) not in (tuple, list) or len(result) != 3:
         shown = f"a {_type(result).__name__}" + (f" of length {len(result)}" if _type(result) in (tuple, list) else "")
-        fail(f"{what} should return three arrays (dq, dk, dv), but it returned {shown}"
-             + (" (did you forget the `return`?)" if result is None else ""))
+        fail(
+            f"{what} should return three arrays (dq, dk, dv), but it returned {shown}"
+            + (" (did you forget the `return`?)" if result is None else "")
+        )
     return [plain_array(r, what=f"{name} of {what}") for r, name in zip(result, _NAMES)]
 
 
@@ -98,30 +131,52 @@ def _probe(backward, q, k, v, mask, dout, label):
     __tracebackhide__ = True
     args = (q, k, v, mask, dout)
     what = f"attention_backward(q, k, v, mask, dout) {label}"
-    allowed = np.ones((q.shape[0], k.shape[0]), bool) if mask is None else np.broadcast_to(mask, (q.shape[0], k.shape[0]))
+    allowed = (
+        np.ones((q.shape[0], k.shape[0]), bool) if mask is None else np.broadcast_to(mask, (q.shape[0], k.shape[0]))
+    )
     empty_rows = np.flatnonzero(~allowed.any(axis=1))
-    nan_note = (f" Query {empty_rows[0]} has no allowed key: NaN on a fully masked row? Its weights must be all 0 "
-                "(the forward pass's convention), so it gets a zero gradient: never divide by a zero sum or "
-                "subtract -inf from -inf.") if empty_rows.size else ""
+    nan_note = (
+        (
+            f" Query {empty_rows[0]} has no allowed key: NaN on a fully masked row? Its weights must be all 0 "
+            "(the forward pass's convention), so it gets a zero gradient: never divide by a zero sum or "
+            "subtract -inf from -inf."
+        )
+        if empty_rows.size
+        else ""
+    )
     try:
         got = _as_three(call(backward, *args, what=what, lock=_LOCK, allow_warnings=False), what)
     except CheckFailed as error:
         fail(str(error) + (nan_note if "warning" in str(error) else ""))
     expected = reference_backward(*args)
     for name, g, e in zip(_NAMES, got, expected):
-        expect_shape(g, e.shape, what=f"{name} of {what}",
-                     hint=f"Each gradient has the shape of what it is the gradient of: {name[1:]} has shape {e.shape}.")
+        expect_shape(
+            g,
+            e.shape,
+            what=f"{name} of {what}",
+            hint=f"Each gradient has the shape of what it is the gradient of: {name[1:]} has shape {e.shape}.",
+        )
     for name, g in zip(_NAMES, got):
         if _isnan(g).any():
             where = np.argwhere(_isnan(g))[0]
             fail(f"{name} of {what} contains NaN (first at index {tuple(int(i) for i in where)}).{nan_note}")
     diagnoses = list(_wrong_gradients(q, k, v, mask, dout))
     for index, (name, g, e) in enumerate(zip(_NAMES, got, expected)):
-        with_others = [(wrong[index], words) for wrong, words in diagnoses
-                       if all(np.allclose(got[j], wrong[j], rtol=1e-5, atol=1e-8) for j in range(3) if j != index)]
+        with_others = [
+            (wrong[index], words)
+            for wrong, words in diagnoses
+            if all(np.allclose(got[j], wrong[j], rtol=1e-5, atol=1e-8) for j in range(3) if j != index)
+        ]
         rest = [(wrong[index], words) for wrong, words in diagnoses]
-        expect_close(g, e, what=f"{name} of {what}", diagnoses=with_others + rest, rtol=1e-6, atol=1e-9,
-                     hint=_forbidden_hint(name, g, allowed))
+        expect_close(
+            g,
+            e,
+            what=f"{name} of {what}",
+            diagnoses=with_others + rest,
+            rtol=1e-6,
+            atol=1e-9,
+            hint=_forbidden_hint(name, g, allowed),
+        )
     _finite_differences(got, q, k, v, mask, dout, what)
 
 
@@ -135,10 +190,14 @@ def _forbidden_hint(name, g, allowed):
         kind = "key"
     bad = [int(r) for r in rows if np.abs(g[r]).max() > 1e-12]
     if bad:
-        return (f"Gradient flows through forbidden entries: {kind} {bad[0]} takes part in no allowed entry, so "
-                f"{name}[{bad[0]}] must be 0, but it is not. Only allowed entries (weights p > 0) pass gradient.")
-    return ("Check each step against the chain rule: dv = pᵀ dout, dp = dout vᵀ, ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ), "
-            "dq = ds k / √d, dk = dsᵀ q / √d.")
+        return (
+            f"Gradient flows through forbidden entries: {kind} {bad[0]} takes part in no allowed entry, so "
+            f"{name}[{bad[0]}] must be 0, but it is not. Only allowed entries (weights p > 0) pass gradient."
+        )
+    return (
+        "Check each step against the chain rule: dv = pᵀ dout, dp = dout vᵀ, ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ), "
+        "dq = ds k / √d, dk = dsᵀ q / √d."
+    )
 
 
 def _finite_differences(got, q, k, v, mask, dout, what):
@@ -153,11 +212,15 @@ def _finite_differences(got, q, k, v, mask, dout, what):
         down = [a.copy() for a in inputs]
         up[index] += eps * delta
         down[index] -= eps * delta
-        numeric = (np.sum(reference_attention(*up, mask) * dout) - np.sum(reference_attention(*down, mask) * dout)) / (2 * eps)
+        numeric = (np.sum(reference_attention(*up, mask) * dout) - np.sum(reference_attention(*down, mask) * dout)) / (
+            2 * eps
+        )
         analytic = float(np.sum(got[index] * delta))
         if not math.isclose(numeric, analytic, rel_tol=1e-5, abs_tol=1e-6):
-            fail(f"{name} of {what} is not the gradient: along a random direction δ, finite differences of the forward "
-                 f"pass give {numeric:.6g}, while ⟨{name}, δ⟩ = {analytic:.6g}.")
+            fail(
+                f"{name} of {what} is not the gradient: along a random direction δ, finite differences of the forward "
+                f"pass give {numeric:.6g}, while ⟨{name}, δ⟩ = {analytic:.6g}."
+            )
 
 
 def _inputs(r, n_q, n_k, d, d_v, *, scale=1.0):
@@ -174,7 +237,10 @@ def check_attention_backward(backward, seed: int = 0, thorough: bool = False) ->
     __tracebackhide__ = True
     r = rng(seed)
     sizes = [(4, 4, 3, 2), (5, 5, 8, 3)] + ([(6, 6, 16, 4), (3, 3, 1, 5), (7, 7, 4, 4)] if thorough else [])
-    sizes += [(n, n, d, 3) for n, d in zip(secret_draws(2, 2, 9, label="backward n"), secret_draws(2, 1, 17, label="backward d"))]
+    sizes += [
+        (n, n, d, 3)
+        for n, d in zip(secret_draws(2, 2, 9, label="backward n"), secret_draws(2, 1, 17, label="backward d"))
+    ]
     for n_q, n_k, d, d_v in sizes:
         q, k, v, dout = _inputs(r, n_q, n_k, d, d_v, scale=1.5)
         _probe(backward, q, k, v, None, dout, f"without a mask (n = {n_q}, d = {d}, d_v = {d_v})")
@@ -214,15 +280,25 @@ def _wrong_rule_weights(weights):
         prev = weights[:, :, t, t - 1].mean(axis=(0, 2))
         t0 = np.arange(start, n)
         first = weights[:, :, t0, 0].mean(axis=(0, 2))
-        yield np.stack([prev, first], -1), (
-            f"the queries from {words} are included: there the previous token is the first token, so those rows "
-            "cannot tell the two rules apart. Average over t = 2 … n − 1 only.")
+        yield (
+            np.stack([prev, first], -1),
+            (
+                f"the queries from {words} are included: there the previous token is the first token, so those rows "
+                "cannot tell the two rules apart. Average over t = 2 … n − 1 only."
+            ),
+        )
     t = np.arange(2, n)
-    yield np.stack([weights[:, :, t, t].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1), (
-        "the previous token is key t − 1, not key t (the diagonal, where the query looks at itself).")
-    yield np.stack([weights[:, :, t - 1, t].mean(axis=(0, 2)), weights[:, :, 0, t].mean(axis=(0, 2))], -1), (
-        "rows and columns are swapped: weights[..., query, key], so the weight of query t on key t − 1 is "
-        "weights[..., t, t - 1].")
+    yield (
+        np.stack([weights[:, :, t, t].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1),
+        ("the previous token is key t − 1, not key t (the diagonal, where the query looks at itself)."),
+    )
+    yield (
+        np.stack([weights[:, :, t - 1, t].mean(axis=(0, 2)), weights[:, :, 0, t].mean(axis=(0, 2))], -1),
+        (
+            "rows and columns are swapped: weights[..., query, key], so the weight of query t on key t − 1 is "
+            "weights[..., t, t - 1]."
+        ),
+    )
     right = reference_rule_weights(weights)
     yield right[:, ::-1], "the two columns are swapped: column 0 is the previous token, column 1 the first token."
 
@@ -237,11 +313,20 @@ def _probe_rules(rule_weights, weights, label):
     what = f"rule_weights(weights) {label}"
     got = plain_array(call(rule_weights, weights, what=what, lock=_LOCK, allow_warnings=False), what=what)
     expected = reference_rule_weights(weights)
-    expect_shape(got, expected.shape, what=what,
-                 hint="One row per head (axis 1 of the weights), two columns: previous token, first token.")
-    expect_close(got, expected, what=what, diagnoses=_wrong_rule_weights(weights),
-                 hint="Column 0: the mean of weights[:, :, t, t - 1], column 1: the mean of weights[:, :, t, 0], "
-                      "over the batch and over t = 2 … n − 1.")
+    expect_shape(
+        got,
+        expected.shape,
+        what=what,
+        hint="One row per head (axis 1 of the weights), two columns: previous token, first token.",
+    )
+    expect_close(
+        got,
+        expected,
+        what=what,
+        diagnoses=_wrong_rule_weights(weights),
+        hint="Column 0: the mean of weights[:, :, t, t - 1], column 1: the mean of weights[:, :, t, 0], "
+        "over the batch and over t = 2 … n − 1.",
+    )
 
 
 @exercise_check
@@ -261,7 +346,11 @@ def check_rule_weights(rule_weights, seed: int = 0, thorough: bool = False) -> N
     passed("a previous-token head scores (1, 0), a first-token head (0, 1), a uniform head in between")
     r = rng(seed)
     shapes = [(4, 2, 5), (3, 3, 8)] + ([(1, 4, 3), (7, 1, 10), (2, 6, 4)] if thorough else [])
-    shapes += [(2, h, n) for h, n in zip(secret_draws(2, 1, 6, label="rules h"), secret_draws(2, 3, 12, label="rules n"))]
+    shapes += [
+        (2, h, n) for h, n in zip(secret_draws(2, 1, 6, label="rules h"), secret_draws(2, 3, 12, label="rules n"))
+    ]
     for b, h, n in shapes:
-        _probe_rules(rule_weights, _attention_like(r, b, h, n), f"on random causal attention maps of shape {(b, h, n, n)}")
+        _probe_rules(
+            rule_weights, _attention_like(r, b, h, n), f"on random causal attention maps of shape {(b, h, n, n)}"
+        )
     passed("on random causal maps: the mean over the batch and over queries t = 2 … n − 1, per head")

@@ -7,6 +7,7 @@ messages; the words here are for the teacher reading the report, not for the lea
 reads the check's own message). An id is ``family.name``: the family is the idea the mistake is
 about (``mask``, ``heads``, ``scale``...), so the report can follow one idea from notebook to notebook.
 """
+
 from __future__ import annotations
 
 MISCONCEPTIONS: dict[str, str] = {
@@ -109,6 +110,25 @@ MISCONCEPTIONS: dict[str, str] = {
     "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
     "kv_cache.bits_not_bytes": "the size in bits instead of bytes",
     "kv_cache.argument_ignored": "an argument (batch, bytes_per_value, seq_len) ignored",
+    # generation: the mask meets the KV cache (notebook 07)
+    "decode.forgets_own_kv": "the new query attends over the cache without the new token's own K/V",
+    "decode.cache_not_appended": "the returned cache lacks the new token's K/V",
+    "decode.new_token_first": "the new token's K/V put before the cached ones",
+    "mask.top_left_alignment": "a rectangular causal mask aligned top-left (np.tril, is_causal) instead of bottom-right",
+    "mask.transposed": "the mask transposed: indexed [key, query]",
+    "mask.and_not_or": "masks that grant attention (sinks, prefix) combined with AND instead of OR",
+    "rolling.indexed_by_step": "rolling buffer indexed by a step counter instead of the position",
+    "rolling.off_by_one_slot": "rolling buffer off by one slot: (p ± 1) mod w",
+    "rolling.slots_reversed": "rolling buffer slots counted from the end",
+    "rolling.shifted_queue": "rolling buffer shifted like a queue instead of overwriting slot p mod w",
+    "sinks.missing": "the attention sinks left out: a plain window",
+    "sinks.off_by_one": "one sink too many (key <= sinks)",
+    "documents.see_earlier_documents": "packed documents see earlier documents: causal only, no document mask",
+    "documents.not_causal": "the document mask is bidirectional inside a document",
+    "kv_cache.every_layer_global": "every layer counted as global: local layers' window ignored",
+    "kv_cache.window_not_capped": "a local layer counted as holding a whole window even when the sequence is shorter",
+    "kv_cache.every_layer_local": "every layer counted as local: the global layers' full length ignored",
+    "kv_cache.layers_left_out": "the local or the global layers left out of the count",
 }
 
 

@@ -1,4 +1,5 @@
 """Checks for notebook 05: padding masks, sliding windows, composed masks, and batch invariance."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,14 +32,17 @@ _LOCK = ("padding_mask", "sliding_window_mask", "attention_mask", "causal_mask",
 # --------------------------------------------------------------------------------------------------
 # comparing boolean masks
 
+
 def _describe_difference(actual, expected, axes):
     """'at [query 2, key 3] expected True (may attend), got False; 5 entries differ'."""
     wrong = _argwhere(actual != expected)
     first = tuple(int(i) for i in wrong[0])
     where = ", ".join(f"{axis} {index}" for axis, index in zip(axes, first))
     meaning = {True: "True (may attend)", False: "False (forbidden)"}
-    return (f"{len(wrong)} of {actual.size} entries differ; the first at [{where}]: expected "
-            f"{meaning[bool(expected[first])]}, got {meaning[bool(actual[first])]}")
+    return (
+        f"{len(wrong)} of {actual.size} entries differ; the first at [{where}]: expected "
+        f"{meaning[bool(expected[first])]}, got {meaning[bool(actual[first])]}"
+    )
 
 
 def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", shape_misconception=None):
@@ -59,17 +63,40 @@ def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", sha
 # --------------------------------------------------------------------------------------------------
 # padding_mask(lengths, n)
 
+
 def _padding_mistakes(lengths, n):
     lengths = np.asarray(lengths)[:, None]
     position = np.arange(n)[None, :]
     right = position < lengths
-    yield position <= lengths, ("`<=` instead of `<`: positions count from 0, so a sequence of length L has "
-                                "its real tokens at positions 0 … L − 1 and position L is already filler."), "padding.off_by_one"
-    yield ~right, ("the polarity is flipped: True must mark the real tokens (a key that may be attended to) "
-                   "and False the filler."), "mask.polarity_flipped"
-    yield position >= n - lengths, ("the filler is at the start (left padding); in this course the real "
-                                    "tokens come first and the filler after them."), "padding.left_padding"
-    yield position < lengths - 1, "one real token too few: the last real token (position L − 1) must be True.", "padding.off_by_one"
+    yield (
+        position <= lengths,
+        (
+            "`<=` instead of `<`: positions count from 0, so a sequence of length L has "
+            "its real tokens at positions 0 … L − 1 and position L is already filler."
+        ),
+        "padding.off_by_one",
+    )
+    yield (
+        ~right,
+        (
+            "the polarity is flipped: True must mark the real tokens (a key that may be attended to) "
+            "and False the filler."
+        ),
+        "mask.polarity_flipped",
+    )
+    yield (
+        position >= n - lengths,
+        (
+            "the filler is at the start (left padding); in this course the real "
+            "tokens come first and the filler after them."
+        ),
+        "padding.left_padding",
+    )
+    yield (
+        position < lengths - 1,
+        "one real token too few: the last real token (position L − 1) must be True.",
+        "padding.off_by_one",
+    )
 
 
 def _probe_padding(padding_mask, lengths, n):
@@ -78,11 +105,18 @@ def _probe_padding(padding_mask, lengths, n):
     what = f"padding_mask({shown}, {n})"
     result = plain_bool_array(call(padding_mask, lengths, n, what=what, lock=_LOCK), what=what)
     expected = reference.padding_mask(lengths, n)
-    hint = ("The mask has one row per sequence and one column per position: (b, n)."
-            + (" Yours looks transposed." if result.shape == expected.shape[::-1] else ""))
-    expect_same_mask(result, expected, what=what, axes=("sequence", "position"),
-                     diagnoses=_padding_mistakes(lengths, n), hint=hint,
-                     shape_misconception="padding.transposed" if result.shape == expected.shape[::-1] else None)
+    hint = "The mask has one row per sequence and one column per position: (b, n)." + (
+        " Yours looks transposed." if result.shape == expected.shape[::-1] else ""
+    )
+    expect_same_mask(
+        result,
+        expected,
+        what=what,
+        axes=("sequence", "position"),
+        diagnoses=_padding_mistakes(lengths, n),
+        hint=hint,
+        shape_misconception="padding.transposed" if result.shape == expected.shape[::-1] else None,
+    )
 
 
 @exercise_check
@@ -110,40 +144,99 @@ def check_padding_mask(padding_mask, seed: int = 0, thorough: bool = False) -> N
 def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
     """Lengths that do not fit in n, or negative ones, must raise ValueError."""
     __tracebackhide__ = True
-    expect_value_error(padding_mask, [2, 6], 5, what="padding_mask([2, 6], 5)", lock=_LOCK,
-                       why="a sequence of length 6 does not fit in n = 5 positions: a length longer than n "
-                           "means the batch was built wrong, and must not be silently cut")
-    expect_value_error(padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", lock=_LOCK,
-                       why="a length cannot be negative")
+    expect_value_error(
+        padding_mask,
+        [2, 6],
+        5,
+        what="padding_mask([2, 6], 5)",
+        lock=_LOCK,
+        why="a sequence of length 6 does not fit in n = 5 positions: a length longer than n "
+        "means the batch was built wrong, and must not be silently cut",
+    )
+    expect_value_error(
+        padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", lock=_LOCK, why="a length cannot be negative"
+    )
     passed("padding_mask refuses lengths longer than n and negative lengths")
     if thorough:
-        expect_value_error(padding_mask, np.array([0, 9, 1]), 8, what="padding_mask(np.array([0, 9, 1]), 8)",
-                           lock=_LOCK, why="a sequence of length 9 does not fit in n = 8 positions")
-        expect_value_error(padding_mask, np.array([-2]), 3, what="padding_mask(np.array([-2]), 3)",
-                           lock=_LOCK, why="a length cannot be negative")
-        expect_value_error(padding_mask, [1, 0], 0, what="padding_mask([1, 0], 0)", lock=_LOCK,
-                           why="a sequence of length 1 does not fit in n = 0 positions")
+        expect_value_error(
+            padding_mask,
+            np.array([0, 9, 1]),
+            8,
+            what="padding_mask(np.array([0, 9, 1]), 8)",
+            lock=_LOCK,
+            why="a sequence of length 9 does not fit in n = 8 positions",
+        )
+        expect_value_error(
+            padding_mask,
+            np.array([-2]),
+            3,
+            what="padding_mask(np.array([-2]), 3)",
+            lock=_LOCK,
+            why="a length cannot be negative",
+        )
+        expect_value_error(
+            padding_mask,
+            [1, 0],
+            0,
+            what="padding_mask([1, 0], 0)",
+            lock=_LOCK,
+            why="a sequence of length 1 does not fit in n = 0 positions",
+        )
         passed("padding_mask refuses bad lengths given as arrays too")
 
 
 # --------------------------------------------------------------------------------------------------
 # sliding_window_mask(n, w)
 
+
 def _window_mistakes(n, w):
     query, key = np.arange(n)[:, None], np.arange(n)[None, :]
     past = key <= query
-    yield past & (key >= query - w), ("the window holds w + 1 keys (itself and the w before it); it should hold "
-                                      "exactly w: itself and the w − 1 before it (query − w < key)."), "window.off_by_one"
-    yield np.abs(query - key) < w, ("the window is symmetric, so each query sees w − 1 keys of the future; "
-                                    "a decoder's window looks only backwards (key ≤ query)."), "window.sees_future"
-    yield np.abs(query - key) <= w, ("the window is symmetric (it sees the future) and w + 1 keys wide on each "
-                                     "side; it should be key ≤ query and query − w < key."), "window.sees_future"
-    yield key > query - w, "the window has no upper bound: it sees the whole future; add key ≤ query.", "window.sees_future"
-    yield past & (key > query - w) & (key < query), ("the query itself is left out: the window is itself "
-                                                      "and the w − 1 tokens before it."), "mask.diagonal_forbidden"
-    yield past & (key > query - w + 1), "the window holds w − 1 keys; it should hold w (itself and w − 1 before).", "window.off_by_one"
+    yield (
+        past & (key >= query - w),
+        (
+            "the window holds w + 1 keys (itself and the w before it); it should hold "
+            "exactly w: itself and the w − 1 before it (query − w < key)."
+        ),
+        "window.off_by_one",
+    )
+    yield (
+        np.abs(query - key) < w,
+        (
+            "the window is symmetric, so each query sees w − 1 keys of the future; "
+            "a decoder's window looks only backwards (key ≤ query)."
+        ),
+        "window.sees_future",
+    )
+    yield (
+        np.abs(query - key) <= w,
+        (
+            "the window is symmetric (it sees the future) and w + 1 keys wide on each "
+            "side; it should be key ≤ query and query − w < key."
+        ),
+        "window.sees_future",
+    )
+    yield (
+        key > query - w,
+        "the window has no upper bound: it sees the whole future; add key ≤ query.",
+        "window.sees_future",
+    )
+    yield (
+        past & (key > query - w) & (key < query),
+        ("the query itself is left out: the window is itself and the w − 1 tokens before it."),
+        "mask.diagonal_forbidden",
+    )
+    yield (
+        past & (key > query - w + 1),
+        "the window holds w − 1 keys; it should hold w (itself and w − 1 before).",
+        "window.off_by_one",
+    )
     yield ~(past & (key > query - w)), "the polarity is flipped: True must mean *may attend*.", "mask.polarity_flipped"
-    yield past & (key >= query - w) & (key < query), "the window is the w tokens before the query, without itself.", "mask.diagonal_forbidden"
+    yield (
+        past & (key >= query - w) & (key < query),
+        "the window is the w tokens before the query, without itself.",
+        "mask.diagonal_forbidden",
+    )
 
 
 def _probe_window(sliding_window_mask, n, w):
@@ -151,8 +244,14 @@ def _probe_window(sliding_window_mask, n, w):
     what = f"sliding_window_mask({n}, {w})"
     result = plain_bool_array(call(sliding_window_mask, n, w, what=what, lock=_LOCK), what=what)
     expected = reference.sliding_window_mask(n, w)
-    expect_same_mask(result, expected, what=what, axes=("query", "key"), diagnoses=_window_mistakes(n, w),
-                     hint="The mask is (n, n), indexed [query, key].")
+    expect_same_mask(
+        result,
+        expected,
+        what=what,
+        axes=("query", "key"),
+        diagnoses=_window_mistakes(n, w),
+        hint="The mask is (n, n), indexed [query, key].",
+    )
 
 
 @exercise_check
@@ -176,17 +275,30 @@ def check_sliding_window_mask(sliding_window_mask, thorough: bool = False) -> No
 def check_sliding_window_mask_errors(sliding_window_mask, thorough: bool = False) -> None:
     """A window of fewer than one key is meaningless: ValueError."""
     __tracebackhide__ = True
-    expect_value_error(sliding_window_mask, 5, 0, what="sliding_window_mask(5, 0)", lock=_LOCK,
-                       why="a window of w = 0 keys would let a query see nothing, not even itself; w must be ≥ 1")
+    expect_value_error(
+        sliding_window_mask,
+        5,
+        0,
+        what="sliding_window_mask(5, 0)",
+        lock=_LOCK,
+        why="a window of w = 0 keys would let a query see nothing, not even itself; w must be ≥ 1",
+    )
     passed("sliding_window_mask refuses w = 0")
     if thorough:
-        expect_value_error(sliding_window_mask, 4, -2, what="sliding_window_mask(4, -2)", lock=_LOCK,
-                           why="a window cannot have a negative size")
+        expect_value_error(
+            sliding_window_mask,
+            4,
+            -2,
+            what="sliding_window_mask(4, -2)",
+            lock=_LOCK,
+            why="a window cannot have a negative size",
+        )
         passed("sliding_window_mask refuses a negative w")
 
 
 # --------------------------------------------------------------------------------------------------
 # attention_mask(lengths, n, causal=True, window=None)
+
 
 def _attention_mask_mistakes(lengths, n, causal, window):
     keys_real = reference.padding_mask(lengths, n)  # (b, n)
@@ -196,27 +308,68 @@ def _attention_mask_mistakes(lengths, n, causal, window):
         pattern = pattern & (key <= query)
     if window is not None:
         pattern = pattern & (key <= query) & (key > query - window)
-    yield keys_real[:, None, :, None] & pattern, (
-        "the padding is applied to the queries (rows) instead of the keys (columns): the mask is [query, key], "
-        "so the padding mask must broadcast as (b, 1, 1, n), not (b, 1, n, 1)."), "padding.queries_not_keys"
-    yield keys_real[:, None, :, None] & keys_real[:, None, None, :] & pattern, (
-        "the query rows of the filler are masked as well as the keys: mask only the keys. A padded query may look "
-        "at real keys (its output is ignored later), and a row with nothing allowed invites NaN."), "padding.queries_masked_too"
-    yield np.broadcast_to(pattern, (len(keys_real), 1, n, n)), "the padding is ignored: filler keys must be False.", "padding.ignored"
-    yield keys_real[:, None, None, :] & np.ones((n, n), bool), "neither the causal mask nor the window was applied.", "mask.not_combined"
+    yield (
+        keys_real[:, None, :, None] & pattern,
+        (
+            "the padding is applied to the queries (rows) instead of the keys (columns): the mask is [query, key], "
+            "so the padding mask must broadcast as (b, 1, 1, n), not (b, 1, n, 1)."
+        ),
+        "padding.queries_not_keys",
+    )
+    yield (
+        keys_real[:, None, :, None] & keys_real[:, None, None, :] & pattern,
+        (
+            "the query rows of the filler are masked as well as the keys: mask only the keys. A padded query may look "
+            "at real keys (its output is ignored later), and a row with nothing allowed invites NaN."
+        ),
+        "padding.queries_masked_too",
+    )
+    yield (
+        np.broadcast_to(pattern, (len(keys_real), 1, n, n)),
+        "the padding is ignored: filler keys must be False.",
+        "padding.ignored",
+    )
+    yield (
+        keys_real[:, None, None, :] & np.ones((n, n), bool),
+        "neither the causal mask nor the window was applied.",
+        "mask.not_combined",
+    )
     if window is not None:
-        yield keys_real[:, None, None, :] & (key > query - window), (
-            "the window lets queries see the future: the window is itself and the w − 1 tokens *before* it, so "
-            "combine the lower bound with key ≤ query."), "window.sees_future"
+        yield (
+            keys_real[:, None, None, :] & (key > query - window),
+            (
+                "the window lets queries see the future: the window is itself and the w − 1 tokens *before* it, so "
+                "combine the lower bound with key ≤ query."
+            ),
+            "window.sees_future",
+        )
         causal_only = keys_real[:, None, None, :] & (key <= query)
-        yield causal_only, ("the window is ignored when causal=True: the masks must be combined with a logical "
-                            "AND (causal and window and padding), not chosen one or the other."), "mask.not_combined"
-        yield keys_real[:, None, None, :] & (key <= query) & (key >= query - window), (
-            "the window holds w + 1 keys; it should be itself and the w − 1 tokens before it."), "window.off_by_one"
+        yield (
+            causal_only,
+            (
+                "the window is ignored when causal=True: the masks must be combined with a logical "
+                "AND (causal and window and padding), not chosen one or the other."
+            ),
+            "mask.not_combined",
+        )
+        yield (
+            keys_real[:, None, None, :] & (key <= query) & (key >= query - window),
+            ("the window holds w + 1 keys; it should be itself and the w − 1 tokens before it."),
+            "window.off_by_one",
+        )
     if causal:
-        yield keys_real[:, None, None, :] & np.ones((n, n), bool) & (
-            (key > query - window) if window is not None else True), "the causal mask is missing (key ≤ query).", "mask.not_combined"
-    yield ~(keys_real[:, None, None, :] & pattern), "the polarity is flipped: True must mean *may attend*.", "mask.polarity_flipped"
+        yield (
+            keys_real[:, None, None, :]
+            & np.ones((n, n), bool)
+            & ((key > query - window) if window is not None else True),
+            "the causal mask is missing (key ≤ query).",
+            "mask.not_combined",
+        )
+    yield (
+        ~(keys_real[:, None, None, :] & pattern),
+        "the polarity is flipped: True must mean *may attend*.",
+        "mask.polarity_flipped",
+    )
 
 
 def _probe_attention_mask(attention_mask, lengths, n, causal, window):
@@ -228,13 +381,21 @@ def _probe_attention_mask(attention_mask, lengths, n, causal, window):
     result = plain_bool_array(call(attention_mask, lengths, n, what=what, lock=_LOCK, **kwargs), what=what)
     expected = reference.attention_mask(lengths, n, causal=causal, window=window)
     b = expected.shape[0]
-    hint = (f"The combined mask is (b, 1, n, n) = {expected.shape}: one (n, n) [query, key] mask per sequence "
-            "and a size-1 head axis that broadcasts over the heads.")
+    hint = (
+        f"The combined mask is (b, 1, n, n) = {expected.shape}: one (n, n) [query, key] mask per sequence "
+        "and a size-1 head axis that broadcasts over the heads."
+    )
     if result.shape == (b, n, n):
         hint += " Yours has no head axis: add it with mask[:, None]."
-    expect_same_mask(result, expected, what=what, axes=("sequence", "head", "query", "key"),
-                     diagnoses=_attention_mask_mistakes(lengths, n, causal, window), hint=hint,
-                     shape_misconception="mask.missing_head_axis" if result.shape == (b, n, n) else None)
+    expect_same_mask(
+        result,
+        expected,
+        what=what,
+        axes=("sequence", "head", "query", "key"),
+        diagnoses=_attention_mask_mistakes(lengths, n, causal, window),
+        hint=hint,
+        shape_misconception="mask.missing_head_axis" if result.shape == (b, n, n) else None,
+    )
 
 
 @exercise_check
@@ -257,13 +418,20 @@ def check_attention_mask(attention_mask, seed: int = 0, thorough: bool = False) 
             _probe_attention_mask(attention_mask, lengths, n, causal=bool(r.random() < 0.6), window=window)
         _probe_attention_mask(attention_mask, [0, 3], 3, causal=True, window=1)
         _probe_attention_mask(attention_mask, np.array([7, 2, 5]), 7, causal=True, window=4)
-        expect_value_error(attention_mask, [2, 5], 4, what="attention_mask([2, 5], 4)", lock=_LOCK,
-                           why="a sequence of length 5 does not fit in n = 4 positions")
+        expect_value_error(
+            attention_mask,
+            [2, 5],
+            4,
+            what="attention_mask([2, 5], 4)",
+            lock=_LOCK,
+            why="a sequence of length 5 does not fit in n = 4 positions",
+        )
         passed("attention_mask matches the reference on random batches and refuses lengths longer than n")
 
 
 # --------------------------------------------------------------------------------------------------
 # batched_attention(q, k, v, lengths, causal=True, window=None): batch invariance
+
 
 def _padded_batch(r, lengths, n, d, d_v, filler_scale=10.0):
     """Random real tokens, and loud random filler (a padding mask must make its values irrelevant)."""
@@ -284,15 +452,31 @@ def _batched_mistakes(q, k, v, lengths, causal, window):
         pattern = pattern & (key <= query)
     if window is not None:
         pattern = pattern & (key <= query) & (key > query - window)
-    yield reference_attention(q, k, v, pattern), (
-        "the padding mask is missing: each query also attends to the filler keys of its batch, so a sequence's "
-        "output depends on how long its neighbours are."), "padding.ignored"
-    yield reference_attention(q, k, v, keys_real[:, :, None] & pattern), (
-        "the padding is applied to the queries instead of the keys: real queries still attend to filler keys."), "padding.queries_not_keys"
+    yield (
+        reference_attention(q, k, v, pattern),
+        (
+            "the padding mask is missing: each query also attends to the filler keys of its batch, so a sequence's "
+            "output depends on how long its neighbours are."
+        ),
+        "padding.ignored",
+    )
+    yield (
+        reference_attention(q, k, v, keys_real[:, :, None] & pattern),
+        ("the padding is applied to the queries instead of the keys: real queries still attend to filler keys."),
+        "padding.queries_not_keys",
+    )
     if causal or window is not None:
-        yield reference_attention(q, k, v, keys_real[:, None, :]), "the causal mask (or the window) is missing.", "mask.not_combined"
+        yield (
+            reference_attention(q, k, v, keys_real[:, None, :]),
+            "the causal mask (or the window) is missing.",
+            "mask.not_combined",
+        )
     if window is not None:
-        yield reference_attention(q, k, v, keys_real[:, None, :] & (key <= query)), "the window is missing.", "mask.not_combined"
+        yield (
+            reference_attention(q, k, v, keys_real[:, None, :] & (key <= query)),
+            "the window is missing.",
+            "mask.not_combined",
+        )
 
 
 def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
@@ -301,36 +485,60 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
     arguments = ", ".join(f"{name}={value}" for name, value in kwargs.items())
     what = f"batched_attention(q, k, v, lengths={list(lengths)}, {arguments}) {label}"
     # hm.attention and hm.attention_mask are allowed tools here (earlier exercises): only the answer itself is locked
-    out = plain_array(call(batched_attention, q, k, v, list(lengths), what=what, lock=("batched_attention",),
-                           **kwargs), what=what)
+    out = plain_array(
+        call(batched_attention, q, k, v, list(lengths), what=what, lock=("batched_attention",), **kwargs), what=what
+    )
     b, n, _ = q.shape
     expected_shape = (b, n, v.shape[-1])
     hint = "The output has the shape of the batch: (b, n, d_v)."
     if out.shape == (b, b, n, v.shape[-1]):
-        hint += (" Yours is (b, b, n, d_v): a (b, 1, n, n) mask was broadcast against (b, n, n) scores, which pairs"
-                 " every sequence's scores with every sequence's mask. Drop the head axis (mask[:, 0]) first.")
-    expect_shape(out, expected_shape, what=what, hint=hint,
-                 misconception="mask.broadcast_across_batch" if out.shape == (b, b, n, v.shape[-1]) else None)
+        hint += (
+            " Yours is (b, b, n, d_v): a (b, 1, n, n) mask was broadcast against (b, n, n) scores, which pairs"
+            " every sequence's scores with every sequence's mask. Drop the head axis (mask[:, 0]) first."
+        )
+    expect_shape(
+        out,
+        expected_shape,
+        what=what,
+        hint=hint,
+        misconception="mask.broadcast_across_batch" if out.shape == (b, b, n, v.shape[-1]) else None,
+    )
     if not _isfinite(out).all():
-        fail(f"{what} contains NaN or inf (first at index {tuple(int(i) for i in _argwhere(~_isfinite(out))[0])}). "
-             "Every row must stay finite, padded rows included: in the next layer a NaN value at a filler position "
-             "is multiplied by its weight 0, and 0 · NaN = NaN spreads into the real tokens.", "mask.fully_masked_nan")
+        fail(
+            f"{what} contains NaN or inf (first at index {tuple(int(i) for i in _argwhere(~_isfinite(out))[0])}). "
+            "Every row must stay finite, padded rows included: in the next layer a NaN value at a filler position "
+            "is multiplied by its weight 0, and 0 · NaN = NaN spreads into the real tokens.",
+            "mask.fully_masked_nan",
+        )
     mistakes = list(_batched_mistakes(q, k, v, np.asarray(lengths), causal, window))
     window_alone = {} if window is None else {"window": window}
     for index, length in enumerate(lengths):
-        alone = reference_batched_attention(q[index:index + 1, :length], k[index:index + 1, :length],
-                                            v[index:index + 1, :length], [length], causal=causal,
-                                            **window_alone)[0]  # (length, d_v): the sequence by itself
+        alone = reference_batched_attention(
+            q[index : index + 1, :length],
+            k[index : index + 1, :length],
+            v[index : index + 1, :length],
+            [length],
+            causal=causal,
+            **window_alone,
+        )[0]  # (length, d_v): the sequence by itself
         got = out[index, :length]
         if is_close(got, alone, rtol=1e-6, atol=1e-9):
             continue
-        message = (f"{what}: sequence {index} (length {length}) gets a different output in this batch than it gets "
-                   f"alone: its {length} real rows differ by up to {max_difference(got, alone):.3g}. Batching must not "
-                   "change a sequence's result.")
-        whole = [(explanation, named_id) for wrong, explanation, named_id in mistakes
-                 if is_close(out, wrong, rtol=1e-5, atol=1e-8)]
-        rows = [(explanation, named_id) for wrong, explanation, named_id in mistakes
-                if is_close(got, wrong[index, :length], rtol=1e-5, atol=1e-8)]
+        message = (
+            f"{what}: sequence {index} (length {length}) gets a different output in this batch than it gets "
+            f"alone: its {length} real rows differ by up to {max_difference(got, alone):.3g}. Batching must not "
+            "change a sequence's result."
+        )
+        whole = [
+            (explanation, named_id)
+            for wrong, explanation, named_id in mistakes
+            if is_close(out, wrong, rtol=1e-5, atol=1e-8)
+        ]
+        rows = [
+            (explanation, named_id)
+            for wrong, explanation, named_id in mistakes
+            if is_close(got, wrong[index, :length], rtol=1e-5, atol=1e-8)
+        ]
         if whole or rows:  # a mistake that explains every row, filler included, names the cause best
             explanation, named_id = (whole or rows)[0]
             fail(message + f" Likely cause: {explanation}", named_id)

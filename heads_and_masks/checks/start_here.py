@@ -1,4 +1,5 @@
 """Checks for notebook 00: single-head scaled dot-product attention."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,26 +16,41 @@ def _wrong_attentions(q, k, v, mask):
     d = q.shape[-1]
     raw = q @ np.swapaxes(k, -1, -2)
     allowed = np.ones(raw.shape, bool) if mask is None else np.broadcast_to(mask, raw.shape)
+
     def soft(s, m=allowed):
         return reference_softmax(s, m)
+
     yield soft(raw) @ v, "the scores are not divided by sqrt(d) (the head size).", "scale.missing"
     yield soft(raw / d) @ v, "the scores are divided by d instead of sqrt(d).", "scale.d_not_sqrt_d"
     e = np.exp(raw / np.sqrt(d) - raw.max())
-    yield (e / e.sum(axis=-2, keepdims=True) * allowed) @ v, "softmax normalised over the queries (axis -2) instead of the keys (last axis).", "softmax.wrong_axis"
+    yield (
+        (e / e.sum(axis=-2, keepdims=True) * allowed) @ v,
+        "softmax normalised over the queries (axis -2) instead of the keys (last axis).",
+        "softmax.wrong_axis",
+    )
     yield (raw / np.sqrt(d)) @ v, "softmax is missing: the raw scores were used as weights.", "softmax.missing"
     if mask is not None:
         yield soft(raw / np.sqrt(d), np.ones_like(allowed)) @ v, "the mask is ignored.", "mask.ignored"
         yield soft(raw / np.sqrt(d), ~allowed) @ v, _POLARITY, "mask.polarity_flipped"
-        yield reference_softmax(np.where(allowed, raw / np.sqrt(d), 0.0)) @ v, (
-            "forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number)."), "mask.zero_not_ban"
+        yield (
+            reference_softmax(np.where(allowed, raw / np.sqrt(d), 0.0)) @ v,
+            ("forbidden scores were set to 0, which still gets weight e^0 = 1; use -inf (or a huge negative number)."),
+            "mask.zero_not_ban",
+        )
         full = reference_softmax(raw / np.sqrt(d))
-        yield (full * allowed) @ v, "the mask was applied after softmax, so rows no longer sum to 1.", "mask.after_softmax"
+        yield (
+            (full * allowed) @ v,
+            "the mask was applied after softmax, so rows no longer sum to 1.",
+            "mask.after_softmax",
+        )
 
 
-_POLARITY = ("the mask polarity is inverted: your attention treats True as *forbidden*, but in this course "
-             "(as in PyTorch's scaled_dot_product_attention) True means *may attend*: query i may look at key j "
-             "where mask[i, j] is True. Keep the scores where the mask is True and forbid them where it is False "
-             "(np.where(mask, scores, -np.inf)).")
+_POLARITY = (
+    "the mask polarity is inverted: your attention treats True as *forbidden*, but in this course "
+    "(as in PyTorch's scaled_dot_product_attention) True means *may attend*: query i may look at key j "
+    "where mask[i, j] is True. Keep the scores where the mask is True and forbid them where it is False "
+    "(np.where(mask, scores, -np.inf))."
+)
 
 
 def _inverted_polarity(out, q, k, v, mask) -> bool:
@@ -51,8 +67,10 @@ def _inverted_polarity(out, q, k, v, mask) -> bool:
     if out.shape != wrong.shape or not rows.any():
         return False
     with np.errstate(all="ignore"):
-        return bool(np.allclose(out[rows], wrong[rows], rtol=1e-5, atol=1e-8)
-                    and not np.allclose(wrong[rows], reference_attention(q, k, v, mask)[rows], rtol=1e-5, atol=1e-8))
+        return bool(
+            np.allclose(out[rows], wrong[rows], rtol=1e-5, atol=1e-8)
+            and not np.allclose(wrong[rows], reference_attention(q, k, v, mask)[rows], rtol=1e-5, atol=1e-8)
+        )
 
 
 def _probe(attention, q, k, v, mask, label, *, misconception=None, hint=""):
@@ -74,12 +92,15 @@ def _compare(attention, q, k, v, mask, label):
     if mask is not None:  # a flipped mask often also gives NaN (and a warning) on a row: name the flip first
         first = call(attention, *arguments, what=what, lock=_LOCK)
         if type(first) is np.ndarray and first.dtype.kind == "f" and _inverted_polarity(first, q, k, v, mask):
-            fail(f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}",
-                 "mask.polarity_flipped")
+            fail(
+                f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}",
+                "mask.polarity_flipped",
+            )
     out = plain_array(call(attention, *arguments, what=what, lock=_LOCK, allow_warnings=False), what=what)
     expected = reference_attention(q, k, v, mask)
-    expect_shape(out, expected.shape, what=what,
-                 hint="The output has one row per query and the width of v: (..., n_q, d_v).")
+    expect_shape(
+        out, expected.shape, what=what, hint="The output has one row per query and the width of v: (..., n_q, d_v)."
+    )
     expect_close(out, expected, what=what, diagnoses=_wrong_attentions(q, k, v, mask))
 
 
@@ -110,9 +131,16 @@ def check_attention(attention, seed: int = 0, thorough: bool = False) -> None:
     _probe(attention, q, k, v, mask, "with a fully masked first query row (its output must be all zeros)")
     # Scores far beyond exp's range: subtract the row maximum before exp.
     q_big = q * 300.0
-    _probe(attention, q_big, k, v, causal, "with very large scores (|q·k| in the thousands)",
-           misconception="softmax.overflow",
-           hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.")
+    _probe(
+        attention,
+        q_big,
+        k,
+        v,
+        causal,
+        "with very large scores (|q·k| in the thousands)",
+        misconception="softmax.overflow",
+        hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.",
+    )
     passed("attention handles a fully masked row and very large scores without NaN or warnings")
 
     if thorough:

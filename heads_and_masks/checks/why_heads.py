@@ -11,6 +11,7 @@ six standard errors of a correct simulation with that many trials. A correct ans
 random numbers, misses that margin with probability about 2e-9 per comparison; the mistakes the
 checkpoints were chosen for miss it by several margins.
 """
+
 from __future__ import annotations
 
 import builtins
@@ -20,8 +21,7 @@ import numpy as np
 
 from ..retrieval import head_weights, token_vectors
 from ..score_noise import exact_winning_rate, win_probability
-from .core import (call, exercise_check, expect_close, expect_value_error, fail, passed, plain_array, plain_float,
-                   rng)
+from .core import call, exercise_check, expect_close, expect_value_error, fail, passed, plain_array, plain_float, rng
 
 _type, _len, _tuple, _list = builtins.type, builtins.len, builtins.tuple, builtins.list
 _LOCK_HEADS = ("retrieval_heads",)
@@ -38,10 +38,13 @@ def _learner_heads(retrieval_heads, n, c):
     what = f"retrieval_heads({n}, {c})"
     result = call(retrieval_heads, n, c, what=what, lock=_LOCK_HEADS)
     if _type(result) not in (_tuple, _list) or _len(result) != 3:
-        fail(f"{what} should return three arrays (w_q, w_k, w_v), but it returned {_type(result).__name__}"
-             + (f" of length {_len(result)}" if _type(result) in (_tuple, _list) else ""))
-    w_q, w_k, w_v = (plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in
-                     enumerate(zip(result, ("w_q", "w_k", "w_v"))))
+        fail(
+            f"{what} should return three arrays (w_q, w_k, w_v), but it returned {_type(result).__name__}"
+            + (f" of length {_len(result)}" if _type(result) in (_tuple, _list) else "")
+        )
+    w_q, w_k, w_v = (
+        plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in enumerate(zip(result, ("w_q", "w_k", "w_v")))
+    )
     return what, w_q, w_k, w_v
 
 
@@ -49,16 +52,22 @@ def _expect_rule_shapes(what, w_q, w_k, n, c):
     __tracebackhide__ = True
     width = c + n
     if w_q.ndim != 3 or w_q.shape[:2] != (2, width):
-        fail(f"{what}: w_q should have shape (2, c + n, d) = (2, {width}, d), one (c + n, d) matrix per head "
-             f"for any head size d ≥ 1, but it has shape {w_q.shape}")
+        fail(
+            f"{what}: w_q should have shape (2, c + n, d) = (2, {width}, d), one (c + n, d) matrix per head "
+            f"for any head size d ≥ 1, but it has shape {w_q.shape}"
+        )
     if w_k.shape != w_q.shape:
-        fail(f"{what}: w_k should have the same shape as w_q, {w_q.shape} (queries and keys of a head share "
-             f"the head size d), but it has shape {w_k.shape}")
+        fail(
+            f"{what}: w_k should have the same shape as w_q, {w_q.shape} (queries and keys of a head share "
+            f"the head size d), but it has shape {w_k.shape}"
+        )
     if w_q.shape[2] < 1:
         fail(f"{what}: the head size d (last axis of w_q) must be at least 1")
     if not (np.isfinite(w_q).all() and np.isfinite(w_k).all()):
-        fail(f"{what}: w_q and w_k must be finite numbers (inf - inf gives NaN scores); a large finite "
-             "number like 100 is sharp enough")
+        fail(
+            f"{what}: w_q and w_k must be finite numbers (inf - inf gives NaN scores); a large finite "
+            "number like 100 is sharp enough"
+        )
 
 
 def _rule_holds(weights, head, rule):
@@ -82,17 +91,26 @@ def _diagnose_rules(weights, unmasked, n, c, d):
     """A sentence naming what the two heads do instead of their rules, and the misconception's id."""
     t = np.arange(1, n)
     prev_ok, first_ok = _follows(weights, 0, "previous"), _follows(weights, 1, "first")
-    scale_note = (f" Remember that the scores are divided by sqrt(d) = {math.sqrt(d):.3g} before the softmax: "
-                  "a lead of g in q·k becomes g/sqrt(d)." if d > 1 else "")
+    scale_note = (
+        f" Remember that the scores are divided by sqrt(d) = {math.sqrt(d):.3g} before the softmax: "
+        "a lead of g in q·k becomes g/sqrt(d)."
+        if d > 1
+        else ""
+    )
     if _follows(weights, 0, "first") and _follows(weights, 1, "previous"):
-        return ("your two heads are swapped: head 0 must follow the 'previous token' rule and head 1 the "
-                "'first token' rule (the output is [content of t-1 | content of 0], in that order)."), "retrieval.heads_swapped"
+        return (
+            "your two heads are swapped: head 0 must follow the 'previous token' rule and head 1 the "
+            "'first token' rule (the output is [content of t-1 | content of 0], in that order)."
+        ), "retrieval.heads_swapped"
     if not first_ok and prev_ok and _follows(weights, 1, "previous"):
-        return ("both heads follow the 'previous token' rule: a second head is only useful with a different "
-                "rule; head 1 must attend to the first token (position 0) from every query."), "retrieval.same_rule_twice"
+        return (
+            "both heads follow the 'previous token' rule: a second head is only useful with a different "
+            "rule; head 1 must attend to the first token (position 0) from every query."
+        ), "retrieval.same_rule_twice"
     if not prev_ok and first_ok and _follows(weights, 0, "first"):
-        return ("both heads follow the 'first token' rule: head 0 must attend to the previous token, "
-                "key t - 1 for query t."), "retrieval.same_rule_twice"
+        return (
+            "both heads follow the 'first token' rule: head 0 must attend to the previous token, key t - 1 for query t."
+        ), "retrieval.same_rule_twice"
     for head, rule, ok in ((0, "previous", prev_ok), (1, "first", first_ok)):
         if ok:
             continue
@@ -102,20 +120,28 @@ def _diagnose_rules(weights, unmasked, n, c, d):
         worst = int(np.argmin(on_rule))
         favourite = _favourite(weights, head)
         if head == 0 and n > 2 and np.all(np.argmax(unmasked[0, :-1], axis=-1) == np.arange(1, n)):
-            return (f"{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
-                    "spread evenly). With x @ w, row t of w_q is the query of token t: its entry must sit in the "
-                    "column of key t - 1 (np.eye(n, k=-1), not k=1)."), "retrieval.asks_next_token"
+            return (
+                f"{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
+                "spread evenly). With x @ w, row t of w_q is the query of token t: its entry must sit in the "
+                "column of key t - 1 (np.eye(n, k=-1), not k=1)."
+            ), "retrieval.asks_next_token"
         if np.all(favourite == t) and not (rule == "first" and n == 2):
-            return (f"{name} attends to the current token itself (key t for query t); it must ask for "
-                    + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is.")), "retrieval.attends_itself"
+            return (
+                f"{name} attends to the current token itself (key t for query t); it must ask for "
+                + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is.")
+            ), "retrieval.attends_itself"
         if np.all(favourite == wanted):
-            return (f"{name} picks the right key but not sharply enough: at query t = {worst + 1} the right key "
-                    f"gets only {on_rule[worst]:.3f} of the weight (at least {ENOUGH} is needed). Make the "
-                    "wanted score lead the others by more: softmax turns a lead of g into a weight of about "
-                    f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}"), "retrieval.not_sharp_enough"
-        return (f"{name} should put at least {ENOUGH} of its weight on key {int(wanted[worst])} for query "
-                f"t = {worst + 1}, but puts {on_rule[worst]:.3f} there and its largest weight "
-                f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}."), None
+            return (
+                f"{name} picks the right key but not sharply enough: at query t = {worst + 1} the right key "
+                f"gets only {on_rule[worst]:.3f} of the weight (at least {ENOUGH} is needed). Make the "
+                "wanted score lead the others by more: softmax turns a lead of g into a weight of about "
+                f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}"
+            ), "retrieval.not_sharp_enough"
+        return (
+            f"{name} should put at least {ENOUGH} of its weight on key {int(wanted[worst])} for query "
+            f"t = {worst + 1}, but puts {on_rule[worst]:.3f} there and its largest weight "
+            f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}."
+        ), None
     return "the heads do not follow their rules.", None
 
 
@@ -134,19 +160,25 @@ def check_retrieval_heads(retrieval_heads, seed: int = 0, thorough: bool = False
             x = token_vectors(contents)  # (n, c + n)
             weights = head_weights(x, w_q, w_k)  # (2, n, n), causal, scaled by 1/sqrt(d)
             if not np.isfinite(weights).all():
-                fail(f"{what}: the attention weights of your heads contain NaN or inf (are the scores too "
-                     "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty).")
+                fail(
+                    f"{what}: the attention weights of your heads contain NaN or inf (are the scores too "
+                    "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty)."
+                )
             if not (_follows(weights, 0, "previous") and _follows(weights, 1, "first")):
                 diagnosis, misconception = _diagnose_rules(weights, head_weights(x, w_q, w_k, causal=False), n, c, d)
                 other = head_weights(token_vectors(r.uniform(-1, 1, size=(n, c))), w_q, w_k)
                 if np.abs(other - weights).max() > 1e-3:
-                    diagnosis = ("your heads' weights change when only the token contents change (same positions): "
-                                 "a rule by position must read only the position part of x, rows c: of w_q and "
-                                 "w_k; make rows :c zero. With these contents: " + diagnosis)
+                    diagnosis = (
+                        "your heads' weights change when only the token contents change (same positions): "
+                        "a rule by position must read only the position part of x, rows c: of w_q and "
+                        "w_k; make rows :c zero. With these contents: " + diagnosis
+                    )
                     misconception = "retrieval.reads_content"
                 fail(f"{what}: {diagnosis}", misconception)
-        passed(f"retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
-               f"(at least {ENOUGH} of the weight, for any contents)")
+        passed(
+            f"retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
+            f"(at least {ENOUGH} of the weight, for any contents)"
+        )
 
 
 @exercise_check
@@ -158,22 +190,35 @@ def check_retrieval_heads_values(retrieval_heads, seed: int = 0, thorough: bool 
     for n, c in cases:
         what, _, _, w_v = _learner_heads(retrieval_heads, n, c)
         if w_v.shape != (2, c + n, c):
-            fail(f"{what}: w_v should have shape (2, c + n, c) = (2, {c + n}, {c}): each head turns a token into "
-                 f"a value of c = {c} numbers, so the two heads side by side give 2c; it has shape {w_v.shape}")
+            fail(
+                f"{what}: w_v should have shape (2, c + n, c) = (2, {c + n}, {c}): each head turns a token into "
+                f"a value of c = {c} numbers, so the two heads side by side give 2c; it has shape {w_v.shape}"
+            )
         for _ in range(2):
             contents = r.uniform(-1, 1, size=(n, c))
             values = np.einsum("nD,hDv->hnv", token_vectors(contents), w_v)  # (2, n, c)
             # head 0 fetches tokens 0 .. n-2 (the previous token of 1 .. n-1); head 1 fetches token 0
-            for head, fetched, name in ((0, slice(0, n - 1), "head 0 (previous token)"),
-                                        (1, slice(0, 1), "head 1 (first token)")):
-                expect_close(values[head, fetched], contents[fetched],
-                             what=f"{what}: the values of {name}, x @ w_v[{head}], for the tokens it fetches",
-                             diagnoses=[(token_vectors(contents)[fetched, c:c + c],
-                                         "the values read the position part of x; they must copy the content, "
-                                         "the first c numbers.", "retrieval.values_read_position")] if n >= c else [],
-                             hint="w_v[h] must copy the content (the first c numbers of x) and add nothing from "
-                                  "the position part to the tokens the head fetches: the first c rows an "
-                                  "identity, the rows of those positions zero.")
+            for head, fetched, name in (
+                (0, slice(0, n - 1), "head 0 (previous token)"),
+                (1, slice(0, 1), "head 1 (first token)"),
+            ):
+                expect_close(
+                    values[head, fetched],
+                    contents[fetched],
+                    what=f"{what}: the values of {name}, x @ w_v[{head}], for the tokens it fetches",
+                    diagnoses=[
+                        (
+                            token_vectors(contents)[fetched, c : c + c],
+                            "the values read the position part of x; they must copy the content, the first c numbers.",
+                            "retrieval.values_read_position",
+                        )
+                    ]
+                    if n >= c
+                    else [],
+                    hint="w_v[h] must copy the content (the first c numbers of x) and add nothing from "
+                    "the position part to the tokens the head fetches: the first c rows an "
+                    "identity, the rows of those positions zero.",
+                )
         passed(f"retrieval_heads({n}, {c}): both heads hand back the content of the token they attend to")
 
 
@@ -186,24 +231,49 @@ def margin(p: float, trials: int) -> float:
 def _wrong_rates(d, noise, n_keys):
     """What the usual mistakes estimate, exactly: (probability, explanation)."""
     rivals = n_keys - 1
-    yield win_probability(d, noise, noise, 1), (
-        "the match was compared with each other key separately (a pairwise rate); it wins only when it beats "
-        "every other key at once: compare its score with the maximum of the others."), "noise.pairwise_rate"
-    yield win_probability(d, 0.0, noise, rivals), (  # the same rate as noise-free unrelated keys
-        "the query has no noise (or the unrelated keys have none); every view is noisy: "
-        "q = meaning + noise·ε, and each key is its own meaning + noise·ε."), "noise.noise_missing"
-    yield win_probability(d, noise, noise, rivals, match_noise=0.0), (
-        "the matching key has no noise; it is a noisy view of the shared meaning, like every key."), "noise.noise_missing"
+    yield (
+        win_probability(d, noise, noise, 1),
+        (
+            "the match was compared with each other key separately (a pairwise rate); it wins only when it beats "
+            "every other key at once: compare its score with the maximum of the others."
+        ),
+        "noise.pairwise_rate",
+    )
+    yield (
+        win_probability(d, 0.0, noise, rivals),
+        (  # the same rate as noise-free unrelated keys
+            "the query has no noise (or the unrelated keys have none); every view is noisy: "
+            "q = meaning + noise·ε, and each key is its own meaning + noise·ε."
+        ),
+        "noise.noise_missing",
+    )
+    yield (
+        win_probability(d, noise, noise, rivals, match_noise=0.0),
+        ("the matching key has no noise; it is a noisy view of the shared meaning, like every key."),
+        "noise.noise_missing",
+    )
     if noise not in (0.0, 1.0):
-        yield win_probability(d, noise**2, noise**2, rivals), (
-            "noise was used as a variance; it is the standard deviation: multiply ε by noise."), "noise.variance_not_sd"
-        yield win_probability(d, math.sqrt(noise), math.sqrt(noise), rivals), (
-            "noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation."), "noise.variance_not_sd"
-    yield win_probability(d, noise, noise, n_keys), (
-        "one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals."), "noise.rivals_off_by_one"
+        yield (
+            win_probability(d, noise**2, noise**2, rivals),
+            ("noise was used as a variance; it is the standard deviation: multiply ε by noise."),
+            "noise.variance_not_sd",
+        )
+        yield (
+            win_probability(d, math.sqrt(noise), math.sqrt(noise), rivals),
+            ("noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation."),
+            "noise.variance_not_sd",
+        )
+    yield (
+        win_probability(d, noise, noise, n_keys),
+        ("one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals."),
+        "noise.rivals_off_by_one",
+    )
     if rivals > 1:
-        yield win_probability(d, noise, noise, rivals - 1), (
-            "one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals."), "noise.rivals_off_by_one"
+        yield (
+            win_probability(d, noise, noise, rivals - 1),
+            ("one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals."),
+            "noise.rivals_off_by_one",
+        )
 
 
 def _rate(winning_rate, d, noise, n_keys, seed, what):
@@ -220,25 +290,33 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
     what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed})"
     got = _rate(winning_rate, d, noise, n_keys, seed, what)
     if not math.isfinite(got) or not 0.0 <= got <= 1.0:
-        fail(f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
-             + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."),
-             "noise.wins_not_rate" if got > 1 else None)
+        fail(
+            f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
+            + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."),
+            "noise.wins_not_rate" if got > 1 else None,
+        )
     exact = exact_winning_rate(d, noise, n_keys)
     allowed = margin(exact, TRIALS)
     if abs(got - exact) <= allowed:
         return got
-    message = (f"{what} returned {got:.4f}, but the probability it estimates is {exact:.4f} (computed exactly by "
-               f"integration). With {TRIALS} trials a correct simulation lands within ±{allowed:.3f} of it "
-               f"(six standard errors); yours is off by {abs(got - exact):.3f}.")
+    message = (
+        f"{what} returned {got:.4f}, but the probability it estimates is {exact:.4f} (computed exactly by "
+        f"integration). With {TRIALS} trials a correct simulation lands within ±{allowed:.3f} of it "
+        f"(six standard errors); yours is off by {abs(got - exact):.3f}."
+    )
     # every usual mistake whose rate this one matches, the closest first (at some points two coincide)
-    causes = sorted((abs(got - wrong) / margin(wrong, TRIALS), explanation, misconception)
-                    for wrong, explanation, misconception in _wrong_rates(d, noise, n_keys)
-                    if abs(got - wrong) <= margin(wrong, TRIALS) and abs(wrong - exact) > allowed)
+    causes = sorted(
+        (abs(got - wrong) / margin(wrong, TRIALS), explanation, misconception)
+        for wrong, explanation, misconception in _wrong_rates(d, noise, n_keys)
+        if abs(got - wrong) <= margin(wrong, TRIALS) and abs(wrong - exact) > allowed
+    )
     if causes:  # the closest names the misconception
         fail(message + " Likely cause: " + " Or: ".join(explanation for _, explanation, _ in causes[:2]), causes[0][2])
     else:
-        message += (" Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
-                    "query and keys are meaning + noise·ε; the match wins when its q·k beats every other key's.")
+        message += (
+            " Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
+            "query and keys are meaning + noise·ε; the match wins when its q·k beats every other key's."
+        )
     fail(message)
 
 
@@ -251,28 +329,43 @@ def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> N
     # the thorough (hidden) run uses other points and other seeds, and stays within a few seconds
     points = [(8, 1.0, 16), (32, 1.5, 16), (32, 3.0, 16), (4, 2.0, 3), (8, 2.0, 2), (2, 0.0, 4)]
     if thorough:
-        points = [(1, 1.0, 16), (16, 0.5, 16), (64, 1.0, 16), (64, 3.0, 16), (128, 1.5, 8), (4, 2.0, 2),
-                  (2, 1.0, 3), (24, 0.7, 16)]
+        points = [
+            (1, 1.0, 16),
+            (16, 0.5, 16),
+            (64, 1.0, 16),
+            (64, 3.0, 16),
+            (128, 1.5, 8),
+            (4, 2.0, 2),
+            (2, 1.0, 3),
+            (24, 0.7, 16),
+        ]
     for index, (d, noise, n_keys) in enumerate(points):
         got = _expect_rate(winning_rate, d, noise, n_keys, seed + index)
         if index in (0, _len(points) - 1):  # the same seed again: two coincidences in a row are (about) impossible
             what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed + index})"
             again = _rate(winning_rate, d, noise, n_keys, seed + index, what)
             if again != got:
-                fail(f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
-                     "random number from np.random.default_rng(seed) (or seed numpy with it).", "noise.unseeded")
-    passed("winning_rate agrees with the exact probability at "
-           + ", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points)
-           + f" (within six standard errors of {TRIALS} trials), and the same seed gives the same rate")
+                fail(
+                    f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
+                    "random number from np.random.default_rng(seed) (or seed numpy with it).",
+                    "noise.unseeded",
+                )
+    passed(
+        "winning_rate agrees with the exact probability at "
+        + ", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points)
+        + f" (within six standard errors of {TRIALS} trials), and the same seed gives the same rate"
+    )
 
 
 @exercise_check
 def check_winning_rate_errors(winning_rate) -> None:
     """Arguments that make no sense are refused with ValueError."""
     __tracebackhide__ = True
-    for args, why in [((0, 1.0, 16, 100, 0), "the head size d must be at least 1"),
-                      ((8, -0.5, 16, 100, 0), "noise is a standard deviation, it cannot be negative"),
-                      ((8, 1.0, 1, 100, 0), "with fewer than 2 keys there is nothing to win against"),
-                      ((8, 1.0, 16, 0, 0), "a rate over 0 trials is undefined")]:
+    for args, why in [
+        ((0, 1.0, 16, 100, 0), "the head size d must be at least 1"),
+        ((8, -0.5, 16, 100, 0), "noise is a standard deviation, it cannot be negative"),
+        ((8, 1.0, 1, 100, 0), "with fewer than 2 keys there is nothing to win against"),
+        ((8, 1.0, 16, 0, 0), "a rate over 0 trials is undefined"),
+    ]:
         expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=why, lock=_LOCK_RATE)
     passed("winning_rate refuses d < 1, negative noise, fewer than 2 keys and 0 trials with ValueError")

@@ -5,6 +5,7 @@
 reports, ``..._memory`` that it never holds an n × n matrix, ``..._errors`` that bad arguments are
 refused. Each compares with the course's reference; the known wrong variants only name the mistake.
 """
+
 from __future__ import annotations
 
 import math
@@ -17,14 +18,31 @@ from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
 from .core import (
-    call, exercise_check, expect_close, expect_shape, expect_value_error, fail, is_close, passed, plain_array,
-    plain_float, plain_int, rng,
+    call,
+    exercise_check,
+    expect_close,
+    expect_shape,
+    expect_value_error,
+    fail,
+    is_close,
+    passed,
+    plain_array,
+    plain_float,
+    plain_int,
+    rng,
 )
 
 _LOCK_COUNTS = ("causal_used_entries", "causal_used_fraction", "tiled_computed_entries", "tile_kinds")
-_LOCK_KERNEL = _LOCK_COUNTS + ("blocked_causal_attention", "full_causal_attention", "attention",
-                               "attention_weights", "masked_softmax", "causal_mask", "multi_head_attention",
-                               "grouped_query_attention")
+_LOCK_KERNEL = _LOCK_COUNTS + (
+    "blocked_causal_attention",
+    "full_causal_attention",
+    "attention",
+    "attention_weights",
+    "masked_softmax",
+    "causal_mask",
+    "multi_head_attention",
+    "grouped_query_attention",
+)
 
 # Bound now: a learner's cell that replaces these later does not change how memory is measured.
 _is_tracing, _start, _stop = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
@@ -33,19 +51,39 @@ _get_traced, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
 
 # ---------------------------------------------------------------- the two counting formulas
 def _wrong_entries(n):
-    yield n * (n - 1) // 2, "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2.", "mask.diagonal_forbidden"
-    yield n * n, "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query.", "cost.full_matrix_counted"
-    yield n * n / 2, ("the diagonal is missing: n²/2 is the lower triangle without it, which is only the limit for "
-                      "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2."), "cost.large_n_limit"
+    yield (
+        n * (n - 1) // 2,
+        "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2.",
+        "mask.diagonal_forbidden",
+    )
+    yield (
+        n * n,
+        "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query.",
+        "cost.full_matrix_counted",
+    )
+    yield (
+        n * n / 2,
+        (
+            "the diagonal is missing: n²/2 is the lower triangle without it, which is only the limit for "
+            "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2."
+        ),
+        "cost.large_n_limit",
+    )
     yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries.", "cost.large_n_limit"
-    yield (n + 1) * (n + 2) // 2, "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2.", "mask.future_allowed"
+    yield (
+        (n + 1) * (n + 2) // 2,
+        "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2.",
+        "mask.future_allowed",
+    )
 
 
 _LARGE_N = 10**6  # the contexts of today's models: the exercise states it, the tests use it
 
-_COUNT_BY_FORMULA = (f"At n = {_LARGE_N:,} an n × n mask has {_LARGE_N**2:,} entries ({_LARGE_N**2 / 2**30:,.0f} GiB even "
-                     "as booleans): do not build the matrix to count it, use the formula n(n+1)/2, which costs "
-                     "nothing at any n.")
+_COUNT_BY_FORMULA = (
+    f"At n = {_LARGE_N:,} an n × n mask has {_LARGE_N**2:,} entries ({_LARGE_N**2 / 2**30:,.0f} GiB even "
+    "as booleans): do not build the matrix to count it, use the formula n(n+1)/2, which costs "
+    "nothing at any n."
+)
 
 
 @exercise_check
@@ -55,9 +93,14 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
     sizes = [1, 2, 4, 5, 128, 1024] + ([0, 3, 7, 100, 999, 4096, np.int64(12)] if thorough else []) + [_LARGE_N]
     for n in sizes:
         what = f"causal_used_entries({n})"
-        got = call(causal_used_entries, n, what=what, lock=_LOCK_COUNTS,
-                   memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "",
-                   memory_misconception="cost.builds_matrix_to_count" if n >= _LARGE_N else None)
+        got = call(
+            causal_used_entries,
+            n,
+            what=what,
+            lock=_LOCK_COUNTS,
+            memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "",
+            memory_misconception="cost.builds_matrix_to_count" if n >= _LARGE_N else None,
+        )
         expected = int(n) * (int(n) + 1) // 2
         as_number = float(got) if isinstance(got, (float, np.floating)) else got
         if isinstance(as_number, float) and as_number != expected:  # a float answer: say what is wrong with its value
@@ -76,16 +119,37 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
                 if got == wrong:
                     fail(message + f" Likely cause: {explanation}", misconception)
             fail(message)
-    passed("causal_used_entries gives n(n+1)/2 as an int, for n up to a million"
-           + (" (and from 0 on)" if thorough else ""))
+    passed(
+        "causal_used_entries gives n(n+1)/2 as an int, for n up to a million" + (" (and from 0 on)" if thorough else "")
+    )
 
 
 def _wrong_fractions(n):
-    yield 0.5, "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2.", "cost.large_n_limit"
-    yield (n + 1) // (2 * n), "integer division (//) rounds the fraction down to a whole number; use / for a fraction.", "numerics.integer_division"
-    yield (n - 1) / (2 * n), "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2.", "mask.diagonal_forbidden"
-    yield (n + 1) / 2 * n, "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n).", "numerics.operator_precedence"
-    yield n * (n + 1) / 2, "that is the number of used entries; the fraction divides it by the n² entries of the matrix.", "cost.count_not_fraction"
+    yield (
+        0.5,
+        "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2.",
+        "cost.large_n_limit",
+    )
+    yield (
+        (n + 1) // (2 * n),
+        "integer division (//) rounds the fraction down to a whole number; use / for a fraction.",
+        "numerics.integer_division",
+    )
+    yield (
+        (n - 1) / (2 * n),
+        "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2.",
+        "mask.diagonal_forbidden",
+    )
+    yield (
+        (n + 1) / 2 * n,
+        "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n).",
+        "numerics.operator_precedence",
+    )
+    yield (
+        n * (n + 1) / 2,
+        "that is the number of used entries; the fraction divides it by the n² entries of the matrix.",
+        "cost.count_not_fraction",
+    )
 
 
 @exercise_check
@@ -124,30 +188,61 @@ def _wrong_outputs(q, k, v, block):
     causal = np.arange(n)[None, :] <= np.arange(n)[:, None]
     same_or_earlier_tile = tile[None, :] <= tile[:, None]
     earlier_tile = tile[None, :] < tile[:, None]
-    yield _attend(q, k, v, same_or_earlier_tile), (
-        "the diagonal tiles were not masked inside, so a query saw the keys after it in its own tile "
-        "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf."), "tiles.diagonal_unmasked"
-    yield _attend(q, k, v, np.ones((n, n), bool)), "no causal mask at all: every query saw every key (the future leaks).", "mask.ignored"
+    yield (
+        _attend(q, k, v, same_or_earlier_tile),
+        (
+            "the diagonal tiles were not masked inside, so a query saw the keys after it in its own tile "
+            "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf."
+        ),
+        "tiles.diagonal_unmasked",
+    )
+    yield (
+        _attend(q, k, v, np.ones((n, n), bool)),
+        "no causal mask at all: every query saw every key (the future leaks).",
+        "mask.ignored",
+    )
     skipped_diagonal = _attend(q, k, v, earlier_tile)
-    yield skipped_diagonal, ("the diagonal tiles were skipped: a query may attend to itself and to the keys "
-                             "before it in its own tile, so the diagonal tiles must be computed (and masked inside)."), "tiles.diagonal_skipped"
+    yield (
+        skipped_diagonal,
+        (
+            "the diagonal tiles were skipped: a query may attend to itself and to the keys "
+            "before it in its own tile, so the diagonal tiles must be computed (and masked inside)."
+        ),
+        "tiles.diagonal_skipped",
+    )
     with np.errstate(all="ignore"):
         nan_rows = np.where(earlier_tile.any(axis=1, keepdims=True), skipped_diagonal, np.nan)
-    yield nan_rows, "the diagonal tiles were skipped (the first tile's queries then have no key at all).", "tiles.diagonal_skipped"
-    yield _attend(q, k, v, causal, scale=False), "the scores are not divided by sqrt(d) (d = the width of q and k).", "scale.missing"
+    yield (
+        nan_rows,
+        "the diagonal tiles were skipped (the first tile's queries then have no key at all).",
+        "tiles.diagonal_skipped",
+    )
+    yield (
+        _attend(q, k, v, causal, scale=False),
+        "the scores are not divided by sqrt(d) (d = the width of q and k).",
+        "scale.missing",
+    )
     per_tile = np.zeros((n, v.shape[1]))
     for key_tile in range(tile.max() + 1):
         allowed = causal & (tile[None, :] == key_tile)
         per_tile += _attend(q, k, v, allowed)
-    yield per_tile, ("each key tile got its own softmax and the results were added: the softmax must run over "
-                     "all the keys of a query, across tiles (keep a running maximum and sum, and rescale what "
-                     "was accumulated when the maximum grows)."), "tiles.softmax_per_tile"
+    yield (
+        per_tile,
+        (
+            "each key tile got its own softmax and the results were added: the softmax must run over "
+            "all the keys of a query, across tiles (keep a running maximum and sum, and rescale what "
+            "was accumulated when the maximum grows)."
+        ),
+        "tiles.softmax_per_tile",
+    )
 
 
-_SKIPPED_DIAGONAL = ("the diagonal tiles were skipped{which}: a query may attend to itself and to the keys before "
-                     "it in its own tile, so a diagonal tile must be computed (whole) and masked inside (key > query "
-                     "set to -inf). Only the tiles strictly above the diagonal, whose keys all come after all their "
-                     "queries, are skipped.")
+_SKIPPED_DIAGONAL = (
+    "the diagonal tiles were skipped{which}: a query may attend to itself and to the keys before "
+    "it in its own tile, so a diagonal tile must be computed (whole) and masked inside (key > query "
+    "set to -inf). Only the tiles strictly above the diagonal, whose keys all come after all their "
+    "queries, are skipped."
+)
 
 
 def _skipped_diagonal_tiles(out, q, k, v, block) -> list[int]:
@@ -171,9 +266,11 @@ def _skipped_diagonal_tiles(out, q, k, v, block) -> list[int]:
     return missing
 
 
-_ONLINE_HINT = ("If you use a running (online) softmax: when the running maximum m grows to m_new, multiply both "
-                "the running sum and the accumulated output by exp(m − m_new) before adding the new tile, and "
-                "divide by the running sum only at the end.")
+_ONLINE_HINT = (
+    "If you use a running (online) softmax: when the running maximum m grows to m_new, multiply both "
+    "the running sum and the accumulated output by exp(m − m_new) before adding the new tile, and "
+    "divide by the running sum only at the end."
+)
 
 
 def _inputs(r, n, d, d_v, scale=1.0):
@@ -186,9 +283,12 @@ def _run(blocked, q, k, v, block, label):
     what = f"blocked_causal_attention(q, k, v, block={block}) {label}"
     result = call(blocked, q, k, v, block, what=what, lock=_LOCK_KERNEL)
     if type(result) not in (tuple, list) or len(result) != 2:
-        fail(f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
-             + (f" of length {len(result)}" if type(result) in (tuple, list) else "")
-             + (" (did you forget the `return`?)" if result is None else "") + ".")
+        fail(
+            f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
+            + (f" of length {len(result)}" if type(result) in (tuple, list) else "")
+            + (" (did you forget the `return`?)" if result is None else "")
+            + "."
+        )
     out = plain_array(result[0], what=f"the output of {what}")
     computed = plain_int(result[1], what=f"the count `computed` of {what}")
     return what, out, computed
@@ -198,8 +298,17 @@ def _cases(r, thorough):
     """(label, q, k, v, block): divisible and ragged tilings, tiny and degenerate shapes, huge scores."""
     cases = [(8, 4, 3, 4, 1.0), (10, 3, 2, 4, 1.0), (6, 2, 2, 1, 1.0), (3, 4, 2, 8, 1.0), (12, 4, 3, 4, 40.0)]
     if thorough:
-        cases += [(1, 1, 1, 1, 1.0), (1, 3, 2, 5, 1.0), (17, 5, 3, 4, 1.0), (33, 8, 8, 8, 1.0), (31, 4, 4, 7, 1.0),
-                  (64, 16, 4, 16, 1.0), (9, 3, 5, 3, 60.0), (20, 6, 2, 20, 1.0), (21, 6, 2, 20, 1.0)]
+        cases += [
+            (1, 1, 1, 1, 1.0),
+            (1, 3, 2, 5, 1.0),
+            (17, 5, 3, 4, 1.0),
+            (33, 8, 8, 8, 1.0),
+            (31, 4, 4, 7, 1.0),
+            (64, 16, 4, 16, 1.0),
+            (9, 3, 5, 3, 60.0),
+            (20, 6, 2, 20, 1.0),
+            (21, 6, 2, 20, 1.0),
+        ]
         for _ in range(4):
             n = int(r.integers(1, 40))
             cases.append((n, int(r.integers(1, 9)), int(r.integers(1, 5)), int(r.integers(1, n + 3)), 1.0))
@@ -217,24 +326,38 @@ def check_blocked_causal_attention(blocked_causal_attention, seed: int = 0, thor
     for label, q, k, v, block in _cases(r, thorough):
         what, out, _ = _run(blocked_causal_attention, q, k, v, block, label)
         expected, _ = _reference_blocked(q, k, v, block)
-        expect_shape(out, expected.shape, what=f"the output of {what}",
-                     hint="It has one row per query and the width of v: (n, d_v).")
+        expect_shape(
+            out,
+            expected.shape,
+            what=f"the output of {what}",
+            hint="It has one row per query and the width of v: (n, d_v).",
+        )
         hint = _ONLINE_HINT
         if q.shape[0] % block:
-            hint = (f"Here n = {q.shape[0]} is not a multiple of block = {block}: the last tile is smaller "
-                    f"({q.shape[0] % block} rows); slices like q[start:start + block] handle that by themselves. "
-                    + hint)
+            hint = (
+                f"Here n = {q.shape[0]} is not a multiple of block = {block}: the last tile is smaller "
+                f"({q.shape[0] % block} rows); slices like q[start:start + block] handle that by themselves. " + hint
+            )
         missing = [] if is_close(out, expected) else _skipped_diagonal_tiles(out, q, k, v, block)
         if missing:
             tiles = -(-q.shape[0] // block)
-            which = "" if len(missing) == tiles else (
-                f" (for query tile{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}, counting from 0)")
-            fail(f"the output of {what} is wrong for the queries of {len(missing)} of the {tiles} query tiles. "
-                 f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}", "tiles.diagonal_skipped")
-        expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
-                     hint=hint)
-    passed("blocked_causal_attention computes causal attention"
-           + (" for every tiling tried, ragged last tiles included" if thorough else ", also when block does not divide n"))
+            which = (
+                ""
+                if len(missing) == tiles
+                else (
+                    f" (for query tile{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}, counting from 0)"
+                )
+            )
+            fail(
+                f"the output of {what} is wrong for the queries of {len(missing)} of the {tiles} query tiles. "
+                f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}",
+                "tiles.diagonal_skipped",
+            )
+        expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block), hint=hint)
+    passed(
+        "blocked_causal_attention computes causal attention"
+        + (" for every tiling tried, ragged last tiles included" if thorough else ", also when block does not divide n")
+    )
 
 
 def _missing_diagonal_tiles(n, block, computed) -> int:
@@ -254,18 +377,46 @@ def _wrong_counts(n, block):
     tiles = -(-n // block)  # tiles a side, the last one possibly smaller
     sizes = [min(block, n - start) for start in range(0, n, block)]
     below = sum(sizes[i] * sizes[j] for i in range(tiles) for j in range(i))
-    yield n * n, "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped.", "tiles.every_tile_computed"
-    yield n * (n + 1) // 2, ("that is the ideal count n(n+1)/2, not what your kernel did: a diagonal tile is computed "
-                             "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute."), "tiles.ideal_count"
-    yield below, "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside.", "tiles.diagonal_skipped"
-    yield (tiles * (tiles + 1) // 2) * block * block, (
-        f"each tile was counted as block × block = {block * block} entries, but when block does not divide n the last "
-        "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice)."), "tiles.ragged_last_tile"
+    yield (
+        n * n,
+        "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped.",
+        "tiles.every_tile_computed",
+    )
+    yield (
+        n * (n + 1) // 2,
+        (
+            "that is the ideal count n(n+1)/2, not what your kernel did: a diagonal tile is computed "
+            "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute."
+        ),
+        "tiles.ideal_count",
+    )
+    yield (
+        below,
+        "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside.",
+        "tiles.diagonal_skipped",
+    )
+    yield (
+        (tiles * (tiles + 1) // 2) * block * block,
+        (
+            f"each tile was counted as block × block = {block * block} entries, but when block does not divide n the last "
+            "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice)."
+        ),
+        "tiles.ragged_last_tile",
+    )
     whole = n // block
-    yield whole * (whole + 1) // 2 * block * block, (
-        f"only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
-        "last row of tiles is narrower and must be included too."), "tiles.ragged_last_tile"
-    yield tiles * (tiles + 1) // 2, "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them).", "tiles.counted_tiles_not_entries"
+    yield (
+        whole * (whole + 1) // 2 * block * block,
+        (
+            f"only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
+            "last row of tiles is narrower and must be included too."
+        ),
+        "tiles.ragged_last_tile",
+    )
+    yield (
+        tiles * (tiles + 1) // 2,
+        "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them).",
+        "tiles.counted_tiles_not_entries",
+    )
 
 
 @exercise_check
@@ -278,16 +429,22 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
         n = q.shape[0]
         expected = _reference_computed(n, block)
         if computed != expected:
-            message = (f"the count `computed` of {what} should be {expected} score entries "
-                       f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}.")
+            message = (
+                f"the count `computed` of {what} should be {expected} score entries "
+                f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}."
+            )
             for wrong, explanation, misconception in _wrong_counts(n, block):
                 if computed == wrong:
                     fail(message + f" Likely cause: {explanation}", misconception)
             missing = _missing_diagonal_tiles(n, block, computed)
             if missing:
-                fail(message + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
-                     + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
-                     + " Count every entry of every tile you compute.", "tiles.diagonal_skipped")
+                fail(
+                    message
+                    + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
+                    + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
+                    + " Count every entry of every tile you compute.",
+                    "tiles.diagonal_skipped",
+                )
             fail(message)
     passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
 
@@ -301,8 +458,9 @@ class _MemoryProbe:
         self.was_tracing = _is_tracing()
         if not self.was_tracing:
             _start()
-        self.saved = [(module, name, getattr(module, name)) for module in (tracemalloc, _tracemalloc)
-                      for name in self._names]
+        self.saved = [
+            (module, name, getattr(module, name)) for module in (tracemalloc, _tracemalloc) for name in self._names
+        ]
         for module, name, _ in self.saved:
             setattr(module, name, self._refuse(name))
         _reset_peak()
@@ -313,6 +471,7 @@ class _MemoryProbe:
     def _refuse(name):
         def refused(*args, **kwargs):
             raise RuntimeError(f"tracemalloc.{name}() is not available while the memory of your answer is measured")
+
         return refused
 
     def peak(self) -> int:
@@ -329,8 +488,9 @@ class _MemoryProbe:
 
 
 @exercise_check
-def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 2048, d: int = 16,
-                                          block: int = 64, seed: int = 0) -> None:
+def check_blocked_causal_attention_memory(
+    blocked_causal_attention, n: int = 2048, d: int = 16, block: int = 64, seed: int = 0
+) -> None:
     """At n = 2048 an n × n float64 matrix is 32 MiB: the kernel's peak must stay far below it."""
     __tracebackhide__ = True
     r = rng(seed + 2)
@@ -352,18 +512,28 @@ def check_blocked_causal_attention_memory(blocked_causal_attention, n: int = 204
             what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
             peak = probe.peak()
     expected, _ = _reference_blocked(q, k, v, block)
-    expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block),
-                 hint="The memory is measured only for a correct output: fix the output first (the test of the "
-                      "output above names the likely mistake).")
+    expect_close(
+        out,
+        expected,
+        what=f"the output of {what}",
+        diagnoses=_wrong_outputs(q, k, v, block),
+        hint="The memory is measured only for a correct output: fix the output first (the test of the "
+        "output above names the likely mistake).",
+    )
     mib = 2**20
     if peak > limit:
-        fail(f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a "
-             f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
-             f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
-             "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
-             "only one tile (or one strip of block query rows) of scores at a time.", "tiles.full_matrix_built")
-    passed(f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
-           f"(one n × n float64 matrix would be {matrix_bytes / mib:.0f} MiB)")
+        fail(
+            f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a "
+            f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
+            f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
+            "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
+            "only one tile (or one strip of block query rows) of scores at a time.",
+            "tiles.full_matrix_built",
+        )
+    passed(
+        f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
+        f"(one n × n float64 matrix would be {matrix_bytes / mib:.0f} MiB)"
+    )
 
 
 @exercise_check
@@ -373,12 +543,34 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
     r = rng(3)
     q, k, v = _inputs(r, 6, 3, 2)
     for block in (0, -2):
-        expect_value_error(blocked_causal_attention, q, k, v, block, what=f"blocked_causal_attention(q, k, v, block={block})",
-                           why="a tile needs at least one row: block must be at least 1", lock=_LOCK_KERNEL)
-    expect_value_error(blocked_causal_attention, q, r.normal(size=(7, 3)), v, 2,
-                       what="blocked_causal_attention with q of 6 rows and k of 7 rows",
-                       why="q, k and v must have the same number of rows n", lock=_LOCK_KERNEL)
-    expect_value_error(blocked_causal_attention, q, k, r.normal(size=(5, 2)), 2,
-                       what="blocked_causal_attention with q and k of 6 rows and v of 5 rows",
-                       why="q, k and v must have the same number of rows n", lock=_LOCK_KERNEL)
+        expect_value_error(
+            blocked_causal_attention,
+            q,
+            k,
+            v,
+            block,
+            what=f"blocked_causal_attention(q, k, v, block={block})",
+            why="a tile needs at least one row: block must be at least 1",
+            lock=_LOCK_KERNEL,
+        )
+    expect_value_error(
+        blocked_causal_attention,
+        q,
+        r.normal(size=(7, 3)),
+        v,
+        2,
+        what="blocked_causal_attention with q of 6 rows and k of 7 rows",
+        why="q, k and v must have the same number of rows n",
+        lock=_LOCK_KERNEL,
+    )
+    expect_value_error(
+        blocked_causal_attention,
+        q,
+        k,
+        r.normal(size=(5, 2)),
+        2,
+        what="blocked_causal_attention with q and k of 6 rows and v of 5 rows",
+        why="q, k and v must have the same number of rows n",
+        lock=_LOCK_KERNEL,
+    )
     passed("blocked_causal_attention refuses block < 1 and q, k, v of different lengths with ValueError")

@@ -1,4 +1,5 @@
 """Matplotlib figures as PNG images for the notebooks, whatever matplotlib backend the kernel uses."""
+
 from __future__ import annotations
 
 import io

@@ -1,5 +1,6 @@
 """Static pictures of notebook 03: a mask with its forbidden cells hatched, the four ways of
 forbidding a score side by side, and how the widget's readouts move with the head size."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,10 +41,18 @@ def weights_heatmap(ax, weights, tokens, *, forbidden=None, title="", numbers=Tr
     if numbers:
         for i in range(n_q):
             for j in range(n_k):
-                if (missing is None or not missing[i, j]) and (forbidden is None or not forbidden[i, j]
-                                                              or weights[i, j] != 0):
-                    ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                            color="white" if weights[i, j] > 0.55 else "black")
+                if (missing is None or not missing[i, j]) and (
+                    forbidden is None or not forbidden[i, j] or weights[i, j] != 0
+                ):
+                    ax.text(
+                        j,
+                        i,
+                        f"{weights[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=8,
+                        color="white" if weights[i, j] > 0.55 else "black",
+                    )
     ax.set_title(title, fontsize=10, pad=8)
 
 

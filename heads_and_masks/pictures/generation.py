@@ -1,5 +1,6 @@
 """Static pictures of notebook 07: masks at decode time, composed masks, and cache bytes per token of every
 model of the course."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,10 +39,18 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
     figure = Figure(figsize=(7.0, 2.4), dpi=90, layout="constrained")
     left, right = figure.subplots(1, 2)
     first = n_keys - n_new  # the position of the first new query
-    draw_mask(left, bottom_right_causal_mask(n_new, n_keys),
-              f"bottom right (right): query {first} + i\nsees keys 0 … {first} + i", first_query=first)
-    draw_mask(right, top_left_causal_mask(n_new, n_keys),
-              "top left, np.tril (wrong for a cache):\nquery i sees keys 0 … i", first_query=first)
+    draw_mask(
+        left,
+        bottom_right_causal_mask(n_new, n_keys),
+        f"bottom right (right): query {first} + i\nsees keys 0 … {first} + i",
+        first_query=first,
+    )
+    draw_mask(
+        right,
+        top_left_causal_mask(n_new, n_keys),
+        "top left, np.tril (wrong for a cache):\nquery i sees keys 0 … i",
+        first_query=first,
+    )
     return figure
 
 
@@ -57,8 +66,9 @@ def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
 
 
 @idle_while_grading()
-def bytes_per_token_figure(layouts: dict[str, CacheLayout], short: int = 4096, long: int = 131072,
-                           bytes_per_value: int = 2) -> Figure:
+def bytes_per_token_figure(
+    layouts: dict[str, CacheLayout], short: int = 4096, long: int = 131072, bytes_per_value: int = 2
+) -> Figure:
     """Cache per token of context (KiB, log scale) for every model: at a short context (open bar) and a long
     one (filled bar). Global layers cost the same per token at any length; local layers and rolling buffers
     cost less the longer the context; latent caches (MLA) are small from the start."""
@@ -73,21 +83,31 @@ def bytes_per_token_figure(layouts: dict[str, CacheLayout], short: int = 4096, l
         at_long = layout.bytes_per_token(long, bytes_per_value) / KiB
         ax.barh(i, at_short, color="none", edgecolor=colour, height=0.75, linewidth=1.2)
         ax.barh(i, at_long, color=colour, height=0.45)
-        ax.text(max(at_short, at_long) * 1.08, i, f"{at_long:,.0f}" + (f" (at {short // 1024}K: {at_short:,.0f})"
-                                                                      if abs(at_short - at_long) > 0.5 else ""),
-                va="center", fontsize=8)
+        ax.text(
+            max(at_short, at_long) * 1.08,
+            i,
+            f"{at_long:,.0f}" + (f" (at {short // 1024}K: {at_short:,.0f})" if abs(at_short - at_long) > 0.5 else ""),
+            va="center",
+            fontsize=8,
+        )
     labels = []
     for name in names:
         layout = layouts[name]
-        kind = layout.attention + (f", {layout.local_layers} of {layout.layers} layers local" if
-                                   0 < layout.local_layers < layout.layers else
-                                   ", rolling buffer" if layout.local_layers else "")
+        kind = layout.attention + (
+            f", {layout.local_layers} of {layout.layers} layers local"
+            if 0 < layout.local_layers < layout.layers
+            else ", rolling buffer"
+            if layout.local_layers
+            else ""
+        )
         labels.append(f"{name} ({kind})")
     ax.set_yticks(y, labels, fontsize=8)
     ax.set_xscale("log")
     ax.set_xlim(2, 30000)
-    ax.set_xlabel(f"KV cache per token of context (KiB, bf16): filled at {long // 1024}K tokens, "
-                  f"open at {short // 1024}K", fontsize=9)
+    ax.set_xlabel(
+        f"KV cache per token of context (KiB, bf16): filled at {long // 1024}K tokens, open at {short // 1024}K",
+        fontsize=9,
+    )
     ax.grid(True, axis="x", alpha=0.3)
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)

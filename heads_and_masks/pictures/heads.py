@@ -5,6 +5,7 @@ d inner) head ``i`` owns the contiguous columns ``i*d … (i+1)*d - 1``. Read as
 are swapped and head ``i`` owns every h-th column ``i, i+h, i+2h, …``: the shapes are the same,
 nothing fails, and every head sees the wrong features.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -15,19 +16,26 @@ from ..grading import idle_while_grading
 from ..heads import ORDERS, head_of_column
 
 # Ten clearly different colours, reused in a cycle when there are more than ten heads.
-HEAD_COLOURS = ListedColormap(["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1",
-                               "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"], name="heads")
+HEAD_COLOURS = ListedColormap(
+    ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac"],
+    name="heads",
+)
 
 
 def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: float = 10):
     """Draw one row of cells, one per column, coloured by the head it feeds; return the image."""
-    image = ax.imshow((owners % HEAD_COLOURS.N)[None, :], cmap=HEAD_COLOURS, vmin=-0.5,
-                      vmax=HEAD_COLOURS.N - 0.5, aspect="auto", interpolation="nearest")
+    image = ax.imshow(
+        (owners % HEAD_COLOURS.N)[None, :],
+        cmap=HEAD_COLOURS,
+        vmin=-0.5,
+        vmax=HEAD_COLOURS.N - 0.5,
+        aspect="auto",
+        interpolation="nearest",
+    )
     ax.set_yticks([])
     if numbers:
         for column, head in enumerate(owners):
-            ax.text(column, 0, str(head), ha="center", va="center", fontsize=fontsize, color="white",
-                    fontweight="bold")
+            ax.text(column, 0, str(head), ha="center", va="center", fontsize=fontsize, color="white", fontweight="bold")
     return image
 
 
@@ -40,7 +48,10 @@ def split_orders_figure(width: int = 8, heads: int = 2) -> Figure:
         draw_columns(ax, head_of_column(width, heads, order))
         ax.set_xticks(range(width))
         ax.set_ylabel(order, rotation=0, ha="right", va="center", fontsize=11)
-    axes[0].set_title(f"D = {width} columns cut into h = {heads} heads of d = {width // heads}: "
-                      "the number in each column is the head it feeds", fontsize=10)
+    axes[0].set_title(
+        f"D = {width} columns cut into h = {heads} heads of d = {width // heads}: "
+        "the number in each column is the head it feeds",
+        fontsize=10,
+    )
     axes[-1].set_xlabel("column of the width")
     return figure

@@ -1,4 +1,5 @@
 """Static pictures of notebook 06: which KV head serves which query head, and KV caches of real models."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,10 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
     if g < 1 or h % g:
         raise ValueError(f"h = {h} must be divisible by g = {g}")
     group = h // g
-    rows = {"repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
-            "tile: KV head i % g  (the silent bug)": np.arange(h) % g}
+    rows = {
+        "repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
+        "tile: KV head i % g  (the silent bug)": np.arange(h) % g,
+    }
     figure = Figure(figsize=(0.5 * h + 3.0, 1.9), dpi=90, layout="constrained")
     ax = figure.subplots()
     colours = [f"C{j % 10}" for j in range(g)]
@@ -51,9 +54,13 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
     bars = ax.barh(names, sizes, color=[ATTENTION_COLOURS[models[m].attention] for m in names])
     for bar, m, size in zip(bars, names, sizes):
         c = models[m]
-        ax.text(size * 1.08, bar.get_y() + bar.get_height() / 2,
-                f"{size:,.0f} KiB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
-                va="center", fontsize=8)
+        ax.text(
+            size * 1.08,
+            bar.get_y() + bar.get_height() / 2,
+            f"{size:,.0f} KiB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
+            va="center",
+            fontsize=8,
+        )
     ax.set_xscale("log")
     ax.set_xlim(min(sizes) / 1.5, max(sizes) * 100)
     ax.set_xlabel(f"KV cache per token (KiB = 2¹⁰ bytes, {8 * bytes_per_value}-bit values), log scale")
@@ -65,8 +72,9 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
 
 
 @idle_while_grading()
-def cache_vs_context_figure(config: ModelConfig, *, batch: int = 1, bytes_per_value: int = 2,
-                            memory_bytes: int | None = None) -> Figure:
+def cache_vs_context_figure(
+    config: ModelConfig, *, batch: int = 1, bytes_per_value: int = 2, memory_bytes: int | None = None
+) -> Figure:
     """KV cache against context for the MHA / GQA / MQA variants of one model (log-log)."""
     contexts = np.logspace(9, 20, 45, base=2)
     figure = Figure(figsize=(6.4, 3.6), dpi=90, layout="constrained")
@@ -74,13 +82,23 @@ def cache_vs_context_figure(config: ModelConfig, *, batch: int = 1, bytes_per_va
     for (label, g), colour in zip(config.variants().items(), ("tab:red", "tab:blue", "tab:green")):
         per_token = kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
         own = g == config.kv_heads
-        ax.plot(contexts, contexts * per_token / GiB, color=colour, lw=3 if own else 1.5,
-                label=label + ("  ← the real model" if own else ""))
+        ax.plot(
+            contexts,
+            contexts * per_token / GiB,
+            color=colour,
+            lw=3 if own else 1.5,
+            label=label + ("  ← the real model" if own else ""),
+        )
     if memory_bytes is not None:
         free = memory_bytes - config.weights_bytes(bytes_per_value)
         ax.axhline(free / GiB, color="black", ls="--", lw=1, label=f"{memory_bytes / GiB:.0f} GiB minus the weights")
-    ax.set(xscale="log", yscale="log", xlabel="context (tokens)", ylabel="KV cache (GiB)",
-           title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="context (tokens)",
+        ylabel="KV cache (GiB)",
+        title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values",
+    )
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=8)
     return figure

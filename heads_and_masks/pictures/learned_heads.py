@@ -1,4 +1,5 @@
 """Static pictures of notebook 08: attention maps of trained heads, loss curves, one head against several."""
+
 from __future__ import annotations
 
 import numpy as np

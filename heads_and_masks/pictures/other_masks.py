@@ -3,6 +3,7 @@
 Every mask is drawn the same way: queries down, keys across, kept entries dark; entries forbidden
 because the key is filler are tinted apart from those forbidden by the pattern (future, window, blocks).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,11 @@ from matplotlib.patches import Patch
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
 KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
 MASK_COLOURS = ListedColormap([FORBIDDEN_COLOUR, FILLER_COLOUR, KEPT_COLOUR])  # indexed by the codes above
-LEGEND_ITEMS = [(KEPT_COLOUR, "may attend"), (FORBIDDEN_COLOUR, "forbidden by the pattern"),
-                (FILLER_COLOUR, "key is filler")]
+LEGEND_ITEMS = [
+    (KEPT_COLOUR, "may attend"),
+    (FORBIDDEN_COLOUR, "forbidden by the pattern"),
+    (FILLER_COLOUR, "key is filler"),
+]
 LEGEND = [Patch(facecolor=colour, edgecolor="0.6", label=label) for colour, label in LEGEND_ITEMS]
 
 

@@ -1,4 +1,5 @@
 """The static pictures of notebook 02 (each returns a matplotlib Figure; the notebook only calls them)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,12 +31,30 @@ def hull_figure(values, previous: int, first: int) -> Figure:
         ax.annotate(f"v{i}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=9)
     segment = np.linspace(0, 1, 50)[:, None] * values[previous] + np.linspace(1, 0, 50)[:, None] * values[first]
     ax.plot(*segment.T, color="tab:red", lw=3, alpha=0.7, label="one head splitting its weight\nbetween the two")
-    ax.scatter(*(values[previous] / 2 + values[first] / 2), marker="*", s=220, color="tab:red", zorder=4,
-               label="one head, half and half: a blend")
-    ax.scatter(*np.stack([values[previous], values[first]]).T, marker="o", s=180, facecolors="none",
-               edgecolors="tab:green", linewidths=2, zorder=4, label="two heads: each value, intact")
-    ax.set(aspect="equal", xlabel="value, component 1", ylabel="value, component 2",
-           title=f"query t = {previous + 1} wants v{previous} (previous) and v{first} (first)")
+    ax.scatter(
+        *(values[previous] / 2 + values[first] / 2),
+        marker="*",
+        s=220,
+        color="tab:red",
+        zorder=4,
+        label="one head, half and half: a blend",
+    )
+    ax.scatter(
+        *np.stack([values[previous], values[first]]).T,
+        marker="o",
+        s=180,
+        facecolors="none",
+        edgecolors="tab:green",
+        linewidths=2,
+        zorder=4,
+        label="two heads: each value, intact",
+    )
+    ax.set(
+        aspect="equal",
+        xlabel="value, component 1",
+        ylabel="value, component 2",
+        title=f"query t = {previous + 1} wants v{previous} (previous) and v{first} (first)",
+    )
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return figure
 
@@ -48,11 +67,16 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
     w = np.asarray(weights_on_previous)
     ax.plot(w, recovered_previous, "o-", color="tab:orange", ms=4, label="content of the previous token")
     ax.plot(w, recovered_first, "o-", color="tab:purple", ms=4, label="content of the first token")
-    ax.plot(w, (np.asarray(recovered_previous) + np.asarray(recovered_first)) / 2, "k--", lw=1.2,
-            label="average of the two")
+    ax.plot(
+        w, (np.asarray(recovered_previous) + np.asarray(recovered_first)) / 2, "k--", lw=1.2, label="average of the two"
+    )
     ax.axhline(1.0, color="tab:green", lw=2, alpha=0.7, label="two heads (each recovered completely)")
-    ax.set(xlim=(0, 1), ylim=(-0.03, 1.05), xlabel="one head's weight on the previous token (the rest on the first)",
-           ylabel="fraction of variance recovered")
+    ax.set(
+        xlim=(0, 1),
+        ylim=(-0.03, 1.05),
+        xlabel="one head's weight on the previous token (the rest on the first)",
+        ylabel="fraction of variance recovered",
+    )
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     return figure
 
@@ -82,11 +106,20 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
     ax.loglog(d_values, formula_unrelated, "-", color="tab:blue", lw=1.2, label="unrelated, formula")
     ax.loglog(d_values, spread_unrelated, "s", color="tab:blue", ms=4, label="unrelated, simulated")
     ax.axhline(1.0, color="0.4", ls=":", lw=1)
-    ax.annotate("gap between the true similarities (1 − 0)", (d_values[0], 1.0), textcoords="offset points",
-                xytext=(2, 4), fontsize=8, color="0.3")
+    ax.annotate(
+        "gap between the true similarities (1 − 0)",
+        (d_values[0], 1.0),
+        textcoords="offset points",
+        xytext=(2, 4),
+        fontsize=8,
+        color="0.3",
+    )
     ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
-    ax.set(xlabel="head size d", ylabel="spread (standard deviation) of q·k / d",
-           title=f"the estimate narrows like 1/√d (noise σ = {noise})")
+    ax.set(
+        xlabel="head size d",
+        ylabel="spread (standard deviation) of q·k / d",
+        title=f"the estimate narrows like 1/√d (noise σ = {noise})",
+    )
     ax.legend(fontsize=8, frameon=False, loc="lower left")
     return figure
 
@@ -108,7 +141,11 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
     ax.axhline(1 / n_keys, color="0.5", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xticks([1, 4, 16, 64, 256, 1024], ["1", "4", "16", "64", "256", "1024"])
-    ax.set(ylim=(0, 1.03), xlabel="head size d (log scale)", ylabel="match wins",
-           title=f"how often the match outscores {n_keys - 1} unrelated keys")
+    ax.set(
+        ylim=(0, 1.03),
+        xlabel="head size d (log scale)",
+        ylabel="match wins",
+        title=f"how often the match outscores {n_keys - 1} unrelated keys",
+    )
     ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return figure

@@ -3,6 +3,7 @@
 Each ``*_figure`` function takes numbers that the notebook computed and returns a matplotlib Figure;
 ``picture`` turns one into a PNG for the notebook, whatever matplotlib backend the kernel uses.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,10 +30,17 @@ def used_fraction_figure(sizes) -> Figure:
     ax.axhline(0.5, color="black", linestyle="--", linewidth=1, label="limit 1/2")
     lesson = (4, 128, 1024)  # the lesson's table, marked on the curve
     ax.plot(lesson, [causal_used_fraction(n) for n in lesson], "o", color="#e76f51", label="the lesson's table")
-    ax.text(0.3, 0.62, "\n".join(f"n = {n}: {causal_used_entries(n):,} of {n * n:,} = {causal_used_fraction(n):.2%}"
-                                  for n in lesson), transform=ax.transAxes, fontsize=8, va="top")
-    ax.set(xscale="log", xlabel="sequence length n (log scale)", ylabel="share of the n² scores used",
-           ylim=(0.45, 1.05))
+    ax.text(
+        0.3,
+        0.62,
+        "\n".join(f"n = {n}: {causal_used_entries(n):,} of {n * n:,} = {causal_used_fraction(n):.2%}" for n in lesson),
+        transform=ax.transAxes,
+        fontsize=8,
+        va="top",
+    )
+    ax.set(
+        xscale="log", xlabel="sequence length n (log scale)", ylabel="share of the n² scores used", ylim=(0.45, 1.05)
+    )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return figure
@@ -52,13 +60,26 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     ax_work.legend(fontsize=8)
     ax_time.plot(blocks, [seconds[int(b)] * 1000 for b in blocks], marker="o", color="#e76f51")
     for b, count in zip(blocks, tiles):
-        ax_time.annotate(f"{count:,} tile{'s' if count > 1 else ''}", (b, seconds[int(b)] * 1000), textcoords="offset points",
-                         xytext=(4, 4), fontsize=8)
-    ax_time.set(xscale="log", yscale="log", xlabel="tile size B", ylabel="milliseconds (best run)",
-                title="measured time of the tiled kernel")
+        ax_time.annotate(
+            f"{count:,} tile{'s' if count > 1 else ''}",
+            (b, seconds[int(b)] * 1000),
+            textcoords="offset points",
+            xytext=(4, 4),
+            fontsize=8,
+        )
+    ax_time.set(
+        xscale="log",
+        yscale="log",
+        xlabel="tile size B",
+        ylabel="milliseconds (best run)",
+        title="measured time of the tiled kernel",
+    )
     lowest, highest = min(seconds.values()) * 1000, max(seconds.values()) * 1000
-    ax_time.set_yticks([t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
-                        if lowest / 2 <= t <= highest * 2] or [lowest], minor=False)
+    ax_time.set_yticks(
+        [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if lowest / 2 <= t <= highest * 2]
+        or [lowest],
+        minor=False,
+    )
     ax_time.yaxis.set_major_formatter("{x:g}")
     for ax in (ax_work, ax_time):
         ax.set_xticks(blocks, [str(b) for b in blocks])
@@ -98,11 +119,13 @@ def benchmark_figure(rows: list[dict]) -> Figure:
         ax.set_xticks(sizes, [str(x) for x in sizes])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
-    handles = [Line2D([], [], color=colours["unmasked"], label="tiled vs unmasked full attention"),
-               Line2D([], [], color=colours["full"], label="tiled vs full-then-mask"),
-               Line2D([], [], color="black", linestyle=":", label="work ratio 2n/(n+1)"),
-               Line2D([], [], color=colours["memory_full"], label="memory of full-then-mask"),
-               Line2D([], [], color=colours["tiled"], label="memory of tiled")]
+    handles = [
+        Line2D([], [], color=colours["unmasked"], label="tiled vs unmasked full attention"),
+        Line2D([], [], color=colours["full"], label="tiled vs full-then-mask"),
+        Line2D([], [], color="black", linestyle=":", label="work ratio 2n/(n+1)"),
+        Line2D([], [], color=colours["memory_full"], label="memory of full-then-mask"),
+        Line2D([], [], color=colours["tiled"], label="memory of tiled"),
+    ]
     handles += [Line2D([], [], color="0.4", markersize=4, label=dtype, **styles[dtype]) for dtype in dtypes]
     figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
     return figure

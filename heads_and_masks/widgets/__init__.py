@@ -5,6 +5,7 @@ Every widget is a :class:`~heads_and_masks.widgets.base.CourseWidget`: ``.contro
 ``.widget`` (the box to display). Setting a control's ``value`` updates everything at once, so a
 test can drive a widget without a browser.
 """
+
 from .base import CourseWidget
 
 __all__ = ["CourseWidget"]

@@ -1,22 +1,23 @@
 """The common frame of the course widgets: controls, a figure redrawn in place, readouts."""
+
 from __future__ import annotations
 
 import io
 import re
 import time
 
-import ipywidgets as widgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from PIL import Image
 
-from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode
+from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_module
+
+# Imported on first use: in grading mode no widget is built, so these are never imported there.
+widgets = lazy_module("ipywidgets")
 from ..readable import readable_number
 
 # Names and values never wrap; values line up on the right.
-READOUT_STYLE = ("<style>.course-readouts td{white-space:nowrap}"
-                 ".course-readouts td+td{text-align:right;padding-left:1em}</style>")
+READOUT_STYLE = (
+    "<style>.course-readouts td{white-space:nowrap}.course-readouts td+td{text-align:right;padding-left:1em}</style>"
+)
 
 
 class CourseWidget:
@@ -42,6 +43,9 @@ class CourseWidget:
             self.controls, self.readouts = IdleControls(), IdleReadouts()
             self.last_update_seconds = 0.0
             return
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
         self.figure = Figure(figsize=self.figsize, dpi=self.dpi, layout="constrained")
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
@@ -50,8 +54,12 @@ class CourseWidget:
         # where picture and readouts do not fit side by side, the readouts move below it (the row wraps).
         # Only a notebook narrower than the picture itself scales it down (keeping its proportions). The
         # readouts never shrink, so their names and values always show in full.
-        self.image = widgets.Image(format="png", layout=widgets.Layout(
-            flex="0 1 auto", min_width="0", max_width="100%", height="auto", object_fit="contain"))
+        self.image = widgets.Image(
+            format="png",
+            layout=widgets.Layout(
+                flex="0 1 auto", min_width="0", max_width="100%", height="auto", object_fit="contain"
+            ),
+        )
         self.readout_html = widgets.HTML(layout=widgets.Layout(flex="0 0 auto", margin="0 0 0 8px"))
         self.last_update_seconds = 0.0
         self._background = None  # the static part of the figure, when the subclass blits
@@ -63,9 +71,13 @@ class CourseWidget:
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
         self.widget = widgets.VBox(
-            [widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")),
-             widgets.HBox([self.image, self.readout_html],
-                          layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"))],
+            [
+                widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")),
+                widgets.HBox(
+                    [self.image, self.readout_html],
+                    layout=widgets.Layout(flex_flow="row wrap", align_items="flex-start"),
+                ),
+            ],
             layout=widgets.Layout(width="100%"),
         )
         self.widget.add_class("course-widget")
@@ -86,12 +98,15 @@ class CourseWidget:
     def readouts_text(self) -> str:
         """The readouts as the widget shows them, one "name: value" line each (for a notebook's print)."""
         width = max((len(name) for name in self.readouts), default=0)
-        return "\n".join(f"{name:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
-                         for name, value in self.readouts.items())
+        return "\n".join(
+            f"{name:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
+            for name, value in self.readouts.items()
+        )
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
-        rows = "".join(f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>"
-                       for name, value in readouts.items())
+        rows = "".join(
+            f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>" for name, value in readouts.items()
+        )
         return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE
 
     def value(self, name):
@@ -155,6 +170,8 @@ class CourseWidget:
             self.canvas.restore_region(self._background)
         for artist in artists or ():
             self.figure.draw_artist(artist)
+        from PIL import Image
+
         buffer = io.BytesIO()
         Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()

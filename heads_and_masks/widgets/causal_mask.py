@@ -4,6 +4,7 @@ the division by sqrt(d), with and without the causal mask, for any head size and
 The sentence, its queries and keys and the readouts are computed in ``heads_and_masks.sentence`` and
 ``heads_and_masks.attention_stats``; this module only draws them.
 """
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -16,6 +17,7 @@ from ..masks import causal_mask
 from ..sentence import MAX_HEAD_SIZE, TOKENS, sentence_logits
 from .base import CourseWidget
 from .fast_text import PathTextPainter, path_text_patch
+
 
 class LessonWidget(CourseWidget):
     """The lesson's widget: attention weights over a sentence (keys across, queries down)."""
@@ -32,10 +34,12 @@ class LessonWidget(CourseWidget):
         style = {"description_width": "initial"}
         self.controls["scale_by_sqrt_d"] = widgets.Checkbox(value=True, description="divide by √d", indent=False)
         self.controls["causal"] = widgets.Checkbox(value=True, description="causal mask", indent=False)
-        self.controls["head_size"] = widgets.IntSlider(value=64, min=8, max=MAX_HEAD_SIZE, step=8,
-                                                       description="head size d", style=style)
-        self.controls["temperature"] = widgets.FloatSlider(value=1.0, min=0.1, max=4.0, step=0.05,
-                                                           description="temperature T", style=style)
+        self.controls["head_size"] = widgets.IntSlider(
+            value=64, min=8, max=MAX_HEAD_SIZE, step=8, description="head size d", style=style
+        )
+        self.controls["temperature"] = widgets.FloatSlider(
+            value=1.0, min=0.1, max=4.0, step=0.05, description="temperature T", style=style
+        )
         n = len(TOKENS)
         self.ax_weights, self.ax_entropy = self.figure.subplots(1, 2, width_ratios=[1.6, 1])
 
@@ -53,8 +57,17 @@ class LessonWidget(CourseWidget):
         staircase = [(0.5, -0.5), (n - 0.5, -0.5), (n - 0.5, n - 1.5)]  # the cells above the diagonal
         for i in range(n - 2, -1, -1):
             staircase += [(i + 0.5, i + 0.5), (i + 0.5, i - 0.5)]
-        self.forbidden = ax.add_patch(Polygon(staircase[:-1], closed=True, facecolor="0.93", edgecolor="0.5",
-                                              hatch="///", linewidth=0.8, label="forbidden (the future)"))
+        self.forbidden = ax.add_patch(
+            Polygon(
+                staircase[:-1],
+                closed=True,
+                facecolor="0.93",
+                edgecolor="0.5",
+                hatch="///",
+                linewidth=0.8,
+                label="forbidden (the future)",
+            )
+        )
 
         # Right: the entropy of every row, against the most it could be.
         ax = self.ax_entropy
@@ -76,8 +89,9 @@ class LessonWidget(CourseWidget):
     def draw(self):
         n = len(TOKENS)
         head_size, temperature = int(self.value("head_size")), float(self.value("temperature"))
-        logits = sentence_logits(head_size, scale_by_sqrt_d=bool(self.value("scale_by_sqrt_d")),
-                                 temperature=temperature)  # (n, n)
+        logits = sentence_logits(
+            head_size, scale_by_sqrt_d=bool(self.value("scale_by_sqrt_d")), temperature=temperature
+        )  # (n, n)
         mask = causal_mask(n) if self.value("causal") else np.ones((n, n), dtype=bool)  # True = may attend
         weights = masked_softmax(logits, mask)  # (n, n), forbidden cells exactly 0
 
@@ -87,18 +101,27 @@ class LessonWidget(CourseWidget):
         for bar, entropy in zip(self.entropy_bars, entropies):
             bar.set_width(entropy)
         self.entropy_limits.set_xdata(limits)
-        self._numbers = [(f"{weights[i, j]:.2f}", self.ax_weights, j, i, "center", weights[i, j] > 0.55)
-                         for i in range(n) for j in range(n) if mask[i, j]]
+        self._numbers = [
+            (f"{weights[i, j]:.2f}", self.ax_weights, j, i, "center", weights[i, j] > 0.55)
+            for i in range(n)
+            for j in range(n)
+            if mask[i, j]
+        ]
         # each entropy is written past its bar and past its limit mark, so that the mark never crosses it
-        self._numbers += [(f"{e:.2f}", self.ax_entropy, max(e, limit) + 0.1, i, "left", False)
-                          for i, (e, limit) in enumerate(zip(entropies, limits))]
+        self._numbers += [
+            (f"{e:.2f}", self.ax_entropy, max(e, limit) + 0.1, i, "left", False)
+            for i, (e, limit) in enumerate(zip(entropies, limits))
+        ]
         return lesson_readouts(weights, logits, mask)
 
     def _place_numbers(self) -> None:
         """Turn the numbers (in data coordinates) into two paths in pixels, once the layout is fixed."""
         for patch, dark in ((self.light_numbers, True), (self.dark_numbers, False)):
-            items = [(text, *ax.transData.transform((x, y)), align)
-                     for text, ax, x, y, align, on_dark in self._numbers if on_dark == dark]
+            items = [
+                (text, *ax.transData.transform((x, y)), align)
+                for text, ax, x, y, align, on_dark in self._numbers
+                if on_dark == dark
+            ]
             patch.set_path(self.painter.path(items))
 
     def _dynamic_artists(self):

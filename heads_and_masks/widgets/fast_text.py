@@ -4,6 +4,7 @@ Matplotlib lays out and rasterises every Text anew on each draw (a few ms each);
 each character are turned into paths once, and a label is their concatenation (no kerning, which
 short labels in a small sans-serif font do not need).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,8 +36,9 @@ class PathTextPainter:
                 path = TextPath((0, 0), char, prop=self.font)
                 self.glyphs[char] = (path.vertices * self.scale, path.codes)
             # between two zeros, so that the advance is measured from ink to ink
-            self.advances[char] = (TextPath((0, 0), "0" + char + "0", prop=self.font).get_extents().x1
-                                   - self._zeros_x1) * self.scale
+            self.advances[char] = (
+                TextPath((0, 0), "0" + char + "0", prop=self.font).get_extents().x1 - self._zeros_x1
+            ) * self.scale
         return self.glyphs[char]
 
     def width(self, text: str) -> float:
@@ -88,12 +90,22 @@ class PathTitle(PathPatch):
         spacing = text.get_linespacing()
         step = painter.line_height * (spacing if isinstance(spacing, (int, float)) else 1.2)  # "normal": 1.2
         # y of the middle of the digits on the last line, for each vertical alignment
-        y += {"baseline": painter.height / 2, "bottom": painter.line_height - painter.height / 2,
-              "top": painter.height / 2 - painter.line_height, "center": 0.0}[text.get_verticalalignment()]
+        y += {
+            "baseline": painter.height / 2,
+            "bottom": painter.line_height - painter.height / 2,
+            "top": painter.height / 2 - painter.line_height,
+            "center": 0.0,
+        }[text.get_verticalalignment()]
         if text.get_verticalalignment() == "top":
             y -= (len(lines) - 1) * step
-        self.set_path(painter.path([(line, x, y + (len(lines) - 1 - i) * step, text.get_horizontalalignment())
-                                    for i, line in enumerate(lines)]))
+        self.set_path(
+            painter.path(
+                [
+                    (line, x, y + (len(lines) - 1 - i) * step, text.get_horizontalalignment())
+                    for i, line in enumerate(lines)
+                ]
+            )
+        )
         self.set_facecolor(text.get_color())  # opaque: the Text's alpha of 0 is not the colour's
         super().draw(renderer)
 
@@ -107,9 +119,17 @@ class PathLegend(Artist):
         super().__init__()
         self.ax, self.size = ax, fontsize * dpi / 72.0  # the font size in pixels: the unit of the spacing
         self.painter = PathTextPainter(fontsize, dpi)
-        self.frame = FancyBboxPatch((0, 0), 1, 1, boxstyle=f"round,pad=0,rounding_size={0.2 * self.size}",
-                                    facecolor="white", edgecolor="0.8", alpha=0.8, linewidth=0.8,
-                                    transform=IdentityTransform())
+        self.frame = FancyBboxPatch(
+            (0, 0),
+            1,
+            1,
+            boxstyle=f"round,pad=0,rounding_size={0.2 * self.size}",
+            facecolor="white",
+            edgecolor="0.8",
+            alpha=0.8,
+            linewidth=0.8,
+            transform=IdentityTransform(),
+        )
         self.labels = path_text_patch("black")
         self.entries = []
 
@@ -130,8 +150,14 @@ class PathLegend(Artist):
         items = []
         for i, (line, label) in enumerate(self.entries):
             y = top - pad - row / 2 - i * (row + spacing)
-            handle = Line2D([left + pad, left + pad + handle_length], [y, y], transform=IdentityTransform(),
-                            color=line.get_color(), linewidth=line.get_linewidth(), linestyle=line.get_linestyle())
+            handle = Line2D(
+                [left + pad, left + pad + handle_length],
+                [y, y],
+                transform=IdentityTransform(),
+                color=line.get_color(),
+                linewidth=line.get_linewidth(),
+                linestyle=line.get_linestyle(),
+            )
             handle.set_figure(self.ax.figure)
             handle.draw(renderer)
             items.append((label, left + pad + handle_length + gap, y, "left"))

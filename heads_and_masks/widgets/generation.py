@@ -1,4 +1,5 @@
 """Notebook 07's widget: step through a generation and watch the mask, the cache slots and the memory."""
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -30,10 +31,12 @@ class GenerationStepper(CourseWidget):
     dpi = 90
 
     def setup(self):
-        self.controls["policy"] = widgets.ToggleButtons(options=list(POLICY_LABELS), value="sliding window",
-                                                        description="cache", style={"button_width": "10.5em"})
-        self.controls["chunk"] = widgets.IntSlider(value=1, min=1, max=4, description="new per step",
-                                                   style={"description_width": "initial"})
+        self.controls["policy"] = widgets.ToggleButtons(
+            options=list(POLICY_LABELS), value="sliding window", description="cache", style={"button_width": "10.5em"}
+        )
+        self.controls["chunk"] = widgets.IntSlider(
+            value=1, min=1, max=4, description="new per step", style={"description_width": "initial"}
+        )
         self.controls["step"] = widgets.IntSlider(value=4, min=0, max=TOTAL - PROMPT, description="step")
         self.mistral = model("Mistral-7B-v0.1")
         self.figure.set_layout_engine("none")
@@ -41,8 +44,9 @@ class GenerationStepper(CourseWidget):
         self.ax_slots = self.figure.add_axes((0.56, 0.58, 0.42, 0.34))
         self.ax_memory = self.figure.add_axes((0.62, 0.12, 0.36, 0.36))
         ax = self.ax_mask
-        self.mask_image = ax.imshow(np.zeros((TOTAL, TOTAL)), cmap=STEP_COLOURS, vmin=0, vmax=3,
-                                    interpolation="nearest", aspect="equal")
+        self.mask_image = ax.imshow(
+            np.zeros((TOTAL, TOTAL)), cmap=STEP_COLOURS, vmin=0, vmax=3, interpolation="nearest", aspect="equal"
+        )
         ax.set_xticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)], fontsize=8)
         ax.set_yticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)], fontsize=8)
         ax.set_xlabel("key position", fontsize=9)
@@ -51,8 +55,9 @@ class GenerationStepper(CourseWidget):
         ax = self.ax_slots
         ax.set_axis_off()
         ax.set(xlim=(0, 1), ylim=(0, 1))
-        self.slot_boxes = [ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8))
-                           for _ in range(TOTAL)]
+        self.slot_boxes = [
+            ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8)) for _ in range(TOTAL)
+        ]
         self.slot_painter = PathTextPainter(7.5, self.dpi)  # 20 labels as one path: fast to redraw
         self.slot_labels = ax.add_patch(path_text_patch("white"))
         self.slot_title = ax.text(0, 0.72, "", fontsize=8.5, va="bottom")
@@ -86,8 +91,11 @@ class GenerationStepper(CourseWidget):
         picture[start:stop, :stop] = 1 + step_mask(policy, start, stop, WINDOW, SINKS)
         self.mask_image.set_data(picture)
         name = "prefill (the prompt)" if index == 0 else f"step {index}"
-        self.ax_mask.set_title(f"{name}: queries {start}…{stop - 1}, mask {stop - start} × {stop}\n"
-                              "dark: may attend, grey: masked, pale: earlier steps", fontsize=9)
+        self.ax_mask.set_title(
+            f"{name}: queries {start}…{stop - 1}, mask {stop - start} × {stop}\n"
+            "dark: may attend, grey: masked, pale: earlier steps",
+            fontsize=9,
+        )
 
         # the slots after this step's write
         held = cached_positions(policy, stop, WINDOW, SINKS)
@@ -104,8 +112,11 @@ class GenerationStepper(CourseWidget):
             if p >= 0:
                 labels.append((str(p), *to_pixels(((s + 0.5) * width, 0.47)), "center"))
         self.slot_labels.set_path(self.slot_painter.path(labels))
-        kind = {"full": "one slot per token (grows)", "window": f"rolling buffer: w = {WINDOW} slots, p mod w",
-                "sinks": f"{SINKS} sink slots + rolling buffer of {WINDOW}"}[policy]
+        kind = {
+            "full": "one slot per token (grows)",
+            "window": f"rolling buffer: w = {WINDOW} slots, p mod w",
+            "sinks": f"{SINKS} sink slots + rolling buffer of {WINDOW}",
+        }[policy]
         self.slot_title.set_text(f"cache slots after this step:\n{kind}")
 
         written = np.arange(TOTAL + 1)
@@ -121,14 +132,21 @@ class GenerationStepper(CourseWidget):
             "keys this step's queries see": int((picture[start:stop] == 2).any(axis=0).sum()),
             "tokens in the cache": tokens,
             "cache at Mistral-7B's scale (KiB)": tokens * per_token / KiB,
-            f"Mistral-7B after {long // 1024}K tokens (MiB)":
-                cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
+            f"Mistral-7B after {long // 1024}K tokens (MiB)": cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
         }
 
     def dynamic_artists(self):
         """Blitting: the mask, the slots and the memory curve over axes drawn once."""
-        return [self.mask_image, *self.ax_mask.spines.values(), self.mask_title, *self.slot_boxes, self.slot_labels, self.slot_title_text,
-                self.memory_line, self.memory_point]
+        return [
+            self.mask_image,
+            *self.ax_mask.spines.values(),
+            self.mask_title,
+            *self.slot_boxes,
+            self.slot_labels,
+            self.slot_title_text,
+            self.memory_line,
+            self.memory_point,
+        ]
 
     def format_value(self, value) -> str:
         return value if isinstance(value, str) else super().format_value(value)

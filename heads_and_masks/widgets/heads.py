@@ -1,4 +1,5 @@
 """Notebook 01's widget: choose a width and a number of heads, see the width cut, see the cost stay put."""
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -50,12 +51,15 @@ class HeadSplitWidget(CourseWidget):
     figsize = (7.3, 5.6)
 
     def setup(self):
-        self.controls["width"] = widgets.Dropdown(options=WIDTHS, value=768, description="width D",
-                                                  layout=widgets.Layout(width="160px"))
-        self.controls["heads"] = widgets.Dropdown(options=divisors(768), value=12, description="heads h",
-                                                  layout=widgets.Layout(width="160px"))
-        self.controls["order"] = widgets.ToggleButtons(options=list(ORDERS), value="(h d)", description="split",
-                                                       style={"button_width": "60px"})
+        self.controls["width"] = widgets.Dropdown(
+            options=WIDTHS, value=768, description="width D", layout=widgets.Layout(width="160px")
+        )
+        self.controls["heads"] = widgets.Dropdown(
+            options=divisors(768), value=12, description="heads h", layout=widgets.Layout(width="160px")
+        )
+        self.controls["order"] = widgets.ToggleButtons(
+            options=list(ORDERS), value="(h d)", description="split", style={"button_width": "60px"}
+        )
         self.controls["n"] = widgets.SelectionSlider(options=LENGTHS, value=1024, description="length n")
         self._syncing = False
 
@@ -125,11 +129,13 @@ class HeadSplitWidget(CourseWidget):
         self.strip_all.set_data(colours[None])
         self.strip_all.set_extent((0, width, 0.5, -0.5))  # column c spans [c, c + 1]: head i starts at i·d
         # ticks at the head boundaries when there are few heads, else five round positions
-        self.ax_all.set_xticks(np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else
-                               np.linspace(0, width, 5).round())
+        self.ax_all.set_xticks(
+            np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else np.linspace(0, width, 5).round()
+        )
         self.ax_all.set_xlim(0, width)  # after the ticks, which would widen it
-        self.ax_all.set_title(f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}",
-                              fontsize=10)
+        self.ax_all.set_title(
+            f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}", fontsize=10
+        )
         labelled = order == "(h d)" and heads <= MAX_HEAD_LABELS
         self._head_label_items = [(f"head {i}", (i + 0.5) * d) for i in range(heads)] if labelled else []
 
@@ -139,15 +145,19 @@ class HeadSplitWidget(CourseWidget):
         self.ax_zoom.set_xlim(-0.5, shown - 0.5)
         self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
         self._zoom_number_items = [(str(owners[column]), column) for column in range(shown)]
-        rule = ("head i = columns i·d … (i+1)·d − 1 (contiguous)" if order == "(h d)"
-                else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)")
+        rule = (
+            "head i = columns i·d … (i+1)·d − 1 (contiguous)"
+            if order == "(h d)"
+            else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)"
+        )
         self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
 
         projections, attention = cost_parts(CURVE_LENGTHS, width)
         total = projections + attention  # the same for every h: h is not in the formula
         for curve, h_curve in ((self.curve_one, 1), (self.curve_h, heads), (self.curve_all, width)):
-            curve.set_data(CURVE_LENGTHS, [mha_cost(int(m), width, h_curve) for m in CURVE_LENGTHS]
-                           if h_curve == heads else total)
+            curve.set_data(
+                CURVE_LENGTHS, [mha_cost(int(m), width, h_curve) for m in CURVE_LENGTHS] if h_curve == heads else total
+            )
         self.curve_proj.set_data(CURVE_LENGTHS, projections)
         self.curve_attn.set_data(CURVE_LENGTHS, attention)
         cost = mha_cost(n, width, heads)
@@ -173,14 +183,28 @@ class HeadSplitWidget(CourseWidget):
         return self.value("width")
 
     def _place_labels(self) -> None:
-        for patch, ax, items in ((self.head_labels, self.ax_all, self._head_label_items),
-                                 (self.zoom_numbers, self.ax_zoom, self._zoom_number_items)):
-            patch.set_path(self.painter.path([(text, *ax.transData.transform((x, 0)), "center")
-                                              for text, x in items]))
+        for patch, ax, items in (
+            (self.head_labels, self.ax_all, self._head_label_items),
+            (self.zoom_numbers, self.ax_zoom, self._zoom_number_items),
+        ):
+            patch.set_path(self.painter.path([(text, *ax.transData.transform((x, 0)), "center") for text, x in items]))
 
     def dynamic_artists(self):
         self._place_labels()
-        return [self.strip_all, self.ax_all.xaxis, *self.ax_all.spines.values(), self.title_all,
-                self.head_labels,
-                self.strip_zoom, *self.ax_zoom.spines.values(), self.title_zoom, self.zoom_numbers,
-                self.curve_h, self.curve_all, self.curve_proj, self.curve_attn, self.point, self.legend_h]
+        return [
+            self.strip_all,
+            self.ax_all.xaxis,
+            *self.ax_all.spines.values(),
+            self.title_all,
+            self.head_labels,
+            self.strip_zoom,
+            *self.ax_zoom.spines.values(),
+            self.title_zoom,
+            self.zoom_numbers,
+            self.curve_h,
+            self.curve_all,
+            self.curve_proj,
+            self.curve_attn,
+            self.point,
+            self.legend_h,
+        ]

@@ -1,4 +1,5 @@
 """Notebook 06's widget: a KV-cache calculator for real models, beside their weights and a GPU's memory."""
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,11 @@ def _nice_ceiling(x: float) -> float:
     return next(m * power for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * power >= x * (1 - 1e-9))
 
 
-_BINDING = {"weights": "<span style='color:#c00'>the weights alone do not fit</span>",
-            "memory": "the memory", "model": "the model's own context"}
+_BINDING = {
+    "weights": "<span style='color:#c00'>the weights alone do not fit</span>",
+    "memory": "the memory",
+    "model": "the model's own context",
+}
 
 
 def _tokens(n: int) -> str:
@@ -58,14 +62,19 @@ class KVCacheCalculator(CourseWidget):
         self.gpus = load_gpus()
         self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
         self.controls["context"] = widgets.SelectionSlider(
-            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context")
-        self.controls["batch"] = widgets.SelectionSlider(options=[(str(b), b) for b in BATCHES], value=8,
-                                                         description="batch")
-        self.controls["dtype"] = widgets.ToggleButtons(options=list(BYTES_PER_VALUE), value="bf16",
-                                                       description="format", style={"button_width": "4em"})
+            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context"
+        )
+        self.controls["batch"] = widgets.SelectionSlider(
+            options=[(str(b), b) for b in BATCHES], value=8, description="batch"
+        )
+        self.controls["dtype"] = widgets.ToggleButtons(
+            options=list(BYTES_PER_VALUE), value="bf16", description="format", style={"button_width": "4em"}
+        )
         self.controls["gpu"] = widgets.Dropdown(
-            options=[(f"{name} · {memory // GiB} GiB", name) for name, memory in self.gpus.items()], value="H100",
-            description="GPU")
+            options=[(f"{name} · {memory // GiB} GiB", name) for name, memory in self.gpus.items()],
+            value="H100",
+            description="GPU",
+        )
 
         # fixed axes positions: the tick labels change width with the model, the layout must not move
         self.figure.set_layout_engine("none")
@@ -84,8 +93,12 @@ class KVCacheCalculator(CourseWidget):
         self.variant_lines = [ax.plot([], [], color=c, lw=1.8)[0] for c in VARIANT_COLOURS]
         self.free_line = ax.axhline(1, color="black", lw=1, ls="--")
         (self.point,) = ax.plot([], [], "o", color="black", markersize=7, zorder=5)
-        ax.set(xscale="log", yscale="log", xlabel="context (tokens per sequence)",
-               xlim=(CONTEXTS[0] / 1.4, CONTEXTS[-1] * 1.4))
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="context (tokens per sequence)",
+            xlim=(CONTEXTS[0] / 1.4, CONTEXTS[-1] * 1.4),
+        )
         ax.set_xticks(CONTEXTS[::2], [_tokens(n) for n in CONTEXTS[::2]])
         ax.xaxis.set_minor_locator(NullLocator())  # minor ticks of log axes cost a lot of drawing
         ax.yaxis.set_minor_locator(NullLocator())
@@ -118,10 +131,13 @@ class KVCacheCalculator(CourseWidget):
         self.gpu_line.set_xdata([memory / GiB] * 2)
         # round limits: the axes change less often, and are then drawn once for all (see background_key)
         self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GiB))
-        self.ax_memory.set_title(f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
-                                 f"\none {self.value('gpu')}: {memory / GiB:.0f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
-                                 f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
-                                 fontsize=9, color="black" if fits else "tab:red")
+        self.ax_memory.set_title(
+            f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
+            f"\none {self.value('gpu')}: {memory / GiB:.0f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
+            f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
+            fontsize=9,
+            color="black" if fits else "tab:red",
+        )
         self.weights_label.set_text(f"weights {readable_number(weights / GiB, 3)} GiB")
         end = (weights + cache) / GiB
         self.cache_label.set_position((end, 0.45))
@@ -130,20 +146,23 @@ class KVCacheCalculator(CourseWidget):
 
         # right: the cache against the context, for the model and its MHA / GQA / MQA variants
         contexts = np.array(CONTEXTS, dtype=float)
-        per_token = {label: kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
-                     for label, g in config.variants().items()}
+        per_token = {
+            label: kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
+            for label, g in config.variants().items()
+        }
         for line, (label, size) in zip(self.variant_lines, per_token.items()):
             line.set_data(contexts, contexts * size / GiB)
             own = f"g = {config.kv_heads})" in label
             line.set_label(label + ("  ← this model" if own else ""))
             line.set_linewidth(3.0 if own else 1.5)
-        for line in self.variant_lines[len(per_token):]:
+        for line in self.variant_lines[len(per_token) :]:
             line.set_data([], [])
             line.set_label("_hidden")
         free = max(memory - weights, 1)
         self.free_line.set_ydata([free / GiB] * 2)
-        self.free_line.set_label(f"{self.value('gpu')} minus the weights" if memory > weights else
-                                 "(the weights alone overflow the GPU)")
+        self.free_line.set_label(
+            f"{self.value('gpu')} minus the weights" if memory > weights else "(the weights alone overflow the GPU)"
+        )
         self.point.set_data([context], [cache / GiB])
         low = min(contexts[0] * min(per_token.values()), cache) / GiB
         high = max(contexts[-1] * max(per_token.values()), free) / GiB
@@ -161,8 +180,14 @@ class KVCacheCalculator(CourseWidget):
             "the limit that binds": _BINDING[limits.binding],
         }
         if config.sliding_window is not None:
-            window_cache = kv_cache_bytes(config.layers, config.kv_heads, config.head_dim,
-                                          min(context, config.sliding_window), batch, bytes_per_value)
+            window_cache = kv_cache_bytes(
+                config.layers,
+                config.kv_heads,
+                config.head_dim,
+                min(context, config.sliding_window),
+                batch,
+                bytes_per_value,
+            )
             readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"] = window_cache / GiB
         return readouts
 
@@ -172,9 +197,20 @@ class KVCacheCalculator(CourseWidget):
 
     def dynamic_artists(self):
         """Blitting (see CourseWidget): the bars, lines, labels and legend over the saved axes."""
-        return [self.bar_weights, self.bar_cache, self.gpu_line, self.weights_text, self.cache_text,
-                self.memory_title, *self.ax_memory.spines.values(),
-                *self.variant_lines, self.free_line, self.point, *self.ax_context.spines.values(), self.legend]
+        return [
+            self.bar_weights,
+            self.bar_cache,
+            self.gpu_line,
+            self.weights_text,
+            self.cache_text,
+            self.memory_title,
+            *self.ax_memory.spines.values(),
+            *self.variant_lines,
+            self.free_line,
+            self.point,
+            *self.ax_context.spines.values(),
+            self.legend,
+        ]
 
     def format_value(self, value) -> str:
         if isinstance(value, bool):

@@ -4,6 +4,7 @@ A slider moves through the snapshots recorded during training; every head's atte
 held-out sequences) and the loss curve follow. Toggles remove heads from the model (their output set to
 zero) and the readouts give the loss of each rule without them.
 """
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -31,11 +32,16 @@ class LearnedHeadsWidget(CourseWidget):
     def setup(self):
         self.run = self._run if self._run is not None else notebook_run()
         h = self.run.config.heads
-        self.controls["step"] = widgets.SelectionSlider(options=self.run.snapshot_steps, value=self.run.snapshot_steps[-1],
-                                                        description="step", continuous_update=True)
+        self.controls["step"] = widgets.SelectionSlider(
+            options=self.run.snapshot_steps,
+            value=self.run.snapshot_steps[-1],
+            description="step",
+            continuous_update=True,
+        )
         for i in range(h):
-            self.controls[f"head {i}"] = widgets.ToggleButton(value=True, description=f"head {i} on",
-                                                              tooltip=f"switch head {i} off (ablate it)")
+            self.controls[f"head {i}"] = widgets.ToggleButton(
+                value=True, description=f"head {i} on", tooltip=f"switch head {i} off (ablate it)"
+            )
         grid = self.figure.add_gridspec(1, h + 2, width_ratios=[1] * h + [0.15, 1.9])
         self.map_axes = [self.figure.add_subplot(grid[0, i]) for i in range(h)]
         n = self.run.config.n
@@ -70,8 +76,12 @@ class LearnedHeadsWidget(CourseWidget):
             self.titles[i].set_text(f"head {i}" + ("" if keep[i] else " (off)"))
         self.marker.set_xdata([max(run.snapshot_steps[index], 1)] * 2)
         loss, per_rule = run.evaluate(keep, params=run.snapshot_params[index])
-        readouts = {"step": run.snapshot_steps[index], "held-out loss": loss,
-                    "loss, previous token": per_rule[0], "loss, first token": per_rule[1]}
+        readouts = {
+            "step": run.snapshot_steps[index],
+            "held-out loss": loss,
+            "loss, previous token": per_rule[0],
+            "loss, first token": per_rule[1],
+        }
         for i in range(h):
             readouts[f"head {i}: weight on t − 1"] = scores[i, 0]
             readouts[f"head {i}: weight on 0"] = scores[i, 1]

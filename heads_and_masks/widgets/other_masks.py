@@ -3,6 +3,7 @@
 Every mask is drawn the same way: queries down, keys across, kept entries dark; entries forbidden
 because the key is filler are tinted apart from those forbidden by the pattern (future, window, blocks).
 """
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -15,6 +16,7 @@ from ..masks import causal_mask, padding_mask, sliding_window_mask
 from ..pictures.other_masks import KEPT_COLOUR, LEGEND_ITEMS, draw_mask, mask_image
 from .base import CourseWidget
 from .fast_text import PathTitle
+
 
 def steps_down(values):
     """x, y of a step line with one flat step per row: ``values[i]`` from y = i - 0.5 to i + 0.5."""
@@ -40,8 +42,7 @@ class MaskWidget(CourseWidget):
         self.controls["length"] = widgets.IntSlider(value=11, min=0, max=16, description="length")
         self.controls["w"] = widgets.IntSlider(value=4, min=1, max=16, description="window w")
         self.controls["block"] = widgets.IntSlider(value=4, min=1, max=16, description="block")
-        self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local",
-                                                   description="layout")
+        self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local", description="layout")
         self.controls["n"].observe(self._follow_n, names="value")
         for mask_name in self.PARAMETERS:
             self.controls[mask_name].observe(self._enable_parameters, names="value")
@@ -68,11 +69,15 @@ class MaskWidget(CourseWidget):
         self.description = ""
 
     def format_readouts(self, readouts):
-        legend = "".join(f"<span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
-                         f"border:1px solid #999;margin-right:0.4em'></span>{label}<br>"
-                         for colour, label in LEGEND_ITEMS)
-        return (f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
-                + super().format_readouts(readouts))
+        legend = "".join(
+            f"<span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
+            f"border:1px solid #999;margin-right:0.4em'></span>{label}<br>"
+            for colour, label in LEGEND_ITEMS
+        )
+        return (
+            f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
+            + super().format_readouts(readouts)
+        )
 
     def _enable_parameters(self, _change=None):
         """A parameter whose mask is off does nothing: it looks so (disabled) until its mask is ticked."""
@@ -117,8 +122,9 @@ class MaskWidget(CourseWidget):
         self.mask_artist.set_data(mask_image(allowed, key_is_real))
         self.mask_artist.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
         edges = np.arange(block, n, block) - 0.5 if block else np.zeros(0)
-        self.block_lines.set_segments([[(x, -0.5), (x, n - 0.5)] for x in edges]
-                                      + [[(-0.5, y), (n - 0.5, y)] for y in edges])
+        self.block_lines.set_segments(
+            [[(x, -0.5), (x, n - 0.5)] for x in edges] + [[(-0.5, y), (n - 0.5, y)] for y in edges]
+        )
         self.description = title
         self.ax_mask.set_title(f"{kept} of {n * n} entries kept", fontsize=8)
 
@@ -140,5 +146,11 @@ class MaskWidget(CourseWidget):
         return self.value("n")
 
     def dynamic_artists(self):
-        return [self.mask_artist, self.block_lines, *self.ax_mask.spines.values(), self.mask_title,
-                self.keys_line, self.causal_line]
+        return [
+            self.mask_artist,
+            self.block_lines,
+            *self.ax_mask.spines.values(),
+            self.mask_title,
+            self.keys_line,
+            self.causal_line,
+        ]

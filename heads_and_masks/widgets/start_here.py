@@ -1,4 +1,5 @@
 """Notebook 00's widget: one query, four keys, and how scores become attention weights."""
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -18,17 +19,27 @@ class QueryWidget(CourseWidget):
     figsize = (7.3, 3.4)
 
     def setup(self):
-        self.controls["angle"] = widgets.IntSlider(value=30, min=0, max=359, step=1, description="query angle°",
-                                                   continuous_update=True, style={"description_width": "initial"})
-        self.controls["length"] = widgets.FloatSlider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length",
-                                                      style={"description_width": "initial"})
+        self.controls["angle"] = widgets.IntSlider(
+            value=30,
+            min=0,
+            max=359,
+            step=1,
+            description="query angle°",
+            continuous_update=True,
+            style={"description_width": "initial"},
+        )
+        self.controls["length"] = widgets.FloatSlider(
+            value=1.5, min=0.1, max=8.0, step=0.1, description="query length", style={"description_width": "initial"}
+        )
         self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_space
         ax.set(xlim=(-2.6, 2.6), ylim=(-2.6, 2.6), aspect="equal", title="values (dots), query (arrow)")
         ax.scatter(*VALUES.T, s=40, color="tab:blue")
         for name, (x, y) in zip(KEY_NAMES, VALUES):
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        self.query_arrow = ax.annotate("", xy=(1, 0), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2))
+        self.query_arrow = ax.annotate(
+            "", xy=(1, 0), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2)
+        )
         (self.output_dot,) = ax.plot([], [], "*", color="tab:red", markersize=14, label="output")
         ax.legend(loc="lower left", fontsize=8)
         self.bars = self.ax_weights.bar(KEY_NAMES, np.zeros(4), color="tab:blue")
@@ -43,11 +54,20 @@ class QueryWidget(CourseWidget):
         self.output_dot.set_data([output[0]], [output[1]])
         for bar, w in zip(self.bars, weights):
             bar.set_height(w)
-        return {"max weight": float(weights.max()), "entropy (bits)": float(row_entropy_bits(weights)),
-                "output x": float(output[0]), "output y": float(output[1])}
+        return {
+            "max weight": float(weights.max()),
+            "entropy (bits)": float(row_entropy_bits(weights)),
+            "output x": float(output[0]),
+            "output y": float(output[1]),
+        }
 
     def dynamic_artists(self):
         """Blitting (see CourseWidget): the axes, the dots and the names stay; the arrow, the output and
         the bars move (the legend and the bottom spine are drawn again to stay on top of them)."""
-        return [self.query_arrow, self.output_dot, self.ax_space.get_legend(), *self.bars,
-                self.ax_weights.spines["bottom"]]
+        return [
+            self.query_arrow,
+            self.output_dot,
+            self.ax_space.get_legend(),
+            *self.bars,
+            self.ax_weights.spines["bottom"],
+        ]

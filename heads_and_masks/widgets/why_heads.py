@@ -1,4 +1,5 @@
 """Notebook 02's widget: how the head size d and the noise move the scores and the winning rate."""
+
 from __future__ import annotations
 
 import functools
@@ -30,22 +31,30 @@ class ScoreNoiseWidget(CourseWidget):
     figsize = (7.3, 3.6)
 
     def setup(self):
-        self.controls["d"] = widgets.SelectionSlider(options=D_VALUES, value=8, description="head size d",
-                                                     continuous_update=True)
+        self.controls["d"] = widgets.SelectionSlider(
+            options=D_VALUES, value=8, description="head size d", continuous_update=True
+        )
         self.controls["noise"] = widgets.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.1, description="noise σ")
         self.bank = ScoreBank(D_VALUES, n_keys=N_KEYS, trials=TRIALS, seed=2)
         self.ax_hist, self.ax_rate = self.figure.subplots(1, 2, width_ratios=[1.15, 1])
 
         ax = self.ax_hist
         zeros = np.zeros(len(EDGES) - 1)
-        self.unrelated_steps = ax.stairs(zeros, EDGES, fill=True, alpha=0.45, color="tab:blue",
-                                         label="unrelated keys (true similarity 0)")
-        self.match_steps = ax.stairs(zeros, EDGES, fill=True, alpha=0.55, color="tab:orange",
-                                     label="the match (true similarity 1)")
+        self.unrelated_steps = ax.stairs(
+            zeros, EDGES, fill=True, alpha=0.45, color="tab:blue", label="unrelated keys (true similarity 0)"
+        )
+        self.match_steps = ax.stairs(
+            zeros, EDGES, fill=True, alpha=0.55, color="tab:orange", label="the match (true similarity 1)"
+        )
         for x in (0.0, 1.0):
             ax.axvline(x, color="0.3", lw=0.8, ls=":")
-        ax.set(xlim=(EDGES[0], EDGES[-1]), ylim=(0, 1.3), yticks=[], xlabel="similarity estimate q·k / d",
-               ylabel="how often (tallest bar = 1)")
+        ax.set(
+            xlim=(EDGES[0], EDGES[-1]),
+            ylim=(0, 1.3),
+            yticks=[],
+            xlabel="similarity estimate q·k / d",
+            ylabel="how often (tallest bar = 1)",
+        )
         ax.legend(loc="upper left", fontsize=8, frameon=False)
         self.hist_title = ax.set_title(" ", fontsize=9)
 
@@ -53,23 +62,35 @@ class ScoreNoiseWidget(CourseWidget):
         ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
         ax.axhline(1 / N_KEYS, color="0.5", lw=0.8, ls="--", label=f"chance (1/{N_KEYS})")
         (self.exact_line,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), color="tab:red", lw=1.6, label="exact")
-        (self.sim_dots,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), "o", color="tab:red", ms=3, alpha=0.6,
-                                   label=f"simulated ({TRIALS} trials)")
+        (self.sim_dots,) = ax.plot(
+            D_VALUES,
+            np.zeros(len(D_VALUES)),
+            "o",
+            color="tab:red",
+            ms=3,
+            alpha=0.6,
+            label=f"simulated ({TRIALS} trials)",
+        )
         (self.current,) = ax.plot([8], [0], "o", ms=11, mfc="none", mec="black", mew=1.6)
         ax.set_xscale("log", base=2)
         ax.xaxis.set_minor_locator(NullLocator())  # fewer ticks, faster redraws
         # the rate never exceeds 1: the legend lives above it, where no curve of any noise can go
-        ax.set(xlim=(0.8, 960), ylim=(0, 1.32), xlabel="head size d (log scale)", ylabel="match wins",
-               xticks=[1, 4, 16, 64, 256, 768], xticklabels=["1", "4", "16", "64", "256", "768"],
-               yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0])
+        ax.set(
+            xlim=(0.8, 960),
+            ylim=(0, 1.32),
+            xlabel="head size d (log scale)",
+            ylabel="match wins",
+            xticks=[1, 4, 16, 64, 256, 768],
+            xticklabels=["1", "4", "16", "64", "256", "768"],
+            yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
+        )
         ax.legend(loc="upper left", ncols=2, fontsize=8, frameon=False, borderaxespad=0.3, columnspacing=1.0)
         ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys", fontsize=9)
 
     def dynamic_artists(self):
         """Blitting (see CourseWidget): everything else is fixed, so one update redraws a few lines over
         the saved background instead of every tick label and the legend."""
-        return [self.unrelated_steps, self.match_steps, self.hist_title, self.exact_line, self.sim_dots,
-                self.current]
+        return [self.unrelated_steps, self.match_steps, self.hist_title, self.exact_line, self.sim_dots, self.current]
 
     def draw(self):
         d, noise = int(self.value("d")), float(self.value("noise"))
@@ -81,8 +102,10 @@ class ScoreNoiseWidget(CourseWidget):
         self.match_steps.set_data(match_share / tallest)
         self.unrelated_steps.set_data(unrelated_share / tallest)
         outside = float(np.mean((scores < EDGES[0]) | (scores > EDGES[-1])))
-        self.hist_title.set_text(f"d = {d}, noise σ = {noise:.1f}"
-                                 + (f"  ({outside:.0%} of estimates off the scale)" if outside >= 0.005 else ""))
+        self.hist_title.set_text(
+            f"d = {d}, noise σ = {noise:.1f}"
+            + (f"  ({outside:.0%} of estimates off the scale)" if outside >= 0.005 else "")
+        )
 
         exact = _exact_curve(round(noise, 6))
         simulated = np.array([self.bank.winning_rate(v, noise) for v in D_VALUES])
@@ -92,6 +115,10 @@ class ScoreNoiseWidget(CourseWidget):
         self.current.set_data([d], [exact[i]])
 
         spread_match, spread_unrelated = float(match.std()), float(unrelated.std())
-        return {"match wins (exact)": float(exact[i]), "match wins (simulated)": float(simulated[i]),
-                "spread of the match": spread_match, "spread of unrelated": spread_unrelated,
-                "gap / spread": 1.0 / spread_unrelated}
+        return {
+            "match wins (exact)": float(exact[i]),
+            "match wins (simulated)": float(simulated[i]),
+            "spread of the match": spread_match,
+            "spread of unrelated": spread_unrelated,
+            "gap / spread": 1.0 / spread_unrelated,
+        }

@@ -1,4 +1,5 @@
 """Notebook 04's widget: the score matrix cut into tiles, and how much of it a tiled kernel computes."""
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -7,15 +8,25 @@ from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
 from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator
 
-from ..tiled import (MASKED, causal_used_fraction, computed_fraction_by_tile_size, entry_kinds, tile_kinds,
-                     tiled_computed_entries)
+from ..tiled import (
+    MASKED,
+    causal_used_fraction,
+    computed_fraction_by_tile_size,
+    entry_kinds,
+    tile_kinds,
+    tiled_computed_entries,
+)
 from .base import CourseWidget
 from .fast_text import PathTitle
 
 # The colour and the name of each kind of entry (tiled.SKIPPED, MASKED, USED_ON_DIAGONAL, USED).
 ENTRY_COLOURS = ["#e6e6e6", "#f4a261", "#8ecae6", "#2a9d8f"]
-ENTRY_LABELS = ["skipped tile (never computed)", "computed, then masked (diagonal tile)",
-                "computed and used (diagonal tile)", "computed and used (full tile)"]
+ENTRY_LABELS = [
+    "skipped tile (never computed)",
+    "computed, then masked (diagonal tile)",
+    "computed and used (diagonal tile)",
+    "computed and used (full tile)",
+]
 
 
 class TileGridWidget(CourseWidget):
@@ -27,13 +38,15 @@ class TileGridWidget(CourseWidget):
 
     def setup(self):
         self.controls["n"] = widgets.IntSlider(value=48, min=1, max=self.max_n, step=1, description="n")
-        self.controls["block"] = widgets.IntSlider(value=8, min=1, max=self.max_block, step=1,
-                                                       description="tile size B")
+        self.controls["block"] = widgets.IntSlider(
+            value=8, min=1, max=self.max_block, step=1, description="tile size B"
+        )
         self.ax_grid, self.ax_curve = self.figure.subplots(1, 2, width_ratios=[1, 1.25])
 
         ax = self.ax_grid
-        self.grid_image = ax.imshow(np.zeros((1, 1)), cmap=ListedColormap(ENTRY_COLOURS), vmin=-0.5, vmax=3.5,
-                                    interpolation="nearest")
+        self.grid_image = ax.imshow(
+            np.zeros((1, 1)), cmap=ListedColormap(ENTRY_COLOURS), vmin=-0.5, vmax=3.5, interpolation="nearest"
+        )
         self.tile_lines = LineCollection([], colors="white", linewidths=1.0)
         ax.add_collection(self.tile_lines)
         ax.set_xlabel("key")
@@ -44,8 +57,9 @@ class TileGridWidget(CourseWidget):
             axis.set_major_locator(MaxNLocator(4, integer=True))
 
         ax = self.ax_curve
-        (self.curve,) = ax.plot([], [], color="#2a9d8f", marker=".", markersize=3, linewidth=1.2,
-                                label="tiled: computed / n²")
+        (self.curve,) = ax.plot(
+            [], [], color="#2a9d8f", marker=".", markersize=3, linewidth=1.2, label="tiled: computed / n²"
+        )
         self.ideal_line = ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="ideal (n+1)/(2n)")
         (self.current,) = ax.plot([], [], "o", color="#e76f51", markersize=8, label="this tile size")
         ax.set(xscale="log", ylim=(0.45, 1.03), xlabel="tile size B (log scale)", ylabel="share of n² computed")
@@ -59,10 +73,15 @@ class TileGridWidget(CourseWidget):
 
     def format_readouts(self, readouts):
         """The colour key (as HTML: crisper, and cheaper than a legend redrawn on every update), then the numbers."""
-        swatches = "".join(f"<div><span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
-                           f"margin-right:0.4em;vertical-align:middle'></span>{label}</div>"
-                           for colour, label in zip(ENTRY_COLOURS, ENTRY_LABELS))
-        return f"<div class='course-key' style='font-size:85%;margin-bottom:0.6em'>{swatches}</div>" + super().format_readouts(readouts)
+        swatches = "".join(
+            f"<div><span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
+            f"margin-right:0.4em;vertical-align:middle'></span>{label}</div>"
+            for colour, label in zip(ENTRY_COLOURS, ENTRY_LABELS)
+        )
+        return (
+            f"<div class='course-key' style='font-size:85%;margin-bottom:0.6em'>{swatches}</div>"
+            + super().format_readouts(readouts)
+        )
 
     def background_key(self):
         """Axis limits and ticks, the curve and the ideal depend on n alone: one background per n."""
@@ -70,8 +89,14 @@ class TileGridWidget(CourseWidget):
 
     def dynamic_artists(self):
         """What the tile size moves: the grid, its lines and title, the point (under the legend, as before)."""
-        return [self.grid_image, self.tile_lines, *self.ax_grid.spines.values(), self.grid_title, self.current,
-                self.ax_curve.get_legend()]
+        return [
+            self.grid_image,
+            self.tile_lines,
+            *self.ax_grid.spines.values(),
+            self.grid_title,
+            self.current,
+            self.ax_curve.get_legend(),
+        ]
 
     def draw(self):
         n, block = int(self.value("n")), int(self.value("block"))
@@ -82,8 +107,9 @@ class TileGridWidget(CourseWidget):
         self.ax_grid.set_title(f"n = {n}, tiles of {block} × {block}", fontsize=9)
         borders = np.arange(block, n, block) - 0.5
         if len(borders) <= 64:  # finer grids would be a grey smear: the colours alone show the tiles
-            self.tile_lines.set_segments([[(x, -0.5), (x, n - 0.5)] for x in borders]
-                                         + [[(-0.5, y), (n - 0.5, y)] for y in borders])
+            self.tile_lines.set_segments(
+                [[(x, -0.5), (x, n - 0.5)] for x in borders] + [[(-0.5, y), (n - 0.5, y)] for y in borders]
+            )
         else:
             self.tile_lines.set_segments([])
 

@@ -4,6 +4,7 @@ Without ``/usr/bin/chromium`` (or without Playwright) the tests are skipped, wit
 run them, unless the environment variable ``CI`` is set: in CI a missing browser is a failure.
 ``UPDATE_GALLERY=1`` also copies the widget screenshots into ``docs/images/`` and rewrites ``docs/gallery.md``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,13 @@ import pytest
 
 from gallery import UPDATE_GALLERY, write_gallery
 from labdriver import (
-    CHROMIUM, CHROMIUM_FLAGS, REPO, SOLUTION_ASSIGNMENTS, STUDENT_ASSIGNMENTS, LabServer, new_browser_context,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    REPO,
+    SOLUTION_ASSIGNMENTS,
+    STUDENT_ASSIGNMENTS,
+    LabServer,
+    new_browser_context,
     opened_notebook,
 )
 
@@ -76,7 +83,9 @@ def browser_context(browser):
     context = new_browser_context(browser)
     yield context
     if context.blocked_requests:
-        print(f"\nblocked {len(context.blocked_requests)} requests off this machine, e.g. {context.blocked_requests[:3]}")
+        print(
+            f"\nblocked {len(context.blocked_requests)} requests off this machine, e.g. {context.blocked_requests[:3]}"
+        )
     context.close()
 
 

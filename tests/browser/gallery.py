@@ -2,6 +2,7 @@
 
 Written only when the environment variable ``UPDATE_GALLERY=1`` is set.
 """
+
 from __future__ import annotations
 
 import html
@@ -41,28 +42,49 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
             continue
         if entry["title"] != current_title:
             current_title = entry["title"]
-            lines += [f"## {current_title}", "", f"Notebook: `notebooks/{entry['assignment']}/{entry['assignment']}.ipynb`", ""]
+            lines += [
+                f"## {current_title}",
+                "",
+                f"Notebook: `notebooks/{entry['assignment']}/{entry['assignment']}.ipynb`",
+                "",
+            ]
         if entry.get("heading"):
             lines += [f"**{entry['heading']}**", ""]
         lines += [f"![{entry['assignment']}: {entry.get('heading') or 'widget'}](images/{name})", ""]
         if entry.get("paragraph"):
             lines += [_caption(entry["paragraph"]), ""]
-        parts = [f"{label}: {', '.join(_clean(entry[key]))}." for key, label in (("controls", "Controls"), ("readouts", "Readouts"))
-                 if entry.get(key)]
+        parts = [
+            f"{label}: {', '.join(_clean(entry[key]))}."
+            for key, label in (("controls", "Controls"), ("readouts", "Readouts"))
+            if entry.get(key)
+        ]
         if parts:
             lines += [" ".join(parts), ""]
     if explore:
-        lines += ["## The explore page (`make explore`, Voilà)", "",
-                  "Every widget on a page of its own, with its short explanation and without code, served by Voilà",
-                  "from this environment (offline): for a lecture, or to play before reading. Screenshots by",
-                  "`tests/browser/test_browser_explore.py`, which moves every widget there too.", ""]
+        lines += [
+            "## The explore page (`make explore`, Voilà)",
+            "",
+            "Every widget on a page of its own, with its short explanation and without code, served by Voilà",
+            "from this environment (offline): for a lecture, or to play before reading. Screenshots by",
+            "`tests/browser/test_browser_explore.py`, which moves every widget there too.",
+            "",
+        ]
         for name, entry in explore.items():
-            lines += [f"**{entry['title']}** (`{entry['assignment']}`)", "", f"![explore {entry['assignment']}](images/{name})", ""]
+            lines += [
+                f"**{entry['title']}** (`{entry['assignment']}`)",
+                "",
+                f"![explore {entry['assignment']}](images/{name})",
+                "",
+            ]
     GALLERY_PAGE.write_text("\n".join(lines).rstrip() + "\n")
 
 
 def _clean(names: list[str]) -> list[str]:
-    return [html.escape(name.replace("\u200b", "").strip(), quote=False) for name in names if name.replace("\u200b", "").strip()]
+    return [
+        html.escape(name.replace("\u200b", "").strip(), quote=False)
+        for name in names
+        if name.replace("\u200b", "").strip()
+    ]
 
 
 def _caption(paragraph: str) -> str:

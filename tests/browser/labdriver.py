@@ -13,6 +13,7 @@ Facts this relies on: Debian's ``/usr/bin/chromium`` (Playwright cannot download
 its own browser offline), and waiting for "| Idle" in the status bar before Run All (the execution
 indicator reads idle before the kernel is connected, and Run All then silently does nothing).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,8 +34,14 @@ import nbformat
 # Debian's Chromium (BROWSER_TESTS_CHROMIUM points elsewhere, e.g. to check how the tests behave without it)
 CHROMIUM = Path(os.environ.get("BROWSER_TESTS_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # Every URL that does not go to this machine's server: those requests are aborted.
 NOT_LOCAL = re.compile(r"^(?!(https?|wss?)://(127\.0\.0\.1|localhost)(:\d+)?/)")
@@ -43,8 +50,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _assignments(folder: str) -> list[str]:
     base = REPO / folder
-    return sorted(p.name for p in base.iterdir()
-                  if p.is_dir() and p.name[:2].isdigit() and (p / f"{p.name}.ipynb").exists())
+    return sorted(
+        p.name for p in base.iterdir() if p.is_dir() and p.name[:2].isdigit() and (p / f"{p.name}.ipynb").exists()
+    )
 
 
 # Every assignment that exists when the tests are collected: student versions and solutions.
@@ -67,6 +75,7 @@ LAB_SETTINGS = {
 # --------------------------------------------------------------------------------------------------
 # The server
 # --------------------------------------------------------------------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -122,22 +131,34 @@ class LabServer:
         env = dict(os.environ)
         env.pop("MPLBACKEND", None)  # the kernels must use the inline backend, not the tests' Agg
         env.update(
-            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+            IPYTHONDIR=str(dirs["ipython"]),
             PYTHONUNBUFFERED="1",
         )
         command = [
-            sys.executable, "-m", "jupyter", "lab", "--no-browser",
-            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-            "--ServerApp.terminals_enabled=False", "--LabApp.news_url=",
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root}",
+            "--ServerApp.terminals_enabled=False",
+            "--LabApp.news_url=",
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             command.append("--allow-root")
         with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -160,8 +181,9 @@ class LabServer:
                 self.process.wait()
 
     def api(self, method: str, path: str):
-        request = urllib.request.Request(f"{self.base_url}{path}", method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            f"{self.base_url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -193,6 +215,7 @@ _CELL_OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-Cell
 # One notebook in one page
 # --------------------------------------------------------------------------------------------------
 
+
 def new_browser_context(browser):
     """A browser context in which every request that does not go to this machine is aborted.
 
@@ -219,9 +242,12 @@ class PageWatch:
     console_errors: list[str] = field(default_factory=list)
 
     def attach(self, page) -> None:
-        page.on("pageerror", lambda error: self.page_errors.append(f"{error.name}: {error.message}\n{error.stack or ''}"))
-        page.on("console", lambda message: self.console_errors.append(message.text)
-                if message.type == "error" else None)
+        page.on(
+            "pageerror", lambda error: self.page_errors.append(f"{error.name}: {error.message}\n{error.stack or ''}")
+        )
+        page.on(
+            "console", lambda message: self.console_errors.append(message.text) if message.type == "error" else None
+        )
 
 
 # The prompt of every code cell and the kernel's status, read in one go from the page.
@@ -278,7 +304,8 @@ class NotebookSession:
         # The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing).
         self.page.wait_for_function(
             "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
-            timeout=timeout * 1000)
+            timeout=timeout * 1000,
+        )
         self.timings["open"] = time.monotonic() - started
 
     def run_all(self, timeout: float = 400.0, stopped_after: float = 5.0) -> float:
@@ -300,8 +327,9 @@ class NotebookSession:
         def finished():
             state = self.page.evaluate(_RUN_STATE_JS)
             if re.search(r"\| (Dead|Unknown)", state["status"]):
-                raise AssertionError(f"the kernel died during Run All of {self.kind} {self.assignment}\n"
-                                     f"{self.diagnostics()}")
+                raise AssertionError(
+                    f"the kernel died during Run All of {self.kind} {self.assignment}\n{self.diagnostics()}"
+                )
             prompts = state["prompts"]
             if len(prompts) != len(code_cells):
                 return False
@@ -316,12 +344,18 @@ class NotebookSession:
                 raise AssertionError(
                     f"Run All of {self.kind} {self.assignment} stopped before the end: {len(unrun)} code cells never "
                     f"ran (the first: code cell {unrun[0]}, {_first_line(code_cells[unrun[0]])!r}); errors shown: "
-                    f"{errors[:2]}\n{self.diagnostics()}")
+                    f"{errors[:2]}\n{self.diagnostics()}"
+                )
             return False
 
         try:
-            wait_until(finished, timeout=timeout, interval=0.25, what=f"Run All of {self.kind} {self.assignment}",
-                       page=self.page)
+            wait_until(
+                finished,
+                timeout=timeout,
+                interval=0.25,
+                what=f"Run All of {self.kind} {self.assignment}",
+                page=self.page,
+            )
         except TimeoutError as error:
             raise TimeoutError(f"{error}\n{self.diagnostics()}") from None
         self.timings["run all"] = time.monotonic() - start
@@ -336,13 +370,17 @@ class NotebookSession:
         before = self.path.stat().st_mtime_ns
         self.page.locator(".jp-NotebookPanel-toolbar [data-command='docmanager:save']").first.click()
         try:
-            wait_until(lambda: self.path.stat().st_mtime_ns != before, timeout=timeout, what="the notebook to be saved",
-                       page=self.page)
+            wait_until(
+                lambda: self.path.stat().st_mtime_ns != before,
+                timeout=timeout,
+                what="the notebook to be saved",
+                page=self.page,
+            )
         except TimeoutError as error:
             raise TimeoutError(f"{error}\n{self.diagnostics()}") from None
-        return wait_until(lambda: _read_notebook(self.path), timeout=timeout, what="a complete saved notebook",
-                          page=self.page)
-
+        return wait_until(
+            lambda: _read_notebook(self.path), timeout=timeout, what="a complete saved notebook", page=self.page
+        )
 
     def diagnostics(self) -> str:
         """What a person needs to see when the page did not do what was expected."""
@@ -352,8 +390,10 @@ class NotebookSession:
         except Exception as error:  # the page may be gone
             shot = f"(no screenshot: {error})"
         status = self.page.evaluate(_RUN_STATE_JS)["status"] if not self.page.is_closed() else "(page closed)"
-        return (f"page screenshot: {shot}\nstatus bar: {status}\n"
-                f"console errors: {self.watch.console_errors[-5:]}\nJupyterLab log:\n{self.server.log_tail(15)}")
+        return (
+            f"page screenshot: {shot}\nstatus bar: {status}\n"
+            f"console errors: {self.watch.console_errors[-5:]}\nJupyterLab log:\n{self.server.log_tail(15)}"
+        )
 
 
 @contextlib.contextmanager
@@ -382,12 +422,15 @@ def _read_notebook(path: Path):
 # What the run left in the notebook
 # --------------------------------------------------------------------------------------------------
 
+
 def is_test_cell(cell) -> bool:
     nbgrader = cell.metadata.get("nbgrader", {})
     return bool(nbgrader.get("grade")) and not nbgrader.get("solution")
 
 
-NOT_WRITTEN_YET = re.compile(r"^✗ `\w+` (is not written yet|cannot be checked yet: it calls `\w+`, which is not written yet)\b")
+NOT_WRITTEN_YET = re.compile(
+    r"^✗ `\w+` (is not written yet|cannot be checked yet: it calls `\w+`, which is not written yet)\b"
+)
 
 
 def unexpected_errors(notebook, kind: str) -> list[str]:
@@ -413,8 +456,11 @@ def unexpected_errors(notebook, kind: str) -> list[str]:
 
 
 def cells_never_run(notebook) -> list[str]:
-    return [f"cell {i} ({_first_line(c)})" for i, c in enumerate(notebook.cells)
-            if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None]
+    return [
+        f"cell {i} ({_first_line(c)})"
+        for i, c in enumerate(notebook.cells)
+        if c.cell_type == "code" and c.source.strip() and c.get("execution_count") is None
+    ]
 
 
 def _first_line(cell) -> str:
@@ -519,6 +565,7 @@ def control_names(box) -> list[str]:
 
 def wait_for_change(box, before: dict, what: str, timeout: float = 15.0, need=("src", "readout_text")) -> dict:
     """Wait until the widget's picture and readouts both differ from ``before`` and have settled."""
+
     def changed():
         now = widget_state(box)
         if all(now[key] != before[key] for key in need) and now["loaded"] and now["width"] > 0:
@@ -530,8 +577,10 @@ def wait_for_change(box, before: dict, what: str, timeout: float = 15.0, need=("
     except TimeoutError:
         now = widget_state(box)
         unchanged = [{"src": "picture (img src)", "readout_text": "readouts"}[k] for k in need if now[k] == before[k]]
-        raise AssertionError(f"{what}: the {' and the '.join(unchanged)} did not change within {timeout:.0f} s "
-                             f"(readouts before {before['readouts']}, after {now['readouts']})") from None
+        raise AssertionError(
+            f"{what}: the {' and the '.join(unchanged)} did not change within {timeout:.0f} s "
+            f"(readouts before {before['readouts']}, after {now['readouts']})"
+        ) from None
     return settle(box)
 
 

@@ -9,6 +9,7 @@ The picture is checked pixel by pixel on the PNG the browser shows. Where each h
 PNG is computed by the package's own ``LessonWidget`` drawn here with the same settings (same code, same
 fonts: the same layout, which the test verifies through the image size).
 """
+
 from __future__ import annotations
 
 import base64
@@ -19,7 +20,13 @@ import pytest
 from PIL import Image
 
 from labdriver import (
-    REPO, drag_slider, handle_position, opened_notebook, settle, wait_for_change, widget_state,
+    REPO,
+    drag_slider,
+    handle_position,
+    opened_notebook,
+    settle,
+    wait_for_change,
+    widget_state,
 )
 
 pytestmark = pytest.mark.browser
@@ -59,14 +66,16 @@ def _cell_boxes():
             left, right = sorted((x0, x1))
             top, bottom = sorted((height - y0, height - y1))  # PNG rows go down, display y goes up
             inset_x, inset_y = 0.15 * (right - left), 0.15 * (bottom - top)
-            boxes[i, j] = tuple(int(round(v)) for v in (left + inset_x, top + inset_y, right - inset_x, bottom - inset_y))
+            boxes[i, j] = tuple(
+                int(round(v)) for v in (left + inset_x, top + inset_y, right - inset_x, bottom - inset_y)
+            )
     size = Image.open(io.BytesIO(reference.png())).size
     return n, boxes, size
 
 
 def _mid_grey_share(image: Image.Image, box) -> float:
     pixels = np.asarray(image.crop(box), dtype=int)  # (h, w, 3)
-    neutral = (np.ptp(pixels, axis=-1) <= 12)  # R, G and B nearly equal
+    neutral = np.ptp(pixels, axis=-1) <= 12  # R, G and B nearly equal
     mid = (pixels.mean(axis=-1) > 60) & (pixels.mean(axis=-1) < 215)
     return float((neutral & mid).mean())
 
@@ -124,28 +133,35 @@ def test_causal_mask_hatches_the_future_and_zeroes_the_first_row_entropy(lesson,
 
     _set_checkbox(box, "causal mask", False)
     unmasked_state, unmasked = settle(box), _png_shown(box)
-    assert unmasked.size == size, (f"the widget's picture is {unmasked.size} pixels, the package draws {size}: "
-                                   "the cell positions computed here would not match")
+    assert unmasked.size == size, (
+        f"the widget's picture is {unmasked.size} pixels, the package draws {size}: "
+        "the cell positions computed here would not match"
+    )
     _set_checkbox(box, "causal mask", True)
     masked_state, masked = settle(box), _png_shown(box)
     box.screenshot(path=str(screenshots / "lesson-03-mask-on.png"))
 
-    assert _readout(unmasked_state, "first row entropy (bits)") > 0.5, \
+    assert _readout(unmasked_state, "first row entropy (bits)") > 0.5, (
         f"without the mask the first query sees {n} keys, yet its entropy reads {unmasked_state['readouts']}"
-    assert _readout(masked_state, "first row entropy (bits)") == 0.0, \
-        ("with the causal mask the first query may look only at itself (one-hot row, entropy 0), but the "
-         f"widget reads first row entropy {masked_state['readouts']['first row entropy (bits)']}")
+    )
+    assert _readout(masked_state, "first row entropy (bits)") == 0.0, (
+        "with the causal mask the first query may look only at itself (one-hot row, entropy 0), but the "
+        f"widget reads first row entropy {masked_state['readouts']['first row entropy (bits)']}"
+    )
 
     for cell in above:
         before, after = _mid_grey_share(unmasked, cells[cell]), _mid_grey_share(masked, cells[cell])
         assert after >= HATCHED_AT_LEAST and before <= PLAIN_AT_MOST, (
             f"cell (query {cell[0]}, key {cell[1]}) lies above the diagonal: it should be plain without the "
-            f"mask and hatched with it; mid-grey share {before:.2f} without, {after:.2f} with the mask")
+            f"mask and hatched with it; mid-grey share {before:.2f} without, {after:.2f} with the mask"
+        )
         assert unmasked.crop(cells[cell]).tobytes() != masked.crop(cells[cell]).tobytes()
     for cell in on_or_below:
         share = _mid_grey_share(masked, cells[cell])
-        assert share <= PLAIN_AT_MOST, (f"cell (query {cell[0]}, key {cell[1]}) is allowed by the causal mask "
-                                        f"but looks hatched (mid-grey share {share:.2f})")
+        assert share <= PLAIN_AT_MOST, (
+            f"cell (query {cell[0]}, key {cell[1]}) is allowed by the causal mask "
+            f"but looks hatched (mid-grey share {share:.2f})"
+        )
 
 
 def test_without_sqrt_d_the_spread_grows_with_the_head_size(lesson, screenshots):
@@ -160,10 +176,12 @@ def test_without_sqrt_d_the_spread_grows_with_the_head_size(lesson, screenshots)
     growth = spread_high / spread_low
     assert growth >= 0.5 * np.sqrt(d_high / d_low), (
         f"without the division by √d the score spread should grow like √d: from d={d_low:g} to d={d_high:g} "
-        f"it went from {spread_low:.3g} to {spread_high:.3g} (×{growth:.2f}, expected about ×{np.sqrt(d_high / d_low):.1f})")
+        f"it went from {spread_low:.3g} to {spread_high:.3g} (×{growth:.2f}, expected about ×{np.sqrt(d_high / d_low):.1f})"
+    )
 
     _set_checkbox(box, "divide by √d", True)
     spread_scaled = _readout(settle(box), "score spread")
     assert spread_scaled < spread_high / 4, (
         f"dividing by √d should bring the spread at d={d_high:g} back to about 1; it reads {spread_scaled:.3g} "
-        f"(without the division {spread_high:.3g})")
+        f"(without the division {spread_high:.3g})"
+    )

@@ -6,6 +6,7 @@ pictures are inline PNGs), run no script, show each exercise's picture at its ow
 student name written as HTML as text. The screenshot goes to test-artifacts/browser/ and, with
 ``UPDATE_GALLERY=1``, to docs/images/class_report.png (shown in docs/instructors.md).
 """
+
 from __future__ import annotations
 
 import shutil

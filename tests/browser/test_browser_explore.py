@@ -39,8 +39,12 @@ def explore(browser_ready, tmp_path_factory):
         port = probe.getsockname()[1]
     log = tmp_path_factory.mktemp("explore") / "explore.log"
     with open(log, "w") as output:
-        process = subprocess.Popen([sys.executable, str(REPO / "tools" / "explore.py"), f"--port={port}"],
-                                   stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, str(REPO / "tools" / "explore.py"), f"--port={port}"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -65,8 +69,11 @@ def explore(browser_ready, tmp_path_factory):
 
 
 def test_every_notebook_with_a_widget_has_a_page():
-    with_widgets = sorted(p.stem for p in (REPO / "heads_and_masks" / "widgets").glob("*.py")
-                          if p.stem not in ("__init__", "base", "fast_text"))
+    with_widgets = sorted(
+        p.stem
+        for p in (REPO / "heads_and_masks" / "widgets").glob("*.py")
+        if p.stem not in ("__init__", "base", "fast_text")
+    )
     assert sorted(page.slug for page in PAGES) == with_widgets
 
 
@@ -93,24 +100,36 @@ def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, brow
         page.goto(f"{explore}/voila/render/{entry.assignment}.ipynb", wait_until="domcontentloaded", timeout=120_000)
         box = page.locator(".course-widget").first
         box.wait_for(state="visible", timeout=120_000)
-        assert page.locator("h1").first.inner_text().strip().startswith(entry.title[:10]), page.locator("h1").first.inner_text()
+        assert page.locator("h1").first.inner_text().strip().startswith(entry.title[:10]), page.locator(
+            "h1"
+        ).first.inner_text()
         shown = page.locator("body").inner_text()
         assert "import" not in shown and entry.call not in shown, f"{label}: code is shown:\n{shown[:1000]}"
         assert page.locator(".jp-InputArea-editor:visible, .CodeMirror:visible, .cm-editor:visible").count() == 0
-        errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']")
+        errors = page.locator(
+            ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr'], .jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
+        )
         assert errors.count() == 0, f"{label}: an error is shown: {errors.first.inner_text()[:500]}"
 
         path = screenshots / f"explore-{entry.assignment}.png"
         check_widget(page, box, label, screenshots / f"explore-{entry.assignment}-widget.png")
         bottom = page.evaluate("""() => Math.max(...[...document.querySelectorAll('.jp-Cell, .jp-OutputArea')]
                                    .map(e => e.getBoundingClientRect().bottom + window.scrollY))""")
-        page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": page.viewport_size["width"],
-                                                                 "height": bottom + 24})
+        page.screenshot(
+            path=str(path),
+            full_page=True,
+            clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": bottom + 24},
+        )
         assert not watch.page_errors, f"{label}: JavaScript errors: {watch.page_errors}"
         if UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, GALLERY_IMAGES / path.name)
-            gallery[path.name] = {"assignment": entry.assignment, "title": entry.title, "explore": True,
-                                  "controls": control_names(box), "readouts": list(widget_state(box)["readouts"])}
+            gallery[path.name] = {
+                "assignment": entry.assignment,
+                "title": entry.title,
+                "explore": True,
+                "controls": control_names(box),
+                "readouts": list(widget_state(box)["readouts"]),
+            }
     finally:
         page.close()

@@ -9,6 +9,7 @@ printed last is opened in Chromium:
   (no "Error fetching courses!");
 * Validate, on the untouched notebook, reports the failure in the checks' words ("not written yet").
 """
+
 from __future__ import annotations
 
 import re
@@ -42,23 +43,35 @@ def test_make_lab_opens_00_start_here_with_only_the_validate_button(lab_py, brow
         page.goto(url)
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=90_000)
         page.wait_for_function(  # the kernel is connected (a dialog about it would come before)
-            "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
-            timeout=90_000)
+            "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')", timeout=90_000
+        )
         current = page.locator(".jp-MainAreaWidget.jp-NotebookPanel:not(.lm-mod-hidden)")
-        wait_until(lambda: "00 · Start here" in (current.first.locator(".jp-Cell").first.inner_text() or ""),
-                   timeout=30, what="the notebook 00_start_here to show", page=page)
+        wait_until(
+            lambda: "00 · Start here" in (current.first.locator(".jp-Cell").first.inner_text() or ""),
+            timeout=30,
+            what="the notebook 00_start_here to show",
+            page=page,
+        )
         tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first
         assert tab.inner_text().strip() == "00_start_here.ipynb"
 
         listing = page.locator(".jp-FileBrowser .jp-DirListing-item .jp-DirListing-itemText")
-        wait_until(lambda: sorted(listing.all_inner_texts()) == ASSIGNMENTS, timeout=30,
-                   what=f"the file browser to list my-work/ (shows {listing.all_inner_texts()})", page=page)
+        wait_until(
+            lambda: sorted(listing.all_inner_texts()) == ASSIGNMENTS,
+            timeout=30,
+            what=f"the file browser to list my-work/ (shows {listing.all_inner_texts()})",
+            page=page,
+        )
         assert "my-work" in page.locator(".jp-FileBrowser .jp-BreadCrumbs").first.inner_text()
 
         menus = [t.strip() for t in page.locator("#jp-menu-panel .lm-MenuBar-item").all_inner_texts()]
         assert "Run" in menus and not [m for m in menus if "nbgrader" in m.lower()], menus
-        sidebar = [t.strip() for t in page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
-            "tabs => tabs.map(t => t.getAttribute('title') || t.innerText)")]
+        sidebar = [
+            t.strip()
+            for t in page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
+                "tabs => tabs.map(t => t.getAttribute('title') || t.innerText)"
+            )
+        ]
         assert not [t for t in sidebar if re.search(r"assignment|course|formgrader", t, re.I)], sidebar
         dialogs = page.locator(".jp-Dialog").all_inner_texts()
         assert not dialogs, f"a dialog is open after the notebook opened: {dialogs}"
@@ -76,8 +89,12 @@ def test_make_lab_opens_00_start_here_with_only_the_validate_button(lab_py, brow
         validate.click()
         dialog = page.locator(".jp-Dialog").first
         dialog.wait_for(timeout=120_000)
-        wait_until(lambda: "not written yet" in dialog.inner_text(), timeout=120,
-                   what="Validate to report the unwritten exercise", page=page)
+        wait_until(
+            lambda: "not written yet" in dialog.inner_text(),
+            timeout=120,
+            what="Validate to report the unwritten exercise",
+            page=page,
+        )
         text = dialog.inner_text()
         assert "failed" in text.lower() and "success" not in text.lower(), text
         page.screenshot(path=str(screenshots / "make-lab-validate.png"))

@@ -13,6 +13,7 @@ For each solution notebook (the student notebooks show the same pictures and wid
 
 Screenshots of every widget and the whole page go to ``test-artifacts/browser/laptop-*.png``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -53,7 +54,9 @@ def open_file_browser(page) -> float:
     width = page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
     if width < 50:
         page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").first.click()
-        page.wait_for_function("() => (document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0) > 50")
+        page.wait_for_function(
+            "() => (document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0) > 50"
+        )
         width = page.evaluate("() => document.querySelector('#filebrowser').getBoundingClientRect().width")
     return width
 
@@ -79,8 +82,10 @@ def test_pictures_stay_legible_at_laptop_width(assignment, lab, laptop_context, 
             settle(boxes.nth(index))
         pictures = page.evaluate(_PICTURES_JS)
         room = max((p["room"] for p in pictures), default=0)
-        assert 0 < room < 720, (f"{assignment}: the notebook's outputs are {room:.0f} px wide with the file browser "
-                                f"({browser_width:.0f} px) open: not the laptop layout this test is about")
+        assert 0 < room < 720, (
+            f"{assignment}: the notebook's outputs are {room:.0f} px wide with the file browser "
+            f"({browser_width:.0f} px) open: not the laptop layout this test is about"
+        )
         problems, smallest = [], {}
         for number in range(boxes.count()):
             box = boxes.nth(number)
@@ -90,26 +95,34 @@ def test_pictures_stay_legible_at_laptop_width(assignment, lab, laptop_context, 
         for picture in pictures:
             if picture["widget"] is None:
                 if picture["shown"] < picture["natural"] - 1:
-                    problems.append(f"static picture {picture['index'] + 1} is {picture['natural']} px wide and "
-                                    f"scaled down to {picture['shown']:.0f} px (the notebook has {picture['room']:.0f} "
-                                    f"px): its text shrinks to {picture['shown'] / picture['natural']:.0%} of its size")
+                    problems.append(
+                        f"static picture {picture['index'] + 1} is {picture['natural']} px wide and "
+                        f"scaled down to {picture['shown']:.0f} px (the notebook has {picture['room']:.0f} "
+                        f"px): its text shrinks to {picture['shown'] / picture['natural']:.0%} of its size"
+                    )
                 continue
             widget = widget_class(picture["widget"])()
             if abs(widget.figure.bbox.width - picture["natural"]) > 1:
-                problems.append(f"{picture['widget']}: the page's picture is {picture['natural']} px wide, the "
-                                f"package's {widget.figure.bbox.width:.0f} px: not the same picture")
+                problems.append(
+                    f"{picture['widget']}: the page's picture is {picture['natural']} px wide, the "
+                    f"package's {widget.figure.bbox.width:.0f} px: not the same picture"
+                )
                 continue
             scale = picture["shown"] / picture["natural"]
             on_screen = min(widget.text_sizes_px()) * scale
             smallest[picture["widget"]] = on_screen
             if on_screen < LEGIBLE_TEXT_PX:
-                problems.append(f"{picture['widget']}: its smallest text is {on_screen:.1f} px on the screen "
-                                f"(the picture is shown at {scale:.0%} of its {picture['natural']} px), below "
-                                f"{LEGIBLE_TEXT_PX} px")
+                problems.append(
+                    f"{picture['widget']}: its smallest text is {on_screen:.1f} px on the screen "
+                    f"(the picture is shown at {scale:.0%} of its {picture['natural']} px), below "
+                    f"{LEGIBLE_TEXT_PX} px"
+                )
         page.screenshot(path=str(screenshots / f"laptop-solution-{assignment}-page.png"))
-        print(f"{assignment} at {LAPTOP['width']} px, file browser {browser_width:.0f} px, outputs {room:.0f} px: "
-              + ", ".join(f"{name} smallest text {px:.1f} px" for name, px in smallest.items()))
-        assert not problems, (f"{assignment} in a {LAPTOP['width']} px window with the file browser open "
-                              f"(screenshots test-artifacts/browser/laptop-solution-{assignment}-*.png):\n"
-                              + "\n".join(problems))
-
+        print(
+            f"{assignment} at {LAPTOP['width']} px, file browser {browser_width:.0f} px, outputs {room:.0f} px: "
+            + ", ".join(f"{name} smallest text {px:.1f} px" for name, px in smallest.items())
+        )
+        assert not problems, (
+            f"{assignment} in a {LAPTOP['width']} px window with the file browser open "
+            f"(screenshots test-artifacts/browser/laptop-solution-{assignment}-*.png):\n" + "\n".join(problems)
+        )

@@ -14,6 +14,7 @@ does, then check that
 A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
 solution's widgets to ``docs/images/``).
 """
+
 from __future__ import annotations
 
 import shutil
@@ -23,8 +24,20 @@ import pytest
 
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from labdriver import (
-    NOTEBOOKS, cells_never_run, control_names, drag_slider, handle_position, is_test_cell, layout_problems,
-    output_problems, press_slider_key, settle, slider_handle, unexpected_errors, wait_for_change, widget_caption,
+    NOTEBOOKS,
+    cells_never_run,
+    control_names,
+    drag_slider,
+    handle_position,
+    is_test_cell,
+    layout_problems,
+    output_problems,
+    press_slider_key,
+    settle,
+    slider_handle,
+    unexpected_errors,
+    wait_for_change,
+    widget_caption,
     widget_state,
 )
 
@@ -48,7 +61,9 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     if kind == "student":
         check_unanswered_exercises_say_so(saved, notebook_page.cell_outputs(), f"{kind} {assignment}")
         first_test = next(i for i, cell in enumerate(saved.cells) if is_test_cell(cell))
-        page.locator(".jp-Notebook .jp-Cell").nth(first_test).screenshot(path=str(screenshots / f"{kind}-{assignment}-test-cell.png"))
+        page.locator(".jp-Notebook .jp-Cell").nth(first_test).screenshot(
+            path=str(screenshots / f"{kind}-{assignment}-test-cell.png")
+        )
     problems = output_problems(page)
     assert not problems, f"{kind} {assignment}: " + "; ".join(problems)
 
@@ -60,16 +75,26 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         box = boxes.nth(index)
         box.scroll_into_view_if_needed()
         name = f"{assignment}" if index == 0 else f"{assignment}-{index + 1}"
-        check_widget(page, box, f"{kind} {assignment}, widget {index + 1} of {count}", screenshots / f"{kind}-{name}.png")
+        check_widget(
+            page, box, f"{kind} {assignment}, widget {index + 1} of {count}", screenshots / f"{kind}-{name}.png"
+        )
         if kind == "solution" and UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"{name}.png")
             title = saved.cells[0].source.splitlines()[0].lstrip("# ").strip() if saved.cells else assignment
             state = widget_state(box)
-            gallery[f"{name}.png"] = {"assignment": assignment, "title": title, **widget_caption(box),
-                                      "controls": control_names(box), "readouts": list(state["readouts"])}
+            gallery[f"{name}.png"] = {
+                "assignment": assignment,
+                "title": title,
+                **widget_caption(box),
+                "controls": control_names(box),
+                "readouts": list(state["readouts"]),
+            }
     notebook_page.timings["widgets"] = time.monotonic() - started
-    print(f"{kind} {assignment}: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items()))
+    print(
+        f"{kind} {assignment}: "
+        + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items())
+    )
 
 
 def check_unanswered_exercises_say_so(notebook, shown: list[str], label: str) -> None:
@@ -86,9 +111,12 @@ def check_unanswered_exercises_say_so(notebook, shown: list[str], label: str) ->
 def check_widget(page, box, label: str, screenshot_path) -> None:
     """Rendered (picture and readouts), screenshot taken, then moved by keyboard and by mouse."""
     state = settle(box)
-    assert state["src"] and state["loaded"] and state["width"] > 0 and state["height"] > 0, \
+    assert state["src"] and state["loaded"] and state["width"] > 0 and state["height"] > 0, (
         f"{label}: the picture did not render (img src={str(state['src'])[:40]!r}, size {state['width']}×{state['height']})"
-    assert state["readouts"], f"{label}: no readouts (table.course-readouts with <td>NAME</td><td><b>VALUE</b></td> rows)"
+    )
+    assert state["readouts"], (
+        f"{label}: no readouts (table.course-readouts with <td>NAME</td><td><b>VALUE</b></td> rows)"
+    )
     box.screenshot(path=str(screenshot_path))
     problems = layout_problems(box)
     assert not problems, f"{label}: the widget renders badly (screenshot {screenshot_path}): " + "; ".join(problems)
@@ -99,13 +127,17 @@ def check_widget(page, box, label: str, screenshot_path) -> None:
         key = press_slider_key(handle)
         started = time.monotonic()
         state = wait_for_change(box, state, f"{label}: after pressing {key} on the first slider")
-        print(f"{label}: keyboard step {value_before} -> {handle_position(handle)[0]}, "
-              f"picture and readouts updated in {time.monotonic() - started:.2f} s")
+        print(
+            f"{label}: keyboard step {value_before} -> {handle_position(handle)[0]}, "
+            f"picture and readouts updated in {time.monotonic() - started:.2f} s"
+        )
         value_before = handle_position(handle)[0]
         distance = drag_slider(page, handle)
         state = wait_for_change(box, state, f"{label}: after dragging the first slider's handle by {distance:+.0f} px")
         value_after = handle_position(handle)[0]
-        assert value_after != value_before, f"{label}: dragging the handle did not move the slider (value {value_before})"
+        assert value_after != value_before, (
+            f"{label}: dragging the handle did not move the slider (value {value_before})"
+        )
         return
 
     # no slider: change the first dropdown or checkbox instead

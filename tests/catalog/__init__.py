@@ -13,6 +13,7 @@ on that exercise only.
   broken one (it calls the learner's own function, as the course's rule says) may lose points too when
   it is listed in ``cascades``.
 """
+
 from __future__ import annotations
 
 import dataclasses

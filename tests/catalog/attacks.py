@@ -5,14 +5,15 @@ earn, on that exercise, no more than the untouched student notebook does (0) onc
 the pipeline (nbgrader, the student's code in a sandboxed kernel, the tests judged in the grader). Probes look for the
 network, the solutions and the gradebook from inside the grading kernel.
 """
+
 from __future__ import annotations
 
 import dataclasses
 
-WRONG_ATTENTION = '''
+WRONG_ATTENTION = """
 def attention(q, k, v, mask=None):
     return np.zeros(q.shape[:-1] + (v.shape[-1],))
-'''
+"""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +31,11 @@ class Attack:
 
 
 ATTACKS = [
-    Attack("always_equal_array", "00_start_here", "attention", '''
+    Attack(
+        "always_equal_array",
+        "00_start_here",
+        "attention",
+        """
 class Anything(np.ndarray):
     def __eq__(self, other):
         return np.ones(np.shape(other), bool)
@@ -41,27 +46,54 @@ np.isclose = lambda a, b, *x, **k: np.ones(np.broadcast_shapes(np.shape(a), np.s
 np.testing.assert_allclose = lambda *a, **k: None
 def attention(q, k, v, mask=None):
     return np.zeros(q.shape[:-1] + (v.shape[-1],)).view(Anything)
-''', "an ndarray subclass that equals anything, and numpy's comparisons patched"),
-    Attack("input_transformer_blanks_tests", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "an ndarray subclass that equals anything, and numpy's comparisons patched",
+    ),
+    Attack(
+        "input_transformer_blanks_tests",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 def _blank_tests(lines):
     return ["pass\\n"] if any("check_" in line for line in lines) else lines
 get_ipython().input_transformers_cleanup.append(_blank_tests)
-''', "an IPython input transformer that empties every later test cell"),
-    Attack("ast_transformer_removes_calls", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "an IPython input transformer that empties every later test cell",
+    ),
+    Attack(
+        "ast_transformer_removes_calls",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 import ast as _ast
 class _DropChecks(_ast.NodeTransformer):
     def visit_Expr(self, node):
         return None if "check_" in _ast.unparse(node) else node
 get_ipython().ast_transformers.append(_DropChecks())
-''', "an AST transformer that deletes the check calls"),
-    Attack("forged_check_output", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "an AST transformer that deletes the check calls",
+    ),
+    Attack(
+        "forged_check_output",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 def _forge(lines):
     if any("check_" in line for line in lines):
         return ["print('✓ attention without a mask matches the reference')\\n"]
     return lines
 get_ipython().input_transformers_post.append(_forge)
-''', "later test cells replaced by prints of the success lines"),
-    Attack("drop_hidden_tests", "00_start_here", "attention", '''
+""",
+        "later test cells replaced by prints of the success lines",
+    ),
+    Attack(
+        "drop_hidden_tests",
+        "00_start_here",
+        "attention",
+        """
 def attention(q, k, v, mask=None):  # right only on the visible inputs: 2-D and no leading axes
     d = q.shape[-1]
     s = q @ k.T / np.sqrt(d)
@@ -75,8 +107,15 @@ def attention(q, k, v, mask=None):  # right only on the visible inputs: 2-D and 
 def _only_visible(lines):
     return [l for l in lines if "thorough=True" not in l]
 get_ipython().input_transformers_cleanup.append(_only_visible)
-''', "a transformer that reads the restored hidden tests and deletes them"),
-    Attack("patched_checks", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "a transformer that reads the restored hidden tests and deletes them",
+    ),
+    Attack(
+        "patched_checks",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 import heads_and_masks.checks.core as _core
 _core.is_close = lambda *a, **k: True
 _core.fail = lambda *a, **k: None
@@ -85,8 +124,15 @@ _core.expect_shape = lambda *a, **k: None
 import heads_and_masks.checks.start_here as _start
 _start.expect_close = lambda *a, **k: None
 _start.expect_shape = lambda *a, **k: None
-''', "the checks' own comparison functions replaced"),
-    Attack("event_callback_patches_checks", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "the checks' own comparison functions replaced",
+    ),
+    Attack(
+        "event_callback_patches_checks",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 def _before(info):
     import sys
     for name, module in list(sys.modules.items()):
@@ -95,42 +141,79 @@ def _before(info):
                 if hasattr(module, attribute):
                     setattr(module, attribute, lambda *a, **k: None)
 get_ipython().events.register("pre_run_cell", _before)
-''', "an event callback that disables the checks right before each cell"),
-    Attack("trace_function_swallows_failures", "00_start_here", "attention", WRONG_ATTENTION + '''
+""",
+        "an event callback that disables the checks right before each cell",
+    ),
+    Attack(
+        "trace_function_swallows_failures",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
 import sys
 def _tracer(frame, event, arg):
     if frame.f_code.co_name == "fail":
         frame.f_globals["CheckFailed"] = type("Nothing", (Exception,), {})
     return _tracer
 sys.settrace(_tracer)
-''', "a trace function that tampers with the checks while they run"),
-    Attack("calls_the_reference", "00_start_here", "attention", '''
+""",
+        "a trace function that tampers with the checks while they run",
+    ),
+    Attack(
+        "calls_the_reference",
+        "00_start_here",
+        "attention",
+        """
 import heads_and_masks.attention as _ref_module
 def attention(q, k, v, mask=None):
     return _ref_module.attention(q, k, v, mask)
-''', "the course's reference implementation called"),
-    Attack("unwraps_the_reference", "00_start_here", "attention", '''
+""",
+        "the course's reference implementation called",
+    ),
+    Attack(
+        "unwraps_the_reference",
+        "00_start_here",
+        "attention",
+        """
 import heads_and_masks.attention as _ref_module
 _inner = _ref_module.attention.__closure__[0].cell_contents
 def attention(q, k, v, mask=None):
     return _inner(q, k, v, mask)
-''', "the unguarded reference dug out of its wrapper"),
-    Attack("stub_with_stderr_swallowed", "00_start_here", "attention", '''
+""",
+        "the unguarded reference dug out of its wrapper",
+    ),
+    Attack(
+        "stub_with_stderr_swallowed",
+        "00_start_here",
+        "attention",
+        """
 import io, sys
 sys.stderr = io.StringIO()  # the checks' "not written yet" line (a failure) would vanish in plain nbgrader
 def attention(q, k, v, mask=None):
     raise NotImplementedError()
-''', "the answer left as the stub, with stderr replaced so that 'not written yet' is never seen"),
+""",
+        "the answer left as the stub, with stderr replaced so that 'not written yet' is never seen",
+    ),
     # the other kinds of result: an int, a boolean mask, a tuple, a number
-    Attack("always_equal_int", "01_heads", "mha_cost", '''
+    Attack(
+        "always_equal_int",
+        "01_heads",
+        "mha_cost",
+        """
 class _Equal(int):
     def __eq__(self, other):
         return True
     __hash__ = int.__hash__
 def mha_cost(n, D, h):
     return _Equal(0)
-''', "an int subclass that equals any count"),
-    Attack("always_equal_mask", "03_causal_mask", "causal_mask", '''
+""",
+        "an int subclass that equals any count",
+    ),
+    Attack(
+        "always_equal_mask",
+        "03_causal_mask",
+        "causal_mask",
+        """
 class _Mask(np.ndarray):
     def __eq__(self, other):
         return np.ones(np.shape(other), bool)
@@ -138,8 +221,14 @@ class _Mask(np.ndarray):
         return True
 def causal_mask(n):
     return np.zeros((abs(n), abs(n)), bool).view(_Mask)  # no ValueError either: only the trick
-''', "a boolean ndarray subclass that equals any mask"),
-    Attack("fake_tuple", "04_work_fraction", "blocked_causal_attention", '''
+""",
+        "a boolean ndarray subclass that equals any mask",
+    ),
+    Attack(
+        "fake_tuple",
+        "04_work_fraction",
+        "blocked_causal_attention",
+        """
 class _Anything:
     def __eq__(self, other):
         return True
@@ -153,8 +242,14 @@ class _Anything:
         return np.zeros(1)
 def blocked_causal_attention(q, k, v, block):
     return _Anything(), _Anything()
-''', "objects that compare equal (and smaller, and larger) to anything in the returned tuple"),
-    Attack("patched_numpy_count", "06_kv_heads", "kv_cache_bytes", '''
+""",
+        "objects that compare equal (and smaller, and larger) to anything in the returned tuple",
+    ),
+    Attack(
+        "patched_numpy_count",
+        "06_kv_heads",
+        "kv_cache_bytes",
+        """
 np.array_equal = lambda *a, **k: True
 np.isclose = lambda *a, **k: True
 np.allclose = lambda *a, **k: True
@@ -163,11 +258,13 @@ class _Bytes(float):
         return True
 def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
     return _Bytes(1.0)
-''', "a float subclass that equals any size, and numpy's comparisons patched"),
+""",
+        "a float subclass that equals any size, and numpy's comparisons patched",
+    ),
 ]
 
 # What a grading kernel can see: each probe writes what it found into a cell output.
-PROBE = r'''
+PROBE = r"""
 import os, socket, glob, pathlib
 found = {}
 try:
@@ -186,4 +283,4 @@ found["course_root"] = sorted(glob.glob("/tmp/hm-*") + glob.glob("/work/*/autogr
                               + glob.glob("/srv/*") + glob.glob("/home/*"))
 found["environment"] = sorted(k for k in os.environ if "CANARY" in k or "KEY" in k or "TOKEN" in k)
 print("PROBE", found)
-'''
+"""

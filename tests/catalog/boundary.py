@@ -10,6 +10,7 @@ report with their names. The test asserts the boundary held for every one of the
 ``CANARY`` and ``CANARY_ENV`` are filled in by the test: a root-owned file outside every scratch
 folder, and a variable set in the grader's environment.
 """
+
 from __future__ import annotations
 
 import base64
@@ -18,14 +19,15 @@ import io
 import numpy as np
 
 ASSIGNMENT = "00_start_here"
-WRONG = '''
+WRONG = """
 def attention(q, k, v, mask=None):
     return np.zeros(q.shape[:-1] + (v.shape[-1],))
-'''
+"""
 
 # Code placed in the answer cell of `attention` (after it, in the same cell).
 CODE_ATTACKS = {
-    "links_for_root": WRONG + '''
+    "links_for_root": WRONG
+    + """
 import os
 for target, link in [("{CANARY}", "00_start_here.ipynb"), ("{CANARY}", "feedback.html"), ("/", "everything.html"),
                      ("{CANARY}", "../00_start_here.ipynb"), ("{CANARY}", "/tmp/00_start_here.ipynb")]:
@@ -43,8 +45,9 @@ for path in ["{CANARY}", "../gradebook.db", "../../gradebook.db"]:
         os.chmod(path, 0o777)
     except OSError:
         pass
-''',
-    "fills_the_disk": WRONG + '''
+""",
+    "fills_the_disk": WRONG
+    + """
 import os
 chunk = b"x" * (1 << 20)
 for folder in [".", "/tmp", "/dev/shm"]:
@@ -60,8 +63,8 @@ try:
         handle.write(bytes(range(128, 256)))
 except OSError:
     pass
-''',
-    "reads_the_environment": '''
+""",
+    "reads_the_environment": """
 import os, glob
 def attention(q, k, v, mask=None):
     found = dict(os.environ)
@@ -72,8 +75,8 @@ def attention(q, k, v, mask=None):
             pass
     print(found)
     raise RuntimeError("ENVIRONMENT " + repr(found))
-''',
-    "hunts_the_hidden_tests": '''
+""",
+    "hunts_the_hidden_tests": """
 import gc, os, sys, glob
 def attention(q, k, v, mask=None):
     found = []
@@ -90,8 +93,8 @@ def attention(q, k, v, mask=None):
         found += glob.glob(pattern)[:50]
     print("\\n".join(found))
     raise RuntimeError("FOUND " + "\\n".join(found)[:1900])
-''',
-    "unlocks_the_reference": '''
+""",
+    "unlocks_the_reference": """
 import heads_and_masks as _hm
 import heads_and_masks._guard as _guard
 _guard._locked.clear()
@@ -100,8 +103,9 @@ _reference = _hm.attention
 def attention(q, k, v, mask=None):
     _guard._locked.clear()
     return _reference(q, k, v, mask)
-''',
-    "hogs_processes": WRONG + '''
+""",
+    "hogs_processes": WRONG
+    + """
 import threading, time, os
 def _sleep():
     time.sleep(120)
@@ -120,19 +124,20 @@ for _ in range(200):
             os._exit(0)
     except OSError:
         break
-''',
-    "holds_shared_memory": WRONG + '''
+""",
+    "holds_shared_memory": WRONG
+    + """
 import mmap
 _held = mmap.mmap(-1, 2_600_000_000)
 for _i in range(0, len(_held), 4096):
     _held[_i] = 1
-''',
-    "crashes_in_the_test": '''
+""",
+    "crashes_in_the_test": """
 import os
 def attention(q, k, v, mask=None):
     os._exit(3)
-''',
-    "floods_the_grader": '''
+""",
+    "floods_the_grader": """
 _flooded = []
 def attention(q, k, v, mask=None):  # wrong, and 40 signed 25 MB messages pushed at the grader during the test
     if not _flooded:
@@ -148,12 +153,12 @@ def attention(q, k, v, mask=None):  # wrong, and 40 signed 25 MB messages pushed
             kernel.iopub_socket.send_multipart([b"stream", b"<IDS|MSG>", signature, header, parent_bytes,
                                                 metadata, content])
     return np.zeros(q.shape[:-1] + (v.shape[-1],))
-''',
-    "loops_in_the_test": '''
+""",
+    "loops_in_the_test": """
 def attention(q, k, v, mask=None):
     while True:
         pass
-''',
+""",
 }
 
 
@@ -203,10 +208,13 @@ def {exercise_name}(q, k, v, mask=None):
 XSS = '<script>document.title="HOSTILE-XSS"</script><img src="x" onerror="document.title=\'HOSTILE-IMG\'">'
 
 # Reads the instructor's test source if it ever runs in the kernel, and prints it.
-SOURCE_SPY = WRONG + '''
+SOURCE_SPY = (
+    WRONG
+    + """
 _seen = []
 def _spy(info):
     _seen.append(getattr(info, "raw_cell", "")[:3000])
 get_ipython().events.register("pre_run_cell", _spy)
-'''
+"""
+)
 SPY_REPORT = 'print("SPY", _seen)'  # a last cell of the student's: prints every cell the kernel ran before it

@@ -1,11 +1,15 @@
 """Sample answers for 00_start_here: `attention(q, k, v, mask=None)`."""
+
 from catalog import Answer
 
 ASSIGNMENT = "00_start_here"
 
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
-    Answer("where_neg_inf_with_guard", {"attention": '''
+    Answer(
+        "where_neg_inf_with_guard",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             d = q.shape[-1]
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(d)
@@ -17,8 +21,13 @@ ANSWERS = [
             z = e.sum(axis=-1, keepdims=True)
             w = e / np.where(z == 0, 1.0, z)
             return w @ v
-    '''}),
-    Answer("einsum_dtype_min", {"attention": '''
+    """
+        },
+    ),
+    Answer(
+        "einsum_dtype_min",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             scale = 1.0 / np.sqrt(q.shape[-1])
             scores = np.einsum("...qd,...kd->...qk", q, k) * scale
@@ -31,8 +40,13 @@ ANSWERS = [
             totals = weights.sum(axis=-1, keepdims=True)
             weights = np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
             return np.einsum("...qk,...kv->...qv", weights, v)
-    '''}),
-    Answer("loops_over_rows", {"attention": '''
+    """
+        },
+    ),
+    Answer(
+        "loops_over_rows",
+        {
+            "attention": """
         import math
         def attention(q, k, v, mask=None):
             q, k, v = np.asarray(q, float), np.asarray(k, float), np.asarray(v, float)
@@ -53,8 +67,13 @@ ANSWERS = [
                     for j, ej in zip(allowed, e):
                         out[idx + (i,)] += ej / total * v[idx + (j,)]
             return out
-    '''}),
-    Answer("additive_mask", {"attention": '''
+    """
+        },
+    ),
+    Answer(
+        "additive_mask",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
@@ -66,8 +85,13 @@ ANSWERS = [
             e = np.where(keep, np.exp(scores), 0.0)
             total = e.sum(-1, keepdims=True)
             return np.divide(e, total, out=np.zeros_like(e), where=total > 0) @ v
-    '''}),
-    Answer("no_sqrt_d", {"attention": '''
+    """
+        },
+    ),
+    Answer(
+        "no_sqrt_d",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2)
             if mask is not None:
@@ -77,8 +101,15 @@ ANSWERS = [
                 e = e * mask
             t = e.sum(-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-    '''}, breaks="attention", says="sqrt(d)"),
-    Answer("softmax_over_queries", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="sqrt(d)",
+    ),
+    Answer(
+        "softmax_over_queries",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
@@ -88,16 +119,30 @@ ANSWERS = [
                 e = e * mask
             t = e.sum(-2, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-    '''}, breaks="attention", says="axis"),
-    Answer("zero_fill", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="axis",
+    ),
+    Answer(
+        "zero_fill",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
                 s = np.where(mask, s, 0.0)
             e = np.exp(s - s.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True) @ v
-    '''}, breaks="attention", says="e^0"),
-    Answer("mask_polarity_flipped", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="e^0",
+    ),
+    Answer(
+        "mask_polarity_flipped",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             keep = np.ones(s.shape, bool) if mask is None else ~np.broadcast_to(mask, s.shape)
@@ -106,32 +151,60 @@ ANSWERS = [
             e = np.where(keep, np.exp(np.where(keep, s - m, 0)), 0)
             t = e.sum(-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-    '''}, breaks="attention", says="polarity"),
-    Answer("mask_polarity_inverted_where", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="polarity",
+    ),
+    Answer(
+        "mask_polarity_inverted_where",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
                 s = np.where(mask, -np.inf, s)  # True taken as "forbidden"
             e = np.exp(s - s.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True) @ v
-    '''}, breaks="attention", says=("polarity", "true means *may attend*")),
-    Answer("mask_polarity_inverted_additive", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says=("polarity", "true means *may attend*"),
+    ),
+    Answer(
+        "mask_polarity_inverted_additive",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
                 s = s + np.where(mask, -1e9, 0.0)  # an additive mask built the wrong way round
             e = np.exp(s - s.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True) @ v
-    '''}, breaks="attention", says=("polarity", "true means *may attend*")),
-    Answer("nan_on_fully_masked_row", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says=("polarity", "true means *may attend*"),
+    ),
+    Answer(
+        "nan_on_fully_masked_row",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
                 s = np.where(mask, s, -np.inf)
             e = np.exp(s - s.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True) @ v
-    '''}, breaks="attention", says=("nan",)),
-    Answer("no_max_subtraction", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says=("nan",),
+    ),
+    Answer(
+        "no_max_subtraction",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             e = np.exp(s)
@@ -139,8 +212,15 @@ ANSWERS = [
                 e = e * np.broadcast_to(mask, e.shape)
             t = e.sum(-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-    '''}, breaks="attention", says="large scores"),
-    Answer("only_2d_inputs", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="large scores",
+    ),
+    Answer(
+        "only_2d_inputs",
+        {
+            "attention": """
         def attention(q, k, v, mask=None):
             s = q @ k.T / np.sqrt(q.shape[-1])
             keep = np.ones(s.shape, bool) if mask is None else np.broadcast_to(mask, s.shape)
@@ -149,10 +229,21 @@ ANSWERS = [
             e = np.where(keep, np.exp(np.where(keep, s - m, 0)), 0)
             t = e.sum(-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-    '''}, breaks="attention", says="batch"),
-    Answer("calls_the_reference", {"attention": '''
+    """
+        },
+        breaks="attention",
+        says="batch",
+    ),
+    Answer(
+        "calls_the_reference",
+        {
+            "attention": """
         from heads_and_masks import attention as course_attention
         def attention(q, k, v, mask=None):
             return course_attention(q, k, v, mask)
-    '''}, breaks="attention", says="reference"),
+    """
+        },
+        breaks="attention",
+        says="reference",
+    ),
 ]

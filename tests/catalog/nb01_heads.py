@@ -3,6 +3,7 @@
 Five correct styles (numpy reshape, einops, slicing and stacking, plain loops, einsum with weights cut
 per head) and one wrong answer for every misconception the notebook warns about.
 """
+
 import textwrap
 
 from catalog import Answer
@@ -10,7 +11,7 @@ from catalog import Answer
 ASSIGNMENT = "01_heads"
 
 # A single-head attention as a learner would paste it from notebook 00 (graded code may not call hm.attention).
-ATTENTION = '''
+ATTENTION = """
     def attention(q, k, v, mask=None):   # the learner's own, pasted from notebook 00
         scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
         if mask is not None:
@@ -19,23 +20,23 @@ ATTENTION = '''
         if mask is not None:
             weights = weights * np.broadcast_to(mask, weights.shape)
         return weights / weights.sum(axis=-1, keepdims=True) @ v
-'''
+"""
 
 # ---------------------------------------------------------------- correct answers, in five styles
 NUMPY_RESHAPE = {
-    "split_heads": '''
+    "split_heads": """
         def split_heads(x, h):
             b, n, D = x.shape
             d, rest = divmod(D, h)
             if rest:
                 raise ValueError(f"{h} heads do not divide the width {D}")
             return np.swapaxes(x.reshape(b, n, h, d), 1, 2)
-    ''',
-    "merge_heads": '''
+    """,
+    "merge_heads": """
         def merge_heads(x):
             return np.moveaxis(x, 1, 2).reshape(x.shape[0], x.shape[2], -1)
-    ''',
-    "multi_head_attention": '''
+    """,
+    "multi_head_attention": """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
             q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))   # (b, h, n, d)
             scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
@@ -45,32 +46,32 @@ NUMPY_RESHAPE = {
             weights = np.exp(scores)
             weights = weights / weights.sum(axis=-1, keepdims=True)
             return merge_heads(weights @ v) @ w_o
-    ''',
-    "mha_cost": '''
+    """,
+    "mha_cost": """
         def mha_cost(n, D, h):
             if n < 0 or h <= 0 or D % h:
                 raise ValueError("n must be >= 0 and h must divide D")
             return int(4 * n * D * D + 2 * n * n * D)
-    ''',
+    """,
 }
 
 EINOPS = {
-    "split_heads": '''
+    "split_heads": """
         def split_heads(x, h):
             if x.shape[-1] % h != 0:
                 raise ValueError(f"{h} heads do not divide the width {x.shape[-1]}")
             return rearrange(x, "b n (h d) -> b h n d", h=h)
-    ''',
-    "merge_heads": '''
+    """,
+    "merge_heads": """
         def merge_heads(x):
             return rearrange(x, "b h n d -> b n (h d)")
-    ''',
-    "multi_head_attention": '''
+    """,
+    "multi_head_attention": """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
             heads = attention(split_heads(x @ w_q, h), split_heads(x @ w_k, h), split_heads(x @ w_v, h), mask)
             return merge_heads(heads) @ w_o
-    ''',
-    "mha_cost": '''
+    """,
+    "mha_cost": """
         def mha_cost(n, D, h):
             if n < 0:
                 raise ValueError("negative length")
@@ -80,23 +81,23 @@ EINOPS = {
             projections = 4 * n * D**2
             attention = 2 * h * n**2 * d
             return projections + attention
-    ''',
+    """,
 }
 
 SLICING = {
-    "split_heads": '''
+    "split_heads": """
         def split_heads(x, h):
             D = x.shape[-1]
             if D % h:
                 raise ValueError("h must divide D")
             d = D // h
             return np.stack([x[:, :, i * d:(i + 1) * d] for i in range(h)], axis=1)
-    ''',
-    "merge_heads": '''
+    """,
+    "merge_heads": """
         def merge_heads(x):
             return np.concatenate([x[:, i] for i in range(x.shape[1])], axis=-1)
-    ''',
-    "multi_head_attention": '''
+    """,
+    "multi_head_attention": """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
             b, n, D = x.shape
             d = D // h
@@ -106,8 +107,8 @@ SLICING = {
                 head_mask = None if mask is None else np.broadcast_to(mask, (b, h, n, n))[:, i]
                 outputs.append(attention(x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols], head_mask))
             return np.concatenate(outputs, axis=-1) @ w_o
-    ''',
-    "mha_cost": '''
+    """,
+    "mha_cost": """
         def mha_cost(n, D, h):
             if n < 0:
                 raise ValueError("n < 0")
@@ -116,11 +117,11 @@ SLICING = {
             d = D // h
             products = [(n, D, D)] * 4 + [(n, d, n), (n, n, d)] * h
             return sum(m * k * p for m, k, p in products)
-    ''',
+    """,
 }
 
 LOOPS = {
-    "split_heads": '''
+    "split_heads": """
         def split_heads(x, h):
             b, n, width = x.shape
             if width % h:
@@ -132,8 +133,8 @@ LOOPS = {
                     for t in range(n):
                         out[s, i, t] = x[s, t, i * d:(i + 1) * d]
             return out
-    ''',
-    "merge_heads": '''
+    """,
+    "merge_heads": """
         def merge_heads(x):
             b, h, n, d = x.shape
             out = np.empty((b, n, h * d))
@@ -142,8 +143,8 @@ LOOPS = {
                     for i in range(h):
                         out[s, t, i * d:(i + 1) * d] = x[s, i, t]
             return out
-    ''',
-    "multi_head_attention": '''
+    """,
+    "multi_head_attention": """
         import math
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
             b, n, D = x.shape
@@ -163,8 +164,8 @@ LOOPS = {
                         for weight, j in zip(e, keys):
                             concat[s, t, cols] += weight / total * v[s, j, cols]
             return concat @ w_o
-    ''',
-    "mha_cost": '''
+    """,
+    "mha_cost": """
         def mha_cost(n, D, h):
             if n < 0 or D % h:
                 raise ValueError("bad n or h")
@@ -175,18 +176,18 @@ LOOPS = {
             for _ in range(h):
                 total += matmul(n, d, n) + matmul(n, n, d)
             return total
-    ''',
+    """,
 }
 
 EINSUM = {
-    "split_heads": '''
+    "split_heads": """
         def split_heads(x, h):
             b, n, D = x.shape
             if D % h != 0:
                 raise ValueError("D % h != 0")
             return np.moveaxis(x.reshape(b, n, h, -1), 2, 1).copy()
-    ''',
-    "multi_head_attention": '''
+    """,
+    "multi_head_attention": """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
             D = x.shape[-1]
             d = D // h
@@ -201,98 +202,98 @@ EINSUM = {
             weights = weights / weights.sum(axis=-1, keepdims=True)
             heads = np.einsum("bhqk,bhkd->bhqd", weights, v)
             return np.einsum("bhnd,hdE->bnE", heads, w_o.reshape(h, d, D))
-    ''',
+    """,
 }
 
 # ---------------------------------------------------------------- wrong answers, one per misconception
-SPLIT_D_H = '''
+SPLIT_D_H = """
     def split_heads(x, h):
         if x.shape[-1] % h:
             raise ValueError("h must divide D")
         return rearrange(x, "b n (d h) -> b h n d", h=h)
-'''
-SPLIT_D_H_NUMPY = '''
+"""
+SPLIT_D_H_NUMPY = """
     def split_heads(x, h):
         b, n, D = x.shape
         if D % h:
             raise ValueError("h must divide D")
         return x.reshape(b, n, D // h, h).transpose(0, 3, 1, 2)
-'''
-SPLIT_RESHAPE_ONLY = '''
+"""
+SPLIT_RESHAPE_ONLY = """
     def split_heads(x, h):
         b, n, D = x.shape
         if D % h:
             raise ValueError("h must divide D")
         return x.reshape(b, h, n, D // h)
-'''
-SPLIT_NO_TRANSPOSE = '''
+"""
+SPLIT_NO_TRANSPOSE = """
     def split_heads(x, h):
         b, n, D = x.shape
         if D % h:
             raise ValueError("h must divide D")
         return x.reshape(b, n, h, D // h)
-'''
-SPLIT_NO_CHECK = '''
+"""
+SPLIT_NO_CHECK = """
     def split_heads(x, h):
         d = x.shape[-1] // h
         return np.stack([x[..., i * d:(i + 1) * d] for i in range(h)], axis=1)
-'''
-SPLIT_BATCH_OF_ONE = '''
+"""
+SPLIT_BATCH_OF_ONE = """
     def split_heads(x, h):
         n, D = x.shape[1], x.shape[2]
         if D % h:
             raise ValueError("h must divide D")
         return x.reshape(n, h, D // h).transpose(1, 0, 2)[None]
-'''
-MERGE_NO_TRANSPOSE = '''
+"""
+MERGE_NO_TRANSPOSE = """
     def merge_heads(x):
         b, h, n, d = x.shape
         return x.reshape(b, n, h * d)
-'''
-MERGE_D_H = '''
+"""
+MERGE_D_H = """
     def merge_heads(x):
         return rearrange(x, "b h n d -> b n (d h)")
-'''
-MERGE_BATCH_OF_ONE = '''
+"""
+MERGE_BATCH_OF_ONE = """
     def merge_heads(x):
         h, n, d = x.shape[1:]
         return x[0].transpose(1, 0, 2).reshape(1, n, h * d)
-'''
-COST_FLOPS = '''
+"""
+COST_FLOPS = """
     def mha_cost(n, D, h):
         if n < 0 or D % h:
             raise ValueError("bad arguments")
         return 2 * (4 * n * D * D + 2 * n * n * D)   # each multiply-add is two operations
-'''
-COST_ATTENTION_TIMES_H = '''
+"""
+COST_ATTENTION_TIMES_H = """
     def mha_cost(n, D, h):
         if n < 0 or D % h:
             raise ValueError("bad arguments")
         return 4 * n * D * D + h * 2 * n * n * D   # attention once per head
-'''
-COST_FORGETS_W_O = '''
+"""
+COST_FORGETS_W_O = """
     def mha_cost(n, D, h):
         if n < 0 or D % h:
             raise ValueError("bad arguments")
         return 3 * n * D * D + 2 * n * n * D   # Q, K, V
-'''
-COST_FLOAT = '''
+"""
+COST_FLOAT = """
     def mha_cost(n, D, h):
         if n < 0 or D % h:
             raise ValueError("bad arguments")
         d = D / h
         return 4 * n * D * D + 2 * h * n * n * d
-'''
-COST_NO_CHECK = '''
+"""
+COST_NO_CHECK = """
     def mha_cost(n, D, h):
         return 4 * n * D * D + 2 * n * n * D
-'''
-MHA_FORGETS_W_O = '''
+"""
+MHA_FORGETS_W_O = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (rearrange(x @ w, "b n (h d) -> b h n d", h=h) for w in (w_q, w_k, w_v))
         return rearrange(attention(q, k, v, mask), "b h n d -> b n (h d)")
-'''
-MHA_SQRT_D_MODEL = '''
+"""
+MHA_SQRT_D_MODEL = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         D = x.shape[-1]
         q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
@@ -303,45 +304,44 @@ MHA_SQRT_D_MODEL = '''
         weights = np.exp(scores)
         weights = weights / weights.sum(axis=-1, keepdims=True)
         return merge_heads(weights @ v) @ w_o
-'''
-MHA_IGNORES_MASK = '''
+"""
+MHA_IGNORES_MASK = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
         return merge_heads(attention(q, k, v)) @ w_o
-'''
-MHA_IGNORES_H = '''
+"""
+MHA_IGNORES_H = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         return attention(x @ w_q, x @ w_k, x @ w_v, mask) @ w_o
-'''
-MHA_BATCH_OF_ONE = '''
+"""
+MHA_BATCH_OF_ONE = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         n, D = x.shape[1], x.shape[2]
         seq = x[0]
         q, k, v = ((seq @ w).reshape(n, h, D // h).transpose(1, 0, 2) for w in (w_q, w_k, w_v))
         heads = attention(q, k, v, mask)
         return (heads.transpose(1, 0, 2).reshape(n, D) @ w_o)[None]
-'''
-MHA_D_H = '''
+"""
+MHA_D_H = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (rearrange(x @ w, "b n (d h) -> b h n d", h=h) for w in (w_q, w_k, w_v))
         return rearrange(attention(q, k, v, mask), "b h n d -> b n (h d)") @ w_o
-'''
-MHA_RESHAPE_ONLY = '''
+"""
+MHA_RESHAPE_ONLY = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         b, n, D = x.shape
         q, k, v = ((x @ w).reshape(b, h, n, D // h) for w in (w_q, w_k, w_v))
         return attention(q, k, v, mask).reshape(b, n, D) @ w_o
-'''
-MHA_CALLS_COURSE_ATTENTION = '''
+"""
+MHA_CALLS_COURSE_ATTENTION = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         q, k, v = (split_heads(x @ w, h) for w in (w_q, w_k, w_v))
         return merge_heads(hm.attention(q, k, v, mask)) @ w_o
-'''
-MHA_CALLS_REFERENCE = '''
+"""
+MHA_CALLS_REFERENCE = """
     def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
         return hm.multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask)
-'''
-
+"""
 
 
 def with_attention(source: str) -> str:
@@ -352,7 +352,8 @@ def with_attention(source: str) -> str:
 EINOPS["multi_head_attention"] = with_attention(EINOPS["multi_head_attention"])
 SLICING["multi_head_attention"] = with_attention(SLICING["multi_head_attention"])
 (MHA_FORGETS_W_O, MHA_IGNORES_MASK, MHA_IGNORES_H, MHA_BATCH_OF_ONE, MHA_D_H, MHA_RESHAPE_ONLY) = map(
-    with_attention, (MHA_FORGETS_W_O, MHA_IGNORES_MASK, MHA_IGNORES_H, MHA_BATCH_OF_ONE, MHA_D_H, MHA_RESHAPE_ONLY))
+    with_attention, (MHA_FORGETS_W_O, MHA_IGNORES_MASK, MHA_IGNORES_H, MHA_BATCH_OF_ONE, MHA_D_H, MHA_RESHAPE_ONLY)
+)
 
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
@@ -361,43 +362,79 @@ ANSWERS = [
     Answer("slicing_and_stacking", SLICING),
     Answer("python_loops", LOOPS),
     Answer("einsum_weights_per_head", EINSUM),
-
     Answer("split_d_h_einops", {"split_heads": SPLIT_D_H}, breaks="split_heads", says="(d h)"),
     Answer("split_d_h_numpy", {"split_heads": SPLIT_D_H_NUMPY}, breaks="split_heads", says="(d h)"),
-    Answer("split_reshape_without_transpose", {"split_heads": SPLIT_RESHAPE_ONLY}, breaks="split_heads",
-           says="without a transpose"),
-    Answer("split_transpose_forgotten", {"split_heads": SPLIT_NO_TRANSPOSE}, breaks="split_heads",
-           says="transpose is missing"),
-    Answer("split_no_divisibility_check", {"split_heads": SPLIT_NO_CHECK}, breaks="split_heads",
-           says="must divide the width"),
-    Answer("split_batch_of_one", {"split_heads": SPLIT_BATCH_OF_ONE}, breaks="split_heads",
-           says="batch size of 1"),
-    Answer("merge_without_transpose_back", {"merge_heads": MERGE_NO_TRANSPOSE}, breaks="merge_heads",
-           says="without the transpose back"),
+    Answer(
+        "split_reshape_without_transpose",
+        {"split_heads": SPLIT_RESHAPE_ONLY},
+        breaks="split_heads",
+        says="without a transpose",
+    ),
+    Answer(
+        "split_transpose_forgotten",
+        {"split_heads": SPLIT_NO_TRANSPOSE},
+        breaks="split_heads",
+        says="transpose is missing",
+    ),
+    Answer(
+        "split_no_divisibility_check",
+        {"split_heads": SPLIT_NO_CHECK},
+        breaks="split_heads",
+        says="must divide the width",
+    ),
+    Answer("split_batch_of_one", {"split_heads": SPLIT_BATCH_OF_ONE}, breaks="split_heads", says="batch size of 1"),
+    Answer(
+        "merge_without_transpose_back",
+        {"merge_heads": MERGE_NO_TRANSPOSE},
+        breaks="merge_heads",
+        says="without the transpose back",
+    ),
     Answer("merge_d_h", {"merge_heads": MERGE_D_H}, breaks="merge_heads", says="(d h)"),
-    Answer("merge_batch_of_one", {"merge_heads": MERGE_BATCH_OF_ONE}, breaks="merge_heads",
-           says="batch size of 1"),
+    Answer("merge_batch_of_one", {"merge_heads": MERGE_BATCH_OF_ONE}, breaks="merge_heads", says="batch size of 1"),
     Answer("cost_counts_flops", {"mha_cost": COST_FLOPS}, breaks="mha_cost", says="FLOPs"),
-    Answer("cost_attention_times_h", {"mha_cost": COST_ATTENTION_TIMES_H}, breaks="mha_cost",
-           says="multiplied by h"),
+    Answer("cost_attention_times_h", {"mha_cost": COST_ATTENTION_TIMES_H}, breaks="mha_cost", says="multiplied by h"),
     Answer("cost_forgets_w_o", {"mha_cost": COST_FORGETS_W_O}, breaks="mha_cost", says="W^O"),
     Answer("cost_returns_float", {"mha_cost": COST_FLOAT}, breaks="mha_cost", says="whole number"),
     Answer("cost_no_argument_check", {"mha_cost": COST_NO_CHECK}, breaks="mha_cost", says="should raise ValueError"),
-    Answer("mha_forgets_w_o", {"multi_head_attention": MHA_FORGETS_W_O}, breaks="multi_head_attention",
-           says="W^O is forgotten"),
-    Answer("mha_scales_by_sqrt_D", {"multi_head_attention": MHA_SQRT_D_MODEL}, breaks="multi_head_attention",
-           says="√D"),
-    Answer("mha_ignores_mask", {"multi_head_attention": MHA_IGNORES_MASK}, breaks="multi_head_attention",
-           says="mask is ignored"),
-    Answer("mha_ignores_h", {"multi_head_attention": MHA_IGNORES_H}, breaks="multi_head_attention",
-           says="ignores h"),
-    Answer("mha_batch_of_one", {"multi_head_attention": MHA_BATCH_OF_ONE}, breaks="multi_head_attention",
-           says="batch size of 1"),
+    Answer(
+        "mha_forgets_w_o",
+        {"multi_head_attention": MHA_FORGETS_W_O},
+        breaks="multi_head_attention",
+        says="W^O is forgotten",
+    ),
+    Answer(
+        "mha_scales_by_sqrt_D", {"multi_head_attention": MHA_SQRT_D_MODEL}, breaks="multi_head_attention", says="√D"
+    ),
+    Answer(
+        "mha_ignores_mask",
+        {"multi_head_attention": MHA_IGNORES_MASK},
+        breaks="multi_head_attention",
+        says="mask is ignored",
+    ),
+    Answer("mha_ignores_h", {"multi_head_attention": MHA_IGNORES_H}, breaks="multi_head_attention", says="ignores h"),
+    Answer(
+        "mha_batch_of_one",
+        {"multi_head_attention": MHA_BATCH_OF_ONE},
+        breaks="multi_head_attention",
+        says="batch size of 1",
+    ),
     Answer("mha_d_h_split", {"multi_head_attention": MHA_D_H}, breaks="multi_head_attention", says="(d h)"),
-    Answer("mha_reshape_without_transpose", {"multi_head_attention": MHA_RESHAPE_ONLY},
-           breaks="multi_head_attention", says="without a transpose"),
-    Answer("mha_calls_the_reference", {"multi_head_attention": MHA_CALLS_REFERENCE},
-           breaks="multi_head_attention", says="reference"),
-    Answer("mha_calls_the_course_attention", {"multi_head_attention": MHA_CALLS_COURSE_ATTENTION},
-           breaks="multi_head_attention", says="reference `attention`"),
+    Answer(
+        "mha_reshape_without_transpose",
+        {"multi_head_attention": MHA_RESHAPE_ONLY},
+        breaks="multi_head_attention",
+        says="without a transpose",
+    ),
+    Answer(
+        "mha_calls_the_reference",
+        {"multi_head_attention": MHA_CALLS_REFERENCE},
+        breaks="multi_head_attention",
+        says="reference",
+    ),
+    Answer(
+        "mha_calls_the_course_attention",
+        {"multi_head_attention": MHA_CALLS_COURSE_ATTENTION},
+        breaks="multi_head_attention",
+        says="reference `attention`",
+    ),
 ]

@@ -1,4 +1,5 @@
 import dataclasses
+
 """Sample answers for 04_work_fraction: `causal_used_entries`, `causal_used_fraction`, `blocked_causal_attention`.
 
 Correct answers in several styles (online softmax over key tiles, one softmax per query strip,
@@ -8,7 +9,7 @@ from catalog import Answer
 
 ASSIGNMENT = "04_work_fraction"
 
-ONLINE_TILES = '''
+ONLINE_TILES = """
     def blocked_causal_attention(q, k, v, block):
         q, k, v = np.asarray(q, float), np.asarray(k, float), np.asarray(v, float)
         if block < 1:
@@ -37,7 +38,7 @@ ONLINE_TILES = '''
                 m = m_new
             out[qs:qe] = acc / total[:, None]
         return out, computed
-'''
+"""
 
 # Every answer fills all three cells: an exercise it does not get wrong gets one of these.
 RIGHT = {
@@ -61,16 +62,18 @@ def wrong(name: str, cell: str, source: str, says) -> Answer:
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
     Answer("online_softmax_over_key_tiles", dict(RIGHT)),
-    Answer("one_softmax_per_query_strip", {
-        "causal_used_entries": '''
+    Answer(
+        "one_softmax_per_query_strip",
+        {
+            "causal_used_entries": """
             def causal_used_entries(n):
                 return sum(range(1, n + 1))
-        ''',
-        "causal_used_fraction": '''
+        """,
+            "causal_used_fraction": """
             def causal_used_fraction(n):
                 return causal_used_entries(n) / n ** 2
-        ''',
-        "blocked_causal_attention": '''
+        """,
+            "blocked_causal_attention": """
             def blocked_causal_attention(q, k, v, block):
                 if block < 1 or q.shape[0] != k.shape[0] or k.shape[0] != v.shape[0]:
                     raise ValueError(f"bad arguments: block={block}, shapes {q.shape} {k.shape} {v.shape}")
@@ -88,19 +91,22 @@ ANSWERS = [
                     weights /= weights.sum(axis=1, keepdims=True)
                     out[start:stop] = weights @ v[:stop]
                 return out, computed
-        ''',
-    }),
-    Answer("additive_mask_and_einsum", {
-        "causal_used_entries": '''
+        """,
+        },
+    ),
+    Answer(
+        "additive_mask_and_einsum",
+        {
+            "causal_used_entries": """
             import math
             def causal_used_entries(n):
                 return math.comb(n + 1, 2)
-        ''',
-        "causal_used_fraction": '''
+        """,
+            "causal_used_fraction": """
             def causal_used_fraction(n):
                 return 0.5 + 0.5 / n
-        ''',
-        "blocked_causal_attention": '''
+        """,
+            "blocked_causal_attention": """
             def blocked_causal_attention(q, k, v, block):
                 n = q.shape[0]
                 if int(block) != block or block <= 0:
@@ -129,18 +135,21 @@ ANSWERS = [
                         row_max = new_max
                     out[q0:q1] = acc / row_sum
                 return out, computed
-        ''',
-    }),
-    Answer("loops_over_query_rows", {
-        "causal_used_entries": '''
+        """,
+        },
+    ),
+    Answer(
+        "loops_over_query_rows",
+        {
+            "causal_used_entries": """
             def causal_used_entries(n):
                 return int(np.arange(1, n + 1).sum())
-        ''',
-        "causal_used_fraction": '''
+        """,
+            "causal_used_fraction": """
             def causal_used_fraction(n):
                 return float(np.float64(n + 1) / (2 * n))
-        ''',
-        "blocked_causal_attention": '''
+        """,
+            "blocked_causal_attention": """
             import math
             def blocked_causal_attention(q, k, v, block):
                 if not block >= 1:
@@ -159,43 +168,81 @@ ANSWERS = [
                         w = np.exp(scores - scores.max())
                         out[i] = (w / w.sum()) @ v[: i + 1]
                 return out, computed
-        ''',
-    }),
-
+        """,
+        },
+    ),
     # ------------------------------------------------------------------ the counting formulas
-    wrong("entries_without_the_diagonal", "causal_used_entries", '''
+    wrong(
+        "entries_without_the_diagonal",
+        "causal_used_entries",
+        """
         def causal_used_entries(n):
             return n * (n - 1) // 2
-    ''', "diagonal is missing"),
-    wrong("entries_as_a_float", "causal_used_entries", '''
+    """,
+        "diagonal is missing",
+    ),
+    wrong(
+        "entries_as_a_float",
+        "causal_used_entries",
+        """
         def causal_used_entries(n):
             return n * (n + 1) / 2
-    ''', "whole number"),
-    wrong("entries_n_squared_over_two", "causal_used_entries", '''
+    """,
+        "whole number",
+    ),
+    wrong(
+        "entries_n_squared_over_two",
+        "causal_used_entries",
+        """
         def causal_used_entries(n):
             return n * n / 2
-    ''', ("diagonal is missing", "whole number")),
-    wrong("entries_counted_on_an_n_by_n_mask", "causal_used_entries", '''
+    """,
+        ("diagonal is missing", "whole number"),
+    ),
+    wrong(
+        "entries_counted_on_an_n_by_n_mask",
+        "causal_used_entries",
+        """
         def causal_used_entries(n):
             return int(np.count_nonzero(np.tril(np.ones((n, n), dtype=bool))))
-    ''', ("ran out of memory", "n(n+1)/2")),
-    wrong("fraction_is_the_limit_one_half", "causal_used_fraction", '''
+    """,
+        ("ran out of memory", "n(n+1)/2"),
+    ),
+    wrong(
+        "fraction_is_the_limit_one_half",
+        "causal_used_fraction",
+        """
         def causal_used_fraction(n):
             return 1 / 2
-    ''', "limit for large n"),
-    wrong("fraction_with_integer_division", "causal_used_fraction", '''
+    """,
+        "limit for large n",
+    ),
+    wrong(
+        "fraction_with_integer_division",
+        "causal_used_fraction",
+        """
         def causal_used_fraction(n):
             return (n + 1) // (2 * n)
-    ''', "integer division"),
-
+    """,
+        "integer division",
+    ),
     # ------------------------------------------------------------------ the tiled kernel
-    wrong("tiles_above_the_diagonal_not_skipped", "blocked_causal_attention", ONLINE_TILES.replace(
-        "for ks in range(0, qe, block):", "for ks in range(0, n, block):"),
-        "above the diagonal"),
-    wrong("diagonal_tiles_not_masked", "blocked_causal_attention", ONLINE_TILES.replace(
-        "s = np.where(allowed, s, -np.inf)", "pass"),
-        "future leaks"),
-    wrong("diagonal_tiles_skipped_after_the_first", "blocked_causal_attention", '''
+    wrong(
+        "tiles_above_the_diagonal_not_skipped",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace("for ks in range(0, qe, block):", "for ks in range(0, n, block):"),
+        "above the diagonal",
+    ),
+    wrong(
+        "diagonal_tiles_not_masked",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace("s = np.where(allowed, s, -np.inf)", "pass"),
+        "future leaks",
+    ),
+    wrong(
+        "diagonal_tiles_skipped_after_the_first",
+        "blocked_causal_attention",
+        """
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
                 raise ValueError("bad arguments")
@@ -217,8 +264,13 @@ ANSWERS = [
                     m = m_new
                 out[qs:qe] = acc / total[:, None]
             return out, computed
-    ''', ("diagonal tiles were skipped", "diagonal tile(s) short")),
-    wrong("diagonal_tiles_skipped", "blocked_causal_attention", '''
+    """,
+        ("diagonal tiles were skipped", "diagonal tile(s) short"),
+    ),
+    wrong(
+        "diagonal_tiles_skipped",
+        "blocked_causal_attention",
+        """
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
                 raise ValueError("bad arguments")
@@ -234,11 +286,19 @@ ANSWERS = [
                 w = np.exp(s - s.max(axis=1, keepdims=True))
                 out[qs:qe] = w / w.sum(axis=1, keepdims=True) @ v[:qs]
             return out, computed
-    ''', "diagonal tiles were skipped"),
-    wrong("count_reported_as_the_ideal", "blocked_causal_attention", ONLINE_TILES.replace(
-        "return out, computed", "return out, n * (n + 1) // 2"),
-        "ideal count"),
-    wrong("full_score_matrix_built", "blocked_causal_attention", '''
+    """,
+        "diagonal tiles were skipped",
+    ),
+    wrong(
+        "count_reported_as_the_ideal",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace("return out, computed", "return out, n * (n + 1) // 2"),
+        "ideal count",
+    ),
+    wrong(
+        "full_score_matrix_built",
+        "blocked_causal_attention",
+        """
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
                 raise ValueError("bad arguments")
@@ -252,8 +312,13 @@ ANSWERS = [
                 qe = min(qs + block, n)
                 computed += (qe - qs) * qe
             return out, computed
-    ''', "whole score matrix"),
-    wrong("assumes_block_divides_n", "blocked_causal_attention", '''
+    """,
+        "whole score matrix",
+    ),
+    wrong(
+        "assumes_block_divides_n",
+        "blocked_causal_attention",
+        """
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
                 raise ValueError("bad arguments")
@@ -268,20 +333,38 @@ ANSWERS = [
                 w = np.exp(s - s.max(axis=1, keepdims=True))
                 out[qs:qe] = w / w.sum(axis=1, keepdims=True) @ v[:qe]
             return out, computed
-    ''', "not a multiple of block"),
-    wrong("softmax_per_tile", "blocked_causal_attention", ONLINE_TILES.replace(
-        "total = total * shrink + p.sum(axis=1)", "p = p / p.sum(axis=1, keepdims=True); total = np.ones_like(total)").replace(
-        "acc = acc * shrink[:, None] + p @ v[ks:ke]", "acc = acc + p @ v[ks:ke]"),
-        "own softmax"),
-    wrong("running_max_without_rescaling", "blocked_causal_attention", ONLINE_TILES.replace(
-        "shrink = np.exp(m - m_new)", "shrink = np.ones_like(m)"),
-        "running maximum"),
-    wrong("block_not_validated", "blocked_causal_attention", ONLINE_TILES.replace(
-        'if block < 1:\n            raise ValueError("block must be at least 1")', "pass"),
-        "block must be at least 1"),
+    """,
+        "not a multiple of block",
+    ),
+    wrong(
+        "softmax_per_tile",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace(
+            "total = total * shrink + p.sum(axis=1)",
+            "p = p / p.sum(axis=1, keepdims=True); total = np.ones_like(total)",
+        ).replace("acc = acc * shrink[:, None] + p @ v[ks:ke]", "acc = acc + p @ v[ks:ke]"),
+        "own softmax",
+    ),
+    wrong(
+        "running_max_without_rescaling",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace("shrink = np.exp(m - m_new)", "shrink = np.ones_like(m)"),
+        "running maximum",
+    ),
+    wrong(
+        "block_not_validated",
+        "blocked_causal_attention",
+        ONLINE_TILES.replace('if block < 1:\n            raise ValueError("block must be at least 1")', "pass"),
+        "block must be at least 1",
+    ),
     # the whole score matrix built, with the memory measurement tampered with: the tracer stopped, or the
     # matrix in memory mapped past it (the grader also reads the kernel's memory cgroup, from outside)
-    dataclasses.replace(wrong("full_matrix_then_tracer_stopped", "blocked_causal_attention", ONLINE_TILES + '''
+    dataclasses.replace(
+        wrong(
+            "full_matrix_then_tracer_stopped",
+            "blocked_causal_attention",
+            ONLINE_TILES
+            + """
     _tiled = blocked_causal_attention
     def blocked_causal_attention(q, k, v, block):
         import tracemalloc
@@ -290,8 +373,17 @@ ANSWERS = [
         if tracemalloc.is_tracing():
             tracemalloc.stop()
         return result
-    ''', "MiB"), graded_only=True),
-    dataclasses.replace(wrong("full_matrix_in_an_mmap", "blocked_causal_attention", ONLINE_TILES + '''
+    """,
+            "MiB",
+        ),
+        graded_only=True,
+    ),
+    dataclasses.replace(
+        wrong(
+            "full_matrix_in_an_mmap",
+            "blocked_causal_attention",
+            ONLINE_TILES
+            + """
     _tiled = blocked_causal_attention
     def blocked_causal_attention(q, k, v, block):
         import mmap
@@ -300,20 +392,40 @@ ANSWERS = [
         scores = np.frombuffer(buffer, dtype=np.float64)[: n * n].reshape(n, n)
         scores[...] = 1.0                                     # touched: n x n floats in memory
         return _tiled(q, k, v, block)
-    ''', "MiB"), graded_only=True),
+    """,
+            "MiB",
+        ),
+        graded_only=True,
+    ),
     # hangs: stopped at its time limit in the demo cell and in the first test, never called again; the
     # other exercises keep their points (the whole notebook has a time budget)
-    dataclasses.replace(wrong("kernel_never_returns", "blocked_causal_attention", '''
+    dataclasses.replace(
+        wrong(
+            "kernel_never_returns",
+            "blocked_causal_attention",
+            """
         def blocked_causal_attention(q, k, v, block):
             while True:
                 pass
-    ''', "did not finish"), graded_only=True),
-    wrong("calls_the_reference", "blocked_causal_attention", '''
+    """,
+            "did not finish",
+        ),
+        graded_only=True,
+    ),
+    wrong(
+        "calls_the_reference",
+        "blocked_causal_attention",
+        """
         import heads_and_masks as hm
         def blocked_causal_attention(q, k, v, block):
             return hm.blocked_causal_attention(q, k, v, block)
-    ''', "reference"),
-    wrong("count_from_the_package", "blocked_causal_attention", '''
+    """,
+        "reference",
+    ),
+    wrong(
+        "count_from_the_package",
+        "blocked_causal_attention",
+        """
         from heads_and_masks import tiled_computed_entries
         def blocked_causal_attention(q, k, v, block):
             if block < 1 or not (len(q) == len(k) == len(v)):
@@ -327,5 +439,7 @@ ANSWERS = [
                 w = np.exp(s - s.max(axis=1, keepdims=True))
                 out[qs:qe] = w / w.sum(axis=1, keepdims=True) @ v[:qe]
             return out, tiled_computed_entries(n, block)
-    ''', "reference"),
+    """,
+        "reference",
+    ),
 ]

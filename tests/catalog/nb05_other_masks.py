@@ -1,10 +1,11 @@
 """Sample answers for 05_other_masks: padding_mask, sliding_window_mask, attention_mask, batched_attention."""
+
 from catalog import Answer
 
 ASSIGNMENT = "05_other_masks"
 
 # The softmax part written by the learner (notebook 00's attention, again: graded code may not call hm.*).
-OWN_ATTENTION = '''
+OWN_ATTENTION = """
         def own_attention(q, k, v, mask=None):
             scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
             if mask is not None:
@@ -13,13 +14,13 @@ OWN_ATTENTION = '''
             e = np.exp(scores - np.where(np.isfinite(top), top, 0.0))
             t = e.sum(axis=-1, keepdims=True)
             return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v
-'''
+"""
 
 # ---------------------------------------------------------------------------------------------------
 # correct answers, each in another style for all four exercises
 
 LOOPS = {
-    "padding_mask": '''
+    "padding_mask": """
         def padding_mask(lengths, n):
             lengths = [int(x) for x in lengths]
             for length in lengths:
@@ -30,8 +31,8 @@ LOOPS = {
                 for p in range(length):
                     mask[i, p] = True
             return mask
-    ''',
-    "sliding_window_mask": '''
+    """,
+    "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if w <= 0:
                 raise ValueError("w must be positive")
@@ -40,8 +41,8 @@ LOOPS = {
                 for j in range(max(0, i - w + 1), i + 1):
                     mask[i, j] = True
             return mask
-    ''',
-    "attention_mask": '''
+    """,
+    "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = list(lengths)
             if any(L < 0 or L > n for L in lengths):
@@ -56,8 +57,9 @@ LOOPS = {
                             continue
                         mask[b, 0, i, j] = True
             return mask
-    ''',
-    "batched_attention": OWN_ATTENTION + '''
+    """,
+    "batched_attention": OWN_ATTENTION
+    + """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             # every sequence on its own; the filler rows get zeros (nobody reads them)
             out = np.zeros(q.shape[:2] + (v.shape[-1],))
@@ -70,11 +72,11 @@ LOOPS = {
                     mask &= (j_ <= i_) & (j_ > i_ - window)
                 out[i, :L] = own_attention(q[i, :L], k[i, :L], v[i, :L], mask)
             return out
-    ''',
+    """,
 }
 
 TRI_AND_OWN_SOFTMAX = {
-    "padding_mask": '''
+    "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.array(lengths, dtype=int).reshape(-1)
             if (lengths < 0).any():
@@ -82,23 +84,23 @@ TRI_AND_OWN_SOFTMAX = {
             if (lengths > n).any():
                 raise ValueError("length longer than n")
             return np.greater.outer(lengths, np.arange(n))
-    ''',
-    "sliding_window_mask": '''
+    """,
+    "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if w < 1:
                 raise ValueError("window must be at least 1")
             ones = np.ones((n, n), dtype=bool)
             return np.tril(ones) & ~np.tril(ones, k=-w)
-    ''',
-    "attention_mask": '''
+    """,
+    "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             keys = padding_mask(lengths, n)[:, np.newaxis, np.newaxis, :]
             pattern = np.tri(n, dtype=bool) if causal else np.ones((n, n), bool)
             if window is not None:
                 pattern = pattern & sliding_window_mask(n, window)
             return keys & pattern
-    ''',
-    "batched_attention": '''
+    """,
+    "batched_attention": """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             mask = attention_mask(lengths, q.shape[1], causal, window)[:, 0]      # (b, n, n)
             scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1])
@@ -108,26 +110,26 @@ TRI_AND_OWN_SOFTMAX = {
             totals = weights.sum(axis=-1, keepdims=True)
             weights = np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
             return weights @ v
-    ''',
+    """,
 }
 
 EINSUM_4D = {
-    "padding_mask": '''
+    "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if lengths.size and (lengths.min() < 0 or lengths.max() > n):
                 raise ValueError(f"lengths must be between 0 and {n}")
             return np.arange(n) < lengths.reshape(-1, 1)
-    ''',
-    "sliding_window_mask": '''
+    """,
+    "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if not w >= 1:
                 raise ValueError("w < 1")
             i, j = np.indices((n, n))
             distance = i - j
             return (distance >= 0) & (distance < w)
-    ''',
-    "attention_mask": '''
+    """,
+    "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             real = padding_mask(lengths, n)                  # (b, n_k)
             i, j = np.indices((n, n))
@@ -137,13 +139,14 @@ EINSUM_4D = {
             if window is not None:
                 ok = np.logical_and(ok, sliding_window_mask(n, window))
             return np.einsum("bk,qk->bqk", real, ok).astype(bool)[:, None]
-    ''',
-    "batched_attention": OWN_ATTENTION + '''
+    """,
+    "batched_attention": OWN_ATTENTION
+    + """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             mask = attention_mask(lengths, q.shape[1], causal=causal, window=window)  # (b, 1, n, n)
             out = own_attention(q[:, None], k[:, None], v[:, None], mask)             # (b, 1, n, d_v)
             return out[:, 0]
-    ''',
+    """,
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -153,78 +156,148 @@ ANSWERS = [
     Answer("loops", LOOPS),
     Answer("tri_and_own_softmax", TRI_AND_OWN_SOFTMAX),
     Answer("einsum_and_4d_heads", EINSUM_4D),
-
     # padding_mask
-    Answer("padding_le_instead_of_lt", {"padding_mask": '''
+    Answer(
+        "padding_le_instead_of_lt",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
                 raise ValueError("bad lengths")
             return np.arange(n)[None, :] <= lengths[:, None]
-    '''}, breaks="padding_mask", says="`<=` instead of `<`"),
-    Answer("padding_polarity_flipped", {"padding_mask": '''
+    """
+        },
+        breaks="padding_mask",
+        says="`<=` instead of `<`",
+    ),
+    Answer(
+        "padding_polarity_flipped",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
                 raise ValueError("bad lengths")
             return np.arange(n)[None, :] >= lengths[:, None]    # True at the filler
-    '''}, breaks="padding_mask", says="polarity"),
-    Answer("padding_accepts_too_long", {"padding_mask": '''
+    """
+        },
+        breaks="padding_mask",
+        says="polarity",
+    ),
+    Answer(
+        "padding_accepts_too_long",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0):
                 raise ValueError("negative length")
             return np.arange(n)[None, :] < lengths[:, None]
-    '''}, breaks="padding_mask", says="does not fit in n"),
-    Answer("padding_accepts_negative", {"padding_mask": '''
+    """
+        },
+        breaks="padding_mask",
+        says="does not fit in n",
+    ),
+    Answer(
+        "padding_accepts_negative",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if np.any(lengths > n):
                 raise ValueError("too long")
             return np.arange(n)[None, :] < lengths[:, None]
-    '''}, breaks="padding_mask", says="negative"),
-    Answer("padding_transposed", {"padding_mask": '''
+    """
+        },
+        breaks="padding_mask",
+        says="negative",
+    ),
+    Answer(
+        "padding_transposed",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
                 raise ValueError("bad lengths")
             return np.arange(n)[:, None] < lengths[None, :]     # (n, b)
-    '''}, breaks="padding_mask", says="(b, n)"),
-    Answer("padding_calls_the_reference", {"padding_mask": '''
+    """
+        },
+        breaks="padding_mask",
+        says="(b, n)",
+    ),
+    Answer(
+        "padding_calls_the_reference",
+        {
+            "padding_mask": """
         def padding_mask(lengths, n):
             return hm.padding_mask(lengths, n)
-    '''}, breaks="padding_mask", says="reference"),
-
+    """
+        },
+        breaks="padding_mask",
+        says="reference",
+    ),
     # sliding_window_mask
-    Answer("window_w_plus_one", {"sliding_window_mask": '''
+    Answer(
+        "window_w_plus_one",
+        {
+            "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if w < 1:
                 raise ValueError("w < 1")
             q, k = np.arange(n)[:, None], np.arange(n)[None, :]
             return (k <= q) & (k >= q - w)
-    '''}, breaks="sliding_window_mask", says="w + 1"),
-    Answer("window_symmetric", {"sliding_window_mask": '''
+    """
+        },
+        breaks="sliding_window_mask",
+        says="w + 1",
+    ),
+    Answer(
+        "window_symmetric",
+        {
+            "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if w < 1:
                 raise ValueError("w < 1")
             q, k = np.arange(n)[:, None], np.arange(n)[None, :]
             return np.abs(q - k) < w
-    '''}, breaks="sliding_window_mask", says="future"),
-    Answer("window_without_itself", {"sliding_window_mask": '''
+    """
+        },
+        breaks="sliding_window_mask",
+        says="future",
+    ),
+    Answer(
+        "window_without_itself",
+        {
+            "sliding_window_mask": """
         def sliding_window_mask(n, w):
             if w < 1:
                 raise ValueError("w < 1")
             q, k = np.arange(n)[:, None], np.arange(n)[None, :]
             return (k < q) & (k >= q - w)
-    '''}, breaks="sliding_window_mask", says="without itself"),
-    Answer("window_accepts_zero", {"sliding_window_mask": '''
+    """
+        },
+        breaks="sliding_window_mask",
+        says="without itself",
+    ),
+    Answer(
+        "window_accepts_zero",
+        {
+            "sliding_window_mask": """
         def sliding_window_mask(n, w):
             q, k = np.arange(n)[:, None], np.arange(n)[None, :]
             return (k <= q) & (k > q - w)
-    '''}, breaks="sliding_window_mask", says="w = 0"),
-
+    """
+        },
+        breaks="sliding_window_mask",
+        says="w = 0",
+    ),
     # attention_mask
-    Answer("mask_padding_on_queries", {"attention_mask": '''
+    Answer(
+        "mask_padding_on_queries",
+        {
+            "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
@@ -235,8 +308,16 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k <= q) & (k > q - window)
             return real[:, None, :, None] & pattern               # rows, not columns
-    '''}, breaks="attention_mask", cascades=("batched_attention",), says="instead of the keys"),
-    Answer("mask_query_rows_too", {"attention_mask": '''
+    """
+        },
+        breaks="attention_mask",
+        cascades=("batched_attention",),
+        says="instead of the keys",
+    ),
+    Answer(
+        "mask_query_rows_too",
+        {
+            "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
@@ -247,8 +328,15 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k <= q) & (k > q - window)
             return real[:, None, :, None] & real[:, None, None, :] & pattern
-    '''}, breaks="attention_mask", says="query rows"),
-    Answer("mask_causal_or_window", {"attention_mask": '''
+    """
+        },
+        breaks="attention_mask",
+        says="query rows",
+    ),
+    Answer(
+        "mask_causal_or_window",
+        {
+            "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
@@ -262,8 +350,16 @@ ANSWERS = [
             else:
                 pattern = np.ones((n, n), bool)
             return real & pattern
-    '''}, breaks="attention_mask", cascades=("batched_attention",), says="logical AND"),
-    Answer("mask_window_sees_future", {"attention_mask": '''
+    """
+        },
+        breaks="attention_mask",
+        cascades=("batched_attention",),
+        says="logical AND",
+    ),
+    Answer(
+        "mask_window_sees_future",
+        {
+            "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
@@ -276,8 +372,16 @@ ANSWERS = [
             if window is not None:
                 pattern = pattern & (k > q - window)   # not combined with key <= query
             return real & pattern
-    '''}, breaks="attention_mask", cascades=("batched_attention",), says="future"),
-    Answer("mask_without_head_axis", {"attention_mask": '''
+    """
+        },
+        breaks="attention_mask",
+        cascades=("batched_attention",),
+        says="future",
+    ),
+    Answer(
+        "mask_without_head_axis",
+        {
+            "attention_mask": """
         def attention_mask(lengths, n, causal=True, window=None):
             lengths = np.asarray(lengths)
             if np.any(lengths < 0) or np.any(lengths > n):
@@ -289,30 +393,61 @@ ANSWERS = [
             if window is not None:
                 mask = mask & (k <= q) & (k > q - window)
             return np.broadcast_to(mask, (len(lengths), n, n)).copy()
-    '''}, breaks="attention_mask", cascades=("batched_attention",), says="head axis"),
-
+    """
+        },
+        breaks="attention_mask",
+        cascades=("batched_attention",),
+        says="head axis",
+    ),
     # batched_attention
-    Answer("batched_forgets_padding", {"batched_attention": OWN_ATTENTION + '''
+    Answer(
+        "batched_forgets_padding",
+        {
+            "batched_attention": OWN_ATTENTION
+            + """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             mask = np.tril(np.ones((n, n), bool)) if causal else np.ones((n, n), bool)
             if window is not None:
                 mask = mask & sliding_window_mask(n, window)
             return own_attention(q, k, v, mask)
-    '''}, breaks="batched_attention", says="padding mask is missing"),
-    Answer("batched_4d_mask_on_3d_scores", {"batched_attention": OWN_ATTENTION + '''
+    """
+        },
+        breaks="batched_attention",
+        says="padding mask is missing",
+    ),
+    Answer(
+        "batched_4d_mask_on_3d_scores",
+        {
+            "batched_attention": OWN_ATTENTION
+            + """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             mask = attention_mask(lengths, q.shape[1], causal=causal, window=window)
             return own_attention(q, k, v, mask)
-    '''}, breaks="batched_attention", says="(b, b, n, d_v)"),
-    Answer("batched_pads_queries", {"batched_attention": OWN_ATTENTION + '''
+    """
+        },
+        breaks="batched_attention",
+        says="(b, b, n, d_v)",
+    ),
+    Answer(
+        "batched_pads_queries",
+        {
+            "batched_attention": OWN_ATTENTION
+            + """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             real = np.arange(n)[None, :] < np.asarray(lengths)[:, None]
             pattern = attention_mask([n] * len(lengths), n, causal=causal, window=window)[:, 0]
             return own_attention(q, k, v, real[:, :, None] & pattern)
-    '''}, breaks="batched_attention", says="queries instead of the keys"),
-    Answer("batched_nan_in_filler_rows", {"batched_attention": '''
+    """
+        },
+        breaks="batched_attention",
+        says="queries instead of the keys",
+    ),
+    Answer(
+        "batched_nan_in_filler_rows",
+        {
+            "batched_attention": """
         def batched_attention(q, k, v, lengths, causal=True, window=None):
             n = q.shape[1]
             real = np.arange(n)[None, :] < np.asarray(lengths)[:, None]
@@ -320,5 +455,9 @@ ANSWERS = [
             scores = np.where(mask, q @ np.swapaxes(k, 1, 2) / np.sqrt(q.shape[-1]), -np.inf)
             e = np.exp(scores - scores.max(axis=-1, keepdims=True))
             return e / e.sum(axis=-1, keepdims=True) @ v
-    '''}, breaks="batched_attention", says="nan"),
+    """
+        },
+        breaks="batched_attention",
+        says="nan",
+    ),
 ]

@@ -4,6 +4,7 @@
 The notebook gives `attention(q, k, v, mask=None)` (notebook 00's function) in a cell before the
 exercise; answers may use it or write their own softmax.
 """
+
 from catalog import Answer
 
 ASSIGNMENT = "06_kv_heads"
@@ -11,7 +12,10 @@ ASSIGNMENT = "06_kv_heads"
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
     # ------------------------------------------------------------------ correct, in several styles
-    Answer("repeat_then_attention", {"grouped_query_attention": '''
+    Answer(
+        "repeat_then_attention",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if h % g != 0:
@@ -19,8 +23,13 @@ ANSWERS = [
             k = np.repeat(k, h // g, axis=1)
             v = np.repeat(v, h // g, axis=1)
             return attention(q, k, v, mask)
-    '''}),
-    Answer("grouped_einsum_without_copies", {"grouped_query_attention": '''
+    """
+        },
+    ),
+    Answer(
+        "grouped_einsum_without_copies",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             b, h, n_q, d = q.shape
             g, n_k = k.shape[1], k.shape[2]
@@ -41,8 +50,13 @@ ANSWERS = [
             w = np.divide(e, total, out=np.zeros_like(e), where=total > 0)
             out = np.einsum("bgqnk,bgkd->bgqnd", w, v)
             return out.reshape(b, h, n_q, v.shape[-1])
-    '''}),
-    Answer("loop_over_query_heads", {"grouped_query_attention": '''
+    """
+        },
+    ),
+    Answer(
+        "loop_over_query_heads",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if g < 1 or h % g:
@@ -55,8 +69,13 @@ ANSWERS = [
                 j = i // heads_per_kv
                 outputs.append(attention(q[:, i], k[:, j], v[:, j], None if mask is None else mask[:, i]))
             return np.stack(outputs, axis=1)
-    '''}),
-    Answer("index_array_own_softmax_dtype_min", {"grouped_query_attention": '''
+    """
+        },
+    ),
+    Answer(
+        "index_array_own_softmax_dtype_min",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if g == 0 or h % g != 0:
@@ -71,8 +90,13 @@ ANSWERS = [
             if mask is not None:
                 w = w * mask
             return w / w.sum(axis=-1, keepdims=True) @ v
-    '''}),
-    Answer("kv_size_styles", {"kv_cache_bytes": '''
+    """
+        },
+    ),
+    Answer(
+        "kv_size_styles",
+        {
+            "kv_cache_bytes": """
         import math
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             sizes = (n_layers, n_kv_heads, head_dim, seq_len, batch)
@@ -80,16 +104,26 @@ ANSWERS = [
                 raise ValueError(f"sizes must not be negative, got {sizes}")
             per_token_per_layer = 2 * n_kv_heads * head_dim * bytes_per_value   # K and V
             return math.prod([per_token_per_layer, n_layers, seq_len, batch])
-    '''}),
-    Answer("kv_size_numpy_int", {"kv_cache_bytes": '''
+    """
+        },
+    ),
+    Answer(
+        "kv_size_numpy_int",
+        {
+            "kv_cache_bytes": """
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             shape = np.array([2, n_layers, n_kv_heads, head_dim, seq_len, batch], dtype=np.int64)
             if (shape < 0).any():
                 raise ValueError("negative size")
             return shape.prod() * bytes_per_value
-    '''}),
+    """
+        },
+    ),
     # ------------------------------------------------------------------ grouped_query_attention mistakes
-    Answer("tile_instead_of_repeat", {"grouped_query_attention": '''
+    Answer(
+        "tile_instead_of_repeat",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if h % g:
@@ -97,8 +131,15 @@ ANSWERS = [
             k = np.tile(k, (1, h // g, 1, 1))
             v = np.tile(v, (1, h // g, 1, 1))
             return attention(q, k, v, mask)
-    '''}, breaks="grouped_query_attention", says="i % g"),
-    Answer("grouped_reshape_in_tile_order", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="i % g",
+    ),
+    Answer(
+        "grouped_reshape_in_tile_order",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             b, h, n, d = q.shape
             g = k.shape[1]
@@ -108,22 +149,43 @@ ANSWERS = [
             out = attention(qg, k[:, None], v[:, None],
                             None if mask is None else np.broadcast_to(mask, (b, h, n, k.shape[2])).reshape(b, h // g, g, n, -1))
             return out.reshape(b, h, n, -1)
-    '''}, breaks="grouped_query_attention", says="tiled"),
-    Answer("kv_head_zero_for_everyone", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="tiled",
+    ),
+    Answer(
+        "kv_head_zero_for_everyone",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if h % g:
                 raise ValueError("h must be divisible by g")
             return attention(q, k[:, :1], v[:, :1], mask)
-    '''}, breaks="grouped_query_attention", says="KV head 0"),
-    Answer("repeat_by_g_not_group_size", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="KV head 0",
+    ),
+    Answer(
+        "repeat_by_g_not_group_size",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             if h % g:
                 raise ValueError("h must be divisible by g")
             return attention(q, np.repeat(k, g, axis=1), np.repeat(v, g, axis=1), mask)
-    '''}, breaks="grouped_query_attention", says="group size"),
-    Answer("mask_not_broadcast_before_grouping", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="group size",
+    ),
+    Answer(
+        "mask_not_broadcast_before_grouping",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             b, h, n_q, d = q.shape
             g = k.shape[1]
@@ -132,45 +194,98 @@ ANSWERS = [
             qg = q.reshape(b, g, h // g, n_q, d)                  # (b, g, group, n, d)
             out = attention(qg, k[:, :, None], v[:, :, None], mask)  # the mask is still (b, 1, n, n)
             return out.reshape(b, h, n_q, -1)
-    '''}, breaks="grouped_query_attention", says="broadcast it to (b, h, n, n)"),
-    Answer("accepts_h_not_divisible_by_g", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="broadcast it to (b, h, n, n)",
+    ),
+    Answer(
+        "accepts_h_not_divisible_by_g",
+        {
+            "grouped_query_attention": """
         def grouped_query_attention(q, k, v, mask=None):
             h, g = q.shape[1], k.shape[1]
             which = np.arange(h) * g // h       # spreads the query heads as evenly as it can
             return attention(q, k[:, which], v[:, which], mask)
-    '''}, breaks="grouped_query_attention", says="divisible"),
-    Answer("gqa_calls_the_reference", {"grouped_query_attention": '''
+    """
+        },
+        breaks="grouped_query_attention",
+        says="divisible",
+    ),
+    Answer(
+        "gqa_calls_the_reference",
+        {
+            "grouped_query_attention": """
         import heads_and_masks as hm
         def grouped_query_attention(q, k, v, mask=None):
             return hm.grouped_query_attention(q, k, v, mask)
-    '''}, breaks="grouped_query_attention", says="reference"),
+    """
+        },
+        breaks="grouped_query_attention",
+        says="reference",
+    ),
     # ------------------------------------------------------------------ kv_cache_bytes mistakes
-    Answer("forgot_factor_two", {"kv_cache_bytes": '''
+    Answer(
+        "forgot_factor_two",
+        {
+            "kv_cache_bytes": """
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             if min(n_layers, n_kv_heads, head_dim, seq_len, batch) < 0:
                 raise ValueError("negative size")
             return n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
-    '''}, breaks="kv_cache_bytes", says="factor 2"),
-    Answer("bits_not_bytes", {"kv_cache_bytes": '''
+    """
+        },
+        breaks="kv_cache_bytes",
+        says="factor 2",
+    ),
+    Answer(
+        "bits_not_bytes",
+        {
+            "kv_cache_bytes": """
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             if min(n_layers, n_kv_heads, head_dim, seq_len, batch) < 0:
                 raise ValueError("negative size")
             bits = 8 * bytes_per_value
             return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bits
-    '''}, breaks="kv_cache_bytes", says="bits"),
-    Answer("batch_ignored", {"kv_cache_bytes": '''
+    """
+        },
+        breaks="kv_cache_bytes",
+        says="bits",
+    ),
+    Answer(
+        "batch_ignored",
+        {
+            "kv_cache_bytes": """
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             if min(n_layers, n_kv_heads, head_dim, seq_len) < 0:
                 raise ValueError("negative size")
             return 2 * n_layers * n_kv_heads * head_dim * seq_len * bytes_per_value
-    '''}, breaks="kv_cache_bytes", says="batch is ignored"),
-    Answer("no_check_of_negative_sizes", {"kv_cache_bytes": '''
+    """
+        },
+        breaks="kv_cache_bytes",
+        says="batch is ignored",
+    ),
+    Answer(
+        "no_check_of_negative_sizes",
+        {
+            "kv_cache_bytes": """
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             return 2 * n_layers * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
-    '''}, breaks="kv_cache_bytes", says="ValueError"),
-    Answer("kv_calls_the_reference", {"kv_cache_bytes": '''
+    """
+        },
+        breaks="kv_cache_bytes",
+        says="ValueError",
+    ),
+    Answer(
+        "kv_calls_the_reference",
+        {
+            "kv_cache_bytes": """
         from heads_and_masks import kv_cache_bytes as course_kv_cache_bytes
         def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             return course_kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch, bytes_per_value)
-    '''}, breaks="kv_cache_bytes", says="reference"),
+    """
+        },
+        breaks="kv_cache_bytes",
+        says="reference",
+    ),
 ]

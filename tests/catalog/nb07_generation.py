@@ -3,6 +3,7 @@
 
 The notebook gives `attention(q, k, v, mask=None)` in a cell before the first exercise.
 """
+
 from catalog import Answer
 
 ASSIGNMENT = "07_generation"
@@ -10,8 +11,10 @@ ASSIGNMENT = "07_generation"
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
     # ------------------------------------------------------------------ correct, in several styles
-    Answer("own_softmax_and_list_append", {
-        "decode_step": '''
+    Answer(
+        "own_softmax_and_list_append",
+        {
+            "decode_step": """
             def decode_step(q_new, k_new, v_new, k_cache, v_cache):
                 keys = np.concatenate((k_cache, k_new), axis=-2)
                 values = np.concatenate((v_cache, v_new), axis=-2)
@@ -20,23 +23,23 @@ ANSWERS = [
                 w = np.exp(s)
                 w = w / w.sum(axis=-1, keepdims=True)
                 return np.einsum("bhqk,bhkd->bhqd", w, values), keys, values
-        ''',
-        "bottom_right_causal_mask": '''
+        """,
+            "bottom_right_causal_mask": """
             def bottom_right_causal_mask(n_new, n_keys):
                 if n_new > n_keys:
                     raise ValueError("more new queries than keys")
                 query = np.arange(n_keys - n_new, n_keys)[:, None]
                 return np.arange(n_keys)[None, :] <= query
-        ''',
-        "rolling_cache_write": '''
+        """,
+            "rolling_cache_write": """
             def rolling_cache_write(cache, new, position):
                 out = np.array(cache, copy=True)
                 w = cache.shape[-2]
                 for i in range(new.shape[-2]):
                     out[..., (position + i) % w, :] = new[..., i, :]
                 return out
-        ''',
-        "sinks_window_mask": '''
+        """,
+            "sinks_window_mask": """
             def sinks_window_mask(n, window, sinks):
                 mask = np.zeros((n, n), dtype=bool)
                 for i in range(n):
@@ -44,8 +47,8 @@ ANSWERS = [
                         if i - j < window or j < sinks:
                             mask[i, j] = True
                 return mask
-        ''',
-        "document_mask": '''
+        """,
+            "document_mask": """
             def document_mask(doc_ids):
                 ids = np.asarray(doc_ids)
                 n = ids.shape[-1]
@@ -56,31 +59,34 @@ ANSWERS = [
                         for j in range(i + 1):
                             out[r, i, j] = row[i] == row[j]
                 return out.reshape(ids.shape + (n,))
-        ''',
-        "mixed_cache_bytes": '''
+        """,
+            "mixed_cache_bytes": """
             def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
                 total = 0
                 for layer in range(n_local + n_global):
                     kept = min(seq_len, window) if layer < n_local else seq_len
                     total += 2 * n_kv_heads * head_dim * kept * batch * bytes_per_value
                 return total
-        ''',
-    }),
-    Answer("given_attention_and_triu_styles", {
-        "decode_step": '''
+        """,
+        },
+    ),
+    Answer(
+        "given_attention_and_triu_styles",
+        {
+            "decode_step": """
             def decode_step(q_new, k_new, v_new, k_cache, v_cache):
                 k_all = np.append(k_cache, k_new, axis=2)
                 v_all = np.append(v_cache, v_new, axis=2)
                 mask = np.ones((1, k_all.shape[2]), dtype=bool)
                 return attention(q_new, k_all, v_all, mask), k_all, v_all
-        ''',
-        "bottom_right_causal_mask": '''
+        """,
+            "bottom_right_causal_mask": """
             def bottom_right_causal_mask(n_new, n_keys):
                 if n_new > n_keys:
                     raise ValueError(f"n_new={n_new} > n_keys={n_keys}")
                 return ~np.triu(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new + 1)
-        ''',
-        "rolling_cache_write": '''
+        """,
+            "rolling_cache_write": """
             def rolling_cache_write(cache, new, position):
                 w, t = cache.shape[-2], new.shape[-2]
                 slots = (position + np.arange(t)) % w
@@ -88,146 +94,262 @@ ANSWERS = [
                 np.put_along_axis(out, np.broadcast_to(slots[:, None], new.shape[:-2] + (t, new.shape[-1])).copy(),
                                   new, axis=-2)
                 return out
-        ''',
-        "sinks_window_mask": '''
+        """,
+            "sinks_window_mask": """
             def sinks_window_mask(n, window, sinks):
                 causal = np.tril(np.ones((n, n), dtype=bool))
                 window_band = np.triu(causal, k=-(window - 1))
                 sink_columns = np.zeros((n, n), dtype=bool)
                 sink_columns[:, :sinks] = True
                 return causal & (window_band | sink_columns)
-        ''',
-        "document_mask": '''
+        """,
+            "document_mask": """
             def document_mask(doc_ids):
                 doc_ids = np.asarray(doc_ids)
                 n = doc_ids.shape[-1]
                 same = doc_ids[..., :, None] == doc_ids[..., None, :]
                 return np.logical_and(same, np.tril(np.ones((n, n), bool)))
-        ''',
-        "mixed_cache_bytes": '''
+        """,
+            "mixed_cache_bytes": """
             def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
                 local = n_local * 2 * n_kv_heads * head_dim * min(window, seq_len)
                 glob = n_global * 2 * n_kv_heads * head_dim * seq_len
                 return (local + glob) * batch * bytes_per_value
-        ''',
-    }),
-    Answer("float32_and_numpy_ints", {
-        "decode_step": '''
+        """,
+        },
+    ),
+    Answer(
+        "float32_and_numpy_ints",
+        {
+            "decode_step": """
             def decode_step(q_new, k_new, v_new, k_cache, v_cache):
                 q32, k32, v32 = (a.astype(np.float32) for a in (q_new, k_new, v_new))
                 keys = np.concatenate([k_cache.astype(np.float32), k32], axis=2)
                 values = np.concatenate([v_cache.astype(np.float32), v32], axis=2)
                 return attention(q32, keys, values), keys, values
-        ''',
-        "mixed_cache_bytes": '''
+        """,
+            "mixed_cache_bytes": """
             def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
                 layers_tokens = np.array([n_local * min(seq_len, window), n_global * seq_len], dtype=np.int64)
                 return np.int64(2 * n_kv_heads * head_dim) * layers_tokens.sum() * batch * bytes_per_value
-        ''',
-        "document_mask": '''
+        """,
+            "document_mask": """
             def document_mask(doc_ids):
                 ids = np.asarray(doc_ids)
                 n = ids.shape[-1]
                 starts = np.concatenate([np.ones(ids.shape[:-1] + (1,), bool), ids[..., 1:] != ids[..., :-1]], axis=-1)
                 segment = np.cumsum(starts, axis=-1)        # documents are contiguous runs
                 return (segment[..., :, None] == segment[..., None, :]) & np.tri(n, dtype=bool)
-        ''',
-    }),
+        """,
+        },
+    ),
     # ------------------------------------------------------------------ decode_step mistakes
-    Answer("cache_forgets_own_kv", {"decode_step": '''
+    Answer(
+        "cache_forgets_own_kv",
+        {
+            "decode_step": """
         def decode_step(q_new, k_new, v_new, k_cache, v_cache):
             out = attention(q_new, k_cache, v_cache)          # the new token's own key is missing
             return out, np.concatenate([k_cache, k_new], axis=2), np.concatenate([v_cache, v_new], axis=2)
-    '''}, breaks="decode_step", says="forgets the new token's own K/V"),
-    Answer("cache_not_appended", {"decode_step": '''
+    """
+        },
+        breaks="decode_step",
+        says="forgets the new token's own K/V",
+    ),
+    Answer(
+        "cache_not_appended",
+        {
+            "decode_step": """
         def decode_step(q_new, k_new, v_new, k_cache, v_cache):
             keys = np.concatenate([k_cache, k_new], axis=2)
             values = np.concatenate([v_cache, v_new], axis=2)
             return attention(q_new, keys, values), k_cache, v_cache
-    '''}, breaks="decode_step", says="not appended"),
-    Answer("new_token_prepended", {"decode_step": '''
+    """
+        },
+        breaks="decode_step",
+        says="not appended",
+    ),
+    Answer(
+        "new_token_prepended",
+        {
+            "decode_step": """
         def decode_step(q_new, k_new, v_new, k_cache, v_cache):
             keys = np.concatenate([k_new, k_cache], axis=2)
             values = np.concatenate([v_new, v_cache], axis=2)
             return attention(q_new, keys, values), keys, values
-    '''}, breaks="decode_step", says="before the cached ones"),
+    """
+        },
+        breaks="decode_step",
+        says="before the cached ones",
+    ),
     # ------------------------------------------------------------------ bottom_right_causal_mask mistakes
-    Answer("top_left_tril", {"bottom_right_causal_mask": '''
+    Answer(
+        "top_left_tril",
+        {
+            "bottom_right_causal_mask": """
         def bottom_right_causal_mask(n_new, n_keys):
             if n_new > n_keys:
                 raise ValueError("too many queries")
             return np.tril(np.ones((n_new, n_keys), dtype=bool))
-    '''}, breaks="bottom_right_causal_mask", says="top-left alignment"),
-    Answer("bottom_right_without_own_key", {"bottom_right_causal_mask": '''
+    """
+        },
+        breaks="bottom_right_causal_mask",
+        says="top-left alignment",
+    ),
+    Answer(
+        "bottom_right_without_own_key",
+        {
+            "bottom_right_causal_mask": """
         def bottom_right_causal_mask(n_new, n_keys):
             if n_new > n_keys:
                 raise ValueError("too many queries")
             return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new - 1)
-    '''}, breaks="bottom_right_causal_mask", says="its own key"),
-    Answer("bottom_right_never_refuses", {"bottom_right_causal_mask": '''
+    """
+        },
+        breaks="bottom_right_causal_mask",
+        says="its own key",
+    ),
+    Answer(
+        "bottom_right_never_refuses",
+        {
+            "bottom_right_causal_mask": """
         def bottom_right_causal_mask(n_new, n_keys):
             return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new)
-    '''}, breaks="bottom_right_causal_mask", says="ValueError"),
+    """
+        },
+        breaks="bottom_right_causal_mask",
+        says="ValueError",
+    ),
     # ------------------------------------------------------------------ rolling_cache_write mistakes
-    Answer("rolling_indexed_by_step", {"rolling_cache_write": '''
+    Answer(
+        "rolling_indexed_by_step",
+        {
+            "rolling_cache_write": """
         def rolling_cache_write(cache, new, position):
             out = cache.copy()
             w = cache.shape[-2]
             for step in range(new.shape[-2]):
                 out[..., step % w, :] = new[..., step, :]
             return out
-    '''}, breaks="rolling_cache_write", says="indexed by step instead of position"),
-    Answer("rolling_off_by_one_slot", {"rolling_cache_write": '''
+    """
+        },
+        breaks="rolling_cache_write",
+        says="indexed by step instead of position",
+    ),
+    Answer(
+        "rolling_off_by_one_slot",
+        {
+            "rolling_cache_write": """
         def rolling_cache_write(cache, new, position):
             out = cache.copy()
             w = cache.shape[-2]
             slots = (np.arange(new.shape[-2]) + position + 1) % w
             out[..., slots, :] = new
             return out
-    '''}, breaks="rolling_cache_write", says="off by one slot"),
-    Answer("rolling_appends", {"rolling_cache_write": '''
+    """
+        },
+        breaks="rolling_cache_write",
+        says="off by one slot",
+    ),
+    Answer(
+        "rolling_appends",
+        {
+            "rolling_cache_write": """
         def rolling_cache_write(cache, new, position):
             return np.concatenate([cache, new], axis=-2)[..., -cache.shape[-2]:, :]
-    '''}, breaks="rolling_cache_write", says="slot p mod w"),
-    Answer("rolling_in_place", {"rolling_cache_write": '''
+    """
+        },
+        breaks="rolling_cache_write",
+        says="shifted like a queue",
+    ),
+    Answer(
+        "rolling_in_place",
+        {
+            "rolling_cache_write": """
         def rolling_cache_write(cache, new, position):
             w = cache.shape[-2]
             cache[..., np.arange(position, position + new.shape[-2]) % w, :] = new
             return cache
-    '''}, breaks="rolling_cache_write", says="in place"),
+    """
+        },
+        breaks="rolling_cache_write",
+        says="in place",
+    ),
     # ------------------------------------------------------------------ sinks_window_mask mistakes
-    Answer("sinks_and_instead_of_or", {"sinks_window_mask": '''
+    Answer(
+        "sinks_and_instead_of_or",
+        {
+            "sinks_window_mask": """
         def sinks_window_mask(n, window, sinks):
             q = np.arange(n)[:, None]
             k = np.arange(n)[None, :]
             return (k <= q) & (q - k < window) & (k < sinks)
-    '''}, breaks="sinks_window_mask", says="AND where OR is needed"),
-    Answer("sinks_see_the_future", {"sinks_window_mask": '''
+    """
+        },
+        breaks="sinks_window_mask",
+        says="AND where OR is needed",
+    ),
+    Answer(
+        "sinks_see_the_future",
+        {
+            "sinks_window_mask": """
         def sinks_window_mask(n, window, sinks):
             q = np.arange(n)[:, None]
             k = np.arange(n)[None, :]
             return ((k <= q) & (q - k < window)) | (k < sinks)
-    '''}, breaks="sinks_window_mask", says="causal"),
+    """
+        },
+        breaks="sinks_window_mask",
+        says="causal",
+    ),
     # ------------------------------------------------------------------ document_mask mistakes
-    Answer("documents_see_earlier_documents", {"document_mask": '''
+    Answer(
+        "documents_see_earlier_documents",
+        {
+            "document_mask": """
         def document_mask(doc_ids):
             ids = np.asarray(doc_ids)
             n = ids.shape[-1]
             return np.broadcast_to(np.tril(np.ones((n, n), dtype=bool)), ids.shape + (n,)).copy()
-    '''}, breaks="document_mask", says="documents see earlier documents"),
-    Answer("documents_bidirectional", {"document_mask": '''
+    """
+        },
+        breaks="document_mask",
+        says="documents see earlier documents",
+    ),
+    Answer(
+        "documents_bidirectional",
+        {
+            "document_mask": """
         def document_mask(doc_ids):
             ids = np.asarray(doc_ids)
             return ids[..., :, None] == ids[..., None, :]
-    '''}, breaks="document_mask", says="bidirectional inside a document"),
+    """
+        },
+        breaks="document_mask",
+        says="bidirectional inside a document",
+    ),
     # ------------------------------------------------------------------ mixed_cache_bytes mistakes
-    Answer("every_layer_global", {"mixed_cache_bytes": '''
+    Answer(
+        "every_layer_global",
+        {
+            "mixed_cache_bytes": """
         def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             return 2 * (n_local + n_global) * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
-    '''}, breaks="mixed_cache_bytes", says="every layer counted as global"),
-    Answer("local_layers_always_full_window", {"mixed_cache_bytes": '''
+    """
+        },
+        breaks="mixed_cache_bytes",
+        says="every layer counted as global",
+    ),
+    Answer(
+        "local_layers_always_full_window",
+        {
+            "mixed_cache_bytes": """
         def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
             per = 2 * n_kv_heads * head_dim * batch * bytes_per_value
             return per * (n_local * window + n_global * seq_len)
-    '''}, breaks="mixed_cache_bytes", says="min(seq_len, window)"),
+    """
+        },
+        breaks="mixed_cache_bytes",
+        says="min(seq_len, window)",
+    ),
 ]

@@ -3,11 +3,12 @@
 The notebook gives `attention(q, k, v, mask=None)` (notebook 00's function) in a cell before the
 exercise; answers may use it.
 """
+
 from catalog import Answer
 
 ASSIGNMENT = "08_learned_heads"
 
-_SOFTMAX = '''
+_SOFTMAX = """
 def _masked_softmax(scores, mask):
     allowed = np.ones(scores.shape, bool) if mask is None else np.broadcast_to(mask, scores.shape)
     top = np.max(np.where(allowed, scores, -np.inf), axis=-1, keepdims=True)
@@ -15,12 +16,16 @@ def _masked_softmax(scores, mask):
     e = np.where(allowed, np.exp(np.where(allowed, scores - top, 0.0)), 0.0)
     total = e.sum(axis=-1, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
-'''
+"""
 
 
-def _backward(ds_line: str, *, dq="ds @ k / np.sqrt(d)", dk="ds.T @ q / np.sqrt(d)", softmax="_masked_softmax(s, mask)"):
+def _backward(
+    ds_line: str, *, dq="ds @ k / np.sqrt(d)", dk="ds.T @ q / np.sqrt(d)", softmax="_masked_softmax(s, mask)"
+):
     """A matrix-form answer with one step changed (for the mistakes)."""
-    return _SOFTMAX + f'''
+    return (
+        _SOFTMAX
+        + f"""
 def attention_backward(q, k, v, mask, dout):
     d = q.shape[-1]
     s = q @ k.T / np.sqrt(d)
@@ -29,7 +34,8 @@ def attention_backward(q, k, v, mask, dout):
     dp = dout @ v.T
     {ds_line}
     return {dq}, {dk}, dv
-'''
+"""
+    )
 
 
 _RIGHT_DS = "ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True))"
@@ -38,7 +44,10 @@ ANSWERS = [
     Answer("untouched", {}, untouched=True),
     # ------------------------------------------------------------------ correct, in several styles
     Answer("matrix_form", {"attention_backward": _backward(_RIGHT_DS)}),
-    Answer("rows_with_the_jacobian_matrix", {"attention_backward": '''
+    Answer(
+        "rows_with_the_jacobian_matrix",
+        {
+            "attention_backward": """
         def attention_backward(q, k, v, mask, dout):
             n_q, d = q.shape
             allowed = np.ones((n_q, k.shape[0]), bool) if mask is None else mask
@@ -56,8 +65,13 @@ ANSWERS = [
                 dq[i] = ds @ k[keys] / np.sqrt(d)
                 dk[keys] += np.outer(ds, q[i]) / np.sqrt(d)
             return dq, dk, dv
-    '''}),
-    Answer("weights_from_the_given_attention_einsum", {"attention_backward": '''
+    """
+        },
+    ),
+    Answer(
+        "weights_from_the_given_attention_einsum",
+        {
+            "attention_backward": """
         def attention_backward(q, k, v, mask, dout):
             d = q.shape[-1]
             p = attention(q, k, np.eye(k.shape[0]), mask)      # the weights themselves: p @ I
@@ -67,8 +81,13 @@ ANSWERS = [
             dq = np.einsum("qk,kd->qd", ds, k) / np.sqrt(d)
             dk = np.einsum("qk,qd->kd", ds, q) / np.sqrt(d)
             return dq, dk, dv
-    '''}),
-    Answer("dtype_min_fill_then_zeroed", {"attention_backward": '''
+    """
+        },
+    ),
+    Answer(
+        "dtype_min_fill_then_zeroed",
+        {
+            "attention_backward": """
         def attention_backward(q, k, v, mask, dout):
             scale = 1 / np.sqrt(q.shape[1])
             s = q @ k.T * scale
@@ -81,8 +100,13 @@ ANSWERS = [
             g = dout @ v.T
             ds = p * g - p * (p * g).sum(axis=1, keepdims=True)
             return (ds @ k) * scale, (ds.T @ q) * scale, p.T @ dout
-    '''}),
-    Answer("rules_by_diagonal_and_loop", {"rule_weights": '''
+    """
+        },
+    ),
+    Answer(
+        "rules_by_diagonal_and_loop",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             b, h, n, _ = weights.shape
             previous = np.diagonal(weights, offset=-1, axis1=2, axis2=3)[..., 1:]   # entries [t, t - 1], t = 2 ...
@@ -91,8 +115,13 @@ ANSWERS = [
             for head in range(h):
                 rows.append([previous[:, head].mean(), first[:, head].mean()])
             return np.array(rows)
-    '''}),
-    Answer("rules_with_masks_of_positions", {"rule_weights": '''
+    """
+        },
+    ),
+    Answer(
+        "rules_with_masks_of_positions",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             n = weights.shape[-1]
             query = np.arange(n)[:, None]
@@ -103,20 +132,44 @@ ANSWERS = [
             total = weights.shape[0] * (n - 2)
             return np.stack([(weights * prev).sum(axis=(0, 2, 3)) / total,
                              (weights * first).sum(axis=(0, 2, 3)) / total], axis=1)
-    '''}),
+    """
+        },
+    ),
     # ------------------------------------------------------------------ attention_backward mistakes
-    Answer("sqrt_d_forgotten_in_the_gradient", {"attention_backward": _backward(_RIGHT_DS, dq="ds @ k", dk="ds.T @ q")},
-           breaks="attention_backward", says="1/√d is forgotten"),
-    Answer("diagonal_of_the_jacobian_only", {"attention_backward": _backward("ds = p * dp")},
-           breaks="attention_backward", says="only the diagonal of the softmax Jacobian"),
-    Answer("p_one_minus_p", {"attention_backward": _backward("ds = p * (1 - p) * dp")},
-           breaks="attention_backward", says="diagonal of the softmax Jacobian"),
-    Answer("dq_dk_transposes_swapped", {"attention_backward": _backward(_RIGHT_DS, dq="ds.T @ k / np.sqrt(d)",
-                                                                        dk="ds @ q / np.sqrt(d)")},
-           breaks="attention_backward", says="transposes swapped"),
-    Answer("backward_through_the_unmasked_softmax", {"attention_backward": _backward(_RIGHT_DS, softmax="_masked_softmax(s, None)")},
-           breaks="attention_backward", says="forbidden entries"),
-    Answer("minus_1e9_gives_empty_rows_weights", {"attention_backward": '''
+    Answer(
+        "sqrt_d_forgotten_in_the_gradient",
+        {"attention_backward": _backward(_RIGHT_DS, dq="ds @ k", dk="ds.T @ q")},
+        breaks="attention_backward",
+        says="1/√d is forgotten",
+    ),
+    Answer(
+        "diagonal_of_the_jacobian_only",
+        {"attention_backward": _backward("ds = p * dp")},
+        breaks="attention_backward",
+        says="only the diagonal of the softmax Jacobian",
+    ),
+    Answer(
+        "p_one_minus_p",
+        {"attention_backward": _backward("ds = p * (1 - p) * dp")},
+        breaks="attention_backward",
+        says="diagonal of the softmax Jacobian",
+    ),
+    Answer(
+        "dq_dk_transposes_swapped",
+        {"attention_backward": _backward(_RIGHT_DS, dq="ds.T @ k / np.sqrt(d)", dk="ds @ q / np.sqrt(d)")},
+        breaks="attention_backward",
+        says="transposes swapped",
+    ),
+    Answer(
+        "backward_through_the_unmasked_softmax",
+        {"attention_backward": _backward(_RIGHT_DS, softmax="_masked_softmax(s, None)")},
+        breaks="attention_backward",
+        says="forbidden entries",
+    ),
+    Answer(
+        "minus_1e9_gives_empty_rows_weights",
+        {
+            "attention_backward": """
         def attention_backward(q, k, v, mask, dout):
             d = q.shape[-1]
             s = q @ k.T / np.sqrt(d)
@@ -127,8 +180,15 @@ ANSWERS = [
             dp = dout @ v.T
             ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
             return ds @ k / np.sqrt(d), ds.T @ q / np.sqrt(d), p.T @ dout
-    '''}, breaks="attention_backward", says="forbidden entries"),
-    Answer("nan_on_a_fully_masked_row", {"attention_backward": '''
+    """
+        },
+        breaks="attention_backward",
+        says="forbidden entries",
+    ),
+    Answer(
+        "nan_on_a_fully_masked_row",
+        {
+            "attention_backward": """
         def attention_backward(q, k, v, mask, dout):
             d = q.shape[-1]
             s = q @ k.T / np.sqrt(d)
@@ -139,35 +199,74 @@ ANSWERS = [
             dp = dout @ v.T
             ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
             return ds @ k / np.sqrt(d), ds.T @ q / np.sqrt(d), p.T @ dout
-    '''}, breaks="attention_backward", says="NaN on a fully masked row"),
-    Answer("backward_calls_the_reference", {"attention_backward": '''
+    """
+        },
+        breaks="attention_backward",
+        says="NaN on a fully masked row",
+    ),
+    Answer(
+        "backward_calls_the_reference",
+        {
+            "attention_backward": """
         from heads_and_masks.training import attention_backward as course_backward
         def attention_backward(q, k, v, mask, dout):
             return course_backward(q, k, v, mask, dout)
-    '''}, breaks="attention_backward", says="reference"),
+    """
+        },
+        breaks="attention_backward",
+        says="reference",
+    ),
     # ------------------------------------------------------------------ rule_weights mistakes
-    Answer("rules_from_t_equals_1", {"rule_weights": '''
+    Answer(
+        "rules_from_t_equals_1",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             n = weights.shape[-1]
             t = np.arange(1, n)
             return np.stack([weights[:, :, t, t - 1].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
-    '''}, breaks="rule_weights", says="t = 1"),
-    Answer("rules_diagonal_for_previous", {"rule_weights": '''
+    """
+        },
+        breaks="rule_weights",
+        says="t = 1",
+    ),
+    Answer(
+        "rules_diagonal_for_previous",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             n = weights.shape[-1]
             t = np.arange(2, n)
             return np.stack([weights[:, :, t, t].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
-    '''}, breaks="rule_weights", says="not key t"),
-    Answer("rules_rows_and_columns_swapped", {"rule_weights": '''
+    """
+        },
+        breaks="rule_weights",
+        says="not key t",
+    ),
+    Answer(
+        "rules_rows_and_columns_swapped",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             n = weights.shape[-1]
             t = np.arange(2, n)
             return np.stack([weights[:, :, t - 1, t].mean(axis=(0, 2)), weights[:, :, 0, t].mean(axis=(0, 2))], -1)
-    '''}, breaks="rule_weights", says="rows and columns are swapped"),
-    Answer("rules_averaged_over_heads", {"rule_weights": '''
+    """
+        },
+        breaks="rule_weights",
+        says="rows and columns are swapped",
+    ),
+    Answer(
+        "rules_averaged_over_heads",
+        {
+            "rule_weights": """
         def rule_weights(weights):
             n = weights.shape[-1]
             t = np.arange(2, n)
             return np.stack([weights[:, :, t, t - 1].mean(axis=(1, 2)), weights[:, :, t, 0].mean(axis=(1, 2))], -1)
-    '''}, breaks="rule_weights", says="one row per head"),
+    """
+        },
+        breaks="rule_weights",
+        says="one row per head",
+    ),
 ]

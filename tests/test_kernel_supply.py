@@ -1,0 +1,101 @@
+"""Warm grading kernels (judge.KernelSupply): the next submission's kernel boots while one is graded,
+with the same limits and nothing of anyone's; kernel_launch's --preload; the grading kernels' options."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psutil
+from course import REPO
+
+from autograde import judge
+from autograde.sandbox import KERNEL_OPTIONS, SandboxedKernelManager
+
+LAUNCHER = REPO / "autograde" / "kernel_launch.py"
+
+
+def test_preload_imports_first_then_runs_the_module_in_the_same_process_under_the_limits(tmp_path):
+    (tmp_path / "report_kernel.py").write_text(
+        "import os, resource, sys\n"
+        "print('json' in sys.modules, sys.argv[1:], os.environ['OPENBLAS_NUM_THREADS'],\n"
+        "      resource.getrlimit(resource.RLIMIT_DATA)[0] == 300 * 2**20, sep='|')\n"
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(LAUNCHER),
+            "--memory-mb=300",
+            "--preload=json",
+            "--",
+            sys.executable,
+            "-m",
+            "report_kernel",
+            "-f",
+            "conn.json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().split("|") == ["True", "['-f', 'conn.json']", "1", "True"], run.stdout
+
+
+def test_grading_kernels_keep_no_history_and_build_no_tracebacks():
+    manager = SandboxedKernelManager(kernel_name="python3")
+    try:
+        manager.write_connection_file()
+        command = manager.format_kernel_cmd()
+        assert all(option in command for option in KERNEL_OPTIONS)
+        assert not any(part.startswith("--preload") for part in command), "preloading only when asked for"
+        manager.cgroups.remove()
+        manager.preload = judge.PRELOAD
+        assert f"--preload={','.join(judge.PRELOAD)}" in manager.format_kernel_cmd()
+    finally:
+        manager.cleanup_resources()
+
+
+def _probe(kernel: judge.StudentKernel, code: str) -> str:
+    run = kernel.run(code, 60)
+    assert run.error is None, run.outputs
+    return run.stdout.strip()
+
+
+def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits():
+    with judge.KernelSupply() as supply:
+        assert judge.kernel_supply() is supply
+        first = supply.take(memory_mb=1024, cpu_seconds=300)
+        spare = supply.spare
+        assert spare is not None and spare is not first and spare.limits == (1024, 300)
+        assert not spare.usable, "a spare is not connected (and not sealed) before its submission"
+        state = (
+            "import os, sys; print(os.getuid(), 'numpy' in sys.modules, 'heads_and_masks' in sys.modules, "
+            "'secret' in globals(), sorted(os.listdir('/tmp')))"
+        )
+        uid, numpy_in, package_in, _, _ = _probe(first, state).split(" ", 4)
+        assert (numpy_in, package_in) == ("True", "True"), "the kernel starts with numpy and the stub package"
+        _probe(first, "secret = 42\nopen('/tmp/left-by-a-student', 'w').write('x')")
+        first.shutdown()
+
+        second = supply.take(memory_mb=1024, cpu_seconds=300)
+        assert second is spare and supply.spare is not None and supply.spare is not second
+        uid2, _, _, has_secret, files = _probe(second, state).split(" ", 4)
+        assert uid2 != uid, "every kernel has a uid of its own"
+        assert has_secret == "False" and "left-by-a-student" not in files, "nothing of another submission"
+        second.shutdown()
+
+        left = supply.spare
+        third = supply.take(memory_mb=512, cpu_seconds=300)  # other limits: the spare is thrown away
+        assert third is not left and third.limits == (512, 300) and not left.manager.is_alive()
+        third.shutdown()
+        last_spare = supply.spare.manager.provisioner.process.pid
+    assert judge.kernel_supply() is not supply and supply.spare is None
+    assert not psutil.pid_exists(last_spare) or psutil.Process(last_spare).status() == psutil.STATUS_ZOMBIE
+
+
+def test_outside_a_supply_the_judge_starts_each_kernel_when_needed():
+    supply = judge.kernel_supply()
+    assert supply.prestart is False and supply.spare is None
