@@ -402,21 +402,22 @@ def _files(folder: Path) -> dict[str, bytes]:
 class GradingWorker(WorkerPlugin):
     """Makes a Dask worker ready to grade, as it starts (a worker plugin, for every cluster):
     nbgrader imported and the course package without its reference implementations made
-    (``judge.shared_stub_package``), once per worker process, before its first submission.
-    On the local cluster (``log``), what the worker and its kernels print goes to the course's log
+    (``judge.shared_stub_package``), once per worker process, before its first submission; and
+    the worker's kernel supply (``judge.KernelSupply``), held for its lifetime. On the local cluster (``log``), what the worker and its kernels print goes to the course's log
     instead of the instructor's terminal."""
 
     name = "heads-and-masks-grading-worker"
 
     def __init__(self, log: Path | None = None):
         self.log = str(log) if log else None
+        self.kernels = None
 
     def setup(self, worker) -> None:
         import os
 
         import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
-        from .judge import shared_stub_package
+        from .judge import KernelSupply, shared_stub_package
 
         if self.log:
             descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -424,6 +425,19 @@ class GradingWorker(WorkerPlugin):
             os.dup2(descriptor, 2)
             os.close(descriptor)
         shared_stub_package()
+        # Warm kernels: each submission's sandboxed kernel boots while the one before is graded. One
+        # supply per worker process, for its lifetime (a worker grades one submission at a time).
+        self.kernels = KernelSupply()
+        self.kernels.__enter__()
+
+    def teardown(self, worker) -> None:
+        import gc
+
+        if self.kernels is not None:
+            kernels, self.kernels = self.kernels, None
+            kernels.__exit__(None, None, None)  # the spare kernel shut down
+        # Frozen, the heap nbgrader's imports built is not collected again on the way out (about 2 s).
+        gc.freeze()
 
 
 @contextlib.contextmanager
