@@ -433,11 +433,15 @@ class GradingWorker(WorkerPlugin):
     def teardown(self, worker) -> None:
         import gc
 
+        from distributed.core import Status as WorkerStatus
+
         if self.kernels is not None:
             kernels, self.kernels = self.kernels, None
             kernels.__exit__(None, None, None)  # the spare kernel shut down
-        # Frozen, the heap nbgrader's imports built is not collected again on the way out (about 2 s).
-        gc.freeze()
+        if worker.status in (WorkerStatus.closing, WorkerStatus.closing_gracefully):
+            # The worker is exiting (not just replacing this plugin for the next run): frozen, the heap
+            # nbgrader's imports built is not collected again on the way out (about 2 s).
+            gc.freeze()
 
 
 @contextlib.contextmanager

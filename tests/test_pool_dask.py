@@ -7,6 +7,7 @@ worker's restart), like the others. In the second, the watcher kills whichever w
 ``kills_its_worker`` submission, every time: it must end as "kernel died" with a plain note after two
 tries, not go round forever.
 """
+
 from __future__ import annotations
 
 import os
@@ -62,25 +63,38 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
     from autograde.pool import ALLOWED_FAILURES
 
     solved = submission(ASSIGNMENT, {})
-    with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-                          "distributed.scheduler.worker-saturation": 1.0}):
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, memory_limit=0,
-                               host="127.0.0.1", dashboard_address=":0")
+    with dask.config.set(
+        {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, "distributed.scheduler.worker-saturation": 1.0}
+    ):
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, host="127.0.0.1", dashboard_address=":0"
+        )
     with cluster, Client(cluster, set_as_default=False) as client:
         # a class: the worker grading `first` is killed once, mid-run
         victims = {"first": 0}
-        run = _grade_while_killing(client, {"first": solved, "second": solved, "third": solved}, victims,
-                                   {"first"}, tmp_path / "class", cluster.scheduler_address)
+        run = _grade_while_killing(
+            client,
+            {"first": solved, "second": solved, "third": solved},
+            victims,
+            {"first"},
+            tmp_path / "class",
+            cluster.scheduler_address,
+        )
         assert victims["first"] == 1, "the watcher never caught `first` on a worker: nothing was tested"
         for student, result in run.results.items():
             log = run.course.path("autograded").parent / "logs" / ASSIGNMENT / f"{student}.log"
-            assert (result.status, result.total) == ("graded", result.max_total) and result.max_total > 0, \
+            assert (result.status, result.total) == ("graded", result.max_total) and result.max_total > 0, (
                 result.line() + "\n" + log.read_text()[-3000:]
+            )
+        # every worker, restarted ones too, holds its kernel supply (warm kernels), not kernels on demand
+        held = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().prestart)
+        assert held and all(held.values()), held
 
         # a submission whose worker dies every time it is graded ends, with a status that says so
         victims = {"kills_its_worker": 0}
-        run = _grade_while_killing(client, {"kills_its_worker": solved}, victims, set(), tmp_path / "poison",
-                                   cluster.scheduler_address)
+        run = _grade_while_killing(
+            client, {"kills_its_worker": solved}, victims, set(), tmp_path / "poison", cluster.scheduler_address
+        )
     poisoned = run.results["kills_its_worker"]
     assert victims["kills_its_worker"] == ALLOWED_FAILURES + 1, victims
     assert poisoned.status == "kernel died" and poisoned.total == 0, poisoned.line()
