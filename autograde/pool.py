@@ -403,8 +403,9 @@ class GradingWorker(WorkerPlugin):
     """Makes a Dask worker ready to grade, as it starts (a worker plugin, for every cluster):
     nbgrader imported and the course package without its reference implementations made
     (``judge.shared_stub_package``), once per worker process, before its first submission; and
-    the worker's kernel supply (``judge.KernelSupply``), held for its lifetime. On the local cluster (``log``), what the worker and its kernels print goes to the course's log
-    instead of the instructor's terminal."""
+    the worker's kernel supply (``judge.KernelSupply``), held until the worker stops (or a later run
+    registers the plugin again). On the local cluster (``log``), what the worker and its kernels
+    print goes to the course's log instead of the instructor's terminal."""
 
     name = "heads-and-masks-grading-worker"
 
@@ -440,7 +441,8 @@ class GradingWorker(WorkerPlugin):
             kernels.__exit__(None, None, None)  # the spare kernel shut down
         if worker.status in (WorkerStatus.closing, WorkerStatus.closing_gracefully):
             # The worker is exiting (not just replacing this plugin for the next run): frozen, the heap
-            # nbgrader's imports built is not collected again on the way out (about 2 s).
+            # nbgrader's imports built is not collected again on the way out (2 s in
+            # the old pool's workers).
             gc.freeze()
 
 
