@@ -3,7 +3,7 @@
 #
 # Welcome to **Heads & Masks**, a short course on two pieces of every transformer: *multi-head
 # attention* (why the width of a model is cut into heads) and *attention masks* (how a model is kept from
-# looking where it must not). Seven notebooks, each one idea, each with pictures you can move and
+# looking where it must not). Nine notebooks, each one idea, each with pictures you can move and
 # exercises that are checked on the spot.
 #
 # This notebook explains how the course works, fixes the conventions that every later notebook uses,
@@ -157,6 +157,28 @@ check_attention(attention)
 ### BEGIN HIDDEN TESTS
 check_attention(attention, seed=7919, thorough=True)
 ### END HIDDEN TESTS
+
+# %% [markdown]
+# ### Written question (2 points): Why subtract the largest score?
+#
+# Before exp, the warm-up subtracts each row's largest allowed score, and the notebook says this changes nothing
+# mathematically. Show why the weights do not change, and say what goes wrong without it. Answer in two to four
+# sentences in the cell below, in place of *YOUR ANSWER HERE*. In a class your teacher grades it by hand; on your
+# own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_largest_score", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** With m the row's largest score, exp(s_j − m) = exp(s_j) · exp(−m): every term of the row,
+# numerator and denominator alike, is multiplied by the same factor exp(−m), which cancels, so the weights are the
+# same. Without it a large score overflows: np.exp(1000.0) is inf, and inf / inf is NaN, so a row of large scores
+# gives NaN weights. After the subtraction every exponent is ≤ 0, so no exp exceeds 1, and the largest term is
+# exp(0) = 1, so the sum is at least 1 and never 0 or inf.
+#
+# **Rubric for the grader (2 points).** 1 point: the same factor exp(−m) multiplies every term of the row, above
+# and below the fraction bar, and cancels. 1 point: without it large scores overflow (exp gives inf, inf / inf is
+# NaN); with it every exponent is ≤ 0 and the sum is ≥ 1. Half a point for an answer that names the idea without
+# the reason.
+# ### END SOLUTION
 
 # %% [markdown]
 # ## What comes next

@@ -539,6 +539,25 @@ widget.controls["heads"].value = 24
 print("h = 24:\n" + widget.readouts_text())
 
 # %% [markdown]
+# ### Written question (2 points): Why is h not in the cost?
+#
+# The cost of one layer is 4nD² + 2n²D multiply-adds, and the number of heads h does not appear in it. Explain
+# why, for the projections and for the attention. Answer in two to four sentences in the cell below, in place of
+# *YOUR ANSWER HERE*. In a class your teacher grades it by hand; on your own, compare with the model answer in
+# `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_cost_without_h", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** The projections are four (n, D) @ (D, D) products whatever h is: cutting the width into heads
+# is only a reshape of the same numbers, so 4nD². In the attention, each head computes its n × n scores over d =
+# D/h columns (n²d) and its weighted sum (n²d); h heads together cost h · 2n²d = 2n²D. The h cancels.
+#
+# **Rubric for the grader (2 points).** 1 point: the projections do not depend on h (splitting into heads is a
+# reshape, not extra work). 1 point: each head costs n²d for scores (and for the weighted sum), so h heads cost h
+# · n²(D/h) = n²D. Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * Multi-head attention cuts the width D into h blocks of d = D/h columns and runs attention in each

@@ -389,6 +389,25 @@ noise_widget
 print(noise_widget.readouts_text())
 
 # %% [markdown]
+# ### Written question (2 points): Why can a head not be tiny?
+#
+# More heads of the same width D means smaller heads, d = D/h. Using what this notebook measured, explain why a
+# head cannot be made tiny. Answer in two to four sentences in the cell below, in place of *YOUR ANSWER HERE*. In
+# a class your teacher grades it by hand; on your own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_tiny_head", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** A head's score q·k adds up d noisy products. The match's advantage grows like d while the
+# noise of the other keys' scores grows only like √d, so the match stands out by a margin that grows like √d. With
+# a tiny d an unrelated key often beats the match by chance: the winning rate falls, as the notebook's curve
+# shows. So heads are kept at some tens of dimensions (about 32 to 128 in real models), which bounds h = D/d.
+#
+# **Rubric for the grader (2 points).** 1 point: q·k is a sum of d noisy terms: the signal grows like d, the noise
+# like √d (the margin grows with √d). 1 point: with small d the match often loses to an unrelated key (the winning
+# rate drops), so d must stay large enough. Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * A head's output is one convex combination of its values: one point in their hull, one distribution

@@ -670,6 +670,25 @@ check_row_entropy_bits(row_entropy_bits, seed=3, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
+# ### Written question (2 points): Why −∞ and not 0?
+#
+# To forbid a key, its score is set to −∞ before softmax. Why does setting it to 0 not forbid it? Answer in two to
+# four sentences in the cell below, in place of *YOUR ANSWER HERE*. In a class your teacher grades it by hand; on
+# your own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_minus_infinity", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** Softmax turns each score into exp(score) and divides by their sum. A score of 0 is an ordinary
+# score: it gets exp(0) = 1, a real weight (larger than that of any negative allowed score), so the forbidden key
+# still enters the average. A score of −∞ gets exp(−∞) = 0 exactly: the key drops out of the numerator and of the
+# denominator, and the weights of the allowed keys still sum to 1.
+#
+# **Rubric for the grader (2 points).** 1 point: 0 is a score like any other: exp(0) = 1 is a real weight, so the
+# key is not forbidden. 1 point: −∞ gives weight exactly 0, and the allowed weights renormalise among themselves
+# (rows sum to 1). Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * The causal mask is `mask[q, k] = (k ≤ q)`, boolean, True = may attend: a lower triangle with its

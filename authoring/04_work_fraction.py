@@ -416,6 +416,27 @@ for r in rows:
 # tiled kernel with PyTorch's own causal `scaled_dot_product_attention` as well.
 
 # %% [markdown]
+# ### Written question (2 points): Why does full-then-mask save nothing?
+#
+# The causal mask forbids about half the scores. Why does computing all the scores and then masking them save no
+# work, and what does the tiled kernel do instead? Answer in two to four sentences in the cell below, in place of
+# *YOUR ANSWER HERE*. In a class your teacher grades it by hand; on your own, compare with the model answer in
+# `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_full_then_mask", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** Full-then-mask computes all n² scores (and their exponentials) and only then replaces the
+# forbidden half with −∞: the work is already done, so it costs what attention without a mask costs. Work is saved
+# only if the forbidden scores are never computed: the tiled kernel computes only the tiles on or below the
+# diagonal, skips the tiles above it, and masks inside the diagonal tiles, about n(n+1)/2 of the n² entries (with
+# an online softmax it never holds the n × n matrix either).
+#
+# **Rubric for the grader (2 points).** 1 point: masking after computing saves nothing: all n² scores were
+# computed. 1 point: skip the tiles above the diagonal (compute only on and below it, mask inside the diagonal
+# tiles). Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * A causal mask allows n(n+1)/2 of the n² scores: a share (n+1)/(2n) that falls to ½ from above.

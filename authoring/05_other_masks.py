@@ -600,6 +600,25 @@ mask_widget = MaskWidget()
 mask_widget
 
 # %% [markdown]
+# ### Written question (2 points): Why mask the filler keys and not the filler queries?
+#
+# The padding mask forbids the filler *keys* (columns) and leaves the filler *queries* (rows) alone. Why is that
+# the right choice? Answer in two to four sentences in the cell below, in place of *YOUR ANSWER HERE*. In a class
+# your teacher grades it by hand; on your own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_keys_not_queries", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** A row of the mask is one query, a column one key. A filler key must get weight 0, or a real
+# token averages in filler values and its output depends on how much padding its batch has. A filler query's
+# output is thrown away later (its position is padding), so it need not be masked; masking its row as well would
+# leave it with no allowed key at all, a fully masked row that invites NaN.
+#
+# **Rubric for the grader (2 points).** 1 point: filler keys must get weight 0, so the real tokens' outputs do not
+# depend on the padding. 1 point: filler queries' outputs are ignored anyway; masking their rows too creates fully
+# masked rows (NaN risk). Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## What to remember
 #
 # * Masks are booleans (True = may attend) indexed `[query, key]`; rules that forbid combine with AND, rules

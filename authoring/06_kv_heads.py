@@ -514,6 +514,25 @@ calculator
 print(calculator.readouts_text())
 
 # %% [markdown]
+# ### Written question (2 points): Why does GQA shrink the cache and not the arithmetic?
+#
+# Grouped-query attention keeps h query heads but only g key/value heads. Why does it divide the KV cache by h/g
+# while the arithmetic barely changes? Answer in two to four sentences in the cell below, in place of *YOUR ANSWER
+# HERE*. In a class your teacher grades it by hand; on your own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_kv_cache", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** The arithmetic is done per query head: each of the h query heads still computes its n × n
+# scores and its weighted sum, only reading a KV head it shares with others; just the K and V projections shrink.
+# The cache stores K and V for each KV head: 2 × layers × g × d × tokens × bytes, proportional to g, so it is h/g
+# times smaller. In generation, reading that cache from memory is what limits the speed, not the arithmetic.
+#
+# **Rubric for the grader (2 points).** 1 point: the cache holds K and V per KV head, so its size is proportional
+# to g (h/g times smaller than MHA). 1 point: the scores and weighted sums are per query head (h of them,
+# unchanged); only the K/V projections shrink. Half a point for an answer that names the idea without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * MHA, GQA and MQA differ in one number, g, the count of KV heads; one function computes all three:

@@ -530,6 +530,31 @@ stepper
 print(stepper.readouts_text())
 
 # %% [markdown]
+# ### Written question (2 points): Why can the keys and values be cached?
+#
+# Generation keeps the keys and values of the earlier tokens and computes only the new token's q, k, v. Why does
+# causal attention make that possible, and why must the mask of several new tokens at once be aligned to the
+# bottom right of the (new queries, all keys) rectangle? Answer in two to four sentences in the cell below, in
+# place of *YOUR ANSWER HERE*. In a class your teacher grades it by hand; on your own, compare with the model
+# answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_why_cache", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** With the causal mask, position s only ever looks at positions 0 … s, so its output, and with
+# it the keys and values computed from it, never depend on the tokens that come later: once computed they stay
+# right, and a new token only adds its own row. (Without the mask every new token would change all the earlier
+# positions, and nothing could be kept.) The new tokens are the last ones of the sequence: new query i sits at
+# position n_keys − n_new + i and must see every cached key and the new keys up to itself, so the last query sees
+# every key. np.tril aligns the triangle to the top left, as if the new tokens came first, and hides from them
+# keys that are in their past.
+#
+# **Rubric for the grader (2 points).** 1 point: causal: earlier positions never see later tokens, so their keys
+# and values never change once computed. 1 point: the new queries are the last positions: each sees every cached
+# key (bottom-right alignment); top-left hides part of its past. Half a point for an answer that names the idea
+# without the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * With a cache, each new token appends its own K and V and attends over all of them: the outputs are full

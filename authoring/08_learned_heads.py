@@ -372,6 +372,30 @@ widget
 print(widget.readouts_text())
 
 # %% [markdown]
+# ### Written question (2 points): Why does one head not do both jobs?
+#
+# The same width D cut into one head or into two heads has the same parameters and the same multiply-adds, yet on
+# this task one head stays far behind two. Why can one head not learn both rules, and what do the two heads do
+# instead? Answer in two to four sentences in the cell below, in place of *YOUR ANSWER HERE*. In a class your
+# teacher grades it by hand; on your own, compare with the model answer in `solutions/`.
+
+# %% [markdown] nbgrader={"grade_id": "written_one_head", "schema_version": 3, "locked": false, "solution": true, "grade": true, "points": 2}
+# ### BEGIN SOLUTION
+# **Model answer.** A head's output at position t is one weighted average of value vectors. To serve both rules
+# one head must put weight on the previous position and on position 0, and a blend of two tokens' values does not
+# say which token was where: the unembedding cannot tell the previous token from the first one (a lopsided blend
+# helps only a little). Two heads make two separate averages that end up in separate columns of the merged output:
+# training turns one into a previous-token head (the band below the diagonal) and the other into a first-token
+# head (column 0), and switching either off breaks its rule alone. Cutting the width is free (a reshape), so the
+# second head costs nothing.
+#
+# **Rubric for the grader (2 points).** 1 point: one head = one weighted average per position; a blend of the two
+# positions loses which token is which. 1 point: two heads = two separate averages (separate columns after
+# merging): one previous-token head, one first-token head. Half a point for an answer that names the idea without
+# the reason.
+# ### END SOLUTION
+
+# %% [markdown]
 # ## Summary
 #
 # * The gradient of masked attention: `dv = pᵀ dout`, `ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ)` with `dp = dout vᵀ`,

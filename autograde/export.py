@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .collect import printable
 from .course import Course, gradebook, in_gradebook, roster
-from .results import Status, grade_cells, read_results, scores_from_gradebook
+from .results import Status, grade_cells, pending_from_gradebook, read_results, scores_from_gradebook
 
 
 def exercise_of(grade_id: str, answers: list[str]) -> str:
@@ -39,7 +39,11 @@ def exercises(course: Course, assignment: str) -> dict[str, list[str]]:
 
 
 def export_grades(course: Course, path: Path, assignments: list[str] | None = None) -> list[dict]:
-    """Write the grades CSV: student, assignment, status, one column per exercise, total, max, notes."""
+    """Write the grades CSV: student, assignment, status, one column per exercise, total, max, notes.
+
+    A written answer shows "pending" until a person grades it in the formgrader; ``total`` is the points
+    given so far and ``max_total`` all the points of the assignment, written answers included.
+    """
     assignments = assignments or [a for a in course.assignments() if in_gradebook(course, a)]
     rows, columns = [], []
     for assignment in assignments:
@@ -57,14 +61,16 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
                 )
             )
             scores = scores_from_gradebook(course, assignment, student) if result else {}
+            pending = set(pending_from_gradebook(course, assignment, student)) if result else set()
             row = {
                 "student": student,
                 "student_as_submitted": (result.original_id if result else "") or student,
                 "assignment": assignment,
                 "status": status.value,
             }
-            for exercise, cells in grouped.items():
-                row[exercise] = f"{sum(scores.get(c, 0.0) for c in cells):g}"
+            for exercise, cells in grouped.items():  # a written answer nobody graded yet is "pending", not 0
+                given = sum(scores.get(c, 0.0) for c in cells)
+                row[exercise] = "pending" if pending & set(cells) else f"{given:g}"
             row["total"] = f"{sum(scores.get(c, 0.0) for c in maxima):g}"
             row["max_total"] = f"{sum(maxima.values()):g}"
             row["notes"] = "; ".join(result.notes) if result else ""

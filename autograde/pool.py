@@ -40,9 +40,11 @@ from .results import (
     grade_cells,
     merge_into_gradebook,
     now,
+    pending_from_gradebook,
     read_results,
     scores_from_gradebook,
     write_result,
+    written_answers,
 )
 from .sandbox import sandbox_available
 
@@ -182,6 +184,7 @@ def _grade(
 ) -> dict[str, Result]:
     setup(course, assignment)
     maxima = grade_cells(course, assignment)
+    written = written_answers(course, assignment)
     everyone = students if students is not None else roster(course, assignment)
     previous = read_results(course, assignment)
 
@@ -236,6 +239,7 @@ def _grade(
                 found.fingerprint,
                 0.0,
                 now(),
+                written=written,
             )
         )
 
@@ -246,6 +250,7 @@ def _grade(
             jobs,
             inspections,
             maxima,
+            written,
             workers=workers,
             cell_timeout=cell_timeout,
             submission_timeout=submission_timeout,
@@ -262,6 +267,7 @@ def run_jobs(
     students,
     inspections,
     maxima,
+    written,
     *,
     workers,
     cell_timeout,
@@ -316,6 +322,8 @@ def run_jobs(
                 round(seconds, 2),
                 now(),
                 ids.get(student, ""),
+                written=written,
+                pending=pending_from_gradebook(course, assignment, student),  # what nbgrader left for a person
             )
         )
 

@@ -1,14 +1,15 @@
 """Step 7, the report: what went wrong, per student, in plain words (also written to ``reports/``).
 
-One line per assignment with the count of each status, then a line for every student whose
-submission needs a look (a failure, a note), and a warning on top when grading ran unsandboxed.
+One line per assignment with the count of each status, a line for the written answers that wait for a
+person (formgrader), then a line for every student whose submission needs a look (a failure, a note),
+and a warning on top when grading ran unsandboxed.
 """
 
 from __future__ import annotations
 
 from .collect import printable
 from .course import Course, roster
-from .results import Status, read_results
+from .results import Status, pending_from_gradebook, read_results
 
 
 def sandbox_state() -> tuple[bool, str]:
@@ -24,6 +25,7 @@ def report(course: Course, assignment: str) -> str:
     everyone = roster(course, assignment)
     counts = {status: 0 for status in Status}
     lines = []
+    waiting: list = []  # results with written answers (pending ones kept below)
     for student in everyone:
         result = results.get(student)
         if result is None:
@@ -36,10 +38,19 @@ def report(course: Course, assignment: str) -> str:
             )
             continue
         counts[result.status] += 1
+        if result.written:  # as it is now: a person may have graded some since
+            result.pending = pending_from_gradebook(course, assignment, student)
+            waiting.append(result)
         if result.status != Status.GRADED:
             lines.append("  " + result.line())
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
+    waiting = [r for r in waiting if r.pending]
+    if waiting:
+        text.append(
+            f"  written answers pending: {len(waiting)} students, {sum(r.pending_max for r in waiting):g} points "
+            "to grade by hand in the formgrader"
+        )
     sandboxed, why_not = sandbox_state()
     if not sandboxed:
         text.insert(0, f"WARNING: graded UNSANDBOXED ({why_not}): every grade below is unsandboxed")

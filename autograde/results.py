@@ -50,6 +50,11 @@ class Result:
     seconds: float = 0.0  # nbgrader's autograde of this submission
     graded_at: str = ""
     original_id: str = ""  # the student id as submitted, when it had to be made safe (collect.py)
+    # Written answers (markdown answer cells, 2 points each in the course) are graded by a person in the
+    # formgrader, not by the autograder: their grade ids, and those that still wait for that person. An
+    # answer left as released is not pending: nbgrader itself gives it 0.
+    written: list[str] = dataclasses.field(default_factory=list)
+    pending: list[str] = dataclasses.field(default_factory=list)
     # The autograded notebook, when a caller loaded it (``load_notebook``); not part of the record.
     notebook: object = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -58,15 +63,33 @@ class Result:
 
     @property
     def total(self) -> float:
+        """The points given so far (a pending written answer counts 0 until a person grades it)."""
         return sum(self.scores.values())
 
     @property
     def max_total(self) -> float:
+        """All the points of the assignment, written answers included."""
         return sum(self.max_scores.values())
+
+    @property
+    def autograded_total(self) -> float:
+        """The points the autograder gave (the test cells)."""
+        return sum(s for g, s in self.scores.items() if g not in self.written)
+
+    @property
+    def autograded_max(self) -> float:
+        return sum(m for g, m in self.max_scores.items() if g not in self.written)
+
+    @property
+    def pending_max(self) -> float:
+        """The points of the written answers that wait for a person."""
+        return sum(self.max_scores.get(g, 0.0) for g in self.pending)
 
     def line(self) -> str:
         """The report's line for this student."""
         score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
+        if self.pending:
+            score += f" ({self.pending_max:g} points of written answers pending: grade them in the formgrader)"
         text = f"{self.student}: {self.status}, {score}"
         return printable(text + (": " + "; ".join(self.notes) if self.notes else ""))
 
@@ -178,6 +201,32 @@ def merge_into_gradebook(course: Course, assignment: str, student: str, graded: 
                     comment.auto_comment = data["comments"][comment.name]
             notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
         gb.db.commit()
+
+
+def written_answers(course: Course, assignment: str) -> list[str]:
+    """The grade ids of the answers a person grades (markdown answer cells), from the gradebook."""
+    with gradebook(course) as gb:
+        found = gb.find_assignment(assignment)
+        return [c.name for nb in found.notebooks for c in nb.grade_cells if c.cell_type == "markdown"]
+
+
+def pending_from_gradebook(course: Course, assignment: str, student: str) -> list[str]:
+    """The written answers of a submission that nbgrader left for manual grading and nobody graded yet."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            submission = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return []
+        return [
+            g.name
+            for nb in submission.notebooks
+            for g in nb.grades
+            # auto_score None: nbgrader saw an answer to read (merge_into_gradebook gives an ungradable
+            # submission 0 instead, and its status says why)
+            if g.cell_type == "markdown" and g.needs_manual_grade and g.manual_score is None and g.auto_score is None
+        ]
 
 
 def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict[str, float]:

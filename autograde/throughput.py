@@ -98,8 +98,13 @@ def grading_throughput_benchmark(
             from nbgrader.api import Gradebook
 
             with Gradebook(f"sqlite:///{plain_root / 'gradebook.db'}") as book:
-                return sum(
-                    book.find_submission(name, f"student{i:03d}").score == book.find_assignment(name).max_score
+                return sum(  # full marks on what the autograder grades (written answers wait for a person)
+                    all(
+                        g.score == g.max_score
+                        for nb in book.find_submission(name, f"student{i:03d}").notebooks
+                        for g in nb.grades
+                        if g.cell_type != "markdown"
+                    )
                     for i in range(n_submissions)
                 )
 
@@ -124,11 +129,13 @@ def grading_throughput_benchmark(
                 results = grade(courses[mode], name, workers=count, progress=False)
                 row[f"{mode}_seconds"] = time.perf_counter() - started
                 row[f"{mode}_full_marks"] = sum(
-                    r.status == Status.GRADED and r.total == r.max_total for r in results.values()
+                    r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
                 )
                 row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
                 row[f"{mode}_problems"] = [
-                    r.line() for r in results.values() if not (r.status == Status.GRADED and r.total == r.max_total)
+                    r.line()
+                    for r in results.values()
+                    if not (r.status == Status.GRADED and r.autograded_total == r.autograded_max)
                 ][:3]
             for mode in ("plain", "one", "two"):
                 row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / n_submissions

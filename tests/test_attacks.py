@@ -43,4 +43,5 @@ def test_probe_finds_nothing_from_inside_the_grading_kernel():
         "environment",
     ):
         assert not found[what], f"the grading kernel could see {what}: {found[what]}"
-    assert result.total == result.max_total, "the probe's own answers are the solution"
+    assert result.autograded_total == result.autograded_max > 0, "the probe's own answers are the solution"
+    assert result.pending == result.written != [], "the model written answers wait for a person"

@@ -51,7 +51,10 @@ def test_open_as_notebook_edit_save_build(author_copy):
     notebook = model["content"]
     assert [c.source for c in notebook.cells] == [c.source for c in before.cells]
     graded = [c for c in notebook.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    assert graded and all(c.metadata["nbgrader"]["grade_id"].startswith("test_") for c in graded)
+    tests = [c for c in graded if not c.metadata["nbgrader"]["solution"]]
+    written = [c for c in graded if c.metadata["nbgrader"]["solution"]]  # answers graded by a person
+    assert tests and all(c.metadata["nbgrader"]["grade_id"].startswith("test_") for c in tests)
+    assert all(c.cell_type == "markdown" and c.metadata["nbgrader"]["grade_id"].startswith("written_") for c in written)
 
     # the author edits the first explanation, adds a cell after it and runs a code cell; JupyterLab adds
     # its own metadata (kernel, execution, collapsed state) and the outputs

@@ -139,14 +139,23 @@ def test_attacker_earns_nothing(attacker):
     assert result.total == 0, f"{attacker} earned {result.scores} ({result.line()})"
 
 
+def _full_marks(result) -> bool:
+    """Every autograded point, and the model written answers waiting for a person (none of them lost)."""
+    return (
+        result.autograded_max > 0
+        and result.autograded_total == result.autograded_max
+        and sorted(result.pending) == sorted(result.written) != []
+    )
+
+
 def test_honest_classmates_keep_full_marks():
     run = hostile_class()[0]
     for name in [*HONEST, "dangling_link"]:
         result = run.results[name]
-        assert result.max_total > 0 and result.total == result.max_total, f"{name}: {result.scores} ({result.line()})"
+        assert _full_marks(result), f"{name}: {result.scores} ({result.line()})"
     for name in (LONG_ID, FORMULA_ID, ESCAPE_ID, CLASHED_ID, "backdated", "writes_html"):
         result = _by_original(run, name)
-        assert result.total == result.max_total, f"{name!r}: {result.scores} ({result.line()})"
+        assert _full_marks(result), f"{name!r}: {result.scores} ({result.line()})"
 
 
 def test_root_owned_canary_is_untouched():
@@ -254,7 +263,7 @@ def test_a_borrowed_id_never_replaces_a_classmate():
     from autograde.collect import safe_id
 
     owner = run.results[safe_id(CLASHED_ID)]
-    assert owner.total == owner.max_total, owner.line()
+    assert _full_marks(owner), owner.line()
     clashers = [r for s, r in run.results.items() if "-clash-" in s]
     assert len(clashers) == 1 and clashers[0].total == 0 and "already belongs" in " ".join(clashers[0].notes)
 

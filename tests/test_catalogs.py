@@ -39,7 +39,12 @@ def test_catalog_answer(assignment, answer):
     if answer.untouched:
         assert result.total == 0, result.scores
     elif answer.correct:
-        lost = {g: (s, result.max_scores[g]) for g, s in result.scores.items() if s < result.max_scores[g]}
+        # written answers are graded by a person (here the model answers, pending), not by the autograder
+        lost = {
+            g: (s, result.max_scores[g])
+            for g, s in result.scores.items()
+            if g not in result.written and s < result.max_scores[g]
+        }
         assert not lost, f"a correct answer lost points: {lost}\n" + "\n".join(result.error_text(g) for g in lost)
     else:
         broken = _exercise_cells(assignment, answer.breaks)
@@ -47,7 +52,7 @@ def test_catalog_answer(assignment, answer):
         earned = sum(result.scores[g] for g in broken)
         possible = sum(result.max_scores[g] for g in broken)
         assert earned < possible, f"the mistake '{answer.name}' was not caught: {earned}/{possible} on {answer.breaks}"
-        allowed = broken + [g for e in answer.cascades for g in _exercise_cells(assignment, e)]
+        allowed = broken + [g for e in answer.cascades for g in _exercise_cells(assignment, e)] + result.written
         others = {g: s for g, s in result.scores.items() if g not in allowed and s < result.max_scores[g]}
         assert not others, f"the mistake '{answer.name}' also cost points elsewhere: {others}"
         text = "\n".join(result.error_text(g) for g in broken if result.scores[g] < result.max_scores[g]).lower()

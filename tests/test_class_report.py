@@ -17,7 +17,7 @@ from catalog.misconceptions import LABELS
 from course import ASSIGNMENTS, graded_batch
 
 from autograde import class_report
-from autograde.class_report import FAILED, NOT_ANSWERED, PASSED, UNRECOGNISED, Assignment, Mark
+from autograde.class_report import FAILED, NOT_ANSWERED, PASSED, PENDING, UNRECOGNISED, Assignment, Mark
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS
 
 
@@ -67,6 +67,11 @@ def test_report_counts_match_the_catalog_labels(assignment):
     run = graded_batch(assignment)  # the suite's one class run of this assignment
     report = class_report.read_assignment(run.course, assignment)
     exercises = [e for e in report.exercises if not any(m.written for m in report.marks_of(e))]
+    written = [e for e in report.exercises if e not in exercises]
+    assert written, "every notebook asks a written question"
+    for exercise in written:  # the model answer waits for a person; the answer left as released is no answer
+        outcome = {m.student: m.outcome for m in report.marks_of(exercise)}
+        assert outcome["solution"] == PENDING and outcome["untouched"] == NOT_ANSWERED, outcome
     outcomes, named, skip = _expected(assignment, exercises)
     catalog_students = {"solution"} | {f"catalog-{a.name}" for a in catalogs()[assignment]}
     for exercise in exercises:

@@ -55,7 +55,10 @@ def test_student_notebook_leaks_no_solution_or_hidden_test(assignment):
     assert not leaked, f"lines of solutions or hidden tests appear in the student notebook: {sorted(leaked)[:5]}"
     stubs = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert stubs, "an assignment without an exercise"
-    assert all("raise NotImplementedError()" in c.source for c in stubs)
+    assert all("raise NotImplementedError()" in c.source for c in stubs if c.cell_type == "code")
+    written = [c for c in stubs if c.cell_type == "markdown"]  # answers graded by a person (formgrader)
+    assert written, "every notebook asks at least one written question"
+    assert all(c.source == "YOUR ANSWER HERE" and c.metadata["nbgrader"]["grade"] for c in written)
     assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), (
         "student notebooks ship without outputs"
     )

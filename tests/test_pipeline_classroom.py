@@ -36,6 +36,7 @@ from autograde.results import grade_cells, read_results
 
 pytestmark = pytest.mark.slow
 A = "00_start_here"
+WRITTEN = "written_largest_score"  # its written question (2 points, graded by a person)
 CELL_TIMEOUT = 20  # seconds; generous for a loaded 2-core machine, and the loop costs exactly this
 MEMORY_MB = 1536
 
@@ -159,24 +160,34 @@ def test_bad_submission_gets_its_status(bad_class, student):
         assert words in report(course, A)
     row = {r["student"]: r for r in csv.DictReader(open(course.root / "grades.csv"))}[student]
     assert row["status"] == status and float(row["total"]) == result.total and float(row["attention"]) == result.total
+    # the written answer: a filled submission's model answer waits for a person ("pending" in the CSV, never
+    # a 0 that reads as lost); an answer left as released, or a notebook nbgrader could not read, has nothing
+    if status == "graded":
+        assert result.pending == ([] if student == "untouched" else [WRITTEN]), result.line()
+    if status in ("invalid notebook", "missing"):
+        assert result.pending == [], result.line()
+    assert row[WRITTEN] == ("pending" if result.pending else "0"), (row, result.line())
 
 
 def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifacts):
     course, results, seconds = bad_class
     rows = list(csv.DictReader(open(course.root / "grades.csv")))
     assert sorted(r["student"] for r in rows) == sorted(CLASS)
-    assert all(r["assignment"] == A and r["max_total"] == "4" for r in rows)
+    assert all(r["assignment"] == A and r["max_total"] == "6" for r in rows)  # 4 autograded, 2 written
     assert list(rows[0]) == [
         "student",
         "student_as_submitted",
         "assignment",
         "status",
         "attention",
+        WRITTEN,
         "total",
         "max_total",
         "notes",
     ]
     text = report(course, A)
+    waiting = [s for s, r in results.items() if r.pending]
+    assert waiting and f"written answers pending: {len(waiting)} students, {2 * len(waiting)} points" in text, text
     (artifacts / "pipeline-bad-class-report.txt").write_text(text + f"\n(graded in {seconds:.0f} s)\n")
     for student, result in results.items():
         if result.status != "graded":
@@ -357,7 +368,12 @@ def test_every_assignment_through_the_pipeline(assignment):
     assert set(columns) <= set(rows[0]) and len(columns) >= 1
     solved = run.results["solution"]
     row = next(r for r in rows if r["student"] == "solution")
-    assert sum(float(row[e]) for e in columns) == solved.max_total > 0
+    written = [e for e in columns if e.startswith("written_")]  # the written answers, graded by a person
+    assert written and all(row[e] == "pending" for e in written), row
+    assert sum(float(row[e]) for e in columns if e not in written) == solved.autograded_max > 0
+    assert (
+        float(row["total"]) == solved.total == solved.autograded_total and float(row["max_total"]) == solved.max_total
+    )
     hidden = hidden_lines(course, assignment)
     pages = feedback(course, assignment, students=["solution", "untouched"])
     assert len(pages) == 2
@@ -372,6 +388,7 @@ def test_grading_without_the_sandbox_still_works_and_says_so(tmp_path, monkeypat
     monkeypatch.setenv("HEADS_AND_MASKS_UNSANDBOXED", "1")  # inherited by the grading workers
     run = grade_class(A, {"solved": submission(A, {}), "blank": student_notebook(A)}, tmp_path, workers=1)
     solved, blank = run.results["solved"], run.results["blank"]
-    assert solved.total == solved.max_total > 0 and blank.total == 0, (solved.line(), blank.line())
+    assert solved.autograded_total == solved.autograded_max > 0 and blank.total == 0, (solved.line(), blank.line())
+    assert solved.pending == solved.written != [] and blank.pending == [], (solved.line(), blank.line())
     for result in (solved, blank):
         assert any("unsandboxed" in note for note in result.notes), result.notes

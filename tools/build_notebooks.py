@@ -68,8 +68,11 @@ def read_source(path: Path) -> nbformat.NotebookNode:
         if meta is not None:
             if not isinstance(meta.get("grade_id"), str) or set(meta) - NBGRADER_FIELDS:
                 raise ValueError(f"{where}: nbgrader metadata needs a grade_id and only {sorted(NBGRADER_FIELDS)}")
-            if meta.get("grade") and not meta["grade_id"].startswith("test_"):
+            if meta.get("grade") and not meta.get("solution") and not meta["grade_id"].startswith("test_"):
                 raise ValueError(f"{where}: test cell ids start with 'test_', got {meta['grade_id']}")
+            written = meta.get("grade") and meta.get("solution")  # an answer graded by a person (formgrader)
+            if written and (cell.cell_type != "markdown" or not meta["grade_id"].startswith("written_")):
+                raise ValueError(f"{where}: a written answer is a markdown cell whose id starts with 'written_'")
         new = nbformat.v4.new_markdown_cell if cell.cell_type == "markdown" else nbformat.v4.new_code_cell
         built = new(cell.source)
         built.id = (meta["grade_id"] if meta else f"{path.stem}-{index:03d}").replace("_", "-")

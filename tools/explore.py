@@ -18,6 +18,7 @@ import argparse
 import ast
 import importlib
 import inspect
+import os
 import subprocess
 import sys
 import tempfile
@@ -139,6 +140,34 @@ def build(into: Path) -> list[Path]:
     return written
 
 
+def offline_templates(into: Path) -> Path:
+    """Voilà's "lab" page without the two stylesheets it asks a CDN for; returns a JUPYTER_PATH entry.
+
+    Voilà's page links Font Awesome from cdn.jsdelivr.net (icons the course's widgets do not use);
+    offline, the browser waits on them in vain. This folder, put first on JUPYTER_PATH, shadows only
+    the page's ``index.html.j2`` (a copy of the installed one without those links): Jinja finds every
+    other file of the template, and its static files, where Voilà installed them.
+    """
+    from jupyter_core.paths import jupyter_path
+
+    for templates in jupyter_path("voila", "templates"):
+        page = Path(templates) / "lab" / "index.html.j2"
+        if page.exists():
+            break
+    else:
+        raise FileNotFoundError("Voilà's lab template is not installed (pip install voila)")
+    kept = [line for line in page.read_text().splitlines(keepends=True) if "cdn.jsdelivr.net" not in line]
+    target = into / "voila" / "templates" / "lab" / "index.html.j2"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(kept))
+    return into
+
+
+def voila_environment(scratch: Path) -> dict[str, str]:
+    paths = [str(offline_templates(scratch / "jupyter")), os.environ.get("JUPYTER_PATH", "")]
+    return {**os.environ, "JUPYTER_PATH": os.pathsep.join(p for p in paths if p)}
+
+
 def voila_command(folder: Path, port: int, extra: list[str]) -> list[str]:
     return [
         sys.executable,
@@ -166,12 +195,13 @@ def main() -> int:
             print(path)
         return 0
     with tempfile.TemporaryDirectory(prefix="heads-and-masks-explore-") as scratch:
-        written = build(Path(scratch))
+        written = build(Path(scratch) / "pages")
         print(
             f"The explore page: {len(written)} widgets at http://127.0.0.1:{args.port}/ (Ctrl-C stops it)", flush=True
         )
         try:
-            return subprocess.run(voila_command(Path(scratch), args.port, extra), cwd=scratch).returncode
+            command = voila_command(Path(scratch) / "pages", args.port, extra)
+            return subprocess.run(command, cwd=Path(scratch) / "pages", env=voila_environment(Path(scratch))).returncode
         except KeyboardInterrupt:
             return 0
 

@@ -96,6 +96,7 @@ def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, brow
     watch = PageWatch()
     watch.attach(page)
     label = f"explore {entry.assignment}"
+    blocked_before = len(browser_context.blocked_requests)
     try:
         page.goto(f"{explore}/voila/render/{entry.assignment}.ipynb", wait_until="domcontentloaded", timeout=120_000)
         box = page.locator(".course-widget").first
@@ -121,6 +122,8 @@ def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, brow
             clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": bottom + 24},
         )
         assert not watch.page_errors, f"{label}: JavaScript errors: {watch.page_errors}"
+        off_machine = browser_context.blocked_requests[blocked_before:]
+        assert not off_machine, f"{label}: the page asks the network for {off_machine[:3]}: offline it waits in vain"
         if UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, GALLERY_IMAGES / path.name)
