@@ -1,7 +1,7 @@
 """Grading throughput: plain nbgrader, this pipeline with one worker, and with one worker per core, side by side.
 
 Not a step of the pipeline: the measurement behind ``make bench`` (its grading section) and
-``python -m autograde.grade bench``. It grades through the same ``pool.grade`` as instructors do.
+``python -m autograde.grade bench``. It grades through the same command as instructors do (``python -m autograde.grade``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from typing import Iterable
 import nbformat
 
 from .course import REPO, Course, default_workers, expected_notebooks, grade_id, is_answer, make_course_copy, setup
-from .pool import grade
-from .results import Status
+from .results import Status, read_results
 from .sandbox import GRADING_ENV
 from .tool_env import tool_env
 
@@ -50,7 +49,10 @@ def grading_throughput_benchmark(
       configuration (its ``Execute`` step and the notebook's default kernel, no sandbox, no judge),
       in a course copy of its own;
     * ``one``: this pipeline with one worker (sandboxed kernel and judge on);
-    * ``two``: this pipeline with ``workers`` workers (one per core by default).
+    * ``two``: this pipeline with ``workers`` workers (one per core by default);
+
+    the pipeline as instructors run it, ``python -m autograde.grade autograde`` in a process of its
+    own (its imports and its cluster's start-up paid in every run, as plain nbgrader pays its own).
 
     The three run one after the other for each assignment (``assignment``: one name, several, or
     None for every one), so that each assignment's ratios come from the same minutes of the
@@ -108,6 +110,15 @@ def grading_throughput_benchmark(
                     for i in range(n_submissions)
                 )
 
+        def pipeline(*args: str) -> None:  # what an instructor runs: a process of its own, like plain nbgrader's
+            run = subprocess.run(
+                [sys.executable, "-m", "autograde.grade", *args], cwd=REPO, capture_output=True, text=True
+            )
+            if run.returncode != 0:
+                raise RuntimeError(
+                    f"`autograde.grade {' '.join(args)}` failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
+                )
+
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
         for name in assignments:
             row: dict = {"assignment": name, "load": os.getloadavg()[0]}  # other work on the machine, as it began
@@ -126,8 +137,9 @@ def grading_throughput_benchmark(
             for mode, count in (("one", 1), ("two", workers)):
                 setup(courses[mode], name)
                 started = time.perf_counter()
-                results = grade(courses[mode], name, workers=count, progress=False)
+                pipeline("--root", str(courses[mode].root), "autograde", name, "--workers", str(count), "--quiet")
                 row[f"{mode}_seconds"] = time.perf_counter() - started
+                results = read_results(courses[mode], name)
                 row[f"{mode}_full_marks"] = sum(
                     r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
                 )
