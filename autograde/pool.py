@@ -208,6 +208,8 @@ def _grade(
         if found.status is not None:  # cannot be graded: record it now
             results[student] = None  # placeholder, filled below
             continue
+        if not jobs and scheduler is None:
+            start_fork_server()  # something to grade: its imports overlap what is left to do here
         jobs.append(student)
 
     meter = Progress(len(everyone), stream, enabled=progress)
@@ -460,6 +462,23 @@ class GradingWorker(WorkerPlugin):
 # when every worker imported them itself) and the start-up is paid once per grading process, not once
 # per worker and per run.
 WORKER_PRELOAD = ["distributed", "nbgrader.converters", "autograde.judge", "autograde.grade_worker", "autograde.pool"]
+
+
+def start_fork_server() -> None:
+    """Start the fork server the local cluster's workers are forked from (once per process; it imports
+    ``WORKER_PRELOAD`` as it starts, while this process goes on)."""
+    import multiprocessing
+    import multiprocessing.forkserver
+    import os
+
+    import dask
+
+    # what Dask's nanny sets in this process before it starts a worker, set before the fork server starts
+    for name, value in dask.config.get("distributed.nanny.pre-spawn-environ").items():
+        if value is not None:
+            os.environ.setdefault(name, str(value))
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+    multiprocessing.forkserver.ensure_running()
 
 
 @contextlib.contextmanager
