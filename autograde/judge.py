@@ -32,6 +32,7 @@ import ast
 import atexit
 import base64
 import builtins
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -63,6 +64,7 @@ REPLY_MARK = "__HM_REPLY__"
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
+MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 
 
 # ------------------------------------------------------------------ plain data on the wire
@@ -319,6 +321,22 @@ class CellRun:
     stdout: str = ""
 
 
+class _Tail:
+    """The last ``limit`` characters (about) of what a kernel printed, in the pieces it came in."""
+
+    def __init__(self, limit: int):
+        self.limit, self.size, self.pieces = limit, 0, collections.deque()
+
+    def append(self, text: str) -> None:
+        self.pieces.append(text)
+        self.size += len(text)
+        while self.size > self.limit and len(self.pieces) > 1:
+            self.size -= len(self.pieces.popleft())
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
 class StudentKernel:
     """A sandboxed kernel running the student's notebook, and calls into it.
 
@@ -362,7 +380,7 @@ class StudentKernel:
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
-        stdout: list[str] = []
+        stdout = _Tail(MAX_STDOUT)  # a cell printing without end must not fill the grader's memory
         errors: list[str] = []
 
         def on_output(message):
@@ -406,10 +424,10 @@ class StudentKernel:
             except queue.Empty:
                 if not self.manager.is_alive():
                     self.usable = False
-                    return CellRun(outputs, "KernelDied", "".join(stdout))
+                    return CellRun(outputs, "KernelDied", stdout.text())
                 if time.monotonic() > deadline:
                     self._interrupt()
-                    return CellRun(outputs, "Timeout", "".join(stdout))
+                    return CellRun(outputs, "Timeout", stdout.text())
                 continue
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
@@ -418,7 +436,7 @@ class StudentKernel:
             on_output(message)
             if time.monotonic() > deadline:  # a cell that prints without end
                 self._interrupt()
-                return CellRun(outputs, "Timeout", "".join(stdout))
+                return CellRun(outputs, "Timeout", stdout.text())
         try:  # the reply on the shell channel (its status), briefly
             while True:
                 reply = self.client.get_shell_msg(timeout=5)
@@ -430,8 +448,8 @@ class StudentKernel:
             pass
         if not self.manager.is_alive():
             self.usable = False
-            return CellRun(outputs, "KernelDied", "".join(stdout))
-        return CellRun(outputs, errors[0] if errors else None, "".join(stdout))
+            return CellRun(outputs, "KernelDied", stdout.text())
+        return CellRun(outputs, errors[0] if errors else None, stdout.text())
 
     def _interrupt(self) -> None:
         """Interrupt the running code; a kernel that does not come back within 10 s is given up."""
@@ -846,8 +864,12 @@ def judge_notebook(
     report = JudgeReport(sandboxed=sandbox_available()[0])
     for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
         cell.get("metadata", {}).pop(VERDICT_KEY, None)
-    for cell in nb.cells:  # what the student wrote in markdown is shown as text, never run as HTML
-        if cell.cell_type == "markdown" and cell.source not in released_sources:
+    for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
+        if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
+            if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
+                cell.cell_type = "markdown"
+                for key in ("raw_mimetype", "format"):
+                    cell.metadata.pop(key, None)
             cell.source = as_text(cell.source)
             cell.pop("attachments", None)
     tests = []

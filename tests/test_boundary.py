@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import functools
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -67,6 +68,11 @@ def hostile_class():
     xss = submission(ASSIGNMENT, {})
     xss.cells.insert(1, nbformat.v4.new_markdown_cell(boundary.XSS))
     hand_ins["writes_html"] = xss
+    # a raw cell of HTML (nbconvert puts raw cells into the page as they are), and a file whose name
+    # starts a formula at its `;` (a spreadsheet in a locale that separates CSV fields with `;`)
+    raw = submission(ASSIGNMENT, {})
+    raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
+    hand_ins["writes_raw_html"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(raw).encode(), boundary.FORMULA_FILE: b"x"}
     # the test cell's metadata turned so that it would look like the student's own code
     for flag, value in (("solution", True), ("grade", False), ("locked", False)):
         tampered = submission(ASSIGNMENT, {"attention": boundary.SOURCE_SPY.strip()})
@@ -95,7 +101,10 @@ def hostile_class():
     csv_path = run.course.root / "autograde" / "grades.csv"
     rows = export_grades(run.course, csv_path, [ASSIGNMENT])
     report = write_report(run.course, ASSIGNMENT)
-    return run, canary, canary_env, feedback_files, csv_path, rows, report
+    from autograde.class_report import write as write_class_report
+
+    class_csv = write_class_report(run.course, ASSIGNMENT)[1]
+    return run, canary, canary_env, feedback_files, csv_path, rows, report, class_csv
 
 
 def _by_original(run, original: str):
@@ -217,8 +226,13 @@ def test_bad_hand_ins_get_their_own_status():
     assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].line()
 
 
+def _unquoted(line: str) -> str:
+    """A CSV line without its quoted fields."""
+    return re.sub(r'"(?:[^"]|"")*"', "", line)
+
+
 def test_csv_and_report_are_complete_and_inert():
-    run, _, _, _, csv_path, rows, report = hostile_class()
+    run, _, _, _, csv_path, rows, report, class_csv = hostile_class()
     with open(csv_path, newline="", encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))
     assert len(table) == len(run.results) == len(rows)
@@ -231,6 +245,12 @@ def test_csv_and_report_are_complete_and_inert():
     assert "\x1b" not in report and len(report.splitlines()) >= 3
     for name in ("deep_json", "crashes_in_the_test", "linked_solutions"):
         assert name in report
+    # no `;` outside a quoted field: a spreadsheet that splits fields at `;` would start a cell there
+    text = csv_path.read_text(encoding="utf-8")
+    assert boundary.FORMULA_FILE[:20] in text, "the file name should be in the notes (else this proves nothing)"
+    for path in (csv_path, class_csv):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            assert ";" not in _unquoted(line), f"{path.name}: a `;` outside quotes: {line[:200]}"
 
 
 def test_instructor_test_source_never_runs_in_a_kernel():
@@ -256,6 +276,31 @@ def test_student_html_is_shown_as_text():
     assert "&lt;script&gt;" in page, "the student's text should still be shown, as text"
     graded = nbformat.writes(run.results["writes_html"].notebook)
     assert "```text" in graded  # formgrader shows the graded notebook: the same fence
+
+
+def test_student_raw_cells_are_shown_as_text():
+    run, _, _, feedback_files, *_ = hostile_class()
+    assert _full_marks(run.results["writes_raw_html"]), run.results["writes_raw_html"].line()
+    page = next(p for p in feedback_files if p.parent.parent.name == "writes_raw_html").read_text(encoding="utf-8")
+    assert "phish.invalid" in page, "the student's raw cell should still be shown, as text"
+    assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
+    graded = run.results["writes_raw_html"].notebook
+    assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+
+
+def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
+    """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB, not all of it."""
+    require_sandbox()
+    from autograde.judge import MAX_STDOUT, StudentKernel
+
+    kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
+    try:
+        run = kernel.run(boundary.PRINT_FLOOD, timeout=30)
+    finally:
+        kernel.shutdown()
+    sent = int(run.stdout.rsplit("__HM_REPLY__sent ", 1)[1].split()[0])
+    assert sent > 20 * MAX_STDOUT, f"the flood sent only {sent} characters (the test proves nothing)"
+    assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {sent}"
 
 
 def test_a_borrowed_id_never_replaces_a_classmate():
