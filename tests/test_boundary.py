@@ -72,6 +72,15 @@ def hostile_class():
     # starts a formula at its `;` (a spreadsheet in a locale that separates CSV fields with `;`)
     raw = submission(ASSIGNMENT, {})
     raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
+    # the judge's verdict records (what the class report reads) written by the student: on the test cell a pass,
+    # on the written answer a misconception of another notebook
+    forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
+    for cell in forger.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
+            cell.metadata["heads_and_masks"] = {"passed": True, "answered": True, "misconception": None}
+        elif cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("written_"):
+            cell.metadata["heads_and_masks"] = {"passed": False, "answered": True, "misconception": boundary.FORGED_ID}
+    hand_ins["forges_verdicts"] = forger
     # many cells that each print as much as a cell may keep: the graded notebook (and its feedback) would grow
     chatty = submission(ASSIGNMENT, {})
     chatty.cells[1:1] = [nbformat.v4.new_code_cell(boundary.PRINTS_A_LOT) for _ in range(40)]
@@ -280,6 +289,18 @@ def test_student_html_is_shown_as_text():
     assert "&lt;script&gt;" in page, "the student's text should still be shown, as text"
     graded = nbformat.writes(run.results["writes_html"].notebook)
     assert "```text" in graded  # formgrader shows the graded notebook: the same fence
+
+
+def test_the_judges_verdicts_cannot_be_forged():
+    run = hostile_class()[0]
+    from autograde.class_report import FAILED, PENDING, read_assignment
+
+    assert run.results["forges_verdicts"].autograded_total == 0, run.results["forges_verdicts"].line()
+    marks = {m.exercise: m for m in read_assignment(run.course, ASSIGNMENT).marks if m.student == "forges_verdicts"}
+    written = [m for e, m in marks.items() if e.startswith("written_")]
+    assert marks["attention"].outcome == FAILED, marks["attention"]
+    assert written and all(m.outcome == PENDING and not m.misconceptions for m in written), written
+    assert not any(boundary.FORGED_ID in m.misconceptions for m in marks.values()), marks
 
 
 def test_student_raw_cells_are_shown_as_text():
