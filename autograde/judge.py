@@ -65,6 +65,7 @@ MAX_TEXT = 4000  # characters of a student cell's printed output kept in the aut
 MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
+MAX_NOTES = 12  # notes the judge keeps for one notebook
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 
 
@@ -965,6 +966,8 @@ def judge_notebook(
     finally:
         if kernel is not None:
             kernel.shutdown()
+    if len(report.notes) > MAX_NOTES:  # e.g. a thousand cells that raise MemoryError: one line in the report
+        report.notes[MAX_NOTES - 1 :] = [f"and {len(report.notes) - MAX_NOTES + 1} more notes like these"]
     return report
 
 

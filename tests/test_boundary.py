@@ -84,6 +84,7 @@ def hostile_class():
     # many cells that each print as much as a cell may keep: the graded notebook (and its feedback) would grow
     chatty = submission(ASSIGNMENT, {})
     chatty.cells[1:1] = [nbformat.v4.new_code_cell(boundary.PRINTS_A_LOT) for _ in range(40)]
+    chatty.cells[41:41] = [nbformat.v4.new_code_cell("raise MemoryError") for _ in range(40)]  # a note each
     hand_ins["prints_a_lot"] = chatty
     hand_ins["writes_raw_html"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(raw).encode(), boundary.FORMULA_FILE: b"x"}
     # the test cell's metadata turned so that it would look like the student's own code
@@ -324,6 +325,9 @@ def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():
     assert printed > MAX_NOTEBOOK_TEXT / 2, "the notebook should keep what it printed, up to the limit"
     assert graded.stat().st_size < 1.5 * MAX_NOTEBOOK_TEXT, f"graded notebook of {graded.stat().st_size} bytes"
     assert "printed more than" in " ".join(result.notes), result.notes
+    from autograde.judge import MAX_NOTES
+
+    assert "ran out of memory" in " ".join(result.notes) and len(result.notes) <= MAX_NOTES + 3, result.notes
 
 
 def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
