@@ -989,6 +989,11 @@ def _released_sources(path: Path) -> frozenset[str]:
 
 
 @_read_once
+def _released_metadata(path: Path) -> dict:
+    return json.loads(json.dumps(nbformat.read(path, as_version=4).metadata))  # plain data, copied per use below
+
+
+@_read_once
 def _instructor_tests(path: Path) -> dict[str, str]:
     return instructor_tests(nbformat.read(path, as_version=4))
 
@@ -1012,6 +1017,9 @@ class Judge(NbGraderPreprocessor):
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
         released_sources = _released_sources(release) if release.exists() else set()
+        if release.exists():  # the graded notebook's own metadata is the instructor's, never the submission's:
+            # tools that open it act on it (Jupytext's "formats" pairs and writes files where it says)
+            nb.metadata = nbformat.from_dict(_released_metadata(release))
         source_dir = Path(
             self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
         )

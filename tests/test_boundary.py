@@ -72,6 +72,7 @@ def hostile_class():
     # starts a formula at its `;` (a spreadsheet in a locale that separates CSV fields with `;`)
     raw = submission(ASSIGNMENT, {})
     raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
+    raw.metadata["jupytext"] = {"formats": boundary.PAIRED_FORMATS}  # for the instructor's lab, which has Jupytext
     # the judge's verdict records (what the class report reads) written by the student: on the test cell a pass,
     # on the written answer a misconception of another notebook
     forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
@@ -312,6 +313,26 @@ def test_student_raw_cells_are_shown_as_text():
     assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
     graded = run.results["writes_raw_html"].notebook
     assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+
+
+def test_the_graded_notebook_opened_in_the_instructors_lab_writes_nothing_else():
+    """The formgrader links to the graded notebook; the instructor's lab (Jupytext's contents manager) opens
+    and saves it: the submission's own notebook metadata must not make it write files elsewhere."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    from jupytext import build_sync_jupytext_contents_manager_class
+
+    run = hostile_class()[0]
+    root = run.course.root
+    path = f"autograde/autograded/writes_raw_html/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    assert "jupytext" not in nbformat.read(root / path, as_version=4).metadata
+
+    def files():
+        return {p for p in root.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+
+    before = files()
+    lab = build_sync_jupytext_contents_manager_class(FileContentsManager)(root_dir=str(root))
+    lab.save(lab.get(path), path)  # Ctrl-S, or the lab's autosave
+    assert files() == before, f"the lab wrote {sorted(map(str, files() - before))}"
 
 
 def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():

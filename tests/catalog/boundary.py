@@ -205,6 +205,8 @@ def {exercise_name}(q, k, v, mask=None):
 '''
 
 
+# notebook metadata pairing the notebook with a text file one folder up (Jupytext writes it on every save)
+PAIRED_FORMATS = "ipynb,../x_//py:percent"
 # a misconception of notebook 07 that no answer of 00 can show: forged into the class report, it would be seen
 FORGED_ID = "kv_cache.bits_not_bytes"
 # a raw cell (no format: nbconvert's HTML puts it into the page as is): a link and a fake verdict
