@@ -54,7 +54,7 @@ def _solutions() -> dict[str, str]:
     found = {}
     for cell in notebook.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
+        if cell.cell_type == "code" and meta.get("solution"):
             found[meta["grade_id"]] = re.sub(r"\s*### (BEGIN|END) SOLUTION", "", cell.source)
     return found
 

@@ -42,7 +42,7 @@ def _solution_functions(assignment, names, namespace):
     """Define the worked solutions' functions (and any given cell they use) in ``namespace``."""
     for cell in solution_notebook(assignment).cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") or meta.get("grade_id", "").startswith("given_"):
+        if cell.cell_type == "code" and (meta.get("solution") or meta.get("grade_id", "").startswith("given_")):
             exec(re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\s*$", "", cell.source), namespace)  # noqa: S102
     return [namespace[name] for name in names]
 

@@ -43,7 +43,7 @@ def _solutions() -> dict[str, str]:
     return {
         c.metadata["nbgrader"]["grade_id"]: c.source
         for c in notebook.cells
-        if c.metadata.get("nbgrader", {}).get("solution")
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
     }
 
 

@@ -37,7 +37,7 @@ def _solutions() -> dict[str, str]:
     return {
         c.metadata["nbgrader"]["grade_id"]: re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", c.source)
         for c in solution_notebook("04_work_fraction").cells
-        if c.metadata.get("nbgrader", {}).get("solution")
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("solution")
     }
 
 
