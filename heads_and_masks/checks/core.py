@@ -315,7 +315,6 @@ def call(
     function,
     *args,
     what: str,
-    lock=(),
     allow_warnings=True,
     memory_hint: str = "",
     memory_misconception: str | None = None,
@@ -323,7 +322,7 @@ def call(
 ):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
-    ``lock`` names the course's reference functions that the answer must not call. Warnings are
+    The course's reference functions are locked while it runs (an answer must not call them). Warnings are
     recorded instead of printed (a warning on stderr would cost points in nbgrader); with
     ``allow_warnings=False`` a warning is a failure with its text. ``memory_hint`` says what most
     likely made the answer run out of memory on these arguments.
@@ -334,7 +333,7 @@ def call(
     with _catch_warnings(record=True) as caught, _errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         _simplefilter("always")
         try:
-            with locked(*lock):
+            with locked():
                 result = function(*given, **kwargs)
         except ReferenceUsedError as error:
             fail(f"{what}: {error}", "conventions.called_reference")
@@ -374,13 +373,13 @@ def call(
     return result
 
 
-def expect_value_error(function, *args, what: str, why: str, lock=()):
+def expect_value_error(function, *args, what: str, why: str):
     """The learner's function must refuse these arguments with a ValueError."""
     __tracebackhide__ = True
     with _catch_warnings(), _errstate(all="ignore"):
         _simplefilter("ignore")
         try:
-            with locked(*lock):
+            with locked():
                 result = function(*args)
         except ValueError:
             return

@@ -27,19 +27,6 @@ from .core import (
 from .other_masks import expect_same_mask
 
 _type, _len = builtins.type, builtins.len
-_LOCK = (
-    "decode_step",
-    "bottom_right_causal_mask",
-    "rolling_cache_write",
-    "document_mask",
-    "sinks_window_mask",
-    "mixed_cache_bytes",
-    "attention",
-    "masked_softmax",
-    "causal_mask",
-    "sliding_window_mask",
-    "grouped_query_attention",
-)
 
 FORGOT_OWN_KV = (
     "the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
@@ -86,7 +73,7 @@ def _tuple_of_three(result, what):
 def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
     __tracebackhide__ = True
     what = f"decode_step(q_new, k_new, v_new, k_cache, v_cache) {label}"
-    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what, lock=_LOCK), what)
+    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what), what)
     expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
     for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
         hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
@@ -178,7 +165,6 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
                 k_cache,
                 v_cache,
                 what=what,
-                lock=_LOCK,
             ),
             what,
         )
@@ -230,7 +216,7 @@ def _mask_mistakes(n_new, n_keys):
 def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
     __tracebackhide__ = True
     what = f"bottom_right_causal_mask({n_new}, {n_keys})"
-    result = plain_bool_array(call(bottom_right_causal_mask, n_new, n_keys, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(bottom_right_causal_mask, n_new, n_keys, what=what), what=what)
     expected = reference.bottom_right_causal_mask(n_new, n_keys)
     hint = "One row per new query, one column per key (cached ones first, the new ones last): (n_new, n_keys)."
     if result.shape == (n_new, n_keys + n_new):
@@ -268,7 +254,6 @@ def check_bottom_right_causal_mask_errors(bottom_right_causal_mask, seed: int = 
             n_keys,
             what=f"bottom_right_causal_mask({n_new}, {n_keys})",
             why="the keys include the new tokens' own, so there are at least n_new of them",
-            lock=_LOCK,
         )
     passed("more new queries than keys is refused with ValueError")
 
@@ -304,7 +289,7 @@ def _write_mistakes(cache, new, position):
 def _probe_write(rolling_cache_write, cache, new, position, label):
     __tracebackhide__ = True
     what = f"rolling_cache_write(cache, new, position={position}) {label}"
-    result = plain_array(call(rolling_cache_write, cache, new, position, what=what, lock=_LOCK), what=what)
+    result = plain_array(call(rolling_cache_write, cache, new, position, what=what), what=what)
     expected = reference.rolling_cache_write(cache, new, position)
     hint = "The buffer keeps its w slots: (..., w, d), position p written to slot p mod w."
     if result.shape[-2] == cache.shape[-2] + new.shape[-2]:
@@ -377,7 +362,7 @@ def _probe_documents(document_mask, ids, label):
     __tracebackhide__ = True
     shown = f"np.array({ids.tolist()})"
     what = f"document_mask({shown}) {label}"
-    result = plain_bool_array(call(document_mask, ids, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(document_mask, ids, what=what), what=what)
     expected = reference.document_mask(ids)
     axes = ("row", "query", "key")[3 - expected.ndim :]
     expect_same_mask(
@@ -446,7 +431,7 @@ def _sinks_mistakes(n, w, s):
 def _probe_sinks(sinks_window_mask, n, w, s):
     __tracebackhide__ = True
     what = f"sinks_window_mask({n}, window={w}, sinks={s})"
-    result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what), what=what)
     expect_same_mask(
         result,
         reference.sinks_window_mask(n, w, s),
@@ -523,7 +508,7 @@ def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
     shown = ", ".join([str(x) for x in args] + [f"{k}={v}" for k, v in kwargs.items()])
     what = f"mixed_cache_bytes({shown}) {label}"
-    result = plain_int(call(mixed_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    result = plain_int(call(mixed_cache_bytes, *args, what=what, allow_warnings=False, **kwargs), what=what)
     expected = reference.mixed_cache_bytes(*args, **kwargs)
     if result == expected:
         return

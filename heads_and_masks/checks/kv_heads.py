@@ -21,7 +21,6 @@ from .core import (
     rng,
 )
 
-_LOCK = ("grouped_query_attention", "attention", "masked_softmax", "multi_head_attention", "kv_cache_bytes")
 
 _SHAPE_HINT = (
     "Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
@@ -79,7 +78,7 @@ def _probe(gqa, q, k, v, mask, label):
     args = (q, k, v) if mask is None else (q, k, v, mask)
     what = f"grouped_query_attention(q, k, v{', mask' if mask is not None else ''}) {label}"
     try:
-        out = plain_array(call(gqa, *args, what=what, lock=_LOCK, allow_warnings=False), what=what)
+        out = plain_array(call(gqa, *args, what=what, allow_warnings=False), what=what)
     except CheckFailed as error:
         message, misconception = str(error), error.misconception
         if " raised " in message:
@@ -171,7 +170,6 @@ def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = Fa
             v,
             what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
             why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
-            lock=_LOCK,
         )
     passed("h not divisible by g is refused with ValueError")
 
@@ -223,7 +221,7 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
     shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
     what = f"kv_cache_bytes({shown})"
-    result = plain_int(call(kv_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    result = plain_int(call(kv_cache_bytes, *args, what=what, allow_warnings=False, **kwargs), what=what)
     expected = reference_kv_cache_bytes(*args, **kwargs)
     if result == expected:
         return
@@ -276,7 +274,7 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
     if thorough:
         cases += [((32, -8, 128, 10), "a negative number of KV heads"), ((32, 8, -128, 10), "a negative head size")]
     for args, why in cases:
-        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense", lock=_LOCK)
+        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense")
     if thorough:
         expect_value_error(
             lambda *a: kv_cache_bytes(*a, batch=-2),
@@ -286,6 +284,5 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
             10,
             what="kv_cache_bytes(32, 8, 128, 10, batch=-2)",
             why="a negative batch makes no sense",
-            lock=_LOCK,
         )
     passed("negative sizes are refused with ValueError")
