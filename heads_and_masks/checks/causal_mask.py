@@ -14,22 +14,8 @@ import numpy as np
 from ..attention import masked_softmax as reference_softmax
 from ..attention import row_entropy_bits as reference_entropy
 from ..masks import causal_mask as reference_mask
-from .core import (
-    secret_draws,
-    CheckFailed,
-    _array_equal,
-    named,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_bool_array,
-    rng,
-)
+from .core import call, CheckFailed, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import _array_equal, expect_close, expect_shape, named, plain_array, plain_bool_array
 
 
 # ---------------------------------------------------------------------------------------------

@@ -404,6 +404,20 @@ def expect_value_error(function, *args, what: str, why: str):
     )
 
 
+def call_count(function, name: str, args: tuple, kwargs: dict, *, names: tuple, defaults: dict, label: str = ""):
+    """Call a learner's function that counts something (bytes, entries): a whole number, without warnings.
+
+    Returns how the call reads (``name(32, 8, batch=4)``, then ``label`` when given), the count, and
+    every argument by name in the order of ``names`` (the ``defaults`` of the signature filled in).
+    """
+    __tracebackhide__ = True
+    shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
+    what = f"{name}({shown})" + (f" {label}" if label else "")
+    result = plain_int(call(function, *args, what=what, allow_warnings=False, **kwargs), what=what)
+    given = {**defaults, **dict(zip(names, args)), **kwargs}
+    return what, result, {n: given[n] for n in names}
+
+
 # Hidden inputs are the instructor's secret. In a notebook (self-study, the solutions) a check's seed
 # is used as it is; while the grader judges a submission, in the grader's own process, every seed
 # is mixed with the instructor's grading key and the submission (see autograde/grading_key.py), so

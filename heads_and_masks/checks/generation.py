@@ -10,20 +10,8 @@ import numpy as np
 from .. import generation as reference
 from ..attention import attention as reference_attention
 from ..masks import causal_mask as reference_causal
-from .core import (
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_bool_array,
-    plain_int,
-    rng,
-    secret_draws,
-)
+from .core import call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import expect_close, expect_shape, plain_array, plain_bool_array
 from .other_masks import expect_same_mask
 
 _type, _len = builtins.type, builtins.len
@@ -460,6 +448,7 @@ def check_sinks_window_mask(sinks_window_mask, seed: int = 0, thorough: bool = F
 
 # ---------------------------------------------------------------------------- mixed_cache_bytes
 _NAMES = ("n_local", "n_global", "window", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+_DEFAULTS = {"batch": 1, "bytes_per_value": 2}
 
 
 def _byte_mistakes(full):
@@ -506,13 +495,12 @@ def _byte_mistakes(full):
 
 def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
-    shown = ", ".join([str(x) for x in args] + [f"{k}={v}" for k, v in kwargs.items()])
-    what = f"mixed_cache_bytes({shown}) {label}"
-    result = plain_int(call(mixed_cache_bytes, *args, what=what, allow_warnings=False, **kwargs), what=what)
+    what, result, full = call_count(
+        mixed_cache_bytes, "mixed_cache_bytes", args, kwargs, names=_NAMES, defaults=_DEFAULTS, label=label
+    )
     expected = reference.mixed_cache_bytes(*args, **kwargs)
     if result == expected:
         return
-    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(_NAMES, args)), **kwargs}
     message = (
         f"{what} should be {expected:,} bytes = 2 (K and V) × {full['n_kv_heads']} KV heads × head size "
         f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "

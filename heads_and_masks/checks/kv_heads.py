@@ -7,19 +7,8 @@ import numpy as np
 from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
-from .core import (
-    CheckFailed,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_int,
-    rng,
-)
+from .core import call, call_count, CheckFailed, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, expect_shape, plain_array
 
 
 _SHAPE_HINT = (
@@ -217,17 +206,16 @@ def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, byte
     )
 
 
+_NAMES = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+_DEFAULTS = {"batch": 1, "bytes_per_value": 2}
+
+
 def _probe_size(kv_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
-    shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
-    what = f"kv_cache_bytes({shown})"
-    result = plain_int(call(kv_cache_bytes, *args, what=what, allow_warnings=False, **kwargs), what=what)
+    what, result, full = call_count(kv_cache_bytes, "kv_cache_bytes", args, kwargs, names=_NAMES, defaults=_DEFAULTS)
     expected = reference_kv_cache_bytes(*args, **kwargs)
     if result == expected:
         return
-    names = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
-    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(names, args)), **kwargs}
-    full = {name: full[name] for name in names}
     if expected and result:
         ratio = result / expected
         size = f" ({ratio:.4g} times too large)." if ratio > 1 else f" ({1 / ratio:.4g} times too small)."

@@ -18,20 +18,8 @@ from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
 from ..training import attention_backward as reference_backward
 from ..training import rule_weights as reference_rule_weights
-from .core import (
-    CheckFailed,
-    _isnan,
-    _type,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    fail,
-    passed,
-    plain_array,
-    rng,
-    secret_draws,
-)
+from .core import call, CheckFailed, exercise_check, fail, passed, rng, secret_draws
+from .core import expect_close, expect_shape, _isnan, plain_array, _type
 
 _NAMES = ("dq", "dk", "dv")
 

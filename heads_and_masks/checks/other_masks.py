@@ -7,21 +7,8 @@ import numpy as np
 from .. import masks as reference
 from ..attention import attention as reference_attention
 from ..padding import batched_attention as reference_batched_attention
-from .core import (
-    secret_draws,
-    call,
-    exercise_check,
-    expect_shape,
-    expect_value_error,
-    fail,
-    is_close,
-    max_difference,
-    named,
-    passed,
-    plain_array,
-    plain_bool_array,
-    rng,
-)
+from .core import call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import expect_shape, is_close, max_difference, named, plain_array, plain_bool_array
 
 # Bound at import: learner code that patches numpy later does not change how masks are compared.
 _array, _argwhere, _isfinite, _array_equal = np.array, np.argwhere, np.isfinite, np.array_equal

@@ -6,7 +6,8 @@ import numpy as np
 
 from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
-from .core import CheckFailed, call, exercise_check, expect_close, expect_shape, fail, passed, plain_array, rng
+from .core import call, CheckFailed, exercise_check, fail, passed, rng
+from .core import expect_close, expect_shape, plain_array
 
 
 def _wrong_attentions(q, k, v, mask):

@@ -21,7 +21,8 @@ import numpy as np
 
 from ..retrieval import head_weights, token_vectors
 from ..score_noise import exact_winning_rate, win_probability
-from .core import call, exercise_check, expect_close, expect_value_error, fail, passed, plain_array, plain_float, rng
+from .core import call, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, plain_array, plain_float
 
 _type, _len, _tuple, _list = builtins.type, builtins.len, builtins.tuple, builtins.list
 

@@ -17,20 +17,8 @@ import numpy as np
 from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
-from .core import (
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    is_close,
-    passed,
-    plain_array,
-    plain_float,
-    plain_int,
-    rng,
-)
+from .core import call, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int
 
 
 # Bound now: a learner's cell that replaces these later does not change how memory is measured.
