@@ -14,7 +14,7 @@ import numpy as np
 from ..attention import masked_softmax as reference_softmax
 from ..attention import row_entropy_bits as reference_entropy
 from ..masks import causal_mask as reference_mask
-from .core import call, CheckFailed, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
 from .core import _array_equal, expect_close, expect_shape, named, plain_array, plain_bool_array
 
 

@@ -15,7 +15,7 @@ from ..attention import masked_softmax as reference_softmax
 from ..heads import mha_cost as reference_cost
 from ..heads import multi_head_attention as reference_mha
 from ..heads import split_heads as reference_split
-from .core import call, CheckFailed, exercise_check, expect_value_error, fail, passed, rng
+from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, plain_array, plain_int
 
 # Graded answers are the learner's own code (`call` locks every course reference), so the single-head

@@ -7,7 +7,7 @@ import numpy as np
 from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
-from .core import call, call_count, CheckFailed, exercise_check, expect_value_error, fail, passed, rng
+from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, expect_shape, plain_array
 
 

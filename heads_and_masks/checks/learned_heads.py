@@ -18,8 +18,8 @@ from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
 from ..training import attention_backward as reference_backward
 from ..training import rule_weights as reference_rule_weights
-from .core import call, CheckFailed, exercise_check, fail, passed, rng, secret_draws
-from .core import expect_close, expect_shape, _isnan, plain_array, _type
+from .core import CheckFailed, call, exercise_check, fail, passed, rng, secret_draws
+from .core import _isnan, _type, expect_close, expect_shape, plain_array
 
 _NAMES = ("dq", "dk", "dv")
 

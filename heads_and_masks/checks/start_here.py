@@ -6,7 +6,7 @@ import numpy as np
 
 from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
-from .core import call, CheckFailed, exercise_check, fail, passed, rng
+from .core import CheckFailed, call, exercise_check, fail, passed, rng
 from .core import expect_close, expect_shape, plain_array
 
 
