@@ -487,7 +487,7 @@ def write(course: Course, assignment: str) -> tuple[Path, Path]:
     page, table = folder / f"{assignment}.html", folder / f"{assignment}.csv"
     page.write_text(render_html(this, others), encoding="utf-8")
     with open(table, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_HEADER)
+        writer = csv.DictWriter(handle, fieldnames=CSV_HEADER, quoting=csv.QUOTE_ALL)  # see export.spreadsheet_safe
         writer.writeheader()
         writer.writerows(csv_rows(this, others))
     return page, table

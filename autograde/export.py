@@ -80,14 +80,17 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=header, restval="")
+        writer = csv.DictWriter(handle, fieldnames=header, restval="", quoting=csv.QUOTE_ALL)  # see spreadsheet_safe
         writer.writeheader()
         writer.writerows(rows)
     return rows
 
 
 def spreadsheet_safe(value) -> str:
-    """A CSV cell a spreadsheet shows as text: no formula (``=1+2``, ``+``, ``-``, ``@``), no control characters."""
+    """A CSV cell a spreadsheet shows as text: no formula (``=1+2``, ``+``, ``-``, ``@``), no control characters.
+
+    The writers also quote every cell: a spreadsheet whose locale separates CSV fields with ``;`` would
+    otherwise start a new cell, perhaps a formula, at each ``;`` of an unquoted one (``x;=HYPERLINK(...)``)."""
     text = printable(str(value))
     if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not _number(text):
         return "'" + text

@@ -32,6 +32,7 @@ import ast
 import atexit
 import base64
 import builtins
+import collections
 import contextlib
 import dataclasses
 import functools
@@ -61,8 +62,11 @@ from .sandbox import REPO, SandboxedKernelManager, sandbox_available
 
 REPLY_MARK = "__HM_REPLY__"
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
+MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
+MAX_NOTES = 12  # notes the judge keeps for one notebook
+MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 
 
 # ------------------------------------------------------------------ plain data on the wire
@@ -312,6 +316,22 @@ class CellRun:
     stdout: str = ""
 
 
+class _Tail:
+    """The last ``limit`` characters (about) of what a kernel printed, in the pieces it came in."""
+
+    def __init__(self, limit: int):
+        self.limit, self.size, self.pieces = limit, 0, collections.deque()
+
+    def append(self, text: str) -> None:
+        self.pieces.append(text)
+        self.size += len(text)
+        while self.size > self.limit and len(self.pieces) > 1:
+            self.size -= len(self.pieces.popleft())
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
 class StudentKernel:
     """A sandboxed kernel running the student's notebook, and calls into it.
 
@@ -355,7 +375,7 @@ class StudentKernel:
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
-        stdout: list[str] = []
+        stdout = _Tail(MAX_STDOUT)  # a cell printing without end must not fill the grader's memory
         errors: list[str] = []
 
         def on_output(message):
@@ -399,10 +419,10 @@ class StudentKernel:
             except queue.Empty:
                 if not self.manager.is_alive():
                     self.usable = False
-                    return CellRun(outputs, "KernelDied", "".join(stdout))
+                    return CellRun(outputs, "KernelDied", stdout.text())
                 if time.monotonic() > deadline:
                     self._interrupt()
-                    return CellRun(outputs, "Timeout", "".join(stdout))
+                    return CellRun(outputs, "Timeout", stdout.text())
                 continue
             if message.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
@@ -411,7 +431,7 @@ class StudentKernel:
             on_output(message)
             if time.monotonic() > deadline:  # a cell that prints without end
                 self._interrupt()
-                return CellRun(outputs, "Timeout", "".join(stdout))
+                return CellRun(outputs, "Timeout", stdout.text())
         try:  # the reply on the shell channel (its status), briefly
             while True:
                 reply = self.client.get_shell_msg(timeout=5)
@@ -423,8 +443,8 @@ class StudentKernel:
             pass
         if not self.manager.is_alive():
             self.usable = False
-            return CellRun(outputs, "KernelDied", "".join(stdout))
-        return CellRun(outputs, errors[0] if errors else None, "".join(stdout))
+            return CellRun(outputs, "KernelDied", stdout.text())
+        return CellRun(outputs, errors[0] if errors else None, stdout.text())
 
     def _interrupt(self) -> None:
         """Interrupt the running code; a kernel that does not come back within 10 s is given up."""
@@ -839,8 +859,12 @@ def judge_notebook(
     report = JudgeReport(sandboxed=sandbox_available()[0])
     for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
         cell.get("metadata", {}).pop(VERDICT_KEY, None)
-    for cell in nb.cells:  # what the student wrote in markdown is shown as text, never run as HTML
-        if cell.cell_type == "markdown" and cell.source not in released_sources:
+    for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
+        if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
+            if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
+                cell.cell_type = "markdown"
+                for field in ("raw_mimetype", "format"):
+                    cell.metadata.pop(field, None)
             cell.source = as_text(cell.source)
             cell.pop("attachments", None)
     tests = []
@@ -854,6 +878,7 @@ def judge_notebook(
             tests.append((index, cell))
     test_indices = {i for i, _ in tests}
     budget = Budget(budget_seconds, cell_timeout)
+    shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
         kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
@@ -871,7 +896,17 @@ def judge_notebook(
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
             if cell.source not in released_sources:  # the student's own code: keep what it printed
-                cell.outputs = [nbformat.from_dict(o) for o in run.outputs][:20]
+                kept = run.outputs[:20]
+                size = sum(len(o.get("text", "")) + len(o.get("evalue", "")) for o in kept)
+                if shown + size > MAX_NOTEBOOK_TEXT:  # many cells that print: the graded notebook stays small
+                    if shown <= MAX_NOTEBOOK_TEXT:
+                        report.notes.append(
+                            f"the notebook printed more than {MAX_NOTEBOOK_TEXT // 2**20} MiB: what "
+                            f"{_label(cell, index)} and the cells after it printed is not kept"
+                        )
+                    kept, size = [], MAX_NOTEBOOK_TEXT + 1
+                shown += size
+                cell.outputs = [nbformat.from_dict(o) for o in kept]
             if run.error == "Timeout":
                 report.status = "timed out"
                 report.notes.append(
@@ -924,6 +959,8 @@ def judge_notebook(
     finally:
         if kernel is not None:
             kernel.shutdown()
+    if len(report.notes) > MAX_NOTES:  # e.g. a thousand cells that raise MemoryError: one line in the report
+        report.notes[MAX_NOTES - 1 :] = [f"and {len(report.notes) - MAX_NOTES + 1} more notes like these"]
     return report
 
 
@@ -942,6 +979,11 @@ def _read_once(function):
 @_read_once
 def _released_sources(path: Path) -> frozenset[str]:
     return frozenset(c.source for c in nbformat.read(path, as_version=4).cells)
+
+
+@_read_once
+def _released_metadata(path: Path) -> dict:
+    return json.loads(json.dumps(nbformat.read(path, as_version=4).metadata))  # plain data, copied per use below
 
 
 @_read_once
@@ -968,6 +1010,9 @@ class Judge(NbGraderPreprocessor):
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
         release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
         released_sources = _released_sources(release) if release.exists() else set()
+        if release.exists():  # the graded notebook's own metadata is the instructor's, never the submission's:
+            # tools that open it act on it (Jupytext's "formats" pairs and writes files where it says)
+            nb.metadata = nbformat.from_dict(_released_metadata(release))
         source_dir = Path(
             self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import functools
 import os
+import re
 import secrets
 import stat
 import tempfile
@@ -67,6 +68,26 @@ def hostile_class():
     xss = submission(ASSIGNMENT, {})
     xss.cells.insert(1, nbformat.v4.new_markdown_cell(boundary.XSS))
     hand_ins["writes_html"] = xss
+    # a raw cell of HTML (nbconvert puts raw cells into the page as they are), and a file whose name
+    # starts a formula at its `;` (a spreadsheet in a locale that separates CSV fields with `;`)
+    raw = submission(ASSIGNMENT, {})
+    raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
+    raw.metadata["jupytext"] = {"formats": boundary.PAIRED_FORMATS}  # for the instructor's lab, which has Jupytext
+    # the judge's verdict records (what the class report reads) written by the student: on the test cell a pass,
+    # on the written answer a misconception of another notebook
+    forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
+    for cell in forger.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
+            cell.metadata["heads_and_masks"] = {"passed": True, "answered": True, "misconception": None}
+        elif cell.metadata.get("nbgrader", {}).get("grade_id", "").startswith("written_"):
+            cell.metadata["heads_and_masks"] = {"passed": False, "answered": True, "misconception": boundary.FORGED_ID}
+    hand_ins["forges_verdicts"] = forger
+    # many cells that each print as much as a cell may keep: the graded notebook (and its feedback) would grow
+    chatty = submission(ASSIGNMENT, {})
+    chatty.cells[1:1] = [nbformat.v4.new_code_cell(boundary.PRINTS_A_LOT) for _ in range(40)]
+    chatty.cells[41:41] = [nbformat.v4.new_code_cell("raise MemoryError") for _ in range(40)]  # a note each
+    hand_ins["prints_a_lot"] = chatty
+    hand_ins["writes_raw_html"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(raw).encode(), boundary.FORMULA_FILE: b"x"}
     # the test cell's metadata turned so that it would look like the student's own code
     for flag, value in (("solution", True), ("grade", False), ("locked", False)):
         tampered = submission(ASSIGNMENT, {"attention": boundary.SOURCE_SPY.strip()})
@@ -95,7 +116,10 @@ def hostile_class():
     csv_path = run.course.root / "autograde" / "grades.csv"
     rows = export_grades(run.course, csv_path, [ASSIGNMENT])
     report = write_report(run.course, ASSIGNMENT)
-    return run, canary, canary_env, feedback_files, csv_path, rows, report
+    from autograde.class_report import write as write_class_report
+
+    class_csv = write_class_report(run.course, ASSIGNMENT)[1]
+    return run, canary, canary_env, feedback_files, csv_path, rows, report, class_csv
 
 
 def _by_original(run, original: str):
@@ -217,8 +241,13 @@ def test_bad_hand_ins_get_their_own_status():
     assert run.results["loops_in_the_test"].status == "timed out", run.results["loops_in_the_test"].line()
 
 
+def _unquoted(line: str) -> str:
+    """A CSV line without its quoted fields."""
+    return re.sub(r'"(?:[^"]|"")*"', "", line)
+
+
 def test_csv_and_report_are_complete_and_inert():
-    run, _, _, _, csv_path, rows, report = hostile_class()
+    run, _, _, _, csv_path, rows, report, class_csv = hostile_class()
     with open(csv_path, newline="", encoding="utf-8") as handle:
         table = list(csv.DictReader(handle))
     assert len(table) == len(run.results) == len(rows)
@@ -231,6 +260,12 @@ def test_csv_and_report_are_complete_and_inert():
     assert "\x1b" not in report and len(report.splitlines()) >= 3
     for name in ("deep_json", "crashes_in_the_test", "linked_solutions"):
         assert name in report
+    # no `;` outside a quoted field: a spreadsheet that splits fields at `;` would start a cell there
+    text = csv_path.read_text(encoding="utf-8")
+    assert boundary.FORMULA_FILE[:17] in text, "the file name should be in the notes (else this proves nothing)"
+    for path in (csv_path, class_csv):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            assert ";" not in _unquoted(line), f"{path.name}: a `;` outside quotes: {line[:200]}"
 
 
 def test_instructor_test_source_never_runs_in_a_kernel():
@@ -256,6 +291,79 @@ def test_student_html_is_shown_as_text():
     assert "&lt;script&gt;" in page, "the student's text should still be shown, as text"
     graded = nbformat.writes(run.results["writes_html"].notebook)
     assert "```text" in graded  # formgrader shows the graded notebook: the same fence
+
+
+def test_the_judges_verdicts_cannot_be_forged():
+    run = hostile_class()[0]
+    from autograde.class_report import FAILED, PENDING, read_assignment
+
+    assert run.results["forges_verdicts"].autograded_total == 0, run.results["forges_verdicts"].line()
+    marks = {m.exercise: m for m in read_assignment(run.course, ASSIGNMENT).marks if m.student == "forges_verdicts"}
+    written = [m for e, m in marks.items() if e.startswith("written_")]
+    assert marks["attention"].outcome == FAILED, marks["attention"]
+    assert written and all(m.outcome == PENDING and not m.misconceptions for m in written), written
+    assert not any(boundary.FORGED_ID in m.misconceptions for m in marks.values()), marks
+
+
+def test_student_raw_cells_are_shown_as_text():
+    run, _, _, feedback_files, *_ = hostile_class()
+    assert _full_marks(run.results["writes_raw_html"]), run.results["writes_raw_html"].line()
+    page = next(p for p in feedback_files if p.parent.parent.name == "writes_raw_html").read_text(encoding="utf-8")
+    assert "phish.invalid" in page, "the student's raw cell should still be shown, as text"
+    assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
+    graded = run.results["writes_raw_html"].notebook
+    assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+
+
+def test_the_graded_notebook_opened_in_the_instructors_lab_writes_nothing_else():
+    """The formgrader links to the graded notebook; the instructor's lab (Jupytext's contents manager) opens
+    and saves it: the submission's own notebook metadata must not make it write files elsewhere."""
+    from jupyter_server.services.contents.filemanager import FileContentsManager
+    from jupytext import build_sync_jupytext_contents_manager_class
+
+    run = hostile_class()[0]
+    root = run.course.root
+    path = f"autograde/autograded/writes_raw_html/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    assert "jupytext" not in nbformat.read(root / path, as_version=4).metadata
+
+    def files():
+        return {p for p in root.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+
+    before = files()
+    lab = build_sync_jupytext_contents_manager_class(FileContentsManager)(root_dir=str(root))
+    lab.save(lab.get(path), path)  # Ctrl-S, or the lab's autosave
+    assert files() == before, f"the lab wrote {sorted(map(str, files() - before))}"
+
+
+def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():
+    run = hostile_class()[0]
+    from autograde.judge import MAX_NOTEBOOK_TEXT
+
+    result = run.results["prints_a_lot"]
+    assert _full_marks(result), result.line()
+    graded = run.course.root / "autograde" / "autograded" / "prints_a_lot" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    printed = sum(len(o.get("text", "")) for c in result.notebook.cells for o in c.get("outputs", []))
+    assert printed > MAX_NOTEBOOK_TEXT / 2, "the notebook should keep what it printed, up to the limit"
+    assert graded.stat().st_size < 1.5 * MAX_NOTEBOOK_TEXT, f"graded notebook of {graded.stat().st_size} bytes"
+    assert "printed more than" in " ".join(result.notes), result.notes
+    from autograde.judge import MAX_NOTES
+
+    assert "ran out of memory" in " ".join(result.notes) and len(result.notes) <= MAX_NOTES + 3, result.notes
+
+
+def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
+    """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB, not all of it."""
+    require_sandbox()
+    from autograde.judge import MAX_STDOUT, StudentKernel
+
+    kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
+    try:
+        run = kernel.run(boundary.PRINT_FLOOD, timeout=30)
+    finally:
+        kernel.shutdown()
+    sent = int(run.stdout.rsplit("__HM_REPLY__sent ", 1)[1].split()[0])
+    assert sent > 20 * MAX_STDOUT, f"the flood sent only {sent} characters (the test proves nothing)"
+    assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {sent}"
 
 
 def test_a_borrowed_id_never_replaces_a_classmate():

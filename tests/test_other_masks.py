@@ -157,7 +157,7 @@ def _notebook_cells():
         return {
             c.metadata["nbgrader"]["grade_id"]: c.source
             for c in notebook.cells
-            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get(kind)
+            if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get(kind)  # written answers are markdown
         }
 
     return of("solution"), of("grade")

