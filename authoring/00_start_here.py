@@ -145,11 +145,9 @@ def attention(q, k, v, mask=None):
 rng = np.random.default_rng(0)
 q, k, v = rng.normal(size=(3, 3, 2))
 causal = np.tril(np.ones((3, 3), dtype=bool))
-try:
+with hm.if_written("attention"):
     print(attention(q, k, v, causal))
     print("first value:", v[0])
-except NotImplementedError:
-    print("attention is not written yet")
 
 # %% nbgrader={"grade_id": "test_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
 from heads_and_masks.checks.start_here import check_attention

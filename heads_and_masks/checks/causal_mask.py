@@ -14,34 +14,8 @@ import numpy as np
 from ..attention import masked_softmax as reference_softmax
 from ..attention import row_entropy_bits as reference_entropy
 from ..masks import causal_mask as reference_mask
-from .core import (
-    secret_draws,
-    CheckFailed,
-    _array_equal,
-    named,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_bool_array,
-    rng,
-)
-
-_LOCK = (
-    "causal_mask",
-    "sliding_window_mask",
-    "attention_mask",
-    "masked_softmax",
-    "attention",
-    "attention_weights",
-    "multi_head_attention",
-    "grouped_query_attention",
-    "row_entropy_bits",
-)
+from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import _array_equal, expect_close, expect_shape, named, plain_array, plain_bool_array
 
 
 # ---------------------------------------------------------------------------------------------
@@ -104,7 +78,7 @@ def check_causal_mask(causal_mask, thorough: bool = False) -> None:
     sizes = [4, 1] + ([0, 2, 3, 7, 64, *secret_draws(3, 5, 90, label="causal_mask")] if thorough else [])
     for n in sizes:
         what = f"causal_mask({n})"
-        mask = plain_bool_array(call(causal_mask, n, what=what, lock=_LOCK), what=what)
+        mask = plain_bool_array(call(causal_mask, n, what=what), what=what)
         _expect_mask(mask, reference_mask(n), what=what, diagnoses=_wrong_masks(n))
     passed("causal_mask is True exactly where key <= query" + (" (n = 0 to 64)" if thorough else ""))
 
@@ -114,9 +88,7 @@ def check_causal_mask_bad_n(causal_mask) -> None:
     """A negative length is refused with ValueError."""
     __tracebackhide__ = True
     for n in (-1, -5):
-        expect_value_error(
-            causal_mask, n, what=f"causal_mask({n})", why="a sequence cannot have a negative length", lock=_LOCK
-        )
+        expect_value_error(causal_mask, n, what=f"causal_mask({n})", why="a sequence cannot have a negative length")
     passed("causal_mask refuses a negative length with ValueError")
 
 
@@ -223,7 +195,7 @@ def _probe_softmax(
     """
     __tracebackhide__ = True
     what = f"masked_softmax {label}"
-    weights = plain_array(call(masked_softmax, scores, mask, what=what, lock=_LOCK), what=what)
+    weights = plain_array(call(masked_softmax, scores, mask, what=what), what=what)
     expected = reference_softmax(scores, mask)
     expect_shape(
         weights,
@@ -266,7 +238,7 @@ def _probe_softmax(
         )
     if strict:
         try:
-            call(masked_softmax, scores, mask, what=what, lock=_LOCK, allow_warnings=False)
+            call(masked_softmax, scores, mask, what=what, allow_warnings=False)
         except CheckFailed as failure:  # a warning on inputs chosen to catch one mistake is that mistake
             named = (
                 misconception
@@ -450,7 +422,7 @@ def _wrong_entropies(weights):
 def _probe_entropy(row_entropy_bits, weights, label):
     __tracebackhide__ = True
     what = f"row_entropy_bits {label}"
-    result = plain_array(call(row_entropy_bits, weights, what=what, lock=_LOCK), what=what)
+    result = plain_array(call(row_entropy_bits, weights, what=what), what=what)
     expected = reference_entropy(weights)
     expect_shape(
         result,
