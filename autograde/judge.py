@@ -543,6 +543,16 @@ class KernelSupply:
             kernel.shutdown()
             raise
 
+    def prepare(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> None:
+        """Start the spare now, for a worker about to grade: its first ``take`` finds a kernel booting
+        since then, not one it must wait for from the start (the limits its submissions will ask for:
+        ``kernel_limits``)."""
+        if self.prestart and self.spare is None:
+            try:
+                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            except Exception:  # noqa: BLE001 - no spare: the first take starts its own (and says why)
+                self.spare = None
+
     def close(self) -> None:
         spare, self.spare = self.spare, None
         if spare is not None:
@@ -560,6 +570,11 @@ class KernelSupply:
 
 
 _SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
+
+
+def kernel_limits(memory_mb: int, budget_seconds: float) -> tuple[int, int]:
+    """The limits of a submission's kernel: its memory (MiB) and CPU seconds (twice the notebook's time)."""
+    return memory_mb, int(budget_seconds * 2)
 
 
 def kernel_supply() -> KernelSupply:
@@ -888,7 +903,7 @@ def judge_notebook(
     shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
-        kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds))
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue
