@@ -523,6 +523,7 @@ class KernelSupply:
     def __init__(self, prestart: bool = True):
         self.prestart = prestart
         self.spare: StudentKernel | None = None
+        self.no_spare_once = False  # the next take is the worker's last one expected (``last_one``)
         self._outer: KernelSupply | None = None
 
     def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
@@ -532,11 +533,12 @@ class KernelSupply:
             kernel = None
         if kernel is None:
             kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
-        if self.prestart:
+        if self.prestart and not self.no_spare_once:
             try:
                 self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
                 self.spare = None
+        self.no_spare_once = False
         try:
             return kernel.connect()
         except BaseException:
@@ -552,6 +554,11 @@ class KernelSupply:
                 self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the first take starts its own (and says why)
                 self.spare = None
+
+    def last_one(self) -> None:
+        """The next ``take`` is for the last submission this worker expects: no spare after it (a spare
+        nobody takes costs a kernel's start-up, about 0.4 s of CPU, next to the last submissions)."""
+        self.no_spare_once = True
 
     def close(self) -> None:
         spare, self.spare = self.spare, None

@@ -282,7 +282,7 @@ def run_jobs(
     from distributed.scheduler import KilledWorker
 
     from . import grading_key
-    from .grade_worker import grade_submission
+    from .grade_worker import grade_submission, run_settings
     from .judge import kernel_limits
 
     key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
@@ -370,7 +370,7 @@ def run_jobs(
         merge_into_gradebook(course, assignment, student, None)
         return status, {g: 0.0 for g in maxima}, notes, seconds
 
-    def job(student: str) -> dict:
+    def job(student: str, last: bool) -> dict:
         folder = course.path("submitted", student, assignment)
         files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
@@ -378,6 +378,7 @@ def run_jobs(
             "student": student,
             "files": {rename.get(name, name): data for name, data in files.items()},
             "timestamp": collected_timestamp(folder),
+            "last": last,
         }
 
     workers = min(workers, len(students))  # no worker started for nothing
@@ -386,12 +387,15 @@ def run_jobs(
     with dask_client(scheduler, workers, log, limits) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
-        # The run's settings travel once to every worker (scattered), not once per submission.
-        shared = client.scatter(run, broadcast=True, hash=False)
+        # The run's settings travel once to every worker, not once per submission, as a task's result.
+        shared = client.submit(run_settings, run, pure=False, key=f"run-{assignment}-{run['id']}")
+        # The scheduler hands the submissions out in this order, one per free worker: the last `slots`
+        # are (barring a dead worker) each worker's last one, and their workers start no kernel after them.
+        slots = workers if scheduler is None else max(1, sum(client.nthreads().values()))
         futures = client.map(
             grade_submission,
             [shared] * len(students),
-            [job(s) for s in students],
+            [job(s, last=index >= len(students) - slots) for index, s in enumerate(students)],
             pure=False,
             key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
         )  # one graph: queued
