@@ -516,6 +516,7 @@ class KernelSupply:
     def __init__(self, prestart: bool = True):
         self.prestart = prestart
         self.spare: StudentKernel | None = None
+        self.no_spare_once = False  # the next take is the worker's last one expected (``last_one``)
         self._outer: KernelSupply | None = None
 
     def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
@@ -525,16 +526,32 @@ class KernelSupply:
             kernel = None
         if kernel is None:
             kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
-        if self.prestart:
+        if self.prestart and not self.no_spare_once:
             try:
                 self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
                 self.spare = None
+        self.no_spare_once = False
         try:
             return kernel.connect()
         except BaseException:
             kernel.shutdown()
             raise
+
+    def prepare(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> None:
+        """Start the spare now, for a worker about to grade: its first ``take`` finds a kernel booting
+        since then, not one it must wait for from the start (the limits its submissions will ask for:
+        ``kernel_limits``)."""
+        if self.prestart and self.spare is None:
+            try:
+                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            except Exception:  # noqa: BLE001 - no spare: the first take starts its own (and says why)
+                self.spare = None
+
+    def last_one(self) -> None:
+        """The next ``take`` is for the last submission this worker expects: no spare after it (a spare
+        nobody takes costs a kernel's start-up, about 0.4 s of CPU, next to the last submissions)."""
+        self.no_spare_once = True
 
     def close(self) -> None:
         spare, self.spare = self.spare, None
@@ -553,6 +570,11 @@ class KernelSupply:
 
 
 _SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
+
+
+def kernel_limits(memory_mb: int, budget_seconds: float) -> tuple[int, int]:
+    """The limits of a submission's kernel: its memory (MiB) and CPU seconds (twice the notebook's time)."""
+    return memory_mb, int(budget_seconds * 2)
 
 
 def kernel_supply() -> KernelSupply:
@@ -881,7 +903,7 @@ def judge_notebook(
     shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
-        kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds))
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue
