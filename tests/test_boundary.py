@@ -366,6 +366,30 @@ def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
     assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {sent}"
 
 
+def _resident_mib() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_what_a_kernel_sends_unread_waits_in_the_kernels_memory():
+    """A kernel printing 15 MB messages while the grader reads nothing (it is busy elsewhere): the grader's
+    memory grows by a few messages, not by everything sent (ZeroMQ queued 1000 messages by default)."""
+    require_sandbox()
+    import time
+
+    from autograde.judge import StudentKernel
+
+    kernel = StudentKernel(memory_mb=2048, cpu_seconds=60)
+    try:
+        before = peak = _resident_mib()
+        kernel.client.execute(boundary.SEND_FLOOD)  # nobody reads its messages for 8 s
+        for _ in range(16):
+            time.sleep(0.5)
+            peak = max(peak, _resident_mib())
+    finally:
+        kernel.shutdown()
+    assert peak - before < 250, f"the grader grew by {peak - before:.0f} MiB"  # 90 MiB here; 661 MiB with 1000
+
+
 def test_a_borrowed_id_never_replaces_a_classmate():
     run = hostile_class()[0]
     from autograde.collect import safe_id

@@ -230,6 +230,15 @@ while time.time() - start < 4:
     sent += len(line)
 print("__HM_REPLY__sent", sent)
 """
+# prints 15 MB messages for 6 s (each flushed: one message each)
+SEND_FLOOD = """
+import sys, time
+chunk = "x" * (15 * 2**20)
+start = time.time()
+while time.time() - start < 6:
+    sys.stdout.write(chunk)
+    sys.stdout.flush()
+"""
 XSS = '<script>document.title="HOSTILE-XSS"</script><img src="x" onerror="document.title=\'HOSTILE-IMG\'">'
 
 # Reads the instructor's test source if it ever runs in the kernel, and prints it.
