@@ -870,6 +870,7 @@ def judge_notebook(
     report = JudgeReport(sandboxed=sandbox_available()[0])
     for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
         cell.get("metadata", {}).pop(VERDICT_KEY, None)
+        cell.get("metadata", {}).pop("tags", None)  # nbconvert makes each an HTML class: "x hidden" hid a cell
     for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
         if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
             if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML

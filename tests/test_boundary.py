@@ -73,6 +73,9 @@ def hostile_class():
     raw = submission(ASSIGNMENT, {})
     raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
     raw.metadata["jupytext"] = {"formats": boundary.PAIRED_FORMATS}  # for the instructor's lab, which has Jupytext
+    for cell in raw.cells:  # tags become HTML classes of the cells in the feedback and the formgrader
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
+            cell.metadata["tags"] = [boundary.HIDING_TAG]
     # the judge's verdict records (what the class report reads) written by the student: on the test cell a pass,
     # on the written answer a misconception of another notebook
     forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
@@ -313,6 +316,8 @@ def test_student_raw_cells_are_shown_as_text():
     assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
     graded = run.results["writes_raw_html"].notebook
     assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+    # a tag is a class of the cell's HTML: "x hidden" hid the test cell and its verdict (CSS .hidden)
+    assert "celltag_" not in page and not [c for c in graded.cells if "tags" in c.metadata], "the student's tags"
 
 
 def test_the_graded_notebook_opened_in_the_instructors_lab_writes_nothing_else():

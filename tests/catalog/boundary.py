@@ -205,6 +205,8 @@ def {exercise_name}(q, k, v, mask=None):
 '''
 
 
+# a cell tag with a space: nbconvert writes "celltag_x hidden" into the cell's class (Bootstrap hides it)
+HIDING_TAG = "x hidden"
 # notebook metadata pairing the notebook with a text file one folder up (Jupytext writes it on every save)
 PAIRED_FORMATS = "ipynb,../x_//py:percent"
 # a misconception of notebook 07 that no answer of 00 can show: forged into the class report, it would be seen
