@@ -25,7 +25,8 @@
 #   tests*: other inputs and edge cases. Passing the visible tests is a good sign, not a guarantee: write
 #   the function for every input its description allows, not for the examples.
 # * **Validate.** The *Validate* button in the notebook's toolbar saves the notebook, runs it in a fresh
-#   kernel and lists every test cell that fails (an exercise not written yet fails too). In a terminal,
+#   kernel and lists every test cell that fails (an exercise not written yet fails too), and each written
+#   question still unanswered ("You did not provide a response"). In a terminal,
 #   `nbgrader validate` does the same: the terminals of `make lab` start in `my-work/`, so
 #   `nbgrader validate 00_start_here/00_start_here.ipynb`. In a class, validate before you hand in.
 # * **Solutions.** If you study on your own, the worked solutions are in `solutions/<notebook>/` of the
@@ -144,11 +145,9 @@ def attention(q, k, v, mask=None):
 rng = np.random.default_rng(0)
 q, k, v = rng.normal(size=(3, 3, 2))
 causal = np.tril(np.ones((3, 3), dtype=bool))
-try:
+with hm.if_written("attention"):
     print(attention(q, k, v, causal))
     print("first value:", v[0])
-except NotImplementedError:
-    print("attention is not written yet")
 
 # %% nbgrader={"grade_id": "test_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
 from heads_and_masks.checks.start_here import check_attention

@@ -3,13 +3,14 @@
     0. the course: its folders, the one way nbgrader is called ..........  course.py
     1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
-    3. the pool: every submission graded in parallel ....................  pool.py        (+ grade_worker.py)
+    3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ grade_worker.py)
          each in a sandboxed kernel .....................................  sandbox.py     (+ kernel_launch.py)
          every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
     4. results: one record per student, statuses, the gradebook .........  results.py
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
     6. export: the grades CSV ...........................................  export.py
     7. the report, in plain words .......................................  report.py
+       and what the class misunderstood, per misconception ..............  class_report.py
     the command line ....................................................  grade.py       (python -m autograde.grade --help)
     the throughput measurement (make bench) .............................  throughput.py
 

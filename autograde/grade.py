@@ -5,7 +5,7 @@
     python -m autograde.grade collect   ASSIGNMENT            from the exchange
     python -m autograde.grade collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
     python -m autograde.grade collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
-    python -m autograde.grade autograde ASSIGNMENT [--workers N] [--force] [--cell-timeout S]
+    python -m autograde.grade autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--force] [--cell-timeout S]
     python -m autograde.grade feedback  ASSIGNMENT [--release]
     python -m autograde.grade export    [ASSIGNMENT ...] [--output grades.csv]
     python -m autograde.grade report    ASSIGNMENT            statuses; class report (HTML + CSV, class_report.py)
@@ -45,7 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--folder", type=Path, default=None, help="a folder <student>/<assignment>/...")
 
     def add_grade_options(p):
-        p.add_argument("--workers", type=int, default=None, help="parallel graders (default: one per core)")
+        p.add_argument("--workers", type=int, default=None, help="worker processes (default: one per core)")
+        p.add_argument(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="grade on an existing Dask cluster (e.g. tcp://head:8786) instead of on this machine",
+        )
         p.add_argument("--force", action="store_true", help="grade again what is already graded")
         p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: config)")
         p.add_argument("--submission-timeout", type=float, default=None, help="seconds per submission")
@@ -104,6 +110,7 @@ def autograde_all(course, args) -> None:
         cell_timeout=args.cell_timeout,
         submission_timeout=args.submission_timeout,
         memory_mb=args.memory_mb,
+        scheduler=args.scheduler,
         progress=not args.quiet,
     )
     problems = sum(r.status != Status.GRADED for r in results.values())

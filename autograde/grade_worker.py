@@ -1,62 +1,79 @@
-"""One grading worker: grades submissions one after another with nbgrader, in a private course root.
+"""What a grading worker does with one submission: a Dask task, run in a worker process of the pool.
 
-Started by ``pool.grade`` (one worker per core, ``python -m autograde.grade_worker``), never by hand. It speaks JSON lines:
+``grade_submission(run, job)`` receives everything as data, never a path on the coordinator's disk:
 
-    stdin, first line   {"root": ..., "source": ..., "gradebook": ..., "course_id": ..., "config": {...}}
-    stdin, then         {"assignment": ..., "student": ..., "folder": ..., "rename": {...}}   one per job
-    stdout              {"student": ..., "ok": true/false, "failure": ..., "grades": {...}, ...}  one per job
+    run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
+            "source" and "release" ({file name: bytes} of the assignment), "key" (the grading key),
+            "config" ({"Judge.timeout": ..., ...}), "submission_timeout"}
+    job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp"}
 
-Why a private root: nbgrader grades serially and writes its gradebook as it goes. Each worker has
-its own copy of the course gradebook (the assignment, its cells and hidden tests), grades into
-it, and sends the scores back; only the coordinating process writes the course's gradebook, one
+and returns plain data: ``{"student", "ok", "failure", "judge_status", "judge_notes", "grades" ...,
+"autograded" ({file name: bytes} written by nbgrader), "log", "seconds"}``. Statuses travel as their
+values (``results.Status``).
+
+Why a private root: nbgrader grades serially and writes its gradebook as it goes. Each worker
+process has its own copy of the course gradebook (the assignment, its cells and hidden tests) in a
+private course root, made on its first submission of a run and kept for the next ones; it grades
+into it and sends the scores back; only the coordinating process writes the course's gradebook, one
 student at a time. No two processes ever write the same database, so no grade is lost to a
-locked database or written twice.
-
-Why a long-lived process: importing nbgrader and building its converter costs about 1.5 s per
-call; a worker pays it once and then spends its time running notebooks.
+locked database or written twice. The kernels that run the student's code are sandboxed
+(``sandbox.py``) and write nowhere the worker reads: the autograded notebook is nbgrader's.
 """
 
 from __future__ import annotations
 
-import io
-import json
-import logging
+import atexit
 import shutil
-import sys
+import tempfile
+import threading
 import time
-import traceback
+import zlib
 from pathlib import Path
 
+from .course import Course
 from .results import Status
 
-HERE = Path(__file__).resolve().parent
+_ROOTS: dict[str, Path] = {}  # run id -> this process's private course root for that run
+_LOCK = threading.Lock()
 
 
-def load_config(settings: dict):
-    """The course's nbgrader_config.py, pointed at this worker's private root."""
-    from traitlets.config.loader import Config, PyFileConfigLoader
+def private_course(run: dict) -> Course:
+    """This worker process's private course root for ``run`` (made once per run and process)."""
+    with _LOCK:
+        root = _ROOTS.get(run["id"])
+        if root is None:
+            for old in list(_ROOTS):  # an earlier run's root is not needed any more
+                shutil.rmtree(_ROOTS.pop(old), ignore_errors=True)
+            root = Path(tempfile.mkdtemp(prefix=f"hm-grading-{run['id']}-"))
+            atexit.register(shutil.rmtree, root, True)
+            (root / "gradebook.db").write_bytes(zlib.decompress(run["gradebook"]))
+            for step in ("source", "release"):
+                folder = root / step / run["assignment"]
+                folder.mkdir(parents=True)
+                for name, data in run[step].items():
+                    (folder / name).write_bytes(data)
+            key = root / "grading-key"
+            key.touch(mode=0o600)
+            key.write_bytes(run["key"])
+            _ROOTS[run["id"]] = root
+    return Course(
+        root=root,
+        course_id=run["course_id"],
+        source="source",
+        release="release",
+        submitted="submitted",
+        autograded="autograded",
+        feedback="feedback",
+        solution="solution",
+        runtime=".",
+    )
 
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
-    root = Path(settings["root"])
-    overrides = Config()
-    overrides.CourseDirectory.root = str(root)
-    overrides.CourseDirectory.course_id = settings["course_id"]
-    overrides.CourseDirectory.source_directory = settings["source"]  # absolute: read only (data files)
-    overrides.CourseDirectory.submitted_directory = "submitted"
-    overrides.CourseDirectory.autograded_directory = "autograded"
-    overrides.CourseDirectory.db_url = f"sqlite:///{root / 'gradebook.db'}"
-    for dotted, value in settings.get("config", {}).items():  # e.g. {"Execute.timeout": 10}
-        section, name = dotted.rsplit(".", 1)
-        overrides[section][name] = value
-    config.merge(overrides)
-    return config
 
-
-def read_grades(db_url: str, assignment: str, student: str) -> dict:
+def read_grades(course: Course, assignment: str, student: str) -> dict:
     """Everything nbgrader recorded for this submission, as plain data."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(db_url) as gradebook:
+    with Gradebook(course.db_url) as gradebook:
         submission = gradebook.find_submission(assignment, student)
         notebooks = {}
         for notebook in submission.notebooks:
@@ -102,78 +119,82 @@ def repair_duplicates(path: Path) -> None:
     """
     import nbformat
 
+    from .course import grade_id
+
     notebook = nbformat.read(path, as_version=4)
-    last: dict[str, int] = {}
-    for index, cell in enumerate(notebook.cells):
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id is not None:
-            last[grade_id] = index
+    last = {grade_id(cell): index for index, cell in enumerate(notebook.cells) if grade_id(cell) is not None}
     changed = False
     for index, cell in enumerate(notebook.cells):
-        meta = cell.get("metadata", {})
-        if "nbgrader" not in meta:
-            continue
-        grade_id = meta["nbgrader"].get("grade_id")
-        if grade_id is None or last[grade_id] != index:
-            del meta["nbgrader"]
+        if "nbgrader" in cell.get("metadata", {}) and last.get(grade_id(cell)) != index:
+            del cell["metadata"]["nbgrader"]
             changed = True
     if changed:
         nbformat.write(notebook, path)
 
 
-def grade_one(settings: dict, job: dict) -> dict:
-    from nbgrader.converters import Autograde
-    from nbgrader.coursedir import CourseDirectory
+class Watchdog:
+    """Stops a submission that outlives its time: its kernels are killed (nbgrader then finishes with a
+    dead kernel, reported as timed out). Kernels are this worker process's children; a worker grades
+    one submission at a time (one thread per worker process)."""
 
+    def __init__(self, seconds: float):
+        self.fired = False
+        self.timer = threading.Timer(seconds, self._fire)
+        self.timer.daemon = True
+
+    def _fire(self) -> None:
+        import psutil
+
+        self.fired = True
+        for child in psutil.Process().children(recursive=True):
+            try:
+                child.kill()
+            except psutil.Error:
+                pass
+
+    def __enter__(self):
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+
+def grade_submission(run: dict, job: dict) -> dict:
+    """Grade one submission with nbgrader in this process's private course root (a Dask task)."""
     from . import judge
-    from .collect import collected_timestamp, take_folder, write_submission
+    from .collect import write_submission
 
-    root = Path(settings["root"])
-    assignment, student = job["assignment"], job["student"]
-    submitted = root / "submitted" / student / assignment
-    shutil.rmtree(root / "autograded" / student / assignment, ignore_errors=True)
-    # Only the regular files grading needs, read without following links (collect.py), under the
-    # names the assignment expects: nothing else a student handed in reaches nbgrader.
-    files, _, _ = take_folder(Path(job["folder"]))
-    files = {job.get("rename", {}).get(name, name): data for name, data in files.items()}
-    write_submission(submitted, files, collected_timestamp(Path(job["folder"])))
+    course = private_course(run)
+    assignment, student = run["assignment"], job["student"]
+    submitted = course.path("submitted", student, assignment)
+    autograded = course.path("autograded", student, assignment)
+    shutil.rmtree(submitted, ignore_errors=True)
+    shutil.rmtree(autograded, ignore_errors=True)
+    write_submission(submitted, job["files"], job.get("timestamp"))
     for path in submitted.glob("*.ipynb"):
         try:
             repair_duplicates(path)
         except Exception:  # unreadable: nbgrader will say so
             pass
-
-    config = load_config(settings)
-    coursedir = CourseDirectory(config=config)
-    coursedir.assignment_id, coursedir.student_id = assignment, student
-    app = Autograde(coursedir=coursedir, config=config)
-    app.force = True
-    buffer = io.StringIO()
-    handler = logging.StreamHandler(buffer)
-    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
-    handler.setLevel(logging.INFO)
-    logger = app.log if isinstance(app.log, logging.Logger) else logging.getLogger("nbgrader")
-    logger.addHandler(handler)
-    old_level = logger.level
-    logger.setLevel(logging.INFO)
+    settings = dict(
+        run["config"],
+        **{
+            "Judge.key_file": str(course.root / "grading-key"),
+            "Judge.release_directory": str(course.path("release")),
+            "Judge.source_directory": str(course.path("source")),
+        },
+    )
     started = time.monotonic()
-    ok = True
-    try:
-        app.start()
-    except BaseException:  # nbgrader raises NbGraderException after logging the cause
-        ok = False
-        buffer.write(traceback.format_exc())
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
-    log = buffer.getvalue()
+    with Watchdog(run["submission_timeout"]) as watchdog:
+        answer = course.nbgrader("autograde", assignment, student, settings=settings, check=False)
+    log = answer["log"] + answer["error"]
     result = {
-        "assignment": assignment,
         "student": student,
-        "ok": ok,
+        "ok": bool(answer["success"]) and not watchdog.fired,
         "seconds": time.monotonic() - started,
         "log": log[-20000:],
-        "autograded": str(root / "autograded" / student / assignment),
+        "stopped": watchdog.fired,
     }
     notes, statuses = [], []
     for key in [k for k in judge.REPORTS if k[0] == assignment and k[1] == student]:
@@ -182,77 +203,14 @@ def grade_one(settings: dict, job: dict) -> dict:
         statuses.append(report.status)
     result["judge_notes"] = notes
     judged = next((s for s in (Status.DIED, Status.TIMED_OUT) if s in statuses), None)
-    result["judge_status"] = judged.value if judged else None  # statuses cross the pipe by value
-    if ok:
-        result.update(read_grades(config.CourseDirectory.db_url, assignment, student))
+    result["judge_status"] = judged.value if judged else None  # statuses travel by value
+    if watchdog.fired:
+        result["failure"] = Status.TIMED_OUT.value
+    elif result["ok"]:
+        result.update(read_grades(course, assignment, student))
+        result["autograded"] = {p.name: p.read_bytes() for p in sorted(autograded.iterdir()) if p.is_file()}
     else:
         result["failure"] = classify_failure(log).value
+    shutil.rmtree(submitted, ignore_errors=True)
+    shutil.rmtree(autograded, ignore_errors=True)
     return result
-
-
-def watch_parent() -> None:
-    """Exit (with any kernel still running under us) as soon as the coordinating process is gone."""
-    import os
-    import threading
-
-    parent = os.getppid()
-
-    def watch():
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                try:
-                    import psutil
-
-                    for child in psutil.Process().children(recursive=True):
-                        child.kill()
-                finally:
-                    os._exit(3)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def main() -> None:
-    watch_parent()
-    # The protocol gets a private copy of the stdout pipe; file descriptor 1 itself (inherited by
-    # nbgrader's kernels and any other child process) and sys.stdout now go to stderr, so nothing
-    # but results can ever reach the coordinator.
-    import os
-
-    sys.stdout.flush()
-    stdout = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    settings = json.loads(sys.stdin.readline())
-    root = Path(settings["root"])
-    root.mkdir(parents=True, exist_ok=True)
-    if not (root / "gradebook.db").exists():
-        shutil.copy(settings["gradebook"], root / "gradebook.db")
-    from .judge import KernelSupply
-
-    with KernelSupply():  # each submission's kernel boots while the one before is graded
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            job = json.loads(line)
-            try:
-                result = grade_one(settings, job)
-            except BaseException:
-                result = {
-                    "assignment": job.get("assignment"),
-                    "student": job.get("student"),
-                    "ok": False,
-                    "failure": Status.REVIEW.value,
-                    "log": traceback.format_exc(),
-                }
-            stdout.write(json.dumps(result) + "\n")
-            stdout.flush()
-    # The coordinator waits for this exit. Frozen, the heap nbgrader's imports built is not collected
-    # again on the way out (a full collection of it took about 2 s, for nothing).
-    import gc
-
-    gc.freeze()
-
-
-if __name__ == "__main__":
-    main()

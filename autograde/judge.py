@@ -223,40 +223,32 @@ HARNESS = textwrap.dedent("""
 
 
 # ------------------------------------------------------------------ the package without its reference implementations
-def reference_functions() -> frozenset[str]:
-    """Every function the course package marks ``@reference`` (the registry in ``heads_and_masks._guard``)."""
-    import importlib
-    import pkgutil
+def reference_functions():
+    """Every reference implementation of the course package (its registry: ``heads_and_masks._guard.references``)."""
+    from heads_and_masks._guard import references
 
-    import heads_and_masks
-    from heads_and_masks import _guard
-
-    for module in pkgutil.walk_packages(heads_and_masks.__path__, "heads_and_masks."):
-        if ".widgets" in module.name or ".checks" in module.name:
-            continue
-        with contextlib.suppress(Exception):
-            importlib.import_module(module.name)
-    return frozenset(_guard._names)
+    return references().values()
 
 
-def stub_package(into: Path, removed: frozenset[str]) -> Path:
-    """A copy of the course package in which every ``@reference`` function named in ``removed`` only raises.
+def stub_package(into: Path, removed) -> Path:
+    """A copy of the course package in which every reference function in ``removed`` only raises.
 
     Grading kernels import this copy: widgets and helpers are there, the reference implementations
-    of the graded functions (and their source) are not. The package's checks are empty shells (their
-    names import, and only raise): checks run in the grader, never in a kernel.
+    of the graded functions (and their source) are not. Each reference is found where the registry
+    says it is defined (a top-level function of its module). The package's checks are empty shells
+    (their names import, and only raise): checks run in the grader, never in a kernel.
     """
     target = into / "heads_and_masks"
     shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__"))
-    for path in target.rglob("*.py"):
+    by_file: dict[Path, set[str]] = {}
+    for ref in removed:
+        path = into.joinpath(*ref.module.split("."))
+        by_file.setdefault(path / "__init__.py" if path.is_dir() else path.with_suffix(".py"), set()).add(ref.name)
+    for path, names in by_file.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        changed = False
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and node.name in removed
-                and any((isinstance(d, ast.Name) and d.id == "reference") for d in node.decorator_list)
-            ):
+        missing = set(names)
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
                 message = (
                     f"the course's reference `{node.name}` is not available while a notebook is graded "
                     "(graded answers are your own code)"
@@ -265,9 +257,10 @@ def stub_package(into: Path, removed: frozenset[str]) -> Path:
                 node.body = ast.parse(
                     f"from heads_and_masks._guard import ReferenceUsedError\nraise ReferenceUsedError({message!r})"
                 ).body
-                changed = True
-        if changed:
-            path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
+                missing.discard(node.name)
+        if missing:  # the registry and the source disagree: never hand a kernel a reference by mistake
+            raise RuntimeError(f"{path}: no top-level definition of the references {sorted(missing)}")
+        path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
     shell = (
         '"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
         "def __getattr__(name):\n"

@@ -1,31 +1,37 @@
-"""Step 3, the pool: every submission of an assignment graded in parallel, each in its own private root.
+"""Step 3, the pool: every submission of an assignment graded in parallel, on Dask distributed.
 
 ``grade`` inspects every student (``inspection.py``), skips what is already graded from the same
-files, and hands the rest to long-lived worker processes (``grade_worker.py``, one per core), each
-grading into a private copy of the gradebook; only this process writes the course's gradebook and
-the results (``results.py``). A progress line, a per-cell time limit, a per-submission time limit and
-a per-kernel memory limit; a run that is interrupted resumes where it stopped.
+files, and sends the rest to a Dask cluster, one task per submission (``grade_worker.py``): on one
+machine a local cluster of its own (one worker process per core, nothing to set up); with
+``scheduler=ADDRESS`` an existing cluster whose workers have the course installed and bubblewrap.
+A task receives the submission's bytes and the run's settings and returns the grades and the
+autograded notebook as data; the gradebook, the results, the CSV and the report stay here, and only
+this process writes them (``results.py``).
+
+A worker process that dies costs only the submission it was grading: Dask grades it again on
+another worker. A submission whose grading kills its worker every time ends after
+``ALLOWED_FAILURES + 1`` tries as "kernel died", with a note, instead of going round forever.
+A progress line, a per-cell, a per-submission time limit and a per-kernel memory limit; a run that
+is interrupted resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import queue
+import logging
 import shutil
-import signal
 import sqlite3
-import subprocess
 import sys
-import threading
 import time
 import uuid
+import zlib
 from pathlib import Path
 from typing import Callable
 
-from .collect import collection_notes, original_ids
-from .course import HERE, Course, default_workers, roster, setup
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from .collect import collected_timestamp, collection_notes, original_ids, take_folder
+from .course import Course, default_workers, roster, setup
 from .feedback import last_error_line
 from .inspection import Inspection, inspect
 from .results import (
@@ -41,76 +47,10 @@ from .results import (
     written_answers,
 )
 from .sandbox import sandbox_available
-from .tool_env import tool_env
 
-
-# ---------------------------------------------------------------------------------------------
-# Workers: long-lived processes, each grading in its own private root
-# ---------------------------------------------------------------------------------------------
-
-
-class Worker:
-    def __init__(self, settings: dict, results: queue.Queue, prefix: list[str], stderr_path: Path):
-        self.settings = settings
-        with open(stderr_path, "a") as stderr:  # what nbgrader and the kernels print, for debugging
-            self.process = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "autograde.grade_worker"],
-                cwd=HERE,
-                env=tool_env(headless=True),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-                text=True,
-                start_new_session=True,
-            )
-        self.job: dict | None = None
-        self.started = 0.0
-        self.process.stdin.write(json.dumps(settings) + "\n")
-        self.process.stdin.flush()
-        self.reader = threading.Thread(target=self._read, args=(results,), daemon=True)
-        self.reader.start()
-
-    def _read(self, results: queue.Queue) -> None:
-        try:
-            for line in self.process.stdout:
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    continue  # not a result (the worker keeps its protocol clean; be safe anyway)
-                if isinstance(message, dict):
-                    results.put((self, message))
-        finally:
-            results.put((self, None))  # the worker is gone
-
-    def send(self, job: dict) -> None:
-        self.job, self.started = job, time.monotonic()
-        self.process.stdin.write(json.dumps(job) + "\n")
-        self.process.stdin.flush()
-
-    def kill(self) -> None:
-        """End the worker and every process under it (its kernels run in their own sessions)."""
-        import psutil
-
-        try:
-            family = psutil.Process(self.process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            family = []
-        for process in [self.process, *family]:
-            try:
-                os.kill(process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        self.process.wait()
-
-    def close(self) -> None:
-        try:
-            self.process.stdin.close()
-        except OSError:
-            pass
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.kill()
+# A submission is graded at most this many times more when the worker grading it dies (Dask's
+# ``distributed.scheduler.allowed-failures``, set for the local cluster; an existing cluster has its own).
+ALLOWED_FAILURES = 1
 
 
 class Progress:
@@ -143,16 +83,22 @@ class Progress:
         self.stream.flush()
 
 
-def snapshot_gradebook(course: Course, into: Path) -> Path:
+def snapshot_gradebook(course: Course) -> bytes:
     """A consistent copy of the course gradebook (sqlite's backup API) for the workers to start from."""
-    target = into / "gradebook.db"
+    work = course.runtime_dir("work")
+    for stale in work.glob("snapshot-*.db"):  # left by a run that was killed
+        stale.unlink(missing_ok=True)
+    target = work / f"snapshot-{uuid.uuid4().hex[:8]}.db"
     source = sqlite3.connect(course.gradebook_path)
     copy = sqlite3.connect(target)
     with copy:
         source.backup(copy)
     source.close()
     copy.close()
-    return target
+    try:
+        return target.read_bytes()
+    finally:
+        target.unlink()
 
 
 def grade(
@@ -165,21 +111,21 @@ def grade(
     cell_timeout: int | None = None,
     submission_timeout: float | None = None,
     memory_mb: int | None = None,
-    worker_prefix: list[str] | None = None,
+    scheduler: str | None = None,
     progress: bool = True,
     stream=None,
     on_result: Callable[[Result], None] | None = None,
 ) -> dict[str, Result]:
     """Autograde every student of ``assignment`` (or ``students``) in parallel; return each one's Result.
 
+    ``workers``: worker processes of the local cluster (one per core by default); ``scheduler``: the
+    address of an existing Dask cluster to grade on instead (``workers`` is then the cluster's).
     Submissions already graded (a result record with the same fingerprint) are skipped unless
     ``force``: running it twice changes nothing, and a run that was killed resumes.
     """
-    from traitlets.config.loader import PyFileConfigLoader
-
-    config = PyFileConfigLoader("nbgrader_config.py", path=str(HERE)).load_config()
-    cell_timeout = int(cell_timeout or config.Judge.get("timeout", 60))
-    memory_mb = int(memory_mb if memory_mb is not None else config.Judge.get("memory_mb", 2048))
+    judge = course.config().Judge
+    cell_timeout = int(cell_timeout or judge.get("timeout", 60))
+    memory_mb = int(memory_mb if memory_mb is not None else judge.get("memory_mb", 2048))
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
     with exclusive(course):
@@ -192,7 +138,7 @@ def grade(
             cell_timeout=cell_timeout,
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
-            worker_prefix=worker_prefix,
+            scheduler=scheduler,
             progress=progress,
             stream=stream,
             on_result=on_result,
@@ -231,7 +177,7 @@ def _grade(
     cell_timeout,
     submission_timeout,
     memory_mb,
-    worker_prefix,
+    scheduler,
     progress,
     stream,
     on_result,
@@ -262,14 +208,9 @@ def _grade(
         if found.status is not None:  # cannot be graded: record it now
             results[student] = None  # placeholder, filled below
             continue
-        jobs.append(
-            {
-                "assignment": assignment,
-                "student": student,
-                "folder": str(course.path("submitted", student, assignment)),
-                "rename": found.rename,
-            }
-        )
+        if not jobs and scheduler is None:
+            start_fork_server()  # something to grade: its imports overlap what is left to do here
+        jobs.append(student)
 
     meter = Progress(len(everyone), stream, enabled=progress)
     for student in everyone:
@@ -316,7 +257,7 @@ def _grade(
             cell_timeout=cell_timeout,
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
-            prefix=worker_prefix or [],
+            scheduler=scheduler,
             finish=finish,
         )
     return {s: results[s] for s in everyone}
@@ -325,7 +266,7 @@ def _grade(
 def run_jobs(
     course,
     assignment,
-    jobs,
+    students,
     inspections,
     maxima,
     written,
@@ -334,53 +275,38 @@ def run_jobs(
     cell_timeout,
     submission_timeout,
     memory_mb,
-    prefix,
+    scheduler,
     finish,
 ) -> None:
-    for stale in course.runtime_dir("work").glob("run-*"):  # left by a run that was killed
-        shutil.rmtree(stale, ignore_errors=True)
-    work = course.runtime_dir("work", f"run-{uuid.uuid4().hex[:8]}")
-    snapshot = snapshot_gradebook(course, work)
-    from . import grading_key
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
 
-    key_file = grading_key.key_path(course.root)
-    grading_key.load_or_create(key_file)  # made on the first grading run, kept out of git
-    settings = {
-        "source": str(course.path("source")),
-        "gradebook": str(snapshot),
+    from . import grading_key
+    from .grade_worker import grade_submission
+
+    key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
+    run = {
+        "id": uuid.uuid4().hex[:8],
         "course_id": course.course_id,
+        "assignment": assignment,
+        "gradebook": zlib.compress(snapshot_gradebook(course), 6),
+        "source": _files(course.path("source", assignment=assignment)),
+        "release": _files(course.path("release", assignment=assignment)),
+        "key": key,
+        "submission_timeout": submission_timeout,
         "config": {
             "Judge.timeout": cell_timeout,
             "Judge.memory_mb": memory_mb,
             "Judge.budget": max(30, int(submission_timeout * 0.8)),
-            "Judge.key_file": str(key_file),
-            "Judge.release_directory": str(course.path("release")),
-            "Judge.source_directory": str(course.path("source")),
         },
     }
-    incoming: queue.Queue = queue.Queue()
-    pending = list(jobs)
-    retried: set[str] = set()
-    pool: list[Worker] = []
-
-    from .judge import STUB_ENV, shared_stub_package
-
-    os.environ[STUB_ENV] = str(shared_stub_package())  # made once here; the workers inherit its path
-
-    def start_worker() -> Worker:
-        worker_settings = dict(settings, root=str(work / f"worker-{uuid.uuid4().hex[:8]}"))
-        worker = Worker(worker_settings, incoming, prefix, course.runtime_dir("logs", assignment) / "workers.stderr")
-        pool.append(worker)
-        return worker
-
     ids = original_ids(course)  # read once per run, not once per student
     sandboxed, why_not_sandboxed = sandbox_available()
 
-    def conclude(job: dict, message: dict | None, killed_for: str | None = None) -> None:
-        student = job["student"]
+    def conclude(student: str, message: dict | None, failure: str = "") -> None:
         found = inspections[student]
         try:
-            status, scores, notes, seconds = record(job, message, killed_for)
+            status, scores, notes, seconds = record(student, message, failure)
         except Exception as error:  # noqa: BLE001 - recording one student never stops the class
             status, scores, notes, seconds = Status.REVIEW, {g: 0.0 for g in maxima}, list(found.notes), 0.0
             notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
@@ -403,75 +329,205 @@ def run_jobs(
             )
         )
 
-    def record(job: dict, message: dict | None, killed_for: str | None):
-        student = job["student"]
+    def record(student: str, message: dict | None, failure: str):
         notes = list(inspections[student].notes)
-        log_text = (message or {}).get("log", "")
-        (course.runtime_dir("logs", assignment) / f"{student}.log").write_text(log_text or "(no log)\n")
+        log = (message or {}).get("log", "") or failure
+        (course.runtime_dir("logs", assignment) / f"{student}.log").write_text(log or "(no log)\n")
         seconds = message.get("seconds", 0.0) if message else 0.0
+        target = course.path("autograded", student, assignment)
+        shutil.rmtree(target, ignore_errors=True)
         if message and message.get("ok"):
-            target = course.path("autograded", student, assignment)
-            shutil.rmtree(target, ignore_errors=True)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(message["autograded"], target)  # written by nbgrader in the worker, never by a kernel
+            target.mkdir(parents=True)
+            for name, data in message["autograded"].items():  # written by nbgrader, never by a kernel
+                (target / Path(name).name).write_bytes(data)
             merge_into_gradebook(course, assignment, student, message)
             notes += message.get("judge_notes", [])
             judged = message.get("judge_status")  # a Status's value, or None
             status = Status(judged) if judged else (Status.REVIEW if notes else Status.GRADED)
             return status, scores_from_gradebook(course, assignment, student), notes, seconds
-        status = Status(killed_for or (message or {}).get("failure") or Status.DIED)
-        log = (message or {}).get("log", "")
-        if status == Status.REVIEW:
+        if message is None:  # the task itself failed: its worker died every time, or grading raised
+            status = Status.DIED if failure.startswith("died") else Status.REVIEW
+        else:
+            status = Status(message.get("failure") or Status.DIED)
+        if message is None and status == Status.DIED:
+            notes.append(
+                f"the grading process died each of the {ALLOWED_FAILURES + 1} times it graded this "
+                "submission: nothing could be graded"
+            )
+        elif status == Status.REVIEW:
             notes.append("nbgrader could not grade it: " + last_error_line(log))
         elif status == Status.DIED:
-            notes.append(
-                "the grading process died while grading it (twice): nothing could be graded; " + last_error_line(log)
-            )
+            notes.append("the kernel died: nothing could be graded; " + last_error_line(log))
         elif status == Status.TIMED_OUT:
             notes.append(
                 f"grading took longer than {submission_timeout:g} s and was stopped"
-                if killed_for
+                if message.get("stopped")
                 else "a cell could not be interrupted after its time limit: " + last_error_line(log)
             )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
         merge_into_gradebook(course, assignment, student, None)
-        shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
         return status, {g: 0.0 for g in maxima}, notes, seconds
 
-    try:
-        while pending or any(w.job for w in pool):
-            idle = [w for w in pool if w.job is None]
-            while pending and (idle or len(pool) < workers):
-                worker = idle.pop() if idle else start_worker()
-                worker.send(pending.pop(0))
+    def job(student: str) -> dict:
+        folder = course.path("submitted", student, assignment)
+        files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
+        rename = inspections[student].rename
+        return {
+            "student": student,
+            "files": {rename.get(name, name): data for name, data in files.items()},
+            "timestamp": collected_timestamp(folder),
+        }
+
+    workers = min(workers, len(students))  # no worker started for nothing
+    with dask_client(scheduler, workers, course.runtime_dir("logs", assignment) / "workers.log") as client:
+        # Every submission is submitted at once and queued by the scheduler, which hands each worker one
+        # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
+        # The run's settings travel once to every worker (scattered), not once per submission.
+        shared = client.scatter(run, broadcast=True, hash=False)
+        futures = client.map(
+            grade_submission,
+            [shared] * len(students),
+            [job(s) for s in students],
+            pure=False,
+            key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
+        )  # one graph: queued
+        owner = dict(zip(futures, students))
+        for future in as_completed(owner, loop=client.loop):
+            student = owner.pop(future)
             try:
-                worker, message = incoming.get(timeout=1.0)
-            except queue.Empty:
-                for worker in list(pool):
-                    if worker.job and time.monotonic() - worker.started > submission_timeout:
-                        job = worker.job
-                        worker.job = None
-                        pool.remove(worker)
-                        worker.kill()
-                        conclude(job, None, killed_for=Status.TIMED_OUT)
-                continue
-            if worker not in pool:
-                continue  # a killed worker's last words
-            job = worker.job
-            if message is None:  # the worker process itself died
-                pool.remove(worker)
-                worker.kill()
-                if job is not None:
-                    if job["student"] in retried:
-                        conclude(job, {"ok": False, "failure": Status.DIED.value, "log": "the grading process died"})
-                    else:
-                        retried.add(job["student"])
-                        pending.insert(0, job)
-                continue
-            worker.job = None
-            conclude(job, message)
-    finally:
-        for worker in pool:
-            worker.close()
-        shutil.rmtree(work, ignore_errors=True)
+                message, failure = future.result(), ""
+            except KilledWorker as error:
+                message, failure = None, f"died: {error}"
+            except Exception as error:  # noqa: BLE001 - one submission never stops the class
+                message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
+            future.release()
+            conclude(student, message, failure)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """The regular files at the top of an assignment's folder (the notebooks, and any data they read)."""
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*")) if p.is_file() and not p.is_symlink()}
+
+
+class GradingWorker(WorkerPlugin):
+    """Makes a Dask worker ready to grade, as it starts (a worker plugin, for every cluster):
+    nbgrader imported and the course package without its reference implementations made
+    (``judge.shared_stub_package``), once per worker process, before its first submission; and
+    the worker's kernel supply (``judge.KernelSupply``), held until the worker stops (or a later run
+    registers the plugin again). On the local cluster (``log``), what the worker and its kernels
+    print goes to the course's log instead of the instructor's terminal."""
+
+    name = "heads-and-masks-grading-worker"
+
+    def __init__(self, log: Path | None = None):
+        self.log = str(log) if log else None
+        self.kernels = None
+
+    def setup(self, worker) -> None:
+        import os
+
+        import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
+
+        from .judge import KernelSupply, shared_stub_package
+
+        if self.log:
+            descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.dup2(descriptor, 1)
+            os.dup2(descriptor, 2)
+            os.close(descriptor)
+        shared_stub_package()
+        # Warm kernels: each submission's sandboxed kernel boots while the one before is graded. One
+        # supply per worker process, for its lifetime (a worker grades one submission at a time).
+        self.kernels = KernelSupply()
+        self.kernels.__enter__()
+
+    def teardown(self, worker) -> None:
+        import gc
+
+        from distributed.core import Status as WorkerStatus
+
+        if self.kernels is not None:
+            kernels, self.kernels = self.kernels, None
+            kernels.__exit__(None, None, None)  # the spare kernel shut down
+        if worker.status in (WorkerStatus.closing, WorkerStatus.closing_gracefully):
+            # The worker is exiting (not just replacing this plugin for the next run): frozen, the heap
+            # nbgrader's imports built is not collected again on the way out (2 s in
+            # the old pool's workers).
+            gc.freeze()
+
+
+# Imported once in the local cluster's fork server; every worker process is a fork of it, so a worker
+# starts with distributed, nbgrader and the grading code already imported (about 2.5 s of CPU each
+# when every worker imported them itself) and the start-up is paid once per grading process, not once
+# per worker and per run.
+WORKER_PRELOAD = ["distributed", "nbgrader.converters", "autograde.judge", "autograde.grade_worker", "autograde.pool"]
+
+
+def start_fork_server() -> None:
+    """Start the fork server the local cluster's workers are forked from (once per process; it imports
+    ``WORKER_PRELOAD`` as it starts, while this process goes on)."""
+    import multiprocessing
+    import multiprocessing.forkserver
+    import os
+
+    import dask
+
+    # what Dask's nanny sets in this process before it starts a worker, set before the fork server starts
+    for name, value in dask.config.get("distributed.nanny.pre-spawn-environ").items():
+        if value is not None:
+            os.environ.setdefault(name, str(value))
+    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+
+
+@contextlib.contextmanager
+def dask_client(scheduler: str | None, workers: int, log: Path):
+    """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
+    (whose workers print into ``log``)."""
+    import dask
+    from distributed import Client, LocalCluster
+    from distributed.utils import get_mp_context
+
+    from .judge import STUB_ENV, shared_stub_package
+    from .tool_env import tool_env
+
+    if scheduler:
+        with Client(scheduler, set_as_default=False) as client:
+            client.register_plugin(GradingWorker())
+            yield client
+        return
+    environment = tool_env(headless=True)
+    env = {
+        "PATH": environment["PATH"],
+        "MPLBACKEND": environment["MPLBACKEND"],
+        STUB_ENV: str(shared_stub_package()),
+    }  # the stub package made once here, for every worker
+    with dask.config.set(
+        {
+            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            "distributed.scheduler.worker-saturation": 1.0,
+            "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
+            # for as long as the cluster lives: a worker restarted after a crash is forked the same way
+            "distributed.worker.multiprocessing-method": "forkserver",
+        }
+    ):
+        # (after Dask's own choice, made on its first call) what the fork server imports as it starts
+        get_mp_context().set_forkserver_preload(WORKER_PRELOAD)
+        # One worker first: grading starts as soon as it is up (the scheduler queues every submission and
+        # hands them out one at a time); the others join while it grades and take their share.
+        cluster = LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit=0,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+            env=env,
+        )
+        with cluster, Client(cluster, set_as_default=False) as client:
+            client.register_plugin(GradingWorker(log))  # now on the first worker; as they join, on the others
+            if workers > 1:
+                cluster.scale(workers)  # not waited for
+            yield client

@@ -1,50 +1,87 @@
-"""Marks the reference implementations, so graded checks can refuse answers that merely call them.
+"""The registry of the course's reference implementations, and the lock that keeps them out of graded answers.
 
-While a check runs a learner's function it *locks* the reference functions of that exercise: calling
-one of them then raises :class:`ReferenceUsedError`. Everywhere else (widgets, plots, the learner's
-own experiments) the reference implementations work normally.
+Every graded function of the course has a reference implementation in this package, marked
+``@reference``. The registry records each one (its name and the module that defines it) and is the
+one list of graded functions; nothing else lists them:
+
+* while a check runs a learner's function, every registered reference is *locked*
+  (:func:`locked`): calling one raises :class:`ReferenceUsedError`, and the check names the mistake;
+* the grader's copy of the package for grading kernels (``autograde/judge.py``, ``stub_package``)
+  leaves out the body of every reference in :func:`references`.
+
+Why every reference, whatever the exercise: no correct answer calls one. Each notebook builds on the
+learner's own earlier functions (``bring_answer``), and in a grading kernel no reference exists at
+all; locking them all in the learner's own notebook gives the verdict the grader will give. A
+reference imported while the lock holds is locked too. Everywhere else (widgets, pictures, the
+learner's own experiments) the reference implementations work normally.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
-
-_locked: set[str] = set()
-_names: set[str] = set()  # every guarded function's name
+import importlib
+import pkgutil
 
 
 class ReferenceUsedError(RuntimeError):
     """Raised when graded code calls the course's own implementation of the exercise."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """One reference implementation: ``name`` is defined at the top level of ``module``."""
+
+    name: str
+    module: str
+
+
+_registry: dict[str, Reference] = {}
+_locks = 0  # how many `locked()` blocks we are in: while > 0 every reference refuses
+
+
 def reference(function):
+    """Register ``function`` as the course's reference for the graded function of that name."""
     name = function.__name__
+    entry = Reference(name, function.__module__)
+    if _registry.get(name, entry) != entry:  # one name, one graded function: the lock and the stub go by name
+        raise ValueError(f"two references named `{name}`: {_registry[name].module} and {entry.module}")
 
     @functools.wraps(function)
     def guarded(*args, **kwargs):
-        if name in _locked:
+        if _locks:
             raise ReferenceUsedError(
                 f"your answer called the course's reference `{name}`; graded exercises must be "
                 "your own code (the package is there for the widgets and for checking, not for answers)"
             )
         return function(*args, **kwargs)
 
-    _names.add(name)
+    _registry[name] = entry
     del guarded.__wrapped__  # keep the unguarded function out of easy reach
     return guarded
 
 
+# Modules that cannot define a reference: the checks compare with references, widgets and pictures
+# show them (computations live in the package's topic modules, never there).
+_NOT_TOPICS = (".checks", ".widgets", ".pictures")
+
+
+def references() -> dict[str, Reference]:
+    """Every reference of the package, by name (each topic module is imported first, so none is missed)."""
+    package = importlib.import_module(__package__)
+    for module in pkgutil.walk_packages(package.__path__, f"{__package__}."):
+        if not any(part in module.name for part in _NOT_TOPICS):
+            importlib.import_module(module.name)
+    return dict(_registry)
+
+
 @contextlib.contextmanager
-def locked(*names: str):
-    """Within the block, calling any of the named reference functions raises ReferenceUsedError."""
-    unknown = set(names) - _names
-    if unknown:
-        raise KeyError(f"not reference functions: {sorted(unknown)}")
-    before = set(_locked)
-    _locked.update(names)
+def locked():
+    """Within the block, calling any reference function (registered before or during it) raises ReferenceUsedError."""
+    global _locks
+    _locks += 1
     try:
         yield
     finally:
-        _locked.clear()
-        _locked.update(before)
+        _locks -= 1

@@ -92,6 +92,32 @@ def test_catalog_answer_against_the_checks(answer, capfd):
             assert phrase.lower() in text, f"no {phrase!r} in:\n{text}"
 
 
+SEEDS = range(24)  # the graded run draws secret inputs; a mistake must be named alike on any of them
+SEEDED = {  # the checks that draw their inputs (check_causal_mask's are fixed)
+    "masked_softmax": [check_masked_softmax, check_masked_softmax_empty_rows, check_masked_softmax_large_scores],
+    "row_entropy_bits": [check_row_entropy_bits],
+}
+
+
+@pytest.mark.parametrize("answer", [a for a in ANSWERS if a.breaks in SEEDED], ids=lambda a: a.name)
+def test_a_mistake_is_named_alike_on_every_draw(answer, capfd):
+    """The class report counts misconception ids: one mistake, one id per check, whatever the draw.
+
+    (Masking after softmax was named `softmax.allowed_weights_vanish` on a third of the draws of the
+    large-scores check, and a fill of 0 `mask.forbidden_not_zero` on a third.)"""
+    function = _functions({k: answer.source(k) for k in answer.cells})[answer.breaks]
+    for check in SEEDED[answer.breaks]:
+        named = set()
+        for seed in SEEDS:
+            try:
+                check(function, seed=seed, thorough=True)
+                named.add("passed")
+            except CheckFailed as failure:
+                named.add(failure.misconception)
+        assert len(named) == 1, f"{check.__name__} names {sorted(named)} depending on the draw"
+    capfd.readouterr()
+
+
 def test_the_reference_solutions_pass_and_the_stubs_are_not_written_yet(capfd):
     functions = _functions({})
     for exercise, checks in CHECKS.items():

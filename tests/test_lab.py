@@ -28,6 +28,7 @@ from course import ASSIGNMENTS
 
 START = "my-work/00_start_here/00_start_here.ipynb"
 NOT_WRITTEN = "✗ `attention` is not written yet: replace `raise NotImplementedError()` with your code"
+UNANSWERED = "You did not provide a response."  # nbgrader's words for a written answer left as it was
 # nbgrader's tools a self-study learner has no use for (no course, no exchange) or must not see (instructor's)
 HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:assignment-list",
@@ -128,7 +129,8 @@ def test_the_validate_button_reports_the_unwritten_exercise(lab):
     status, result = lab.api(f"/assignments/validate?path={START}", method="POST")
     assert status == 200 and result["success"], result
     failed = result["value"].get("failed", [])
-    assert [f["error"].strip() for f in failed] == [NOT_WRITTEN], result["value"]
+    # the exercise in the check's words, and the written answer (markdown, graded by a person) still empty
+    assert [f["error"].strip() for f in failed] == [NOT_WRITTEN, UNANSWERED], result["value"]
 
 
 def test_nbgrader_validate_works_in_the_labs_terminal(lab):
@@ -136,8 +138,8 @@ def test_nbgrader_validate_works_in_the_labs_terminal(lab):
     printed = lab.run_in_terminal("pwd && nbgrader validate 00_start_here/00_start_here.ipynb")
     assert f"{lab.root / 'my-work'}\r\n" in printed, f"the terminal does not start in my-work/:\n{printed}"
     assert "command not found" not in printed, f"nbgrader is not on the terminal's PATH:\n{printed}"
-    assert "VALIDATION FAILED ON 1 CELL(S)" in printed, printed
-    assert NOT_WRITTEN in printed, f"the failure is not shown in full:\n{printed}"
+    assert "VALIDATION FAILED ON 2 CELL(S)" in printed, printed  # the exercise and the written answer
+    assert NOT_WRITTEN in printed and UNANSWERED in printed, f"the failures are not shown in full:\n{printed}"
     assert "No nbgrader_config.py" not in printed, printed
 
 

@@ -102,3 +102,27 @@ def test_a_library_refusing_an_input_is_a_crash_like_any_other(capfd):
     with pytest.raises(CheckFailed, match="raised NotImplementedError: float16 scores are not supported"):
         check_attention(attention)
     assert capfd.readouterr().err == ""
+
+
+def test_a_try_out_cell_says_in_one_line_that_its_exercise_is_not_written_yet(capsys):
+    """The cell after each exercise (`with hm.if_written(...)`): Run All goes on past a stub, and nothing else."""
+    import heads_and_masks as hm
+    from heads_and_masks.earlier_answers import NotBroughtError
+
+    stub = cell("""
+        def causal_mask(n):
+            raise NotImplementedError()
+    """)["causal_mask"]
+    ran = []
+    with hm.if_written("causal_mask"):
+        ran.append("before")
+        stub(4)
+        ran.append("after")
+    with hm.if_written("multi_head_attention"):
+        raise NotBroughtError("attention from 00_start_here is not written yet")
+    with hm.if_written("causal_mask"):
+        ran.append("written")
+    assert ran == ["before", "written"]
+    assert capsys.readouterr() == ("causal_mask is not written yet\nmulti_head_attention is not written yet\n", "")
+    with pytest.raises(ValueError, match="learner's own error"), hm.if_written("causal_mask"):
+        raise ValueError("the learner's own error")

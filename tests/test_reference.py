@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import heads_and_masks as hm
-from heads_and_masks._guard import ReferenceUsedError, locked
 
 RNG = np.random.default_rng(2026)
 finite = st.floats(allow_nan=False, allow_infinity=False)  # the whole finite range, extremes included
@@ -300,14 +299,3 @@ def test_kv_cache_bytes():
     for bad in ((-1, 1, 1, 1), (1, 1, 1, 1.5)):
         with pytest.raises(ValueError):
             hm.kv_cache_bytes(*bad)
-
-
-# ---------------------------------------------------------------- the guard
-def test_locked_reference_refuses_and_unlocks_afterwards():
-    x = np.ones((1, 2, 4))
-    with locked("split_heads"):
-        with pytest.raises(ReferenceUsedError):
-            hm.split_heads(x, 2)
-        hm.merge_heads(np.ones((1, 2, 2, 2)))  # others still work
-    assert hm.split_heads(x, 2).shape == (1, 2, 2, 2)
-    assert not hasattr(hm.split_heads, "__wrapped__")

@@ -323,7 +323,6 @@ def call(
     function,
     *args,
     what: str,
-    lock=(),
     allow_warnings=True,
     memory_hint: str = "",
     memory_misconception: str | None = None,
@@ -331,7 +330,7 @@ def call(
 ):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
 
-    ``lock`` names the course's reference functions that the answer must not call. Warnings are
+    The course's reference functions are locked while it runs (an answer must not call them). Warnings are
     recorded instead of printed (a warning on stderr would cost points in nbgrader); with
     ``allow_warnings=False`` a warning is a failure with its text. ``memory_hint`` says what most
     likely made the answer run out of memory on these arguments.
@@ -342,7 +341,7 @@ def call(
     with _catch_warnings(record=True) as caught, _errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         _simplefilter("always")
         try:
-            with locked(*lock):
+            with locked():
                 result = function(*given, **kwargs)
         except ReferenceUsedError as error:
             fail(f"{what}: {error}", "conventions.called_reference")
@@ -382,13 +381,13 @@ def call(
     return result
 
 
-def expect_value_error(function, *args, what: str, why: str, lock=()):
+def expect_value_error(function, *args, what: str, why: str):
     """The learner's function must refuse these arguments with a ValueError."""
     __tracebackhide__ = True
     with _catch_warnings(), _errstate(all="ignore"):
         _simplefilter("ignore")
         try:
-            with locked(*lock):
+            with locked():
                 result = function(*args)
         except ValueError:
             return
@@ -411,6 +410,20 @@ def expect_value_error(function, *args, what: str, why: str, lock=()):
         f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}",
         "conventions.no_value_error",
     )
+
+
+def call_count(function, name: str, args: tuple, kwargs: dict, *, names: tuple, defaults: dict, label: str = ""):
+    """Call a learner's function that counts something (bytes, entries): a whole number, without warnings.
+
+    Returns how the call reads (``name(32, 8, batch=4)``, then ``label`` when given), the count, and
+    every argument by name in the order of ``names`` (the ``defaults`` of the signature filled in).
+    """
+    __tracebackhide__ = True
+    shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
+    what = f"{name}({shown})" + (f" {label}" if label else "")
+    result = plain_int(call(function, *args, what=what, allow_warnings=False, **kwargs), what=what)
+    given = {**defaults, **dict(zip(names, args)), **kwargs}
+    return what, result, {n: given[n] for n in names}
 
 
 # Hidden inputs are the instructor's secret. In a notebook (self-study, the solutions) a check's seed

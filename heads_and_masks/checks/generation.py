@@ -10,36 +10,11 @@ import numpy as np
 from .. import generation as reference
 from ..attention import attention as reference_attention
 from ..masks import causal_mask as reference_causal
-from .core import (
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_bool_array,
-    plain_int,
-    rng,
-    secret_draws,
-)
+from .core import call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import expect_close, expect_shape, plain_array, plain_bool_array
 from .other_masks import expect_same_mask
 
 _type, _len = builtins.type, builtins.len
-_LOCK = (
-    "decode_step",
-    "bottom_right_causal_mask",
-    "rolling_cache_write",
-    "document_mask",
-    "sinks_window_mask",
-    "mixed_cache_bytes",
-    "attention",
-    "masked_softmax",
-    "causal_mask",
-    "sliding_window_mask",
-    "grouped_query_attention",
-)
 
 FORGOT_OWN_KV = (
     "the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
@@ -86,7 +61,7 @@ def _tuple_of_three(result, what):
 def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
     __tracebackhide__ = True
     what = f"decode_step(q_new, k_new, v_new, k_cache, v_cache) {label}"
-    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what, lock=_LOCK), what)
+    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what), what)
     expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
     for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
         hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
@@ -178,7 +153,6 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
                 k_cache,
                 v_cache,
                 what=what,
-                lock=_LOCK,
             ),
             what,
         )
@@ -230,7 +204,7 @@ def _mask_mistakes(n_new, n_keys):
 def _probe_mask(bottom_right_causal_mask, n_new, n_keys):
     __tracebackhide__ = True
     what = f"bottom_right_causal_mask({n_new}, {n_keys})"
-    result = plain_bool_array(call(bottom_right_causal_mask, n_new, n_keys, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(bottom_right_causal_mask, n_new, n_keys, what=what), what=what)
     expected = reference.bottom_right_causal_mask(n_new, n_keys)
     hint = "One row per new query, one column per key (cached ones first, the new ones last): (n_new, n_keys)."
     if result.shape == (n_new, n_keys + n_new):
@@ -268,7 +242,6 @@ def check_bottom_right_causal_mask_errors(bottom_right_causal_mask, seed: int = 
             n_keys,
             what=f"bottom_right_causal_mask({n_new}, {n_keys})",
             why="the keys include the new tokens' own, so there are at least n_new of them",
-            lock=_LOCK,
         )
     passed("more new queries than keys is refused with ValueError")
 
@@ -304,7 +277,7 @@ def _write_mistakes(cache, new, position):
 def _probe_write(rolling_cache_write, cache, new, position, label):
     __tracebackhide__ = True
     what = f"rolling_cache_write(cache, new, position={position}) {label}"
-    result = plain_array(call(rolling_cache_write, cache, new, position, what=what, lock=_LOCK), what=what)
+    result = plain_array(call(rolling_cache_write, cache, new, position, what=what), what=what)
     expected = reference.rolling_cache_write(cache, new, position)
     hint = "The buffer keeps its w slots: (..., w, d), position p written to slot p mod w."
     if result.shape[-2] == cache.shape[-2] + new.shape[-2]:
@@ -377,7 +350,7 @@ def _probe_documents(document_mask, ids, label):
     __tracebackhide__ = True
     shown = f"np.array({ids.tolist()})"
     what = f"document_mask({shown}) {label}"
-    result = plain_bool_array(call(document_mask, ids, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(document_mask, ids, what=what), what=what)
     expected = reference.document_mask(ids)
     axes = ("row", "query", "key")[3 - expected.ndim :]
     expect_same_mask(
@@ -446,7 +419,7 @@ def _sinks_mistakes(n, w, s):
 def _probe_sinks(sinks_window_mask, n, w, s):
     __tracebackhide__ = True
     what = f"sinks_window_mask({n}, window={w}, sinks={s})"
-    result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(sinks_window_mask, n, w, s, what=what), what=what)
     expect_same_mask(
         result,
         reference.sinks_window_mask(n, w, s),
@@ -475,6 +448,7 @@ def check_sinks_window_mask(sinks_window_mask, seed: int = 0, thorough: bool = F
 
 # ---------------------------------------------------------------------------- mixed_cache_bytes
 _NAMES = ("n_local", "n_global", "window", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+_DEFAULTS = {"batch": 1, "bytes_per_value": 2}
 
 
 def _byte_mistakes(full):
@@ -521,13 +495,12 @@ def _byte_mistakes(full):
 
 def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
-    shown = ", ".join([str(x) for x in args] + [f"{k}={v}" for k, v in kwargs.items()])
-    what = f"mixed_cache_bytes({shown}) {label}"
-    result = plain_int(call(mixed_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    what, result, full = call_count(
+        mixed_cache_bytes, "mixed_cache_bytes", args, kwargs, names=_NAMES, defaults=_DEFAULTS, label=label
+    )
     expected = reference.mixed_cache_bytes(*args, **kwargs)
     if result == expected:
         return
-    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(_NAMES, args)), **kwargs}
     message = (
         f"{what} should be {expected:,} bytes = 2 (K and V) × {full['n_kv_heads']} KV heads × head size "
         f"{full['head_dim']} × ({full['n_local']} local layers × min({full['seq_len']}, {full['window']}) + "

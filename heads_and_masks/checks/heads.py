@@ -15,32 +15,11 @@ from ..attention import masked_softmax as reference_softmax
 from ..heads import mha_cost as reference_cost
 from ..heads import multi_head_attention as reference_mha
 from ..heads import split_heads as reference_split
-from .core import (
-    CheckFailed,
-    call,
-    exercise_check,
-    expect_close,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_int,
-    rng,
-)
+from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, plain_array, plain_int
 
-# The course functions an answer must not call: graded answers are the learner's own code (the
-# grading kernel's copy of the package, autograde/judge.py's stub_package, has no reference implementations), so the
-# single-head attention inside multi_head_attention is the learner's too.
-_LOCK = (
-    "split_heads",
-    "merge_heads",
-    "multi_head_attention",
-    "mha_cost",
-    "grouped_query_attention",
-    "attention",
-    "masked_softmax",
-    "attention_weights",
-)
+# Graded answers are the learner's own code (`call` locks every course reference), so the single-head
+# attention inside multi_head_attention is the learner's too.
 
 _BATCH_HINT = (
     "It works for a batch of one sequence (b = 1) but not for b = {b}: a batch size of 1 is "
@@ -127,7 +106,7 @@ def _probe_split(split_heads, x, h):
     b, n, width = x.shape
     d = width // h
     what = f"split_heads(x, h={h}) with x of shape {x.shape}"
-    result = plain_array(call(split_heads, x, h, what=what, lock=_LOCK), what=what)
+    result = plain_array(call(split_heads, x, h, what=what), what=what)
     expected = reference_split(x, h)  # (b, h, n, d)
     if result.shape != expected.shape:
         hint, misconception = _split_shape_hint(result.shape, b, n, h, d)
@@ -173,7 +152,6 @@ def check_split_heads_errors(split_heads, thorough: bool = False) -> None:
             h,
             what=f"split_heads(x, h={h}) with a width D = {width}",
             why=f"h must divide the width D, and {width} is not a multiple of {h}",
-            lock=_LOCK,
         )
     passed("split_heads raises ValueError when h does not divide the width")
 
@@ -204,7 +182,7 @@ def _probe_merge(merge_heads, x, h):
     heads = reference_split(x, h)  # (b, h, n, d)
     b, _, n, d = heads.shape
     what = f"merge_heads(heads) with heads of shape {heads.shape}"
-    result = plain_array(call(merge_heads, np.ascontiguousarray(heads), what=what, lock=_LOCK), what=what)
+    result = plain_array(call(merge_heads, np.ascontiguousarray(heads), what=what), what=what)
     if result.shape != x.shape:
         fail(
             f"{what} should have shape (b, n, h*d) = {x.shape}, but it has shape {result.shape}. The tokens go "
@@ -290,7 +268,7 @@ def _wrong_costs(n, width, h):
 def _probe_cost(mha_cost, n, width, h):
     __tracebackhide__ = True
     what = f"mha_cost(n={n}, D={width}, h={h})"
-    result = plain_int(call(mha_cost, n, width, h, what=what, lock=_LOCK), what=what)
+    result = plain_int(call(mha_cost, n, width, h, what=what), what=what)
     expected = reference_cost(n, width, h)
     if result == expected:
         return
@@ -340,7 +318,7 @@ def check_mha_cost_errors(mha_cost, thorough: bool = False) -> None:
             ((-16, 768, 12), "a sequence cannot have a negative length"),
         ]
     for (n, width, h), why in cases:
-        expect_value_error(mha_cost, n, width, h, what=f"mha_cost(n={n}, D={width}, h={h})", why=why, lock=_LOCK)
+        expect_value_error(mha_cost, n, width, h, what=f"mha_cost(n={n}, D={width}, h={h})", why=why)
     passed("mha_cost raises ValueError when h does not divide D or n is negative")
 
 
@@ -471,7 +449,7 @@ def _probe_mha(mha, x, weights, h, mask):
         f"with x of shape {x.shape}" + (f" and a mask of shape {mask.shape}" if mask is not None else "")
     )
     args = (x, *weights, h) + (() if mask is None else (mask,))
-    result = plain_array(call(mha, *args, what=what, lock=_LOCK), what=what)
+    result = plain_array(call(mha, *args, what=what), what=what)
     expected = reference_mha(x, *weights, h, mask)  # (b, n, D)
     if result.shape != expected.shape:
         hint = (

@@ -7,21 +7,9 @@ import numpy as np
 from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
-from .core import (
-    CheckFailed,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    passed,
-    plain_array,
-    plain_int,
-    rng,
-)
+from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, expect_shape, plain_array
 
-_LOCK = ("grouped_query_attention", "attention", "masked_softmax", "multi_head_attention", "kv_cache_bytes")
 
 _SHAPE_HINT = (
     "Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
@@ -79,7 +67,7 @@ def _probe(gqa, q, k, v, mask, label):
     args = (q, k, v) if mask is None else (q, k, v, mask)
     what = f"grouped_query_attention(q, k, v{', mask' if mask is not None else ''}) {label}"
     try:
-        out = plain_array(call(gqa, *args, what=what, lock=_LOCK, allow_warnings=False), what=what)
+        out = plain_array(call(gqa, *args, what=what, allow_warnings=False), what=what)
     except CheckFailed as error:
         message, misconception = str(error), error.misconception
         if " raised " in message:
@@ -171,7 +159,6 @@ def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = Fa
             v,
             what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
             why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
-            lock=_LOCK,
         )
     passed("h not divisible by g is refused with ValueError")
 
@@ -219,17 +206,16 @@ def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, byte
     )
 
 
+_NAMES = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
+_DEFAULTS = {"batch": 1, "bytes_per_value": 2}
+
+
 def _probe_size(kv_cache_bytes, args, kwargs, label):
     __tracebackhide__ = True
-    shown = ", ".join([str(a) for a in args] + [f"{k}={v}" for k, v in kwargs.items()])
-    what = f"kv_cache_bytes({shown})"
-    result = plain_int(call(kv_cache_bytes, *args, what=what, lock=_LOCK, allow_warnings=False, **kwargs), what=what)
+    what, result, full = call_count(kv_cache_bytes, "kv_cache_bytes", args, kwargs, names=_NAMES, defaults=_DEFAULTS)
     expected = reference_kv_cache_bytes(*args, **kwargs)
     if result == expected:
         return
-    names = ("n_layers", "n_kv_heads", "head_dim", "seq_len", "batch", "bytes_per_value")
-    full = {"batch": 1, "bytes_per_value": 2, **dict(zip(names, args)), **kwargs}
-    full = {name: full[name] for name in names}
     if expected and result:
         ratio = result / expected
         size = f" ({ratio:.4g} times too large)." if ratio > 1 else f" ({1 / ratio:.4g} times too small)."
@@ -276,7 +262,7 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
     if thorough:
         cases += [((32, -8, 128, 10), "a negative number of KV heads"), ((32, 8, -128, 10), "a negative head size")]
     for args, why in cases:
-        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense", lock=_LOCK)
+        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense")
     if thorough:
         expect_value_error(
             lambda *a: kv_cache_bytes(*a, batch=-2),
@@ -286,6 +272,5 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
             10,
             what="kv_cache_bytes(32, 8, 128, 10, batch=-2)",
             why="a negative batch makes no sense",
-            lock=_LOCK,
         )
     passed("negative sizes are refused with ValueError")

@@ -18,29 +18,9 @@ from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
 from ..training import attention_backward as reference_backward
 from ..training import rule_weights as reference_rule_weights
-from .core import (
-    CheckFailed,
-    _isnan,
-    _type,
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    fail,
-    passed,
-    plain_array,
-    rng,
-    secret_draws,
-)
+from .core import CheckFailed, call, exercise_check, fail, passed, rng, secret_draws
+from .core import _isnan, _type, expect_close, expect_shape, plain_array
 
-_LOCK = (
-    "attention_backward",
-    "attention",
-    "masked_softmax",
-    "attention_weights",
-    "multi_head_attention",
-    "rule_weights",
-)
 _NAMES = ("dq", "dk", "dv")
 
 
@@ -145,7 +125,7 @@ def _probe(backward, q, k, v, mask, dout, label):
         else ""
     )
     try:
-        got = _as_three(call(backward, *args, what=what, lock=_LOCK, allow_warnings=False), what)
+        got = _as_three(call(backward, *args, what=what, allow_warnings=False), what)
     except CheckFailed as error:
         fail(str(error) + (nan_note if "warning" in str(error) else ""))
     expected = reference_backward(*args)
@@ -311,7 +291,7 @@ def _attention_like(r, b, h, n, sharp=2.0):
 def _probe_rules(rule_weights, weights, label):
     __tracebackhide__ = True
     what = f"rule_weights(weights) {label}"
-    got = plain_array(call(rule_weights, weights, what=what, lock=_LOCK, allow_warnings=False), what=what)
+    got = plain_array(call(rule_weights, weights, what=what, allow_warnings=False), what=what)
     expected = reference_rule_weights(weights)
     expect_shape(
         got,

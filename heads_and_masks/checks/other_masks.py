@@ -7,26 +7,11 @@ import numpy as np
 from .. import masks as reference
 from ..attention import attention as reference_attention
 from ..padding import batched_attention as reference_batched_attention
-from .core import (
-    secret_draws,
-    call,
-    exercise_check,
-    expect_shape,
-    expect_value_error,
-    fail,
-    is_close,
-    max_difference,
-    named,
-    passed,
-    plain_array,
-    plain_bool_array,
-    rng,
-)
+from .core import call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import expect_shape, is_close, max_difference, named, plain_array, plain_bool_array
 
 # Bound at import: learner code that patches numpy later does not change how masks are compared.
 _array, _argwhere, _isfinite, _array_equal = np.array, np.argwhere, np.isfinite, np.array_equal
-
-_LOCK = ("padding_mask", "sliding_window_mask", "attention_mask", "causal_mask", "batched_attention")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -103,7 +88,7 @@ def _probe_padding(padding_mask, lengths, n):
     __tracebackhide__ = True
     shown = lengths if isinstance(lengths, list) else f"np.array({lengths.tolist()})"
     what = f"padding_mask({shown}, {n})"
-    result = plain_bool_array(call(padding_mask, lengths, n, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(padding_mask, lengths, n, what=what), what=what)
     expected = reference.padding_mask(lengths, n)
     hint = "The mask has one row per sequence and one column per position: (b, n)." + (
         " Yours looks transposed." if result.shape == expected.shape[::-1] else ""
@@ -149,13 +134,10 @@ def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
         [2, 6],
         5,
         what="padding_mask([2, 6], 5)",
-        lock=_LOCK,
         why="a sequence of length 6 does not fit in n = 5 positions: a length longer than n "
         "means the batch was built wrong, and must not be silently cut",
     )
-    expect_value_error(
-        padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", lock=_LOCK, why="a length cannot be negative"
-    )
+    expect_value_error(padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", why="a length cannot be negative")
     passed("padding_mask refuses lengths longer than n and negative lengths")
     if thorough:
         expect_value_error(
@@ -163,7 +145,6 @@ def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
             np.array([0, 9, 1]),
             8,
             what="padding_mask(np.array([0, 9, 1]), 8)",
-            lock=_LOCK,
             why="a sequence of length 9 does not fit in n = 8 positions",
         )
         expect_value_error(
@@ -171,7 +152,6 @@ def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
             np.array([-2]),
             3,
             what="padding_mask(np.array([-2]), 3)",
-            lock=_LOCK,
             why="a length cannot be negative",
         )
         expect_value_error(
@@ -179,7 +159,6 @@ def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
             [1, 0],
             0,
             what="padding_mask([1, 0], 0)",
-            lock=_LOCK,
             why="a sequence of length 1 does not fit in n = 0 positions",
         )
         passed("padding_mask refuses bad lengths given as arrays too")
@@ -242,7 +221,7 @@ def _window_mistakes(n, w):
 def _probe_window(sliding_window_mask, n, w):
     __tracebackhide__ = True
     what = f"sliding_window_mask({n}, {w})"
-    result = plain_bool_array(call(sliding_window_mask, n, w, what=what, lock=_LOCK), what=what)
+    result = plain_bool_array(call(sliding_window_mask, n, w, what=what), what=what)
     expected = reference.sliding_window_mask(n, w)
     expect_same_mask(
         result,
@@ -280,7 +259,6 @@ def check_sliding_window_mask_errors(sliding_window_mask, thorough: bool = False
         5,
         0,
         what="sliding_window_mask(5, 0)",
-        lock=_LOCK,
         why="a window of w = 0 keys would let a query see nothing, not even itself; w must be ≥ 1",
     )
     passed("sliding_window_mask refuses w = 0")
@@ -290,7 +268,6 @@ def check_sliding_window_mask_errors(sliding_window_mask, thorough: bool = False
             4,
             -2,
             what="sliding_window_mask(4, -2)",
-            lock=_LOCK,
             why="a window cannot have a negative size",
         )
         passed("sliding_window_mask refuses a negative w")
@@ -378,7 +355,7 @@ def _probe_attention_mask(attention_mask, lengths, n, causal, window):
     kwargs = {"causal": causal} | ({} if window is None else {"window": window})
     arguments = ", ".join(f"{k}={v}" for k, v in kwargs.items())
     what = f"attention_mask({shown}, {n}, {arguments})"
-    result = plain_bool_array(call(attention_mask, lengths, n, what=what, lock=_LOCK, **kwargs), what=what)
+    result = plain_bool_array(call(attention_mask, lengths, n, what=what, **kwargs), what=what)
     expected = reference.attention_mask(lengths, n, causal=causal, window=window)
     b = expected.shape[0]
     hint = (
@@ -423,7 +400,6 @@ def check_attention_mask(attention_mask, seed: int = 0, thorough: bool = False) 
             [2, 5],
             4,
             what="attention_mask([2, 5], 4)",
-            lock=_LOCK,
             why="a sequence of length 5 does not fit in n = 4 positions",
         )
         passed("attention_mask matches the reference on random batches and refuses lengths longer than n")
@@ -484,10 +460,8 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
     kwargs = {"causal": causal} | ({} if window is None else {"window": window})
     arguments = ", ".join(f"{name}={value}" for name, value in kwargs.items())
     what = f"batched_attention(q, k, v, lengths={list(lengths)}, {arguments}) {label}"
-    # hm.attention and hm.attention_mask are allowed tools here (earlier exercises): only the answer itself is locked
-    out = plain_array(
-        call(batched_attention, q, k, v, list(lengths), what=what, lock=("batched_attention",), **kwargs), what=what
-    )
+    # the learner's own attention_mask and softmax (hm.attention and hm.attention_mask are locked, as when graded)
+    out = plain_array(call(batched_attention, q, k, v, list(lengths), what=what, **kwargs), what=what)
     b, n, _ = q.shape
     expected_shape = (b, n, v.shape[-1])
     hint = "The output has the shape of the batch: (b, n, d_v)."

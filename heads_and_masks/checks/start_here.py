@@ -6,9 +6,8 @@ import numpy as np
 
 from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
-from .core import CheckFailed, call, exercise_check, expect_close, expect_shape, fail, passed, plain_array, rng
-
-_LOCK = ("attention", "masked_softmax", "multi_head_attention", "grouped_query_attention")
+from .core import CheckFailed, call, exercise_check, fail, passed, rng
+from .core import expect_close, expect_shape, plain_array
 
 
 def _wrong_attentions(q, k, v, mask):
@@ -90,13 +89,13 @@ def _compare(attention, q, k, v, mask, label):
     what = f"attention(q, k, v{', mask' if mask is not None else ''}) {label}"
     arguments = (q, k, v) + (() if mask is None else (mask,))
     if mask is not None:  # a flipped mask often also gives NaN (and a warning) on a row: name the flip first
-        first = call(attention, *arguments, what=what, lock=_LOCK)
+        first = call(attention, *arguments, what=what)
         if type(first) is np.ndarray and first.dtype.kind == "f" and _inverted_polarity(first, q, k, v, mask):
             fail(
                 f"{what} is wrong: it attends exactly where the mask forbids. Likely cause: {_POLARITY}",
                 "mask.polarity_flipped",
             )
-    out = plain_array(call(attention, *arguments, what=what, lock=_LOCK, allow_warnings=False), what=what)
+    out = plain_array(call(attention, *arguments, what=what, allow_warnings=False), what=what)
     expected = reference_attention(q, k, v, mask)
     expect_shape(
         out, expected.shape, what=what, hint="The output has one row per query and the width of v: (..., n_q, d_v)."

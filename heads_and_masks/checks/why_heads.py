@@ -21,11 +21,10 @@ import numpy as np
 
 from ..retrieval import head_weights, token_vectors
 from ..score_noise import exact_winning_rate, win_probability
-from .core import call, exercise_check, expect_close, expect_value_error, fail, passed, plain_array, plain_float, rng
+from .core import call, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, plain_array, plain_float
 
 _type, _len, _tuple, _list = builtins.type, builtins.len, builtins.tuple, builtins.list
-_LOCK_HEADS = ("retrieval_heads",)
-_LOCK_RATE = ("winning_rate", "exact_winning_rate", "win_probability", "bank_partial_sums")
 
 ENOUGH = 0.98  # the weight a head must put on the key its rule names
 TRIALS = 4000  # trials the checks ask of winning_rate
@@ -36,7 +35,7 @@ MARGIN = 6.0  # standard errors
 def _learner_heads(retrieval_heads, n, c):
     __tracebackhide__ = True
     what = f"retrieval_heads({n}, {c})"
-    result = call(retrieval_heads, n, c, what=what, lock=_LOCK_HEADS)
+    result = call(retrieval_heads, n, c, what=what)
     if _type(result) not in (_tuple, _list) or _len(result) != 3:
         fail(
             f"{what} should return three arrays (w_q, w_k, w_v), but it returned {_type(result).__name__}"
@@ -279,7 +278,7 @@ def _wrong_rates(d, noise, n_keys):
 def _rate(winning_rate, d, noise, n_keys, seed, what):
     """The learner's rate as a float (a plain number, or a numpy scalar or 0-d array of one)."""
     __tracebackhide__ = True
-    result = call(winning_rate, d, noise, n_keys, TRIALS, seed, what=what, lock=_LOCK_RATE)
+    result = call(winning_rate, d, noise, n_keys, TRIALS, seed, what=what)
     if _type(result) is np.ndarray and result.ndim == 0 and result.dtype.kind in "fiu":
         result = result[()]  # a 0-d array holds one number: take it out
     return plain_float(result, what=what)
@@ -367,5 +366,5 @@ def check_winning_rate_errors(winning_rate) -> None:
         ((8, 1.0, 1, 100, 0), "with fewer than 2 keys there is nothing to win against"),
         ((8, 1.0, 16, 0, 0), "a rate over 0 trials is undefined"),
     ]:
-        expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=why, lock=_LOCK_RATE)
+        expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=why)
     passed("winning_rate refuses d < 1, negative noise, fewer than 2 keys and 0 trials with ValueError")

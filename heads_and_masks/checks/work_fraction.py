@@ -17,32 +17,9 @@ import numpy as np
 from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
-from .core import (
-    call,
-    exercise_check,
-    expect_close,
-    expect_shape,
-    expect_value_error,
-    fail,
-    is_close,
-    passed,
-    plain_array,
-    plain_float,
-    plain_int,
-    rng,
-)
+from .core import call, exercise_check, expect_value_error, fail, passed, rng
+from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int
 
-_LOCK_COUNTS = ("causal_used_entries", "causal_used_fraction", "tiled_computed_entries", "tile_kinds")
-_LOCK_KERNEL = _LOCK_COUNTS + (
-    "blocked_causal_attention",
-    "full_causal_attention",
-    "attention",
-    "attention_weights",
-    "masked_softmax",
-    "causal_mask",
-    "multi_head_attention",
-    "grouped_query_attention",
-)
 
 # Bound now: a learner's cell that replaces these later does not change how memory is measured.
 _is_tracing, _start, _stop = tracemalloc.is_tracing, tracemalloc.start, tracemalloc.stop
@@ -97,7 +74,6 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
             causal_used_entries,
             n,
             what=what,
-            lock=_LOCK_COUNTS,
             memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "",
             memory_misconception="cost.builds_matrix_to_count" if n >= _LARGE_N else None,
         )
@@ -159,7 +135,7 @@ def check_causal_used_fraction(causal_used_fraction, thorough: bool = False) -> 
     sizes = [1, 2, 4, 128, 1024] + ([3, 7, 999, 4096, 10**6, np.int64(12)] if thorough else [])
     for n in sizes:
         what = f"causal_used_fraction({n})"
-        got = plain_float(call(causal_used_fraction, n, what=what, lock=_LOCK_COUNTS), what=what)
+        got = plain_float(call(causal_used_fraction, n, what=what), what=what)
         expected = (int(n) + 1) / (2 * int(n))
         if not math.isclose(got, expected, rel_tol=1e-12, abs_tol=0.0):
             message = f"{what} should be {expected:.10g} ({expected:.4%}), but it returned {got!r}."
@@ -281,7 +257,7 @@ def _run(blocked, q, k, v, block, label):
     """Call the learner's kernel; return (out, computed) as plain, checked values."""
     __tracebackhide__ = True
     what = f"blocked_causal_attention(q, k, v, block={block}) {label}"
-    result = call(blocked, q, k, v, block, what=what, lock=_LOCK_KERNEL)
+    result = call(blocked, q, k, v, block, what=what)
     if type(result) not in (tuple, list) or len(result) != 2:
         fail(
             f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
@@ -551,7 +527,6 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
             block,
             what=f"blocked_causal_attention(q, k, v, block={block})",
             why="a tile needs at least one row: block must be at least 1",
-            lock=_LOCK_KERNEL,
         )
     expect_value_error(
         blocked_causal_attention,
@@ -561,7 +536,6 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
         2,
         what="blocked_causal_attention with q of 6 rows and k of 7 rows",
         why="q, k and v must have the same number of rows n",
-        lock=_LOCK_KERNEL,
     )
     expect_value_error(
         blocked_causal_attention,
@@ -571,6 +545,5 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
         2,
         what="blocked_causal_attention with q and k of 6 rows and v of 5 rows",
         why="q, k and v must have the same number of rows n",
-        lock=_LOCK_KERNEL,
     )
     passed("blocked_causal_attention refuses block < 1 and q, k, v of different lengths with ValueError")

@@ -6,7 +6,8 @@ solution cell keeps the reference solution, so a wrong answer to one exercise sh
 on that exercise only.
 
 * ``Answer(name, cells)`` with no ``breaks``: a correct answer, which must earn full marks.
-* ``Answer(name, cells, breaks="split_heads", says="(d h)")``: a realistic mistake; the test cells of
+* ``Answer(name, cells, breaks="split_heads", says="(d h)")``: a realistic mistake (:func:`mistakes` writes
+  the mistakes of one exercise as a table); the test cells of
   exercise ``split_heads`` (grade ids starting with ``test_split_heads``) must lose points, every
   other exercise must keep full marks, and the failure text of a broken test cell must contain
   ``says`` (case-insensitive), so the learner is told the misconception. An exercise that builds on the
@@ -45,6 +46,21 @@ class Answer:
     @property
     def phrases(self) -> tuple[str, ...]:
         return (self.says,) if isinstance(self.says, str) else tuple(self.says)
+
+
+def mistakes(exercise: str, *rows: tuple[str, str | tuple[str, ...], str]) -> list[Answer]:
+    """The realistic mistakes of one exercise, a row each: ``(name, says, the answer cell's source)``."""
+    return [Answer(name, {exercise: source}, breaks=exercise, says=says) for name, says, source in rows]
+
+
+def edited(source: str, *edits: tuple[str, str]) -> str:
+    """``source`` with each ``(old, new)`` replaced in turn; every ``old`` must be there (an edit that finds
+    nothing would leave a correct answer among the mistakes)."""
+    for old, new in edits:
+        if old not in source:
+            raise ValueError(f"{old!r} is not in the answer being edited")
+        source = source.replace(old, new)
+    return source
 
 
 def catalogs() -> dict[str, list[Answer]]:

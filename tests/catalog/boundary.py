@@ -97,11 +97,11 @@ def attention(q, k, v, mask=None):
     "unlocks_the_reference": """
 import heads_and_masks as _hm
 import heads_and_masks._guard as _guard
-_guard._locked.clear()
-_guard.locked = lambda *names: __import__("contextlib").nullcontext()
+_guard._locks = 0
+_guard.locked = lambda: __import__("contextlib").nullcontext()
 _reference = _hm.attention
 def attention(q, k, v, mask=None):
-    _guard._locked.clear()
+    _guard._locks = 0
     return _reference(q, k, v, mask)
 """,
     "hogs_processes": WRONG

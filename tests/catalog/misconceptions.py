@@ -72,7 +72,7 @@ LABELS: dict[str, dict[str, tuple[str, ...]]] = {
         "mask_ones_and_zeros": ("mask.not_boolean",),
         "mask_no_value_error": ("conventions.no_value_error",),
         "softmax_zero_fill": ("mask.zero_not_ban",),
-        "softmax_mask_after": ("mask.after_softmax", "softmax.allowed_weights_vanish"),
+        "softmax_mask_after": ("mask.after_softmax",),
         "softmax_mask_after_renormalised": ("softmax.allowed_weights_vanish",),
         "softmax_mask_after_renormalised_nan": ("softmax.allowed_weights_vanish",),
         "softmax_max_over_all_keys": ("softmax.allowed_weights_vanish",),

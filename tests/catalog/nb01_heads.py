@@ -6,7 +6,7 @@ per head) and one wrong answer for every misconception the notebook warns about.
 
 import textwrap
 
-from catalog import Answer
+from catalog import Answer, mistakes
 
 ASSIGNMENT = "01_heads"
 
@@ -362,79 +362,39 @@ ANSWERS = [
     Answer("slicing_and_stacking", SLICING),
     Answer("python_loops", LOOPS),
     Answer("einsum_weights_per_head", EINSUM),
-    Answer("split_d_h_einops", {"split_heads": SPLIT_D_H}, breaks="split_heads", says="(d h)"),
-    Answer("split_d_h_numpy", {"split_heads": SPLIT_D_H_NUMPY}, breaks="split_heads", says="(d h)"),
-    Answer(
-        "split_reshape_without_transpose",
-        {"split_heads": SPLIT_RESHAPE_ONLY},
-        breaks="split_heads",
-        says="without a transpose",
+    *mistakes(
+        "split_heads",
+        ("split_d_h_einops", "(d h)", SPLIT_D_H),
+        ("split_d_h_numpy", "(d h)", SPLIT_D_H_NUMPY),
+        ("split_reshape_without_transpose", "without a transpose", SPLIT_RESHAPE_ONLY),
+        ("split_transpose_forgotten", "transpose is missing", SPLIT_NO_TRANSPOSE),
+        ("split_no_divisibility_check", "must divide the width", SPLIT_NO_CHECK),
+        ("split_batch_of_one", "batch size of 1", SPLIT_BATCH_OF_ONE),
     ),
-    Answer(
-        "split_transpose_forgotten",
-        {"split_heads": SPLIT_NO_TRANSPOSE},
-        breaks="split_heads",
-        says="transpose is missing",
+    *mistakes(
+        "merge_heads",
+        ("merge_without_transpose_back", "without the transpose back", MERGE_NO_TRANSPOSE),
+        ("merge_d_h", "(d h)", MERGE_D_H),
+        ("merge_batch_of_one", "batch size of 1", MERGE_BATCH_OF_ONE),
     ),
-    Answer(
-        "split_no_divisibility_check",
-        {"split_heads": SPLIT_NO_CHECK},
-        breaks="split_heads",
-        says="must divide the width",
+    *mistakes(
+        "mha_cost",
+        ("cost_counts_flops", "FLOPs", COST_FLOPS),
+        ("cost_attention_times_h", "multiplied by h", COST_ATTENTION_TIMES_H),
+        ("cost_forgets_w_o", "W^O", COST_FORGETS_W_O),
+        ("cost_returns_float", "whole number", COST_FLOAT),
+        ("cost_no_argument_check", "should raise ValueError", COST_NO_CHECK),
     ),
-    Answer("split_batch_of_one", {"split_heads": SPLIT_BATCH_OF_ONE}, breaks="split_heads", says="batch size of 1"),
-    Answer(
-        "merge_without_transpose_back",
-        {"merge_heads": MERGE_NO_TRANSPOSE},
-        breaks="merge_heads",
-        says="without the transpose back",
-    ),
-    Answer("merge_d_h", {"merge_heads": MERGE_D_H}, breaks="merge_heads", says="(d h)"),
-    Answer("merge_batch_of_one", {"merge_heads": MERGE_BATCH_OF_ONE}, breaks="merge_heads", says="batch size of 1"),
-    Answer("cost_counts_flops", {"mha_cost": COST_FLOPS}, breaks="mha_cost", says="FLOPs"),
-    Answer("cost_attention_times_h", {"mha_cost": COST_ATTENTION_TIMES_H}, breaks="mha_cost", says="multiplied by h"),
-    Answer("cost_forgets_w_o", {"mha_cost": COST_FORGETS_W_O}, breaks="mha_cost", says="W^O"),
-    Answer("cost_returns_float", {"mha_cost": COST_FLOAT}, breaks="mha_cost", says="whole number"),
-    Answer("cost_no_argument_check", {"mha_cost": COST_NO_CHECK}, breaks="mha_cost", says="should raise ValueError"),
-    Answer(
-        "mha_forgets_w_o",
-        {"multi_head_attention": MHA_FORGETS_W_O},
-        breaks="multi_head_attention",
-        says="W^O is forgotten",
-    ),
-    Answer(
-        "mha_scales_by_sqrt_D", {"multi_head_attention": MHA_SQRT_D_MODEL}, breaks="multi_head_attention", says="√D"
-    ),
-    Answer(
-        "mha_ignores_mask",
-        {"multi_head_attention": MHA_IGNORES_MASK},
-        breaks="multi_head_attention",
-        says="mask is ignored",
-    ),
-    Answer("mha_ignores_h", {"multi_head_attention": MHA_IGNORES_H}, breaks="multi_head_attention", says="ignores h"),
-    Answer(
-        "mha_batch_of_one",
-        {"multi_head_attention": MHA_BATCH_OF_ONE},
-        breaks="multi_head_attention",
-        says="batch size of 1",
-    ),
-    Answer("mha_d_h_split", {"multi_head_attention": MHA_D_H}, breaks="multi_head_attention", says="(d h)"),
-    Answer(
-        "mha_reshape_without_transpose",
-        {"multi_head_attention": MHA_RESHAPE_ONLY},
-        breaks="multi_head_attention",
-        says="without a transpose",
-    ),
-    Answer(
-        "mha_calls_the_reference",
-        {"multi_head_attention": MHA_CALLS_REFERENCE},
-        breaks="multi_head_attention",
-        says="reference",
-    ),
-    Answer(
-        "mha_calls_the_course_attention",
-        {"multi_head_attention": MHA_CALLS_COURSE_ATTENTION},
-        breaks="multi_head_attention",
-        says="reference `attention`",
+    *mistakes(
+        "multi_head_attention",
+        ("mha_forgets_w_o", "W^O is forgotten", MHA_FORGETS_W_O),
+        ("mha_scales_by_sqrt_D", "√D", MHA_SQRT_D_MODEL),
+        ("mha_ignores_mask", "mask is ignored", MHA_IGNORES_MASK),
+        ("mha_ignores_h", "ignores h", MHA_IGNORES_H),
+        ("mha_batch_of_one", "batch size of 1", MHA_BATCH_OF_ONE),
+        ("mha_d_h_split", "(d h)", MHA_D_H),
+        ("mha_reshape_without_transpose", "without a transpose", MHA_RESHAPE_ONLY),
+        ("mha_calls_the_reference", "reference", MHA_CALLS_REFERENCE),
+        ("mha_calls_the_course_attention", "reference `attention`", MHA_CALLS_COURSE_ATTENTION),
     ),
 ]

@@ -1,6 +1,6 @@
 """Sample answers for 02_why_heads: `retrieval_heads(n, c)` and `winning_rate(d, noise, n_keys, trials, seed)`."""
 
-from catalog import Answer
+from catalog import Answer, edited, mistakes
 
 ASSIGNMENT = "02_why_heads"
 
@@ -108,15 +108,13 @@ RATE_MATCH_LAST_IN_CHUNKS = """
 """
 
 
-def _rate(body: str) -> str:
-    return RATE_VECTORISED.replace(
-        """        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :] + noise * rng.normal(size=(trials, d))
-        k = meaning + noise * rng.normal(size=(trials, n_keys, d))
-        scores = np.einsum("td,tkd->tk", q, k) / np.sqrt(d)     # the scaling changes no ranking
-        return float(np.mean(scores[:, 0] > scores[:, 1:].max(axis=1)))""",
-        body,
-    )
+_NOISY_QUERY = "q = meaning[:, 0, :] + noise * rng.normal(size=(trials, d))"
+_NOISY_KEYS = "k = meaning + noise * rng.normal(size=(trials, n_keys, d))"
+
+
+def _unscaled(*edits: tuple[str, str]) -> str:
+    """RATE_VECTORISED without its (harmless) 1/sqrt(d), and with the edits that make the mistake."""
+    return edited(RATE_VECTORISED, (" / np.sqrt(d)     # the scaling changes no ranking", ""), *edits)
 
 
 ANSWERS = [
@@ -134,185 +132,108 @@ ANSWERS = [
     ),
     Answer("match_last_and_score_differences", {"winning_rate": RATE_MATCH_LAST_IN_CHUNKS}),
     # ------------------------------------------------------------ retrieval_heads: misconceptions
-    Answer(
-        "heads_next_token",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("k=-1", "k=1")},
-        breaks="retrieval_heads",
-        says="next",
-    ),
-    Answer(
-        "heads_current_token",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("np.eye(n, k=-1)", "np.eye(n)")},
-        breaks="retrieval_heads",
-        says="current token",
-    ),
-    Answer(
-        "heads_not_sharp",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("100 *", "1 *").replace("= 100", "= 1")},
-        breaks="retrieval_heads",
-        says="not sharply enough",
-    ),
-    Answer(
-        "heads_forgot_sqrt_d",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("100 *", "7 *").replace("= 100", "= 7")},
-        breaks="retrieval_heads",
-        says="sqrt(d)",
-    ),
-    Answer(
-        "heads_swapped",
-        {
-            "retrieval_heads": HEADS_SHIFT_MATRIX.replace("w_q[0, c:, :]", "w_q[2, c:, :]")
-            .replace("w_q[1, c:, 0]", "w_q[0, c:, 0]")
-            .replace("w_q[2, c:, :]", "w_q[1, c:, :]")
-        },
-        breaks="retrieval_heads",
-        says="swapped",
-    ),
-    Answer(
-        "heads_same_rule_twice",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("w_q[1, c:, 0] = 100", "w_q[1, c:, :] = 100 * np.eye(n, k=-1)")},
-        breaks="retrieval_heads",
-        says="both heads",
-    ),
-    Answer(
-        "heads_read_the_content",
-        {
-            "retrieval_heads": HEADS_SHIFT_MATRIX.replace(
-                "w_k[:, c:, :] = np.eye(n)", "w_k[:, c:, :] = np.eye(n)\n        w_k[:, :c, :] = 100.0"
-            )
-        },
-        breaks="retrieval_heads",
-        says="contents change",
-    ),
-    Answer(
-        "heads_values_read_positions",
-        {"retrieval_heads": HEADS_SHIFT_MATRIX.replace("w_v[:, :c, :] = np.eye(c)", "w_v[:, c:2 * c, :] = np.eye(c)")},
-        breaks="retrieval_heads",
-        says="position part",
-    ),
-    Answer(
-        "heads_values_keep_position",
-        {
-            "retrieval_heads": HEADS_SHIFT_MATRIX.replace(
-                "w_v[:, :c, :] = np.eye(c)", "w_v[:, :, :] = np.eye(c + n, c)\n        w_v[:, c:, :] = 1.0"
-            )
-        },
-        breaks="retrieval_heads",
-        says="copy the content",
-    ),
-    Answer(
-        "heads_calls_the_reference",
-        {
-            "retrieval_heads": """
+    *mistakes(
+        "retrieval_heads",
+        ("heads_next_token", "next", edited(HEADS_SHIFT_MATRIX, ("k=-1", "k=1"))),
+        ("heads_current_token", "current token", edited(HEADS_SHIFT_MATRIX, ("np.eye(n, k=-1)", "np.eye(n)"))),
+        ("heads_not_sharp", "not sharply enough", edited(HEADS_SHIFT_MATRIX, ("100 *", "1 *"), ("= 100", "= 1"))),
+        ("heads_forgot_sqrt_d", "sqrt(d)", edited(HEADS_SHIFT_MATRIX, ("100 *", "7 *"), ("= 100", "= 7"))),
+        (
+            "heads_swapped",
+            "swapped",
+            edited(
+                HEADS_SHIFT_MATRIX,
+                ("w_q[0, c:, :]", "w_q[2, c:, :]"),
+                ("w_q[1, c:, 0]", "w_q[0, c:, 0]"),
+                ("w_q[2, c:, :]", "w_q[1, c:, :]"),
+            ),
+        ),
+        (
+            "heads_same_rule_twice",
+            "both heads",
+            edited(HEADS_SHIFT_MATRIX, ("w_q[1, c:, 0] = 100", "w_q[1, c:, :] = 100 * np.eye(n, k=-1)")),
+        ),
+        (
+            "heads_read_the_content",
+            "contents change",
+            edited(
+                HEADS_SHIFT_MATRIX,
+                ("w_k[:, c:, :] = np.eye(n)", "w_k[:, c:, :] = np.eye(n)\n        w_k[:, :c, :] = 100.0"),
+            ),
+        ),
+        (
+            "heads_values_read_positions",
+            "position part",
+            edited(HEADS_SHIFT_MATRIX, ("w_v[:, :c, :] = np.eye(c)", "w_v[:, c:2 * c, :] = np.eye(c)")),
+        ),
+        (
+            "heads_values_keep_position",
+            "copy the content",
+            edited(
+                HEADS_SHIFT_MATRIX,
+                ("w_v[:, :c, :] = np.eye(c)", "w_v[:, :, :] = np.eye(c + n, c)\n        w_v[:, c:, :] = 1.0"),
+            ),
+        ),
+        (
+            "heads_calls_the_reference",
+            "reference",
+            """
         import heads_and_masks.retrieval as course
         def retrieval_heads(n, c):
             return course.retrieval_heads(n, c)
-    """
-        },
-        breaks="retrieval_heads",
-        says="reference",
+    """,
+        ),
     ),
     # ------------------------------------------------------------ winning_rate: misconceptions
-    Answer(
-        "rate_pairwise",
-        {
-            "winning_rate": _rate("""        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :] + noise * rng.normal(size=(trials, d))
-        k = meaning + noise * rng.normal(size=(trials, n_keys, d))
-        scores = np.einsum("td,tkd->tk", q, k)
-        return float(np.mean(scores[:, :1] > scores[:, 1:]))""")
-        },
-        breaks="winning_rate",
-        says="every other key",
-    ),
-    Answer(
-        "rate_clean_query",
-        {
-            "winning_rate": _rate("""        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :]
-        k = meaning + noise * rng.normal(size=(trials, n_keys, d))
-        scores = np.einsum("td,tkd->tk", q, k)
-        return float(np.mean(scores[:, 0] > scores[:, 1:].max(axis=1)))""")
-        },
-        breaks="winning_rate",
-        says="query has no noise",
-    ),
-    Answer(
-        "rate_clean_match",
-        {
-            "winning_rate": _rate("""        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :] + noise * rng.normal(size=(trials, d))
-        k = meaning + noise * rng.normal(size=(trials, n_keys, d))
-        k[:, 0, :] = meaning[:, 0, :]
-        scores = np.einsum("td,tkd->tk", q, k)
-        return float(np.mean(scores[:, 0] > scores[:, 1:].max(axis=1)))""")
-        },
-        breaks="winning_rate",
-        says="matching key has no noise",
-    ),
-    Answer(
-        "rate_noise_as_variance",
-        {
-            "winning_rate": _rate("""        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :] + rng.normal(scale=np.sqrt(noise), size=(trials, d))
-        k = meaning + rng.normal(scale=np.sqrt(noise), size=(trials, n_keys, d))
-        scores = np.einsum("td,tkd->tk", q, k)
-        return float(np.mean(scores[:, 0] > scores[:, 1:].max(axis=1)))""")
-        },
-        breaks="winning_rate",
-        says="standard deviation",
-    ),
-    Answer(
-        "rate_counts_wins",
-        {
-            "winning_rate": _rate("""        meaning = rng.normal(size=(trials, n_keys, d))
-        q = meaning[:, 0, :] + noise * rng.normal(size=(trials, d))
-        k = meaning + noise * rng.normal(size=(trials, n_keys, d))
-        scores = np.einsum("td,tkd->tk", q, k)
-        return int(np.sum(scores[:, 0] > scores[:, 1:].max(axis=1)))""")
-        },
-        breaks="winning_rate",
-        says="number of wins",
-    ),
-    Answer(
-        "rate_one_key_too_many",
-        {"winning_rate": RATE_VECTORISED.replace("size=(trials, n_keys, d)", "size=(trials, n_keys + 1, d)")},
-        breaks="winning_rate",
-        says="one key too many",
-    ),
-    Answer(
-        "rate_one_key_too_few",
-        {"winning_rate": RATE_VECTORISED.replace("size=(trials, n_keys, d)", "size=(trials, n_keys - 1, d)")},
-        breaks="winning_rate",
-        says="one key too few",
-    ),
-    Answer(
-        "rate_ignores_seed",
-        {"winning_rate": RATE_VECTORISED.replace("default_rng(seed)", "default_rng()")},
-        breaks="winning_rate",
-        says="same seed",
-    ),
-    Answer(
-        "rate_no_value_errors",
-        {
-            "winning_rate": RATE_VECTORISED.replace(
-                'if d < 1 or noise < 0 or n_keys < 2 or trials < 1:\n            raise ValueError("bad arguments")',
-                "pass",
-            )
-        },
-        breaks="winning_rate",
-        says="ValueError",
-    ),
-    Answer(
-        "rate_calls_the_exact_reference",
-        {
-            "winning_rate": """
+    *mistakes(
+        "winning_rate",
+        (
+            "rate_pairwise",
+            "every other key",
+            _unscaled(("scores[:, 0] > scores[:, 1:].max(axis=1)", "scores[:, :1] > scores[:, 1:]")),
+        ),
+        ("rate_clean_query", "query has no noise", _unscaled((_NOISY_QUERY, "q = meaning[:, 0, :]"))),
+        (
+            "rate_clean_match",
+            "matching key has no noise",
+            _unscaled((_NOISY_KEYS, _NOISY_KEYS + "\n        k[:, 0, :] = meaning[:, 0, :]")),
+        ),
+        (
+            "rate_noise_as_variance",
+            "standard deviation",
+            _unscaled(("noise * rng.normal(size=", "rng.normal(scale=np.sqrt(noise), size=")),
+        ),
+        ("rate_counts_wins", "number of wins", _unscaled(("return float(np.mean(", "return int(np.sum("))),
+        (
+            "rate_one_key_too_many",
+            "one key too many",
+            edited(RATE_VECTORISED, ("size=(trials, n_keys, d)", "size=(trials, n_keys + 1, d)")),
+        ),
+        (
+            "rate_one_key_too_few",
+            "one key too few",
+            edited(RATE_VECTORISED, ("size=(trials, n_keys, d)", "size=(trials, n_keys - 1, d)")),
+        ),
+        ("rate_ignores_seed", "same seed", edited(RATE_VECTORISED, ("default_rng(seed)", "default_rng()"))),
+        (
+            "rate_no_value_errors",
+            "ValueError",
+            edited(
+                RATE_VECTORISED,
+                (
+                    'if d < 1 or noise < 0 or n_keys < 2 or trials < 1:\n            raise ValueError("bad arguments")',
+                    "pass",
+                ),
+            ),
+        ),
+        (
+            "rate_calls_the_exact_reference",
+            "reference",
+            """
         from heads_and_masks.score_noise import exact_winning_rate
         def winning_rate(d, noise, n_keys=16, trials=4000, seed=0):
             return exact_winning_rate(d, noise, n_keys)
-    """
-        },
-        breaks="winning_rate",
-        says="reference",
+    """,
+        ),
     ),
 ]

@@ -4,9 +4,31 @@
 The notebook gives `attention(q, k, v, mask=None)` in a cell before the first exercise.
 """
 
-from catalog import Answer
+from catalog import Answer, edited, mistakes
 
 ASSIGNMENT = "07_generation"
+
+# Right answers, edited for the mistakes (each mistake reads as what it changes)
+_DECODE_STEP = """
+            def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+                keys = np.concatenate([k_cache, k_new], axis=2)
+                values = np.concatenate([v_cache, v_new], axis=2)
+                return attention(q_new, keys, values), keys, values
+        """
+_REFUSES_TOO_MANY_QUERIES = """if n_new > n_keys:
+                    raise ValueError("too many queries")
+                """
+_BOTTOM_RIGHT = f"""
+            def bottom_right_causal_mask(n_new, n_keys):
+                {_REFUSES_TOO_MANY_QUERIES}return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new)
+        """
+_SINKS_RULE = "(k <= q) & ((q - k < window) | (k < sinks))"
+_SINKS = f"""
+            def sinks_window_mask(n, window, sinks):
+                q = np.arange(n)[:, None]
+                k = np.arange(n)[None, :]
+                return {_SINKS_RULE}
+        """
 
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
@@ -144,212 +166,137 @@ ANSWERS = [
         },
     ),
     # ------------------------------------------------------------------ decode_step mistakes
-    Answer(
-        "cache_forgets_own_kv",
-        {
-            "decode_step": """
-        def decode_step(q_new, k_new, v_new, k_cache, v_cache):
-            out = attention(q_new, k_cache, v_cache)          # the new token's own key is missing
-            return out, np.concatenate([k_cache, k_new], axis=2), np.concatenate([v_cache, v_new], axis=2)
-    """
-        },
-        breaks="decode_step",
-        says="forgets the new token's own K/V",
-    ),
-    Answer(
-        "cache_not_appended",
-        {
-            "decode_step": """
-        def decode_step(q_new, k_new, v_new, k_cache, v_cache):
-            keys = np.concatenate([k_cache, k_new], axis=2)
-            values = np.concatenate([v_cache, v_new], axis=2)
-            return attention(q_new, keys, values), k_cache, v_cache
-    """
-        },
-        breaks="decode_step",
-        says="not appended",
-    ),
-    Answer(
-        "new_token_prepended",
-        {
-            "decode_step": """
-        def decode_step(q_new, k_new, v_new, k_cache, v_cache):
-            keys = np.concatenate([k_new, k_cache], axis=2)
-            values = np.concatenate([v_new, v_cache], axis=2)
-            return attention(q_new, keys, values), keys, values
-    """
-        },
-        breaks="decode_step",
-        says="before the cached ones",
+    *mistakes(
+        "decode_step",
+        (
+            "cache_forgets_own_kv",
+            "forgets the new token's own K/V",
+            """
+            def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+                out = attention(q_new, k_cache, v_cache)          # the new token's own key is missing
+                return out, np.concatenate([k_cache, k_new], axis=2), np.concatenate([v_cache, v_new], axis=2)
+        """,
+        ),
+        ("cache_not_appended", "not appended", edited(_DECODE_STEP, ("), keys, values", "), k_cache, v_cache"))),
+        (
+            "new_token_prepended",
+            "before the cached ones",
+            edited(_DECODE_STEP, ("[k_cache, k_new]", "[k_new, k_cache]"), ("[v_cache, v_new]", "[v_new, v_cache]")),
+        ),
     ),
     # ------------------------------------------------------------------ bottom_right_causal_mask mistakes
-    Answer(
-        "top_left_tril",
-        {
-            "bottom_right_causal_mask": """
-        def bottom_right_causal_mask(n_new, n_keys):
-            if n_new > n_keys:
-                raise ValueError("too many queries")
-            return np.tril(np.ones((n_new, n_keys), dtype=bool))
-    """
-        },
-        breaks="bottom_right_causal_mask",
-        says="top-left alignment",
-    ),
-    Answer(
-        "bottom_right_without_own_key",
-        {
-            "bottom_right_causal_mask": """
-        def bottom_right_causal_mask(n_new, n_keys):
-            if n_new > n_keys:
-                raise ValueError("too many queries")
-            return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new - 1)
-    """
-        },
-        breaks="bottom_right_causal_mask",
-        says="its own key",
-    ),
-    Answer(
-        "bottom_right_never_refuses",
-        {
-            "bottom_right_causal_mask": """
-        def bottom_right_causal_mask(n_new, n_keys):
-            return np.tril(np.ones((n_new, n_keys), dtype=bool), k=n_keys - n_new)
-    """
-        },
-        breaks="bottom_right_causal_mask",
-        says="ValueError",
+    *mistakes(
+        "bottom_right_causal_mask",
+        ("top_left_tril", "top-left alignment", edited(_BOTTOM_RIGHT, (", k=n_keys - n_new)", ")"))),
+        (
+            "bottom_right_without_own_key",
+            "its own key",
+            edited(_BOTTOM_RIGHT, ("k=n_keys - n_new)", "k=n_keys - n_new - 1)")),
+        ),
+        ("bottom_right_never_refuses", "ValueError", edited(_BOTTOM_RIGHT, (_REFUSES_TOO_MANY_QUERIES, ""))),
     ),
     # ------------------------------------------------------------------ rolling_cache_write mistakes
-    Answer(
-        "rolling_indexed_by_step",
-        {
-            "rolling_cache_write": """
-        def rolling_cache_write(cache, new, position):
-            out = cache.copy()
-            w = cache.shape[-2]
-            for step in range(new.shape[-2]):
-                out[..., step % w, :] = new[..., step, :]
-            return out
-    """
-        },
-        breaks="rolling_cache_write",
-        says="indexed by step instead of position",
-    ),
-    Answer(
-        "rolling_off_by_one_slot",
-        {
-            "rolling_cache_write": """
-        def rolling_cache_write(cache, new, position):
-            out = cache.copy()
-            w = cache.shape[-2]
-            slots = (np.arange(new.shape[-2]) + position + 1) % w
-            out[..., slots, :] = new
-            return out
-    """
-        },
-        breaks="rolling_cache_write",
-        says="off by one slot",
-    ),
-    Answer(
-        "rolling_appends",
-        {
-            "rolling_cache_write": """
-        def rolling_cache_write(cache, new, position):
-            return np.concatenate([cache, new], axis=-2)[..., -cache.shape[-2]:, :]
-    """
-        },
-        breaks="rolling_cache_write",
-        says="shifted like a queue",
-    ),
-    Answer(
-        "rolling_in_place",
-        {
-            "rolling_cache_write": """
-        def rolling_cache_write(cache, new, position):
-            w = cache.shape[-2]
-            cache[..., np.arange(position, position + new.shape[-2]) % w, :] = new
-            return cache
-    """
-        },
-        breaks="rolling_cache_write",
-        says="in place",
+    *mistakes(
+        "rolling_cache_write",
+        (
+            "rolling_indexed_by_step",
+            "indexed by step instead of position",
+            """
+            def rolling_cache_write(cache, new, position):
+                out = cache.copy()
+                w = cache.shape[-2]
+                for step in range(new.shape[-2]):
+                    out[..., step % w, :] = new[..., step, :]
+                return out
+        """,
+        ),
+        (
+            "rolling_off_by_one_slot",
+            "off by one slot",
+            """
+            def rolling_cache_write(cache, new, position):
+                out = cache.copy()
+                w = cache.shape[-2]
+                slots = (np.arange(new.shape[-2]) + position + 1) % w
+                out[..., slots, :] = new
+                return out
+        """,
+        ),
+        (
+            "rolling_appends",
+            "shifted like a queue",
+            """
+            def rolling_cache_write(cache, new, position):
+                return np.concatenate([cache, new], axis=-2)[..., -cache.shape[-2]:, :]
+        """,
+        ),
+        (
+            "rolling_in_place",
+            "in place",
+            """
+            def rolling_cache_write(cache, new, position):
+                w = cache.shape[-2]
+                cache[..., np.arange(position, position + new.shape[-2]) % w, :] = new
+                return cache
+        """,
+        ),
     ),
     # ------------------------------------------------------------------ sinks_window_mask mistakes
-    Answer(
-        "sinks_and_instead_of_or",
-        {
-            "sinks_window_mask": """
-        def sinks_window_mask(n, window, sinks):
-            q = np.arange(n)[:, None]
-            k = np.arange(n)[None, :]
-            return (k <= q) & (q - k < window) & (k < sinks)
-    """
-        },
-        breaks="sinks_window_mask",
-        says="AND where OR is needed",
-    ),
-    Answer(
-        "sinks_see_the_future",
-        {
-            "sinks_window_mask": """
-        def sinks_window_mask(n, window, sinks):
-            q = np.arange(n)[:, None]
-            k = np.arange(n)[None, :]
-            return ((k <= q) & (q - k < window)) | (k < sinks)
-    """
-        },
-        breaks="sinks_window_mask",
-        says="causal",
+    *mistakes(
+        "sinks_window_mask",
+        (
+            "sinks_and_instead_of_or",
+            "AND where OR is needed",
+            edited(_SINKS, (_SINKS_RULE, "(k <= q) & (q - k < window) & (k < sinks)")),
+        ),
+        (
+            "sinks_see_the_future",
+            "causal",
+            edited(_SINKS, (_SINKS_RULE, "((k <= q) & (q - k < window)) | (k < sinks)")),
+        ),
     ),
     # ------------------------------------------------------------------ document_mask mistakes
-    Answer(
-        "documents_see_earlier_documents",
-        {
-            "document_mask": """
-        def document_mask(doc_ids):
-            ids = np.asarray(doc_ids)
-            n = ids.shape[-1]
-            return np.broadcast_to(np.tril(np.ones((n, n), dtype=bool)), ids.shape + (n,)).copy()
-    """
-        },
-        breaks="document_mask",
-        says="documents see earlier documents",
-    ),
-    Answer(
-        "documents_bidirectional",
-        {
-            "document_mask": """
-        def document_mask(doc_ids):
-            ids = np.asarray(doc_ids)
-            return ids[..., :, None] == ids[..., None, :]
-    """
-        },
-        breaks="document_mask",
-        says="bidirectional inside a document",
+    *mistakes(
+        "document_mask",
+        (
+            "documents_see_earlier_documents",
+            "documents see earlier documents",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                return np.broadcast_to(np.tril(np.ones((n, n), dtype=bool)), ids.shape + (n,)).copy()
+        """,
+        ),
+        (
+            "documents_bidirectional",
+            "bidirectional inside a document",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                return ids[..., :, None] == ids[..., None, :]
+        """,
+        ),
     ),
     # ------------------------------------------------------------------ mixed_cache_bytes mistakes
-    Answer(
-        "every_layer_global",
-        {
-            "mixed_cache_bytes": """
-        def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
-            return 2 * (n_local + n_global) * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
-    """
-        },
-        breaks="mixed_cache_bytes",
-        says="every layer counted as global",
-    ),
-    Answer(
-        "local_layers_always_full_window",
-        {
-            "mixed_cache_bytes": """
-        def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
-            per = 2 * n_kv_heads * head_dim * batch * bytes_per_value
-            return per * (n_local * window + n_global * seq_len)
-    """
-        },
-        breaks="mixed_cache_bytes",
-        says="min(seq_len, window)",
+    *mistakes(
+        "mixed_cache_bytes",
+        (
+            "every_layer_global",
+            "every layer counted as global",
+            """
+            def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
+                return 2 * (n_local + n_global) * n_kv_heads * head_dim * seq_len * batch * bytes_per_value
+        """,
+        ),
+        (
+            "local_layers_always_full_window",
+            "min(seq_len, window)",
+            """
+            def mixed_cache_bytes(n_local, n_global, window, n_kv_heads, head_dim, seq_len, batch=1, bytes_per_value=2):
+                per = 2 * n_kv_heads * head_dim * batch * bytes_per_value
+                return per * (n_local * window + n_global * seq_len)
+        """,
+        ),
     ),
 ]

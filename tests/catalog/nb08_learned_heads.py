@@ -4,7 +4,7 @@ The notebook gives `attention(q, k, v, mask=None)` (notebook 00's function) in a
 exercise; answers may use it.
 """
 
-from catalog import Answer
+from catalog import Answer, edited, mistakes
 
 ASSIGNMENT = "08_learned_heads"
 
@@ -39,6 +39,14 @@ def attention_backward(q, k, v, mask, dout):
 
 
 _RIGHT_DS = "ds = p * (dp - np.sum(p * dp, axis=-1, keepdims=True))"
+
+# rule_weights by fancy indexing: right as it stands, edited for the mistakes
+_RULES_INDEXED = """
+        def rule_weights(weights):
+            n = weights.shape[-1]
+            t = np.arange(2, n)
+            return np.stack([weights[:, :, t, t - 1].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
+    """
 
 ANSWERS = [
     Answer("untouched", {}, untouched=True),
@@ -136,40 +144,25 @@ ANSWERS = [
         },
     ),
     # ------------------------------------------------------------------ attention_backward mistakes
-    Answer(
-        "sqrt_d_forgotten_in_the_gradient",
-        {"attention_backward": _backward(_RIGHT_DS, dq="ds @ k", dk="ds.T @ q")},
-        breaks="attention_backward",
-        says="1/√d is forgotten",
-    ),
-    Answer(
-        "diagonal_of_the_jacobian_only",
-        {"attention_backward": _backward("ds = p * dp")},
-        breaks="attention_backward",
-        says="only the diagonal of the softmax Jacobian",
-    ),
-    Answer(
-        "p_one_minus_p",
-        {"attention_backward": _backward("ds = p * (1 - p) * dp")},
-        breaks="attention_backward",
-        says="diagonal of the softmax Jacobian",
-    ),
-    Answer(
-        "dq_dk_transposes_swapped",
-        {"attention_backward": _backward(_RIGHT_DS, dq="ds.T @ k / np.sqrt(d)", dk="ds @ q / np.sqrt(d)")},
-        breaks="attention_backward",
-        says="transposes swapped",
-    ),
-    Answer(
-        "backward_through_the_unmasked_softmax",
-        {"attention_backward": _backward(_RIGHT_DS, softmax="_masked_softmax(s, None)")},
-        breaks="attention_backward",
-        says="forbidden entries",
-    ),
-    Answer(
-        "minus_1e9_gives_empty_rows_weights",
-        {
-            "attention_backward": """
+    *mistakes(
+        "attention_backward",
+        ("sqrt_d_forgotten_in_the_gradient", "1/√d is forgotten", _backward(_RIGHT_DS, dq="ds @ k", dk="ds.T @ q")),
+        ("diagonal_of_the_jacobian_only", "only the diagonal of the softmax Jacobian", _backward("ds = p * dp")),
+        ("p_one_minus_p", "diagonal of the softmax Jacobian", _backward("ds = p * (1 - p) * dp")),
+        (
+            "dq_dk_transposes_swapped",
+            "transposes swapped",
+            _backward(_RIGHT_DS, dq="ds.T @ k / np.sqrt(d)", dk="ds @ q / np.sqrt(d)"),
+        ),
+        (
+            "backward_through_the_unmasked_softmax",
+            "forbidden entries",
+            _backward(_RIGHT_DS, softmax="_masked_softmax(s, None)"),
+        ),
+        (
+            "minus_1e9_gives_empty_rows_weights",
+            "forbidden entries",
+            """
         def attention_backward(q, k, v, mask, dout):
             d = q.shape[-1]
             s = q @ k.T / np.sqrt(d)
@@ -180,15 +173,12 @@ ANSWERS = [
             dp = dout @ v.T
             ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
             return ds @ k / np.sqrt(d), ds.T @ q / np.sqrt(d), p.T @ dout
-    """
-        },
-        breaks="attention_backward",
-        says="forbidden entries",
-    ),
-    Answer(
-        "nan_on_a_fully_masked_row",
-        {
-            "attention_backward": """
+    """,
+        ),
+        (
+            "nan_on_a_fully_masked_row",
+            "NaN on a fully masked row",
+            """
         def attention_backward(q, k, v, mask, dout):
             d = q.shape[-1]
             s = q @ k.T / np.sqrt(d)
@@ -199,74 +189,28 @@ ANSWERS = [
             dp = dout @ v.T
             ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
             return ds @ k / np.sqrt(d), ds.T @ q / np.sqrt(d), p.T @ dout
-    """
-        },
-        breaks="attention_backward",
-        says="NaN on a fully masked row",
-    ),
-    Answer(
-        "backward_calls_the_reference",
-        {
-            "attention_backward": """
+    """,
+        ),
+        (
+            "backward_calls_the_reference",
+            "reference",
+            """
         from heads_and_masks.training import attention_backward as course_backward
         def attention_backward(q, k, v, mask, dout):
             return course_backward(q, k, v, mask, dout)
-    """
-        },
-        breaks="attention_backward",
-        says="reference",
+    """,
+        ),
     ),
     # ------------------------------------------------------------------ rule_weights mistakes
-    Answer(
-        "rules_from_t_equals_1",
-        {
-            "rule_weights": """
-        def rule_weights(weights):
-            n = weights.shape[-1]
-            t = np.arange(1, n)
-            return np.stack([weights[:, :, t, t - 1].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
-    """
-        },
-        breaks="rule_weights",
-        says="t = 1",
-    ),
-    Answer(
-        "rules_diagonal_for_previous",
-        {
-            "rule_weights": """
-        def rule_weights(weights):
-            n = weights.shape[-1]
-            t = np.arange(2, n)
-            return np.stack([weights[:, :, t, t].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1)
-    """
-        },
-        breaks="rule_weights",
-        says="not key t",
-    ),
-    Answer(
-        "rules_rows_and_columns_swapped",
-        {
-            "rule_weights": """
-        def rule_weights(weights):
-            n = weights.shape[-1]
-            t = np.arange(2, n)
-            return np.stack([weights[:, :, t - 1, t].mean(axis=(0, 2)), weights[:, :, 0, t].mean(axis=(0, 2))], -1)
-    """
-        },
-        breaks="rule_weights",
-        says="rows and columns are swapped",
-    ),
-    Answer(
-        "rules_averaged_over_heads",
-        {
-            "rule_weights": """
-        def rule_weights(weights):
-            n = weights.shape[-1]
-            t = np.arange(2, n)
-            return np.stack([weights[:, :, t, t - 1].mean(axis=(1, 2)), weights[:, :, t, 0].mean(axis=(1, 2))], -1)
-    """
-        },
-        breaks="rule_weights",
-        says="one row per head",
+    *mistakes(
+        "rule_weights",
+        ("rules_from_t_equals_1", "t = 1", edited(_RULES_INDEXED, ("np.arange(2, n)", "np.arange(1, n)"))),
+        ("rules_diagonal_for_previous", "not key t", edited(_RULES_INDEXED, ("t, t - 1]", "t, t]"))),
+        (
+            "rules_rows_and_columns_swapped",
+            "rows and columns are swapped",
+            edited(_RULES_INDEXED, ("t, t - 1]", "t - 1, t]"), ("t, 0]", "0, t]")),
+        ),
+        ("rules_averaged_over_heads", "one row per head", edited(_RULES_INDEXED, ("axis=(0, 2)", "axis=(1, 2)"))),
     ),
 ]

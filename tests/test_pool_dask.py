@@ -1,0 +1,101 @@
+"""The pool on an existing Dask cluster (``--scheduler``): two worker processes, workers killed mid-run.
+
+A local cluster of two worker processes, made here as an instructor would start one (``allowed-failures``
+1 on its scheduler), and two grading runs on it. In the first, a watcher kills the worker process that
+holds the submission ``first`` once, mid-run: it must be graded all the same (elsewhere, or after the
+worker's restart), like the others. In the second, the watcher kills whichever worker holds the
+``kills_its_worker`` submission, every time: it must end as "kernel died" with a plain note after two
+tries, not go round forever.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from course import grade_class, require_sandbox
+from submissions import submission
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "00_start_here"
+
+
+def _kill_holders(client, victims: dict[str, int], once: set[str], stop: threading.Event) -> None:
+    """Kill (SIGKILL) the worker process that holds a victim's task; ``once``: victims killed only once."""
+    while not stop.is_set():
+        try:
+            processing = client.processing()
+        except Exception:  # the cluster is between states: look again
+            processing = {}
+        for address, keys in processing.items():
+            for student in victims:
+                if student in once and victims[student]:
+                    continue
+                if any(f"-{student}-" in str(key) for key in keys):
+                    pid = client.run(os.getpid, workers=[address], on_error="ignore").get(address)
+                    if pid:
+                        os.kill(pid, signal.SIGKILL)
+                        victims[student] += 1
+                        time.sleep(1.0)  # let the scheduler notice before looking again
+        time.sleep(0.1)
+
+
+def _grade_while_killing(client, hand_ins: dict, victims: dict[str, int], once: set[str], root, scheduler):
+    stop = threading.Event()
+    watcher = threading.Thread(target=_kill_holders, args=(client, victims, once, stop), daemon=True)
+    watcher.start()
+    try:
+        return grade_class(ASSIGNMENT, hand_ins, root, scheduler=scheduler)
+    finally:
+        stop.set()
+        watcher.join()
+
+
+def test_a_dying_worker_costs_only_its_submission(tmp_path):
+    require_sandbox()
+    import dask
+    from distributed import Client, LocalCluster
+
+    from autograde.pool import ALLOWED_FAILURES
+
+    solved = submission(ASSIGNMENT, {})
+    with dask.config.set(
+        {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, "distributed.scheduler.worker-saturation": 1.0}
+    ):
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, host="127.0.0.1", dashboard_address=":0"
+        )
+    with cluster, Client(cluster, set_as_default=False) as client:
+        # a class: the worker grading `first` is killed once, mid-run
+        victims = {"first": 0}
+        run = _grade_while_killing(
+            client,
+            {"first": solved, "second": solved, "third": solved},
+            victims,
+            {"first"},
+            tmp_path / "class",
+            cluster.scheduler_address,
+        )
+        assert victims["first"] == 1, "the watcher never caught `first` on a worker: nothing was tested"
+        for student, result in run.results.items():
+            log = run.course.path("autograded").parent / "logs" / ASSIGNMENT / f"{student}.log"
+            assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, (
+                result.line() + "\n" + log.read_text()[-3000:]
+            )
+        # every worker, restarted ones too, holds its kernel supply (warm kernels), not kernels on demand
+        held = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().prestart)
+        assert held and all(held.values()), held
+
+        # a submission whose worker dies every time it is graded ends, with a status that says so
+        victims = {"kills_its_worker": 0}
+        run = _grade_while_killing(
+            client, {"kills_its_worker": solved}, victims, set(), tmp_path / "poison", cluster.scheduler_address
+        )
+    poisoned = run.results["kills_its_worker"]
+    assert victims["kills_its_worker"] == ALLOWED_FAILURES + 1, victims
+    assert poisoned.status == "kernel died" and poisoned.total == 0, poisoned.line()
+    assert f"died each of the {ALLOWED_FAILURES + 1} times" in poisoned.line()

@@ -1,0 +1,117 @@
+"""The registry of reference implementations is the one list of graded functions: every check locks all of
+them while a learner's function runs, and the grading kernels' copy of the package has none of them."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+
+import numpy as np
+import pytest
+
+import heads_and_masks as hm
+from heads_and_masks import _guard
+from heads_and_masks._guard import ReferenceUsedError, locked, reference, references
+from heads_and_masks.checks.core import CheckFailed, call, expect_value_error
+
+REGISTERED = references()
+
+
+def _package_function(ref):
+    return getattr(importlib.import_module(ref.module), ref.name)
+
+
+def _calling(function):
+    """An answer that hands back the course's own result instead of computing it."""
+
+    def answer(*args):
+        return function(*args)
+
+    return answer
+
+
+@pytest.fixture
+def own_registry(monkeypatch):
+    """References registered by a test stay out of the package's registry."""
+    monkeypatch.setattr(_guard, "_registry", dict(_guard._registry))
+
+
+def test_the_registry_holds_every_reference_of_the_package():
+    for module in pkgutil.walk_packages(hm.__path__, "heads_and_masks."):
+        importlib.import_module(module.name)  # widgets, pictures and checks too: none may hide a reference
+    assert references() == _guard._registry
+    assert {"attention", "split_heads", "causal_mask", "blocked_causal_attention", "decode_step"} <= set(REGISTERED)
+    for name, ref in REGISTERED.items():
+        assert ref.name == name and _package_function(ref).__name__ == name
+
+
+@pytest.mark.parametrize("name", sorted(REGISTERED))
+def test_every_reference_is_refused_inside_a_graded_call(name):
+    function = _package_function(REGISTERED[name])
+    for run in (
+        lambda answer: call(answer, what=f"answer calling {name}"),
+        lambda answer: expect_value_error(answer, what=f"answer calling {name}", why="bad"),
+    ):
+        with pytest.raises(CheckFailed) as failure:
+            run(_calling(function))
+        assert failure.value.misconception == "conventions.called_reference"
+        assert f"answer calling {name}: your answer called the course's reference `{name}`" in str(failure.value)
+
+
+def test_a_new_reference_is_locked_without_being_listed(own_registry):
+    @reference
+    def brand_new_exercise(x):
+        return x
+
+    assert references()["brand_new_exercise"] == _guard.Reference("brand_new_exercise", __name__)
+    with pytest.raises(CheckFailed, match="called the course's reference `brand_new_exercise`"):
+        call(_calling(brand_new_exercise), 1, what="brand_new_exercise(1)")
+    assert brand_new_exercise(1) == 1  # outside a graded call it works
+
+
+def test_a_reference_imported_during_a_graded_call_is_locked_too(own_registry):
+    with locked():
+        defined_now = reference(lambda: "the answer")
+        with pytest.raises(ReferenceUsedError):
+            defined_now()
+
+
+def test_the_lock_nests_and_is_released_afterwards():
+    x = np.ones((1, 2, 4))
+    with locked():
+        with locked():
+            pass
+        with pytest.raises(ReferenceUsedError):
+            hm.split_heads(x, 2)  # still inside the outer block
+    assert hm.split_heads(x, 2).shape == (1, 2, 2, 2)
+    assert not hasattr(hm.split_heads, "__wrapped__")
+
+
+def test_two_references_of_one_name_are_refused(own_registry):
+    def attention(q, k, v, mask=None):
+        return q
+
+    with pytest.raises(ValueError, match="two references named `attention`"):
+        reference(attention)
+
+
+def test_the_grading_kernels_package_has_no_reference_bodies(tmp_path):
+    from autograde.judge import reference_functions, stub_package
+
+    target = stub_package(tmp_path, reference_functions())
+    left = set(REGISTERED)
+    for path in target.rglob("*.py"):
+        module = ".".join(path.relative_to(tmp_path).with_suffix("").parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and REGISTERED.get(node.name) == _guard.Reference(node.name, module):
+                assert [type(statement) for statement in node.body] == [ast.ImportFrom, ast.Raise], node.name
+                left.discard(node.name)
+    assert not left, f"references still whole in the kernels' package: {sorted(left)}"
+
+
+def test_a_reference_the_source_does_not_define_stops_the_stub(tmp_path):
+    from autograde.judge import stub_package
+
+    with pytest.raises(RuntimeError, match="no top-level definition of the references"):
+        stub_package(tmp_path, [_guard.Reference("not_there", "heads_and_masks.masks")])
