@@ -221,16 +221,14 @@ RAW_HTML = (
 FORMULA_FILE = 'notes;=HYPERLINK("x.invalid?"&A2).txt'
 # a cell printing 20 outputs of 4000 characters: the most the judge keeps of one cell
 PRINTS_A_LOT = 'for _i in range(20):\n    print("y" * 3999, flush=True)'
-# prints 2 MiB lines that look like the judge's replies for 4 s, then how many characters it sent
+# prints 2 MiB lines that look like the judge's replies, for 4 s
 PRINT_FLOOD = """
 import sys, time
 line = "__HM_REPLY__" + "x" * (2**21 - 20) + "\\n"
-sent, start = 0, time.time()
+start = time.time()
 while time.time() - start < 4:
     sys.stdout.write(line)
     sys.stdout.flush()
-    sent += len(line)
-print("__HM_REPLY__sent", sent)
 """
 # prints 15 MB messages for 6 s (each flushed: one message each)
 SEND_FLOOD = """
