@@ -65,6 +65,7 @@ MAX_TEXT = 4000  # characters of a student cell's printed output kept in the aut
 MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
+RECEIVE_QUEUE = 8  # messages of a kernel queued in the grader, unread (ZeroMQ's high-water mark; default 1000)
 MAX_NOTES = 12  # notes the judge keeps for one notebook
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 
@@ -359,6 +360,9 @@ class StudentKernel:
         # connection (the student's own call then times out) instead of filling the grader's memory.
         context = zmq.Context()
         context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        # What the kernel sends faster than the grader reads waits in the kernel's queue, in the kernel's memory
+        # (its cgroup), not in the grader's: at most RECEIVE_QUEUE messages are queued here.
+        context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         self.client = self.manager.client(context=context)
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
@@ -881,6 +885,7 @@ def judge_notebook(
     report = JudgeReport(sandboxed=sandbox_available()[0])
     for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
         cell.get("metadata", {}).pop(VERDICT_KEY, None)
+        cell.get("metadata", {}).pop("tags", None)  # nbconvert makes each an HTML class: "x hidden" hid a cell
     for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
         if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
             if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
