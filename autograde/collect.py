@@ -337,6 +337,23 @@ def collect_folder(course: Course, assignment: str, folder: Path) -> list[str]:
     return from_folder(collection(course, assignment), Path(folder))
 
 
+def folder_layout_hint(assignment: str, folder: Path) -> str:
+    """Why a folder gave nothing to collect: the layout expected, and what is there instead (names only)."""
+    folder = Path(folder)
+    expected = f"expected {folder}/<student>/{assignment}/*.ipynb"
+    if not folder.is_dir():
+        return f"{folder} is not a folder; {expected}"
+    found = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name)[:200]:
+        if entry.is_dir(follow_symlinks=False):
+            inside = sorted(e.name for e in os.scandir(entry.path))[:3]
+            found.append(f"{printable(entry.name)[:40]}/{{{', '.join(printable(n)[:40] for n in inside)}}}")
+        else:
+            found.append(printable(entry.name)[:40])
+    shown = "; ".join(found[:4]) + (f"; and {len(found) - 4} more" if len(found) > 4 else "")
+    return f"{expected}, found {shown or 'nothing'}"
+
+
 def collection_notes(course: Course, assignment: str) -> dict[str, list[str]]:
     return collection(course, assignment).data.get("notes", {}).get(assignment, {})
 

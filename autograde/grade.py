@@ -96,6 +96,8 @@ def collect_submissions(course, args) -> None:
     elif args.folder:
         students = collect.collect_folder(course, args.assignment, args.folder)
         print(f"collected {len(students)} submissions from {args.folder}")
+        if not students:  # most often a folder laid out another way: say which way is expected
+            print(f"  nothing to collect: {collect.folder_layout_hint(args.assignment, args.folder)}")
     else:
         students = collect.collect_exchange(course, args.assignment)
         print(f"collected from the exchange: {len(students)} students have a submission")

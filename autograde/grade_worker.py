@@ -5,7 +5,8 @@
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
             "source" and "release" ({file name: bytes} of the assignment), "key" (the grading key),
             "config" ({"Judge.timeout": ..., ...}), "submission_timeout"}
-    job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp"}
+    job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp",
+            "last" (one of the run's last submissions, one per worker: no kernel is started after it)}
 
 and returns plain data: ``{"student", "ok", "failure", "judge_status", "judge_notes", "grades" ...,
 "autograded" ({file name: bytes} written by nbgrader), "log", "seconds"}``. Statuses travel as their
@@ -160,11 +161,20 @@ class Watchdog:
         self.timer.cancel()
 
 
+def run_settings(run: dict) -> dict:
+    """The run's settings as a task of their own, which every grading task depends on: each worker
+    fetches them once (from a peer), and a worker that dies never takes them away: the scheduler runs
+    this again (data scattered to the first worker alone was lost with it)."""
+    return run
+
+
 def grade_submission(run: dict, job: dict) -> dict:
     """Grade one submission with nbgrader in this process's private course root (a Dask task)."""
     from . import judge
     from .collect import write_submission
 
+    if job.get("last"):  # among the run's last submissions: this worker expects none after it
+        judge.kernel_supply().last_one()
     course = private_course(run)
     assignment, student = run["assignment"], job["student"]
     submitted = course.path("submitted", student, assignment)

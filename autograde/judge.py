@@ -65,6 +65,7 @@ MAX_TEXT = 4000  # characters of a student cell's printed output kept in the aut
 MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grader
+RECEIVE_QUEUE = 8  # messages of a kernel queued in the grader, unread (ZeroMQ's high-water mark; default 1000)
 MAX_NOTES = 12  # notes the judge keeps for one notebook
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 
@@ -359,6 +360,9 @@ class StudentKernel:
         # connection (the student's own call then times out) instead of filling the grader's memory.
         context = zmq.Context()
         context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        # What the kernel sends faster than the grader reads waits in the kernel's queue, in the kernel's memory
+        # (its cgroup), not in the grader's: at most RECEIVE_QUEUE messages are queued here.
+        context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         self.client = self.manager.client(context=context)
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
@@ -516,6 +520,7 @@ class KernelSupply:
     def __init__(self, prestart: bool = True):
         self.prestart = prestart
         self.spare: StudentKernel | None = None
+        self.no_spare_once = False  # the next take is the worker's last one expected (``last_one``)
         self._outer: KernelSupply | None = None
 
     def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
@@ -525,16 +530,32 @@ class KernelSupply:
             kernel = None
         if kernel is None:
             kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
-        if self.prestart:
+        if self.prestart and not self.no_spare_once:
             try:
                 self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
                 self.spare = None
+        self.no_spare_once = False
         try:
             return kernel.connect()
         except BaseException:
             kernel.shutdown()
             raise
+
+    def prepare(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> None:
+        """Start the spare now, for a worker about to grade: its first ``take`` finds a kernel booting
+        since then, not one it must wait for from the start (the limits its submissions will ask for:
+        ``kernel_limits``)."""
+        if self.prestart and self.spare is None:
+            try:
+                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            except Exception:  # noqa: BLE001 - no spare: the first take starts its own (and says why)
+                self.spare = None
+
+    def last_one(self) -> None:
+        """The next ``take`` is for the last submission this worker expects: no spare after it (a spare
+        nobody takes costs a kernel's start-up, about 0.4 s of CPU, next to the last submissions)."""
+        self.no_spare_once = True
 
     def close(self) -> None:
         spare, self.spare = self.spare, None
@@ -553,6 +574,11 @@ class KernelSupply:
 
 
 _SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
+
+
+def kernel_limits(memory_mb: int, budget_seconds: float) -> tuple[int, int]:
+    """The limits of a submission's kernel: its memory (MiB) and CPU seconds (twice the notebook's time)."""
+    return memory_mb, int(budget_seconds * 2)
 
 
 def kernel_supply() -> KernelSupply:
@@ -859,6 +885,7 @@ def judge_notebook(
     report = JudgeReport(sandboxed=sandbox_available()[0])
     for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
         cell.get("metadata", {}).pop(VERDICT_KEY, None)
+        cell.get("metadata", {}).pop("tags", None)  # nbconvert makes each an HTML class: "x hidden" hid a cell
     for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
         if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
             if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
@@ -881,7 +908,7 @@ def judge_notebook(
     shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
-        kernel = kernel_supply().take(memory_mb=memory_mb, cpu_seconds=int(budget_seconds * 2))
+        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds))
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue

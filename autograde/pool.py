@@ -282,7 +282,8 @@ def run_jobs(
     from distributed.scheduler import KilledWorker
 
     from . import grading_key
-    from .grade_worker import grade_submission
+    from .grade_worker import grade_submission, run_settings
+    from .judge import kernel_limits
 
     key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
     run = {
@@ -369,7 +370,7 @@ def run_jobs(
         merge_into_gradebook(course, assignment, student, None)
         return status, {g: 0.0 for g in maxima}, notes, seconds
 
-    def job(student: str) -> dict:
+    def job(student: str, last: bool) -> dict:
         folder = course.path("submitted", student, assignment)
         files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
@@ -377,18 +378,24 @@ def run_jobs(
             "student": student,
             "files": {rename.get(name, name): data for name, data in files.items()},
             "timestamp": collected_timestamp(folder),
+            "last": last,
         }
 
     workers = min(workers, len(students))  # no worker started for nothing
-    with dask_client(scheduler, workers, course.runtime_dir("logs", assignment) / "workers.log") as client:
+    limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
+    log = course.runtime_dir("logs", assignment) / "workers.log"
+    with dask_client(scheduler, workers, log, limits) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
-        # The run's settings travel once to every worker (scattered), not once per submission.
-        shared = client.scatter(run, broadcast=True, hash=False)
+        # The run's settings travel once to every worker, not once per submission, as a task's result.
+        shared = client.submit(run_settings, run, pure=False, key=f"run-{assignment}-{run['id']}")
+        # The scheduler hands the submissions out in this order, one per free worker: the last `slots`
+        # are (barring a dead worker) each worker's last one, and their workers start no kernel after them.
+        slots = workers if scheduler is None else max(1, sum(client.nthreads().values()))
         futures = client.map(
             grade_submission,
             [shared] * len(students),
-            [job(s) for s in students],
+            [job(s, last=index >= len(students) - slots) for index, s in enumerate(students)],
             pure=False,
             key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
         )  # one graph: queued
@@ -420,8 +427,9 @@ class GradingWorker(WorkerPlugin):
 
     name = "heads-and-masks-grading-worker"
 
-    def __init__(self, log: Path | None = None):
+    def __init__(self, log: Path | None = None, kernel_limits: tuple[int, int] | None = None):
         self.log = str(log) if log else None
+        self.kernel_limits = kernel_limits  # the run's (judge.kernel_limits): its first kernel starts at once
         self.kernels = None
 
     def setup(self, worker) -> None:
@@ -441,6 +449,8 @@ class GradingWorker(WorkerPlugin):
         # supply per worker process, for its lifetime (a worker grades one submission at a time).
         self.kernels = KernelSupply()
         self.kernels.__enter__()
+        if self.kernel_limits:  # it boots while the worker receives its first submission and nbgrader starts
+            self.kernels.prepare(*self.kernel_limits)
 
     def teardown(self, worker) -> None:
         import gc
@@ -482,9 +492,9 @@ def start_fork_server() -> None:
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int, log: Path):
+def dask_client(scheduler: str | None, workers: int, log: Path, kernel_limits: tuple[int, int] | None = None):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
-    (whose workers print into ``log``)."""
+    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins."""
     import dask
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
@@ -494,7 +504,7 @@ def dask_client(scheduler: str | None, workers: int, log: Path):
 
     if scheduler:
         with Client(scheduler, set_as_default=False) as client:
-            client.register_plugin(GradingWorker())
+            client.register_plugin(GradingWorker(kernel_limits=kernel_limits))
             yield client
         return
     environment = tool_env(headless=True)
@@ -527,7 +537,8 @@ def dask_client(scheduler: str | None, workers: int, log: Path):
             env=env,
         )
         with cluster, Client(cluster, set_as_default=False) as client:
-            client.register_plugin(GradingWorker(log))  # now on the first worker; as they join, on the others
+            # now on the first worker; as they join, on the others
+            client.register_plugin(GradingWorker(log, kernel_limits))
             if workers > 1:
                 cluster.scale(workers)  # not waited for
             yield client

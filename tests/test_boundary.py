@@ -73,6 +73,9 @@ def hostile_class():
     raw = submission(ASSIGNMENT, {})
     raw.cells.insert(1, nbformat.v4.new_raw_cell(boundary.RAW_HTML))
     raw.metadata["jupytext"] = {"formats": boundary.PAIRED_FORMATS}  # for the instructor's lab, which has Jupytext
+    for cell in raw.cells:  # tags become HTML classes of the cells in the feedback and the formgrader
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_attention":
+            cell.metadata["tags"] = [boundary.HIDING_TAG]
     # the judge's verdict records (what the class report reads) written by the student: on the test cell a pass,
     # on the written answer a misconception of another notebook
     forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
@@ -313,6 +316,8 @@ def test_student_raw_cells_are_shown_as_text():
     assert '<a href="https://phish.invalid' not in page and '<div class="alert' not in page, "raw HTML reached the page"
     graded = run.results["writes_raw_html"].notebook
     assert not [c for c in graded.cells if c.cell_type == "raw"], "the formgrader would render the raw cell as HTML"
+    # a tag is a class of the cell's HTML: "x hidden" hid the test cell and its verdict (CSS .hidden)
+    assert "celltag_" not in page and not [c for c in graded.cells if "tags" in c.metadata], "the student's tags"
 
 
 def test_the_graded_notebook_opened_in_the_instructors_lab_writes_nothing_else():
@@ -357,13 +362,47 @@ def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
     from autograde.judge import MAX_STDOUT, StudentKernel
 
     kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
+    received = 0
+    receive = kernel.client.get_iopub_msg
+
+    def counting(*args, **kwargs):  # what reached the grader (ZeroMQ drops what overflows the queues)
+        nonlocal received
+        message = receive(*args, **kwargs)
+        if message["msg_type"] == "stream":
+            received += len(message["content"].get("text", ""))
+        return message
+
+    kernel.client.get_iopub_msg = counting
     try:
         run = kernel.run(boundary.PRINT_FLOOD, timeout=30)
     finally:
         kernel.shutdown()
-    sent = int(run.stdout.rsplit("__HM_REPLY__sent ", 1)[1].split()[0])
-    assert sent > 20 * MAX_STDOUT, f"the flood sent only {sent} characters (the test proves nothing)"
-    assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {sent}"
+    assert received > 20 * MAX_STDOUT, f"only {received} characters arrived (the test proves nothing)"
+    assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {received}"
+
+
+def _resident_mib() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_what_a_kernel_sends_unread_waits_in_the_kernels_memory():
+    """A kernel printing 15 MB messages while the grader reads nothing (it is busy elsewhere): the grader's
+    memory grows by a few messages, not by everything sent (ZeroMQ queued 1000 messages by default)."""
+    require_sandbox()
+    import time
+
+    from autograde.judge import StudentKernel
+
+    kernel = StudentKernel(memory_mb=2048, cpu_seconds=60)
+    try:
+        before = peak = _resident_mib()
+        kernel.client.execute(boundary.SEND_FLOOD)  # nobody reads its messages for 8 s
+        for _ in range(16):
+            time.sleep(0.5)
+            peak = max(peak, _resident_mib())
+    finally:
+        kernel.shutdown()
+    assert peak - before < 250, f"the grader grew by {peak - before:.0f} MiB"  # 90 MiB here; 661 MiB with 1000
 
 
 def test_a_borrowed_id_never_replaces_a_classmate():

@@ -231,3 +231,17 @@ def test_a_stop_passes_through_the_checks_to_the_judge(stop):
         expect_value_error(stopped, np.zeros(3), what="f(bad)", why="bad arguments")
     with pytest.raises(judge.GradingStopped):
         call(stopped, np.zeros(3), what="f(x)")
+
+
+def test_a_folder_laid_out_another_way_is_explained(tmp_path):
+    """`make grade SOURCE=folder/` with notebooks straight in each student's folder collects nothing: the
+    instructor is told the layout expected and what is there instead, not just "0 submissions"."""
+    from autograde.collect import folder_layout_hint
+
+    for student in ("ana", "ben"):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / "07_generation.ipynb").write_text("{}")
+    hint = folder_layout_hint("07_generation", tmp_path)
+    assert f"expected {tmp_path}/<student>/07_generation/*.ipynb" in hint, hint
+    assert "ana/{07_generation.ipynb}" in hint and "ben/{07_generation.ipynb}" in hint, hint
+    assert "is not a folder" in folder_layout_hint("07_generation", tmp_path / "missing")

@@ -5,7 +5,8 @@ A local cluster of two worker processes, made here as an instructor would start 
 holds the submission ``first`` once, mid-run: it must be graded all the same (elsewhere, or after the
 worker's restart), like the others. In the second, the watcher kills whichever worker holds the
 ``kills_its_worker`` submission, every time: it must end as "kernel died" with a plain note after two
-tries, not go round forever.
+tries, not go round forever. And the local cluster (no ``--scheduler``): a worker killed as the first result
+comes in costs nothing either.
 """
 
 from __future__ import annotations
@@ -99,3 +100,32 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
     assert victims["kills_its_worker"] == ALLOWED_FAILURES + 1, victims
     assert poisoned.status == "kernel died" and poisoned.total == 0, poisoned.line()
     assert f"died each of the {ALLOWED_FAILURES + 1} times" in poisoned.line()
+
+
+def _local_workers() -> list:
+    """The worker processes of this process's local cluster: the forks of its fork server."""
+    import psutil
+
+    servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
+    return [worker for server in servers for worker in server.children()]
+
+
+def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
+    """The local cluster (no ``--scheduler``): as the first result comes in, a worker process is killed; every
+    submission is graded all the same (what the run shares with its workers is not lost with it)."""
+    require_sandbox()
+    solved = submission(ASSIGNMENT, {})
+    killed: list[int] = []
+
+    def kill_a_worker(result) -> None:
+        if not killed:
+            victim = _local_workers()[0]
+            victim.kill()
+            killed.append(victim.pid)
+
+    run = grade_class(
+        ASSIGNMENT, {f"student{i}": solved for i in range(4)}, tmp_path / "class", on_result=kill_a_worker
+    )
+    assert killed, "no worker was killed: nothing was tested"
+    for result in run.results.values():
+        assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, result.line()

@@ -205,6 +205,8 @@ def {exercise_name}(q, k, v, mask=None):
 '''
 
 
+# a cell tag with a space: nbconvert writes "celltag_x hidden" into the cell's class (Bootstrap hides it)
+HIDING_TAG = "x hidden"
 # notebook metadata pairing the notebook with a text file one folder up (Jupytext writes it on every save)
 PAIRED_FORMATS = "ipynb,../x_//py:percent"
 # a misconception of notebook 07 that no answer of 00 can show: forged into the class report, it would be seen
@@ -219,16 +221,23 @@ RAW_HTML = (
 FORMULA_FILE = 'notes;=HYPERLINK("x.invalid?"&A2).txt'
 # a cell printing 20 outputs of 4000 characters: the most the judge keeps of one cell
 PRINTS_A_LOT = 'for _i in range(20):\n    print("y" * 3999, flush=True)'
-# prints 2 MiB lines that look like the judge's replies for 4 s, then how many characters it sent
+# prints 2 MiB lines that look like the judge's replies, for 4 s
 PRINT_FLOOD = """
 import sys, time
 line = "__HM_REPLY__" + "x" * (2**21 - 20) + "\\n"
-sent, start = 0, time.time()
+start = time.time()
 while time.time() - start < 4:
     sys.stdout.write(line)
     sys.stdout.flush()
-    sent += len(line)
-print("__HM_REPLY__sent", sent)
+"""
+# prints 15 MB messages for 6 s (each flushed: one message each)
+SEND_FLOOD = """
+import sys, time
+chunk = "x" * (15 * 2**20)
+start = time.time()
+while time.time() - start < 6:
+    sys.stdout.write(chunk)
+    sys.stdout.flush()
 """
 XSS = '<script>document.title="HOSTILE-XSS"</script><img src="x" onerror="document.title=\'HOSTILE-IMG\'">'
 
