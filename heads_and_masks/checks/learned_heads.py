@@ -48,6 +48,7 @@ def _wrong_gradients(q, k, v, mask, dout):
             "the 1/√d is forgotten in the gradient: the scores are q kᵀ / √d, so dq = ds k / √d and dk = dsᵀ q / √d "
             "(the chain rule goes through the scaling too)."
         ),
+        "backward.scale_forgotten",
     )
     yield (
         _from_dscores(q, k, p, dout, p * dp, scale),
@@ -55,6 +56,7 @@ def _wrong_gradients(q, k, v, mask, dout):
             "only the diagonal of the softmax Jacobian is used (ds = p ⊙ dp): every weight of a row depends on every "
             "score of the row, so ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ)."
         ),
+        "backward.jacobian_diagonal_only",
     )
     yield (
         _from_dscores(q, k, p, dout, p * (1 - p) * dp, scale),
@@ -62,6 +64,7 @@ def _wrong_gradients(q, k, v, mask, dout):
             "only the diagonal of the softmax Jacobian is used (ds = p(1 − p) ⊙ dp): the off-diagonal terms −pᵢpⱼ "
             "are missing; ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ)."
         ),
+        "backward.jacobian_diagonal_only",
     )
     if q.shape[0] == k.shape[0]:
         yield (
@@ -70,6 +73,7 @@ def _wrong_gradients(q, k, v, mask, dout):
                 "dq and dk have their transposes swapped: dq = ds k / √d (queries are the rows of ds) and "
                 "dk = dsᵀ q / √d (keys are its columns)."
             ),
+            "backward.dq_dk_swapped",
         )
     if mask is not None:
         unmasked = reference_softmax(q @ k.T * scale)
@@ -80,6 +84,7 @@ def _wrong_gradients(q, k, v, mask, dout):
                 "gradient flows through forbidden entries: the backward pass used the weights of the unmasked "
                 "softmax. Use the masked weights p, which are 0 on forbidden entries, so ds is 0 there."
             ),
+            "backward.through_forbidden",
         )
         empty = ~np.broadcast_to(mask, p.shape).any(axis=-1)
         if empty.any():  # a filler like -1e9 gives a row with no allowed key uniform weights over forbidden keys
@@ -93,6 +98,7 @@ def _wrong_gradients(q, k, v, mask, dout):
                     "gives that row uniform weights over forbidden keys. Its weights must be all 0, so that its query "
                     "gets a zero gradient and its keys and values none from it."
                 ),
+                "backward.through_forbidden",
             )
 
 
@@ -127,7 +133,11 @@ def _probe(backward, q, k, v, mask, dout, label):
     try:
         got = _as_three(call(backward, *args, what=what, allow_warnings=False), what)
     except CheckFailed as error:
-        fail(str(error) + (nan_note if "warning" in str(error) else ""))
+        empty_row_warning = "warning" in str(error) and empty_rows.size
+        fail(
+            str(error) + (nan_note if "warning" in str(error) else ""),
+            "mask.fully_masked_nan" if empty_row_warning else error.misconception,
+        )
     expected = reference_backward(*args)
     for name, g, e in zip(_NAMES, got, expected):
         expect_shape(
@@ -139,15 +149,19 @@ def _probe(backward, q, k, v, mask, dout, label):
     for name, g in zip(_NAMES, got):
         if _isnan(g).any():
             where = np.argwhere(_isnan(g))[0]
-            fail(f"{name} of {what} contains NaN (first at index {tuple(int(i) for i in where)}).{nan_note}")
+            fail(
+                f"{name} of {what} contains NaN (first at index {tuple(int(i) for i in where)}).{nan_note}",
+                "mask.fully_masked_nan" if empty_rows.size else None,
+            )
     diagnoses = list(_wrong_gradients(q, k, v, mask, dout))
     for index, (name, g, e) in enumerate(zip(_NAMES, got, expected)):
         with_others = [
-            (wrong[index], words)
-            for wrong, words in diagnoses
+            (wrong[index], words, found)
+            for wrong, words, found in diagnoses
             if all(np.allclose(got[j], wrong[j], rtol=1e-5, atol=1e-8) for j in range(3) if j != index)
         ]
-        rest = [(wrong[index], words) for wrong, words in diagnoses]
+        rest = [(wrong[index], words, found) for wrong, words, found in diagnoses]
+        hint, named = _forbidden_hint(name, g, allowed)
         expect_close(
             g,
             e,
@@ -155,13 +169,14 @@ def _probe(backward, q, k, v, mask, dout, label):
             diagnoses=with_others + rest,
             rtol=1e-6,
             atol=1e-9,
-            hint=_forbidden_hint(name, g, allowed),
+            hint=hint,
+            misconception=named,
         )
     _finite_differences(got, q, k, v, mask, dout, what)
 
 
-def _forbidden_hint(name, g, allowed):
-    """A gradient where no allowed entry can send one: the names of the rows that must be zero."""
+def _forbidden_hint(name, g, allowed) -> tuple[str, str | None]:
+    """A gradient where no allowed entry can send one: the rows that must be zero (hint, misconception id)."""
     if name == "dq":
         rows = np.flatnonzero(~allowed.any(axis=1))
         kind = "query"
@@ -172,11 +187,13 @@ def _forbidden_hint(name, g, allowed):
     if bad:
         return (
             f"Gradient flows through forbidden entries: {kind} {bad[0]} takes part in no allowed entry, so "
-            f"{name}[{bad[0]}] must be 0, but it is not. Only allowed entries (weights p > 0) pass gradient."
+            f"{name}[{bad[0]}] must be 0, but it is not. Only allowed entries (weights p > 0) pass gradient.",
+            "backward.through_forbidden",
         )
     return (
         "Check each step against the chain rule: dv = pᵀ dout, dp = dout vᵀ, ds = p ⊙ (dp − Σⱼ pⱼ dpⱼ), "
-        "dq = ds k / √d, dk = dsᵀ q / √d."
+        "dq = ds k / √d, dk = dsᵀ q / √d.",
+        None,
     )
 
 
@@ -266,11 +283,13 @@ def _wrong_rule_weights(weights):
                 f"the queries from {words} are included: there the previous token is the first token, so those rows "
                 "cannot tell the two rules apart. Average over t = 2 … n − 1 only."
             ),
+            "rules.first_queries_included",
         )
     t = np.arange(2, n)
     yield (
         np.stack([weights[:, :, t, t].mean(axis=(0, 2)), weights[:, :, t, 0].mean(axis=(0, 2))], -1),
-        ("the previous token is key t − 1, not key t (the diagonal, where the query looks at itself)."),
+        "the previous token is key t − 1, not key t (the diagonal, where the query looks at itself).",
+        "rules.diagonal_for_previous",
     )
     yield (
         np.stack([weights[:, :, t - 1, t].mean(axis=(0, 2)), weights[:, :, 0, t].mean(axis=(0, 2))], -1),
@@ -278,9 +297,14 @@ def _wrong_rule_weights(weights):
             "rows and columns are swapped: weights[..., query, key], so the weight of query t on key t − 1 is "
             "weights[..., t, t - 1]."
         ),
+        "rules.query_key_swapped",
     )
     right = reference_rule_weights(weights)
-    yield right[:, ::-1], "the two columns are swapped: column 0 is the previous token, column 1 the first token."
+    yield (
+        right[:, ::-1],
+        "the two columns are swapped: column 0 is the previous token, column 1 the first token.",
+        "rules.columns_swapped",
+    )
 
 
 def _attention_like(r, b, h, n, sharp=2.0):
@@ -298,6 +322,7 @@ def _probe_rules(rule_weights, weights, label):
         expected.shape,
         what=what,
         hint="One row per head (axis 1 of the weights), two columns: previous token, first token.",
+        misconception="rules.not_per_head" if got.ndim == 2 and got.shape[-1] == 2 else None,
     )
     expect_close(
         got,

@@ -110,6 +110,16 @@ MISCONCEPTIONS: dict[str, str] = {
     "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
     "kv_cache.bits_not_bytes": "the size in bits instead of bytes",
     "kv_cache.argument_ignored": "an argument (batch, bytes_per_value, seq_len) ignored",
+    # learned heads: the backward pass and reading a trained model (notebook 08)
+    "backward.scale_forgotten": "the 1/√d left out of dq and dk (the chain rule goes through the scaling)",
+    "backward.jacobian_diagonal_only": "only the diagonal of the softmax Jacobian (ds = p ⊙ dp or p(1 − p) ⊙ dp)",
+    "backward.dq_dk_swapped": "dq and dk computed with their transposes swapped",
+    "backward.through_forbidden": "gradient through forbidden entries (unmasked weights, or a finite fill on an empty row)",
+    "rules.first_queries_included": "queries t = 0, 1 averaged in, where the previous token is the first token",
+    "rules.diagonal_for_previous": "key t (the query itself) read as the previous token",
+    "rules.query_key_swapped": "the weights read as [key, query] instead of [query, key]",
+    "rules.columns_swapped": "the two columns (previous token, first token) swapped",
+    "rules.not_per_head": "averaged over the heads instead of one row per head",
     # generation: the mask meets the KV cache (notebook 07)
     "decode.forgets_own_kv": "the new query attends over the cache without the new token's own K/V",
     "decode.cache_not_appended": "the returned cache lacks the new token's K/V",

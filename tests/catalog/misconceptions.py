@@ -165,4 +165,18 @@ LABELS: dict[str, dict[str, tuple[str, ...]]] = {
         "every_layer_global": ("kv_cache.every_layer_global",),
         "local_layers_always_full_window": ("kv_cache.window_not_capped",),
     },
+    "08_learned_heads": {
+        "sqrt_d_forgotten_in_the_gradient": ("backward.scale_forgotten",),
+        "diagonal_of_the_jacobian_only": ("backward.jacobian_diagonal_only",),
+        "p_one_minus_p": ("backward.jacobian_diagonal_only",),
+        "dq_dk_transposes_swapped": ("backward.dq_dk_swapped",),
+        "backward_through_the_unmasked_softmax": ("backward.through_forbidden",),
+        "minus_1e9_gives_empty_rows_weights": ("backward.through_forbidden",),
+        "nan_on_a_fully_masked_row": ("mask.fully_masked_nan",),
+        "backward_calls_the_reference": ("conventions.called_reference",),
+        "rules_from_t_equals_1": ("rules.first_queries_included",),
+        "rules_diagonal_for_previous": ("rules.diagonal_for_previous",),
+        "rules_rows_and_columns_swapped": ("rules.query_key_swapped",),
+        "rules_averaged_over_heads": ("rules.not_per_head",),
+    },
 }
