@@ -40,6 +40,21 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
     return released
 
 
+def failing_cells(course, assignment: str, student: str) -> str:
+    """`; cell: its last output line` for each graded test cell that failed (a correct submission must not)."""
+    import nbformat
+
+    found = []
+    for path in sorted(course.path("autograded", student, assignment).glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+            for output in cell.get("outputs", []):
+                text = output.get("text") or output.get("evalue") or ""
+                if output.get("output_type") == "error" or "✗" in text:
+                    found.append(f"; {grade_id}: {text.strip().splitlines()[-1][:400] if text.strip() else '(error)'}")
+    return "".join(found)
+
+
 def grading_throughput_benchmark(
     assignment: str | Iterable[str] | None = None, n_submissions: int = 6, workers: int | None = None
 ) -> dict:
@@ -145,7 +160,7 @@ def grading_throughput_benchmark(
                 )
                 row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
                 row[f"{mode}_problems"] = [
-                    r.line()
+                    f"{r.line()} [{mode} worker(s)]{failing_cells(courses[mode], name, r.student)}"
                     for r in results.values()
                     if not (r.status == Status.GRADED and r.autograded_total == r.autograded_max)
                 ][:3]
