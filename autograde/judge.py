@@ -202,6 +202,8 @@ HARNESS = textwrap.dedent("""
             before = [a.copy() if type(a) is _np.ndarray else None for a in args]
             with _warnings.catch_warnings(record=True) as caught:
                 _warnings.simplefilter("always")
+                # a finalizer's complaint (an unclosed event loop collected mid-call) is not the answer's
+                _warnings.simplefilter("ignore", ResourceWarning)
                 if request.get("trace_memory"):
                     _tm.start()
                     _tm.reset_peak()

@@ -13,6 +13,7 @@ from heads_and_masks.checks import (
     causal_mask as causal,
     heads,
     kv_heads,
+    learned_heads as learned,
     other_masks,
     start_here as start,
     work_fraction as tiles,
@@ -49,7 +50,16 @@ def _diagnoses():
         "gqa": kv_heads._wrong_gqa(gq, gk, gv, np.tril(np.ones((5, 5), bool))),
         "kv_cache": kv_heads._wrong_sizes(1000, 2, 2, 2, 5, 2, 2),
         "rates": why_heads._wrong_rates(8, 1.5, 16),
+        "backward": learned._wrong_gradients(*_backward_inputs(r)),
+        "rules": learned._wrong_rule_weights(r.random((2, 3, 6, 6))),
     }
+
+
+def _backward_inputs(r):
+    """q, k, v, a mask with a row that allows no key (so every mistake of 08's backward is reachable), dout."""
+    mask = np.tril(np.ones((4, 4), bool))
+    mask[2] = False
+    return r.normal(size=(4, 3)), r.normal(size=(4, 3)), r.normal(size=(4, 2)), mask, r.normal(size=(4, 2))
 
 
 @pytest.mark.parametrize("name,diagnoses", list(_diagnoses().items()))
@@ -67,6 +77,26 @@ def test_ids_are_family_dot_name_and_described():
     for misconception, words in MISCONCEPTIONS.items():
         assert misconception.count(".") == 1 and misconception == misconception.lower(), misconception
         assert family(misconception) and words.strip(), misconception
+
+
+def test_a_finalizers_resource_warning_is_not_the_answers_warning():
+    """A ResourceWarning is a finalizer's (an unclosed event loop collected during the call, as it happened once
+    in 60 gradings of a correct answer): it never fails an answer; a numerics warning still does."""
+    import warnings
+
+    from heads_and_masks.checks.core import call
+
+    def collected_mid_call(x):
+        warnings.warn("unclosed event loop", ResourceWarning)
+        return x
+
+    assert call(collected_mid_call, 1.0, what="f(1.0)", allow_warnings=False) == 1.0
+
+    def overflows(x):
+        return np.exp(np.array([x]))
+
+    with pytest.raises(CheckFailed, match="warning"):
+        call(overflows, 1000.0, what="f(1000.0)", allow_warnings=False)
 
 
 def test_a_failure_carries_the_id_of_the_diagnosis_it_matched():

@@ -340,6 +340,9 @@ def call(
     given = [(_array(a, copy=True) if _type(a) is _ndarray else a) for a in args]
     with _catch_warnings(record=True) as caught, _errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
         _simplefilter("always")
+        # A ResourceWarning comes from a finalizer, whenever the garbage collector runs (an unclosed event loop
+        # of the kernel, collected during the call): it says nothing about the answer's computation.
+        _simplefilter("ignore", ResourceWarning)
         try:
             with locked():
                 result = function(*given, **kwargs)
