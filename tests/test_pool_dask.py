@@ -11,11 +11,13 @@ comes in costs nothing either.
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import threading
 import time
 
+import nbformat
 import pytest
 
 from course import grade_class, require_sandbox
@@ -93,8 +95,12 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
 
         # a submission whose worker dies every time it is graded ends, with a status that says so
         victims = {"kills_its_worker": 0}
+        # a cell of its own that takes 3 s: each try stays on a worker long enough for the watcher to see it
+        # (a quick try, retried on a warm kernel, could be graded between two looks: nothing tested)
+        slow = copy.deepcopy(solved)
+        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
         run = _grade_while_killing(
-            client, {"kills_its_worker": solved}, victims, set(), tmp_path / "poison", cluster.scheduler_address
+            client, {"kills_its_worker": slow}, victims, set(), tmp_path / "poison", cluster.scheduler_address
         )
     poisoned = run.results["kills_its_worker"]
     assert victims["kills_its_worker"] == ALLOWED_FAILURES + 1, victims
