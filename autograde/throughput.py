@@ -19,7 +19,7 @@ from typing import Iterable
 import nbformat
 
 from .course import REPO, Course, default_workers, expected_notebooks, grade_id, is_answer, make_course_copy, setup
-from .results import Status, read_results
+from .results import Status, read_results, read_verdicts
 from .sandbox import GRADING_ENV
 from .tool_env import tool_env
 
@@ -41,17 +41,14 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
 
 
 def failing_cells(course, assignment: str, student: str) -> str:
-    """`; cell: its last output line` for each graded test cell that failed (a correct submission must not)."""
-    import nbformat
-
+    """`; cell: the judge's message` for each graded test cell whose verdict is not a pass (a correct
+    submission has none), read from the verdict records of the autograded notebook (``read_verdicts``)."""
     found = []
     for path in sorted(course.path("autograded", student, assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-            for output in cell.get("outputs", []):
-                text = output.get("text") or output.get("evalue") or ""
-                if output.get("output_type") == "error" or "✗" in text:
-                    found.append(f"; {grade_id}: {text.strip().splitlines()[-1][:400] if text.strip() else '(error)'}")
+        for cell, verdict in read_verdicts(nbformat.read(path, as_version=4)).items():
+            if not verdict.get("passed"):
+                words = " ".join(verdict["message"].split()) or f"({verdict.get('failure') or 'failed'})"
+                found.append(f"; {cell}: {words[:400]}")
     return "".join(found)
 
 
