@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from course import REPO  # noqa: E402  (also puts autograde/, tools/ and tests/ on sys.path)
+import course  # noqa: E402  (also puts autograde/, tools/ and tests/ on sys.path)
+from course import ASSIGNMENTS, REPO  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -22,6 +23,37 @@ def artifacts() -> Path:
     folder = REPO / "test-artifacts"
     folder.mkdir(exist_ok=True)
     return folder
+
+
+# ------------------------------------------------------------------ the class runs, graded ahead
+def _class_run_read_by(item) -> str | None:
+    """The assignment whose class run (``course.graded_batch``) a test reads: named by its parameters (an
+    assignment, or something of an assignment such as an attack), by the assignment its code names, or by
+    its module's ASSIGNMENT. None for a test that grades nothing of the kind."""
+    function = getattr(item, "function", None)
+    if function is None or "graded_batch" not in function.__code__.co_names:
+        return None
+    callspec = getattr(item, "callspec", None)
+    for value in (callspec.params if callspec else {}).values():
+        name = value if isinstance(value, str) else getattr(value, "assignment", None)
+        if name in ASSIGNMENTS:
+            return name
+    named = [c for c in function.__code__.co_consts if isinstance(c, str) and c in ASSIGNMENTS]
+    return named[0] if named else getattr(item.module, "ASSIGNMENT", None)
+
+
+def pytest_collection_finish(session):
+    """Start grading, in the background, the class runs the collected tests will read, in the order they
+    will read them: grading fills the core that the tests before them (browsers, kernels) leave idle.
+    Only those runs: a single test file grades only what it reads."""
+    if session.config.option.collectonly:
+        return
+    needed = [_class_run_read_by(item) for item in session.items]
+    course.grade_ahead([a for a in needed if a is not None])
+
+
+def pytest_sessionfinish(session):
+    course.stop_grading_ahead()
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -6,10 +6,13 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -117,18 +120,122 @@ def _template_course() -> Path:
     """A course root with every assignment in its gradebook, made once; each grading test copies it."""
     from autograde.course import make_course_copy, setup
 
-    course = make_course_copy(_SCRATCH / "template")
+    course = make_course_copy(_SCRATCH / f"template-{os.getpid()}")  # (the process grading ahead has its own)
     (course.root / "autograde").mkdir(parents=True, exist_ok=True)
     for assignment in ASSIGNMENTS:
         setup(course, assignment)
     return course.root
 
 
-@functools.cache
 def graded_batch(assignment: str) -> ClassRun:
     """One grading run per assignment for the whole suite: the untouched notebook, the solutions, every
-    catalog answer and every attack on that assignment, graded together (tests read their parts)."""
+    catalog answer and every attack on that assignment, graded together (tests read their parts).
+
+    Graded ahead by another process when the session's tests will read it (``grade_ahead``), else here.
+    A run that failed fails every test that reads it, with the run's own error."""
     require_sandbox()
+    if assignment not in _CLASS_RUNS:
+        try:
+            _CLASS_RUNS[assignment] = _graded_ahead(assignment) or _graded_batch(assignment, os.getpid())
+        except Exception as error:
+            _CLASS_RUNS[assignment] = error
+    run = _CLASS_RUNS[assignment]
+    if isinstance(run, Exception):
+        raise run
+    return run
+
+
+_CLASS_RUNS: dict[str, ClassRun | Exception] = {}
+
+
+# The class runs graded ahead: while the first tests of a session run (browsers, kernels: about one core),
+# another process grades the class runs the later tests will read, on the core they leave idle, in the
+# order they will read them. It grades them as any test does (``_graded_batch``, so ``grade_class``, so
+# ``pool.grade``) into this session's scratch folder, and leaves beside each course a file saying it is
+# done or why it failed; the tests read the run from the course, as an instructor's report does.
+_AHEAD: subprocess.Popen | None = None
+_AHEAD_OF: list[str] = []
+_DONE, _FAILED = "graded-ahead", "failed-ahead"
+
+
+def grade_ahead(assignments: list[str]) -> None:
+    """Start grading the class runs of ``assignments`` (in that order) in another process."""
+    global _AHEAD
+    from autograde.sandbox import sandbox_available
+
+    assignments = list(dict.fromkeys(assignments))
+    if not assignments or _AHEAD is not None or not sandbox_available()[0]:
+        return  # without the sandbox graded_batch says why, test by test
+    _AHEAD_OF[:] = assignments
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import course; course._grade_ahead_here()"
+    with open(_SCRATCH / "graded-ahead.log", "wb") as log:
+        _AHEAD = subprocess.Popen(
+            [sys.executable, "-c", code, str(_SCRATCH), *assignments],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # stopped with everything it started (stop_grading_ahead)
+        )
+
+
+def _grade_ahead_here() -> None:
+    """(In the process grade_ahead starts) grade each class run into the parent's scratch folder."""
+    global _SCRATCH
+    _SCRATCH = Path(sys.argv[1])
+    for assignment in sys.argv[2:]:
+        try:
+            _graded_batch(assignment, os.getpid())
+        except BaseException:  # noqa: BLE001 - said to the tests that read this run
+            import traceback
+
+            written = _SCRATCH / f"{assignment}.{_FAILED}.part"
+            written.write_text(traceback.format_exc())
+            written.rename(_SCRATCH / f"{assignment}.{_FAILED}")  # whole when the tests see it
+        else:
+            (_SCRATCH / f"{assignment}.{_DONE}").touch()
+
+
+def _graded_ahead(assignment: str) -> ClassRun | None:
+    """The class run of ``assignment`` graded ahead (waiting for it), or None if it is not graded ahead."""
+    import time
+
+    from autograde.course import Course
+    from autograde.results import read_results
+
+    if _AHEAD is None or assignment not in _AHEAD_OF:
+        return None
+    done, failed = _SCRATCH / f"{assignment}.{_DONE}", _SCRATCH / f"{assignment}.{_FAILED}"
+    while not (done.exists() or failed.exists()):
+        if _AHEAD.poll() is not None:  # ended before this run (killed?): grade it here
+            return None
+        time.sleep(0.2)
+    if failed.exists():
+        raise RuntimeError(f"the class run of {assignment}, graded ahead, failed:\n{failed.read_text()}")
+    course = Course(root=_class_run_root(assignment, _AHEAD.pid) / "course")
+    results = read_results(course, assignment)
+    for result in results.values():
+        result.load_notebook(course)
+    return ClassRun(course, assignment, results)
+
+
+def stop_grading_ahead() -> None:
+    """Stop the process grading ahead, with its workers and kernels (the session is ending)."""
+    if _AHEAD is not None and _AHEAD.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(_AHEAD.pid, signal.SIGTERM)
+        try:
+            _AHEAD.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(_AHEAD.pid, signal.SIGKILL)
+            _AHEAD.wait()
+
+
+def _class_run_root(assignment: str, process: int) -> Path:
+    return _SCRATCH / f"class-runs-{process}" / assignment  # a run graded here never meets one graded ahead
+
+
+def _graded_batch(assignment: str, process: int) -> ClassRun:
     from catalog import catalogs
     from catalog.attacks import ATTACKS, PROBE
     from submissions import submission
@@ -145,4 +252,4 @@ def graded_batch(assignment: str) -> ClassRun:
         probe = submission(assignment, {})
         probe.cells.insert(1, nbformat.v4.new_code_cell(PROBE))
         submissions["probe"] = probe
-    return grade_class(assignment, submissions, _SCRATCH / assignment, cell_timeout=CELL_TIMEOUT)
+    return grade_class(assignment, submissions, _class_run_root(assignment, process), cell_timeout=CELL_TIMEOUT)
