@@ -56,6 +56,7 @@ def pytest_sessionfinish(session):
     course.stop_grading_ahead()
 
 
+@pytest.hookimpl(trylast=True)  # after --durations' slowest tests
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """After the slowest tests (--durations), the time of each test file, setup and teardown included: a file
     whose tests are each quick but many shows here, so drift in `make test`'s total has a name."""
