@@ -38,6 +38,28 @@ def test_the_drawing_pattern_can_fail():
     assert not DRAWING.search("picture(score_sum_figure(a, b))  # plt-free")
 
 
+def clipped_text(figure: Figure) -> list[str]:
+    """The edges of the picture that cut what the figure draws (titles, labels, ticks, legends), by how
+    many inches: what ``bbox_inches="tight"`` would have grown the picture by."""
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # lays the figure out (constrained layout runs while drawing)
+    renderer = canvas.get_renderer()
+    drawn, edge = figure.get_tightbbox(renderer), figure.bbox_inches  # inches
+    overflow = {
+        "left": edge.x0 - drawn.x0,
+        "bottom": edge.y0 - drawn.y0,
+        "right": drawn.x1 - edge.x1,
+        "top": drawn.y1 - edge.y1,
+    }
+    return [f"{side} by {inches:.2f} in" for side, inches in overflow.items() if inches > 0.01]
+
+
+def test_clipped_text_can_fail():
+    figure = Figure(figsize=(2, 1))
+    figure.subplots().set_title("a title far too long for a picture two inches wide, cut at both ends")
+    assert clipped_text(figure)
+
+
 def _masks(n=12):
     causal = hm.causal_mask(n)
     return causal, causal & hm.padding_mask([8], n)[0][None, :], hm.padding_mask([8], n)[0]
@@ -75,6 +97,7 @@ def test_each_picture_draws_outside_grading_and_nothing_while_grading(function, 
     assert png.startswith(b"\x89PNG")
     width = int.from_bytes(png[16:20], "big")
     assert width <= NOTEBOOK_WIDTH_PX, f"{function.__name__} is {width} px wide: a laptop's notebook would scale it"
+    assert not clipped_text(figure), f"{function.__name__}: text cut by the picture's edge: {clipped_text(figure)}"
 
     monkeypatch.setenv(GRADING_ENV, "1")
 

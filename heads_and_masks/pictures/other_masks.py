@@ -95,7 +95,7 @@ def four_masks_figure(panels: dict) -> Figure:
 @idle_while_grading()
 def keys_not_queries_figure(keys_masked, rows_masked_too, key_is_real) -> Figure:
     """Padding that masks the filler keys (left) against padding that also masks the filler queries (right)."""
-    figure = Figure(figsize=(6.4, 3.4), layout="constrained")
+    figure = Figure(figsize=(6.4, 3.75), layout="constrained")
     left, right = figure.subplots(1, 2)
     draw_mask(left, keys_masked, "causal AND key is real\n(the course's attention_mask)", key_is_real=key_is_real)
     draw_mask(
