@@ -21,6 +21,7 @@ interrupted resumes. See docs/instructors.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -50,7 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
             "--scheduler",
             default=None,
             metavar="ADDRESS",
-            help="grade on an existing Dask cluster (e.g. tcp://head:8786) instead of on this machine",
+            help="grade on an existing Dask cluster with TLS (e.g. tls://head:8786) instead of on this machine",
+        )
+        p.add_argument(
+            "--insecure-scheduler",
+            action="store_true",
+            help="allow a plain tcp:// --scheduler (whoever reaches it runs code as you: docs/instructors.md)",
         )
         p.add_argument("--force", action="store_true", help="grade again what is already graded")
         p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: config)")
@@ -113,6 +119,7 @@ def autograde_all(course, args) -> None:
         submission_timeout=args.submission_timeout,
         memory_mb=args.memory_mb,
         scheduler=args.scheduler,
+        insecure_scheduler=args.insecure_scheduler,
         progress=not args.quiet,
     )
     problems = sum(r.status != Status.GRADED for r in results.values())
@@ -124,6 +131,10 @@ def autograde_all(course, args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # What these commands write (submissions, gradebook, logs, grades, reports) is the instructor's alone: on a
+    # shared JupyterHub host other users may reach the course folder. nbgrader sets its own modes where it
+    # publishes (the exchange); Course.make_private covers what was made before.
+    os.umask(0o077)
     course = Course(root=args.root, exchange=args.exchange, course_id=args.course_id)
     if args.command == "setup":
         for warning in setup(course, args.assignment, force=True):
@@ -136,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "collect":
         collect_submissions(course, args)
     elif args.command == "autograde":
-        autograde_all(course, args)
+        try:
+            autograde_all(course, args)
+        except pool.InsecureScheduler as refused:
+            print(f"error: {refused}", file=sys.stderr)
+            return 2
     elif args.command == "feedback":
         files = feedback.feedback(course, args.assignment, release_to_students=args.release)
         print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))

@@ -1,0 +1,160 @@
+"""A hostile local user of the instructor's machine (a student with a shell on a shared JupyterHub host).
+
+Run as another uid by tests/test_cluster_boundary.py while, and after, the instructor grades. It knows
+this public repository and what any user can read: ``/proc/net/tcp`` and ``/proc/net/unix`` list every
+listening socket of the machine with its owner's uid. It prints a JSON report of what it reached:
+
+    --ports P [P ...]   for each TCP port: where it listens, whether it is in /proc/net/tcp, and what
+                        answered: Dask over plain TCP (identity, then a function run as the instructor on a
+                        scheduler, a worker or a nanny), Dask over TLS with a certificate of its own, HTTP
+    --unix PATH ...     for each unix socket: whether it is in /proc/net/unix and whether it accepts a connection
+    --read DIR          every file under DIR it can open, every folder it cannot list
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import os
+import re
+import socket
+import urllib.request
+
+
+def listening_tcp() -> dict[int, dict]:
+    """Every listening TCP socket of the machine: {port: {"address", "uid"}} (state 0A is LISTEN)."""
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, uid = fields[1], fields[3], int(fields[7])
+            if state != "0A":
+                continue
+            address, port = local.split(":")
+            raw = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8))
+            found[int(port, 16)] = {"address": str(ipaddress.ip_address(raw)), "uid": uid}
+    return found
+
+
+def listening_unix() -> set[str]:
+    return {line.split()[-1] for line in open("/proc/net/unix").read().splitlines()[1:] if len(line.split()) > 7}
+
+
+def _name(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:120]}"
+
+
+async def _identity(address: str, **connection_args) -> str:
+    """The type of Dask server (Scheduler, Worker, Nanny) that answers at ``address``."""
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=3, **connection_args), 6)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return (await asyncio.wait_for(comm.read(), 3)).get("type", "?")
+    finally:
+        await comm.close()
+
+
+async def _run_code(address: str, kind: str):
+    """Run ``os.getuid`` as whoever runs the server (the instructor): what any other function could do."""
+    from distributed import Client
+    from distributed.core import rpc
+    from distributed.protocol.pickle import dumps
+
+    if kind == "Scheduler":
+        async with Client(address, asynchronous=True, timeout=6) as client:
+            return {"scheduler": await client.run_on_scheduler(os.getuid), "workers": await client.run(os.getuid)}
+    async with rpc(address) as server:
+        reply = await asyncio.wait_for(server.run(function=dumps(os.getuid)), 6)
+    return reply.get("result", reply)
+
+
+async def attack_port(port: int) -> dict:
+    from distributed.security import Security
+
+    outcome: dict = {}
+    address = f"127.0.0.1:{port}"
+    try:
+        kind = await _identity("tcp://" + address)
+        outcome["plain_tcp"] = kind
+        try:
+            outcome["ran_as"] = await _run_code("tcp://" + address, kind)
+        except Exception as error:  # noqa: BLE001 - each refusal is a finding
+            outcome["run_refused"] = _name(error)
+    except Exception as error:  # noqa: BLE001
+        outcome["plain_tcp_refused"] = _name(error)
+    try:  # TLS, with a certificate of its own (it has no certificate of the instructor's run)
+        own = Security.temporary()
+        outcome["own_tls"] = await _identity("tls://" + address, **own.get_connection_args("client"))
+    except Exception as error:  # noqa: BLE001
+        outcome["own_tls_refused"] = _name(error)
+    try:
+        # the dashboard's pages of the workers, and of each worker: the tasks it holds, named after students
+        text = _get(f"http://{address}/info/main/workers.html")
+        outcome["http"] = "dashboard" if "worker" in text.lower() else "answered"
+        for link in sorted(set(re.findall(r'href="\.\./worker/([^"]+)"', text)))[:4]:
+            text += _get(f"http://{address}/info/worker/{link}")
+        outcome["http_text"] = text
+    except Exception as error:  # noqa: BLE001
+        outcome["http_refused"] = _name(error)
+    return outcome
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=3) as page:
+        return page.read(200_000).decode("utf-8", "replace")
+
+
+def attack_unix(path: str) -> str:
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(path)
+        return "connected"
+    except OSError as error:
+        return _name(error)
+    finally:
+        client.close()
+
+
+def readable(top: str) -> dict:
+    opened, unlisted = [], []
+    for folder, _, files in os.walk(top, onerror=lambda error: unlisted.append(error.filename)):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+                opened.append(path)
+            except OSError:
+                pass
+    return {"opened": opened, "unlisted": unlisted}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ports", type=int, nargs="*", default=[])
+    parser.add_argument("--unix", nargs="*", default=[])
+    parser.add_argument("--read", default=None)
+    args = parser.parse_args()
+    report: dict = {"uid": os.getuid(), "tcp": {}, "unix": {}}
+    tables = listening_tcp()
+    outcomes = await asyncio.gather(*(attack_port(port) for port in args.ports))
+    for port, outcome in zip(args.ports, outcomes):
+        report["tcp"][port] = {"listed": tables.get(port), **outcome}
+    sockets = listening_unix()
+    for path in args.unix:
+        report["unix"][path] = {"listed": path in sockets, "connect": attack_unix(path)}
+    if args.read:
+        report["read"] = readable(args.read)
+    print(json.dumps(report, default=str))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
