@@ -8,6 +8,9 @@ listening socket of the machine with its owner's uid. It prints a JSON report of
                         answered: Dask over plain TCP (identity, then a function run as the instructor on a
                         scheduler, a worker or a nanny), Dask over TLS with a certificate of its own, HTTP
     --unix PATH ...     for each unix socket: whether it is in /proc/net/unix and whether it accepts a connection
+    --watch PID S       for S seconds (or until PID ends), the kernels PID starts (any user reads every process's
+                        parent and command line in /proc): can it create a file in a kernel's socket folder
+                        while the kernel boots? (A file where the kernel is about to bind a socket kills it.)
     --read DIR          every file under DIR it can open, every folder it cannot list
 """
 
@@ -20,6 +23,7 @@ import json
 import os
 import re
 import socket
+import time
 import urllib.request
 
 
@@ -123,6 +127,45 @@ def attack_unix(path: str) -> str:
         client.close()
 
 
+def _descendants(root: int) -> list[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def watch_kernels(root: int, seconds: float) -> dict:
+    """Create a harmless file (a name no socket takes) in each socket folder of a kernel ``root`` starts."""
+    seen, created, refused = set(), [], {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{root}"):
+        for pid in _descendants(root):
+            try:
+                arguments = open(f"/proc/{pid}/cmdline").read().split("\0")
+            except OSError:
+                continue
+            for folder in {a for a in arguments if re.fullmatch(r"/\S*/kernel-[a-z0-9_]{8}", a)} - seen:
+                seen.add(folder)
+                path = os.path.join(folder, f"planted-{os.getpid()}")
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                    os.unlink(path)
+                    created.append(path)
+                except OSError as error:
+                    refused[folder] = _name(error)
+        time.sleep(0.05)
+    return {"seen": sorted(seen), "created": created, "refused": refused}
+
+
 def readable(top: str) -> dict:
     opened, unlisted = [], []
     for folder, _, files in os.walk(top, onerror=lambda error: unlisted.append(error.filename)):
@@ -141,6 +184,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ports", type=int, nargs="*", default=[])
     parser.add_argument("--unix", nargs="*", default=[])
+    parser.add_argument("--watch", nargs=2, type=float, default=None)
     parser.add_argument("--read", default=None)
     args = parser.parse_args()
     report: dict = {"uid": os.getuid(), "tcp": {}, "unix": {}}
@@ -151,6 +195,8 @@ async def main() -> None:
     sockets = listening_unix()
     for path in args.unix:
         report["unix"][path] = {"listed": path in sockets, "connect": attack_unix(path)}
+    if args.watch:
+        report["watch"] = watch_kernels(int(args.watch[0]), args.watch[1])
     if args.read:
         report["read"] = readable(args.read)
     print(json.dumps(report, default=str))

@@ -55,17 +55,25 @@ def _attacker_env() -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "PYTHONPATH": sysconfig.get_paths()["purelib"], "HOME": "/nonexistent"}
 
 
-def _attack(*arguments: str) -> dict:
-    run = subprocess.run(
+def _attacker(*arguments: str) -> subprocess.Popen:
+    return subprocess.Popen(
         [*_attacker_command(), str(ATTACKER), *arguments],
         env=_attacker_env(),
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
         cwd="/",
     )
-    assert run.returncode == 0, run.stderr[-3000:]
-    return json.loads(run.stdout)
+
+
+def _report(attacker: subprocess.Popen) -> dict:
+    out, err = attacker.communicate(timeout=180)
+    assert attacker.returncode == 0, err[-3000:]
+    return json.loads(out)
+
+
+def _attack(*arguments: str) -> dict:
+    return _report(_attacker(*arguments))
 
 
 def _run_sockets(process: psutil.Process) -> tuple[set[int], set[str]]:
@@ -100,7 +108,8 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
         slow = nbformat.from_dict(json.loads(nbformat.writes(solved)))
         # a cell that keeps the run alive while the attacker knocks (the run ends when it is graded)
         slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(20)"))
-        for student, notebook in {"alice": solved, "bob": slow}.items():
+        # two students per worker: while it grades one, a worker starts the next one's kernel
+        for student, notebook in {"alice": solved, "bob": slow, "carol": slow, "dave": solved}.items():
             (home / "handed-in" / student / ASSIGNMENT).mkdir(parents=True)
             nbformat.write(notebook, home / "handed-in" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
         course = home / "course"
@@ -115,24 +124,30 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             stderr=subprocess.STDOUT,
             text=True,
         )
+        # from the start: every kernel the run starts (its pid is in `ps` for anyone), as it boots
+        watcher = _attacker("--watch", str(grading.pid), "90")
         try:
             # Knock once the scheduler and both workers listen (ports known to the test only to scope the attack
             # to this run: the attacker finds each in /proc/net/tcp itself, and the test checks it did).
-            process, ports, paths, deadline = psutil.Process(grading.pid), set(), set(), time.monotonic() + 120
+            process, deadline = psutil.Process(grading.pid), time.monotonic() + 120
+            ports, paths = set(), set()
             while time.monotonic() < deadline and grading.poll() is None:
                 ports, paths = _run_sockets(process)
                 listening = {p.pid for p in process.children(recursive=True) if p.is_running() and _has_listener(p)}
-                if len(listening) >= 2:  # two worker processes (the coordinator holds scheduler and nannies)
+                if len(listening) >= 2:  # both workers (the coordinator holds the scheduler and the nannies)
                     break
                 time.sleep(0.3)
             assert grading.poll() is None and ports, "the run ended (or never listened) before the attacker knocked"
             report = _attack("--ports", *map(str, sorted(ports)), "--unix", *sorted(paths))
+            alive_after_the_attack = grading.poll() is None
             output, _ = grading.communicate(timeout=600)
+            watched = _report(watcher)["watch"]
         finally:
-            if grading.poll() is None:
-                grading.kill()
+            for process in (grading, watcher):
+                if process.poll() is None:
+                    process.kill()
         assert grading.returncode == 0, output[-3000:]
-        assert "2 students, 0 with something to look at" in output, output[-3000:]
+        assert "4 students, 0 with something to look at" in output, output[-3000:]
 
         holes = []  # every hole found, not only the first
         for port, found in report["tcp"].items():
@@ -150,14 +165,17 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             if "http" in found:
                 holes.append(
                     f"port {port} serves the dashboard to anyone (a student's name on it: "
-                    f"{'alice' in found['http_text'] or 'bob' in found['http_text']})"
+                    f"{any(name in found['http_text'] for name in ('alice', 'bob', 'carol', 'dave'))})"
                 )
         for path, found in report["unix"].items():
             if not found["listed"]:
                 holes.append(f"{path} is not in /proc/net/unix: the attacker could not find it")
             if found["connect"] == "connected":
                 holes.append(f"a local user connected to {path}")
-        assert report["tcp"] and report["unix"], report
+        assert report["tcp"] and report["unix"] and watched["seen"], (report, watched)
+        assert alive_after_the_attack, "the run ended while the attacker knocked: its refusals prove nothing"
+        if report["uid"] != os.geteuid():  # (as ourselves: our own kernels' folders)
+            holes += [f"a local user created {path} in a booting kernel's socket folder" for path in watched["created"]]
 
         if report["uid"] != os.geteuid():  # the files: only another user's view says anything
             runtime = course / "autograde"
