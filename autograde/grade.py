@@ -25,14 +25,13 @@ import os
 import sys
 from pathlib import Path
 
-from autograde import collect, export, feedback, pool, report, throughput
-from autograde.course import REPO, Course, release, setup
-from autograde.results import Status
+# Only the standard library here: a grading command starts the workers' fork server before it
+# imports the pipeline (``main``), so that both imports run at once, on two cores.
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--root", type=Path, default=REPO, help="course root (default: the repository)")
+    parser.add_argument("--root", type=Path, default=None, help="course root (default: the repository)")
     parser.add_argument("--exchange", type=Path, default=None, help="nbgrader exchange folder")
     parser.add_argument("--course-id", default="heads-and-masks")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -96,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def collect_submissions(course, args) -> None:
+    from autograde import collect
+
     if args.zip:
         students = collect.collect_zip(course, args.assignment, args.zip, args.regexp)
         print(f"collected {len(students)} submissions from {len(args.zip)} LMS file(s)")
@@ -110,18 +111,24 @@ def collect_submissions(course, args) -> None:
 
 
 def autograde_all(course, args) -> None:
-    results = pool.grade(
-        course,
-        args.assignment,
-        workers=args.workers,
-        force=args.force,
-        cell_timeout=args.cell_timeout,
-        submission_timeout=args.submission_timeout,
-        memory_mb=args.memory_mb,
-        scheduler=args.scheduler,
-        insecure_scheduler=args.insecure_scheduler,
-        progress=not args.quiet,
-    )
+    from autograde import pool
+    from autograde.results import Status
+
+    try:
+        results = pool.grade(
+            course,
+            args.assignment,
+            workers=args.workers,
+            force=args.force,
+            cell_timeout=args.cell_timeout,
+            submission_timeout=args.submission_timeout,
+            memory_mb=args.memory_mb,
+            scheduler=args.scheduler,
+            insecure_scheduler=args.insecure_scheduler,
+            progress=not args.quiet,
+        )
+    except pool.InsecureScheduler as refused:  # said plainly, before anything is graded
+        raise SystemExit(f"error: {refused}") from None
     problems = sum(r.status != Status.GRADED for r in results.values())
     print(
         f"{len(results)} students, {problems} with something to look at "
@@ -135,7 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     # shared JupyterHub host other users may reach the course folder. nbgrader sets its own modes where it
     # publishes (the exchange); Course.make_private covers what was made before.
     os.umask(0o077)
-    course = Course(root=args.root, exchange=args.exchange, course_id=args.course_id)
+    if args.command in ("autograde", "all") and not args.scheduler:
+        from autograde import fork_server
+
+        fork_server.start()  # the local cluster's workers will be forked from it: its imports start now
+
+    from autograde import export, feedback, report, throughput
+    from autograde.course import REPO, Course, release, setup
+
+    course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id)
     if args.command == "setup":
         for warning in setup(course, args.assignment, force=True):
             print("warning:", warning)
@@ -147,11 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "collect":
         collect_submissions(course, args)
     elif args.command == "autograde":
-        try:
-            autograde_all(course, args)
-        except pool.InsecureScheduler as refused:
-            print(f"error: {refused}", file=sys.stderr)
-            return 2
+        autograde_all(course, args)
     elif args.command == "feedback":
         files = feedback.feedback(course, args.assignment, release_to_students=args.release)
         print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))

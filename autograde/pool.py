@@ -30,8 +30,9 @@ from typing import Callable
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from . import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
-from .course import Course, default_workers, roster, setup
+from .course import Course, default_workers, roster, setup, share_gradebook_engines
 from .feedback import last_error_line
 from .inspection import Inspection, inspect
 from .results import (
@@ -189,6 +190,7 @@ def _grade(
     stream,
     on_result,
 ) -> dict[str, Result]:
+    share_gradebook_engines()  # this process opens the course gradebook a few times per student
     setup(course, assignment)
     maxima = grade_cells(course, assignment)
     written = written_answers(course, assignment)
@@ -216,7 +218,7 @@ def _grade(
             results[student] = None  # placeholder, filled below
             continue
         if not jobs and scheduler is None:
-            start_fork_server()  # something to grade: its imports overlap what is left to do here
+            fork_server.start()  # something to grade: its imports overlap what is left to do here
         jobs.append(student)
 
     meter = Progress(len(everyone), stream, enabled=progress)
@@ -393,7 +395,7 @@ def run_jobs(
     workers = min(workers, len(students))  # no worker started for nothing
     limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
     log = course.runtime_dir("logs", assignment) / "workers.log"
-    with dask_client(scheduler, workers, log, limits, insecure_scheduler) as client:
+    with dask_client(scheduler, workers, log, limits, course.runtime_dir("work"), insecure_scheduler) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
         # The run's settings travel once to every worker, not once per submission, as a task's result.
@@ -446,7 +448,10 @@ class GradingWorker(WorkerPlugin):
 
         import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
+        from .course import share_gradebook_engines
         from .judge import KernelSupply, shared_stub_package
+
+        share_gradebook_engines()
 
         if self.log:
             descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -474,30 +479,6 @@ class GradingWorker(WorkerPlugin):
             # nbgrader's imports built is not collected again on the way out (2 s in
             # the old pool's workers).
             gc.freeze()
-
-
-# Imported once in the local cluster's fork server; every worker process is a fork of it, so a worker
-# starts with distributed, nbgrader and the grading code already imported (about 2.5 s of CPU each
-# when every worker imported them itself) and the start-up is paid once per grading process, not once
-# per worker and per run.
-WORKER_PRELOAD = ["distributed", "nbgrader.converters", "autograde.judge", "autograde.grade_worker", "autograde.pool"]
-
-
-def start_fork_server() -> None:
-    """Start the fork server the local cluster's workers are forked from (once per process; it imports
-    ``WORKER_PRELOAD`` as it starts, while this process goes on)."""
-    import multiprocessing
-    import multiprocessing.forkserver
-    import os
-
-    import dask
-
-    # what Dask's nanny sets in this process before it starts a worker, set before the fork server starts
-    for name, value in dask.config.get("distributed.nanny.pre-spawn-environ").items():
-        if value is not None:
-            os.environ.setdefault(name, str(value))
-    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
-    multiprocessing.forkserver.ensure_running()
 
 
 class InsecureScheduler(ValueError):
@@ -537,10 +518,12 @@ def dask_client(
     workers: int,
     log: Path,
     kernel_limits: tuple[int, int] | None = None,
+    stub_folder: Path | None = None,
     insecure_scheduler: bool = False,
 ):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
     (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins.
+    The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run).
 
     Whoever can talk to a cluster's scheduler, nannies or workers runs code as the instructor (Dask runs the
     functions it is sent): the local cluster speaks only mutual TLS with a certificate made in memory for this
@@ -550,7 +533,7 @@ def dask_client(
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
 
-    from .judge import STUB_ENV, shared_stub_package
+    from .judge import STUB_ENV, kept_stub_package, shared_stub_package
     from .tool_env import tool_env
 
     if scheduler:
@@ -563,8 +546,8 @@ def dask_client(
     env = {
         "PATH": environment["PATH"],
         "MPLBACKEND": environment["MPLBACKEND"],
-        STUB_ENV: str(shared_stub_package()),
-    }  # the stub package made once here, for every worker
+        STUB_ENV: str(kept_stub_package(stub_folder) if stub_folder else shared_stub_package()),
+    }  # the stub package made once here (or kept from the last run), for every worker
     with dask.config.set(
         {
             "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
@@ -578,8 +561,9 @@ def dask_client(
             "distributed.worker.multiprocessing-method": "forkserver",
         }
     ):
-        # (after Dask's own choice, made on its first call) what the fork server imports as it starts
-        get_mp_context().set_forkserver_preload(WORKER_PRELOAD)
+        # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
+        # if it is not running yet (``fork_server.start``)
+        get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)
         # One worker first: grading starts as soon as it is up (the scheduler queues every submission and
         # hands them out one at a time); the others join while it grades and take their share.
         cluster = LocalCluster(

@@ -212,6 +212,6 @@ def test_an_existing_cluster_must_speak_tls(tmp_path, address, refusal):
         text=True,
         env={k: v for k, v in os.environ.items() if not k.startswith("DASK_")},
     )
-    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert refused.returncode == 1, refused.stdout + refused.stderr
     assert refusal in refused.stderr and "docs/instructors.md" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr and not (tmp_path / "autograde").exists(), refused.stderr
