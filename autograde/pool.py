@@ -22,6 +22,7 @@ import logging
 import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 import uuid
 import zlib
@@ -548,19 +549,28 @@ def dask_client(
         "MPLBACKEND": environment["MPLBACKEND"],
         STUB_ENV: str(kept_stub_package(stub_folder) if stub_folder else shared_stub_package()),
     }  # the stub package made once here (or kept from the last run), for every worker
-    with dask.config.set(
-        {
-            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-            "distributed.scheduler.worker-saturation": 1.0,
-            "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
-            # Each scheduler and worker still serves HTTP (no dashboard is not no server): its pages list the
-            # tasks, named after the students, and its metrics, to anyone on the machine. Nothing is served.
-            "distributed.scheduler.http.routes": [],
-            "distributed.worker.http.routes": [],
-            # for as long as the cluster lives: a worker restarted after a crash is forked the same way
-            "distributed.worker.multiprocessing-method": "forkserver",
-        }
+    # Dask's scratch folder, ours alone (mkdtemp: 0700, a name no one can guess). Dask's default is
+    # <tmp>/dask-scratch-space, used as found when we may write there, and put on the module path of
+    # every process of the cluster: a student who made it first, writable by all, runs code as us.
+    scratch = tempfile.mkdtemp(prefix="hm-dask-")
+    with (
+        contextlib.ExitStack() as cleanup,
+        dask.config.set(
+            {
+                "temporary-directory": scratch,
+                "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                "distributed.scheduler.worker-saturation": 1.0,
+                "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
+                # Each scheduler and worker still serves HTTP (no dashboard is not no server): its pages list the
+                # tasks, named after the students, and its metrics, to anyone on the machine. Nothing is served.
+                "distributed.scheduler.http.routes": [],
+                "distributed.worker.http.routes": [],
+                # for as long as the cluster lives: a worker restarted after a crash is forked the same way
+                "distributed.worker.multiprocessing-method": "forkserver",
+            }
+        ),
     ):
+        cleanup.callback(shutil.rmtree, scratch, True)  # when the cluster is gone
         # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
         # if it is not running yet (``fork_server.start``)
         get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)

@@ -11,6 +11,9 @@ listening socket of the machine with its owner's uid. It prints a JSON report of
     --watch PID S       for S seconds (or until PID ends), the kernels PID starts (any user reads every process's
                         parent and command line in /proc): can it create a file in a kernel's socket folder
                         while the kernel boots? (A file where the kernel is about to bind a socket kills it.)
+    --plant TMP         before the run: make TMP/dask-scratch-space, Dask's scratch folder when TMP is the
+                        machine's temporary folder, its own and writable by all, with a module of the name Dask
+                        tries to import as it starts (``gilknocker``, an optional package), which notes who ran it
     --read DIR          every file under DIR it can open, every folder it cannot list
 """
 
@@ -166,6 +169,22 @@ def watch_kernels(root: int, seconds: float) -> dict:
     return {"seen": sorted(seen), "created": created, "refused": refused}
 
 
+PLANTED = """import os
+folder = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(folder, f"ran-as-uid-{os.getuid()}-pid-{os.getpid()}"), "w").close()
+raise ImportError("not installed")  # as if absent: the process goes on
+"""
+
+
+def plant(tmp: str) -> dict:
+    scratch = os.path.join(tmp, "dask-scratch-space")
+    os.mkdir(scratch)
+    os.chmod(scratch, 0o777)
+    with open(os.path.join(scratch, "gilknocker.py"), "w") as module:
+        module.write(PLANTED)
+    return {"scratch": scratch}
+
+
 def readable(top: str) -> dict:
     opened, unlisted = [], []
     for folder, _, files in os.walk(top, onerror=lambda error: unlisted.append(error.filename)):
@@ -185,6 +204,7 @@ async def main() -> None:
     parser.add_argument("--ports", type=int, nargs="*", default=[])
     parser.add_argument("--unix", nargs="*", default=[])
     parser.add_argument("--watch", nargs=2, type=float, default=None)
+    parser.add_argument("--plant", default=None)
     parser.add_argument("--read", default=None)
     args = parser.parse_args()
     report: dict = {"uid": os.getuid(), "tcp": {}, "unix": {}}
@@ -197,6 +217,8 @@ async def main() -> None:
         report["unix"][path] = {"listed": path in sockets, "connect": attack_unix(path)}
     if args.watch:
         report["watch"] = watch_kernels(int(args.watch[0]), args.watch[1])
+    if args.plant:
+        report["plant"] = plant(args.plant)
     if args.read:
         report["read"] = readable(args.read)
     print(json.dumps(report, default=str))

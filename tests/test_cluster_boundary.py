@@ -113,13 +113,26 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             (home / "handed-in" / student / ASSIGNMENT).mkdir(parents=True)
             nbformat.write(notebook, home / "handed-in" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
         course = home / "course"
+        # The machine's temporary folder (a copy of /tmp's modes, so that the machine's own is left alone), where
+        # the student made Dask's scratch folder before the instructor's first run (Dask uses it when it may
+        # write there, and puts it on its processes' module path).
+        tmp = home / "tmp"
+        tmp.mkdir(mode=0o1777)
+        os.chmod(tmp, 0o1777)
+        scratch = Path(_attack("--plant", str(tmp))["plant"]["scratch"])
+        planted = set(os.listdir(scratch))
+        environ = dict(os.environ, TMPDIR=str(tmp))
         subprocess.run(
-            _grade_command(course, "collect", ASSIGNMENT, "--folder", str(home / "handed-in")), check=True, cwd=home
+            _grade_command(course, "collect", ASSIGNMENT, "--folder", str(home / "handed-in")),
+            check=True,
+            cwd=home,
+            env=environ,
         )
 
         grading = subprocess.Popen(
             _grade_command(course, "autograde", ASSIGNMENT, "--workers", "2", "--quiet"),
             cwd=home,
+            env=environ,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -172,6 +185,11 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
                 holes.append(f"{path} is not in /proc/net/unix: the attacker could not find it")
             if found["connect"] == "connected":
                 holes.append(f"a local user connected to {path}")
+        made = sorted(set(os.listdir(scratch)) - planted)  # what the run made in the student's scratch folder
+        holes += [f"the student's module ran in the grading run: {name}" for name in made if name.startswith("ran-as")]
+        holes += [
+            f"the run works in the student's scratch folder: made {name}" for name in made if "ran-as" not in name
+        ]
         assert report["tcp"] and report["unix"] and watched["seen"], (report, watched)
         assert alive_after_the_attack, "the run ended while the attacker knocked: its refusals prove nothing"
         if report["uid"] != os.geteuid():  # (as ourselves: our own kernels' folders)
