@@ -53,11 +53,14 @@ Without it, $\href{javascript:window.studentScript = 'tex link'}{e^{1000}} = \in
 """
 FORMULAS = 4
 
-# Every formula MathJax made in the written answer's cell: its TeX, the size of what is shown, a TeX error.
+# Every formula MathJax made in the written answer's cell: its TeX, the size of what is shown, and whether
+# it is an error (a TeX error is an <merror> in the MathML, an undefined macro is red text that starts with a backslash)
 _TYPESET_JS = """answer => MathJax.Hub.getAllJax(answer).map(jax => {
   const shown = document.getElementById(jax.inputID + '-Frame');
   const box = shown ? shown.getBoundingClientRect() : {width: 0, height: 0};
-  return {tex: jax.originalText, width: box.width, height: box.height, error: !!(jax.root && jax.root.texError)};
+  const mathml = jax.root.toMathML();
+  return {tex: jax.originalText, width: box.width, height: box.height,
+          error: /<merror|<mtext mathcolor="red">\\\\/.test(mathml)};
 })"""
 
 _STARTED_JS = "() => !!(window.MathJax && MathJax.loaded && window.formgrader && formgrader.loaded)"
