@@ -33,9 +33,8 @@ from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 
 from .course import Course, gradebook, roster
 from .export import exercises, spreadsheet_safe
-from .judge import VERDICT_KEY
 from .report import sandbox_state
-from .results import Status, read_results
+from .results import Status, read_results, read_verdicts
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
 # failures that are not about the answer's meaning: the judge stopped the code (status section says why)
@@ -77,17 +76,6 @@ class Assignment:
 # ---------------------------------------------------------------------------------------------
 # Reading what grading recorded
 # ---------------------------------------------------------------------------------------------
-
-
-def _verdicts(notebook: nbformat.NotebookNode) -> dict[str, dict]:
-    """grade_id -> the judge's verdict record, for every graded test cell of an autograded notebook."""
-    found = {}
-    for cell in notebook.cells:
-        record = cell.get("metadata", {}).get(VERDICT_KEY)
-        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if grade_id and isinstance(record, dict):
-            found[grade_id] = record
-    return found
 
 
 def _grades(course: Course, assignment: str, student: str) -> dict[str, dict]:
@@ -166,7 +154,7 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
         folder = course.path("autograded", student, assignment)
         for path in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
             try:
-                verdicts.update(_verdicts(nbformat.read(path, as_version=4)))
+                verdicts.update(read_verdicts(nbformat.read(path, as_version=4)))
             except Exception:  # noqa: BLE001 - an unreadable graded notebook: its exercises are "not graded"
                 continue
         grades = _grades(course, assignment, student)

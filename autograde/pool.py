@@ -30,6 +30,7 @@ from typing import Callable
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from . import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
 from .course import Course, default_workers, roster, setup
 from .feedback import last_error_line
@@ -209,7 +210,7 @@ def _grade(
             results[student] = None  # placeholder, filled below
             continue
         if not jobs and scheduler is None:
-            start_fork_server()  # something to grade: its imports overlap what is left to do here
+            fork_server.start()  # something to grade: its imports overlap what is left to do here
         jobs.append(student)
 
     meter = Progress(len(everyone), stream, enabled=progress)
@@ -384,7 +385,7 @@ def run_jobs(
     workers = min(workers, len(students))  # no worker started for nothing
     limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
     log = course.runtime_dir("logs", assignment) / "workers.log"
-    with dask_client(scheduler, workers, log, limits) as client:
+    with dask_client(scheduler, workers, log, limits, course.runtime_dir("work")) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
         # The run's settings travel once to every worker, not once per submission, as a task's result.
@@ -467,39 +468,22 @@ class GradingWorker(WorkerPlugin):
             gc.freeze()
 
 
-# Imported once in the local cluster's fork server; every worker process is a fork of it, so a worker
-# starts with distributed, nbgrader and the grading code already imported (about 2.5 s of CPU each
-# when every worker imported them itself) and the start-up is paid once per grading process, not once
-# per worker and per run.
-WORKER_PRELOAD = ["distributed", "nbgrader.converters", "autograde.judge", "autograde.grade_worker", "autograde.pool"]
-
-
-def start_fork_server() -> None:
-    """Start the fork server the local cluster's workers are forked from (once per process; it imports
-    ``WORKER_PRELOAD`` as it starts, while this process goes on)."""
-    import multiprocessing
-    import multiprocessing.forkserver
-    import os
-
-    import dask
-
-    # what Dask's nanny sets in this process before it starts a worker, set before the fork server starts
-    for name, value in dask.config.get("distributed.nanny.pre-spawn-environ").items():
-        if value is not None:
-            os.environ.setdefault(name, str(value))
-    multiprocessing.get_context("forkserver").set_forkserver_preload(WORKER_PRELOAD)
-    multiprocessing.forkserver.ensure_running()
-
-
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int, log: Path, kernel_limits: tuple[int, int] | None = None):
+def dask_client(
+    scheduler: str | None,
+    workers: int,
+    log: Path,
+    kernel_limits: tuple[int, int] | None = None,
+    stub_folder: Path | None = None,
+):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
-    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins."""
+    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins.
+    The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run)."""
     import dask
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
 
-    from .judge import STUB_ENV, shared_stub_package
+    from .judge import STUB_ENV, kept_stub_package, shared_stub_package
     from .tool_env import tool_env
 
     if scheduler:
@@ -511,8 +495,8 @@ def dask_client(scheduler: str | None, workers: int, log: Path, kernel_limits: t
     env = {
         "PATH": environment["PATH"],
         "MPLBACKEND": environment["MPLBACKEND"],
-        STUB_ENV: str(shared_stub_package()),
-    }  # the stub package made once here, for every worker
+        STUB_ENV: str(kept_stub_package(stub_folder) if stub_folder else shared_stub_package()),
+    }  # the stub package made once here (or kept from the last run), for every worker
     with dask.config.set(
         {
             "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
@@ -522,8 +506,9 @@ def dask_client(scheduler: str | None, workers: int, log: Path, kernel_limits: t
             "distributed.worker.multiprocessing-method": "forkserver",
         }
     ):
-        # (after Dask's own choice, made on its first call) what the fork server imports as it starts
-        get_mp_context().set_forkserver_preload(WORKER_PRELOAD)
+        # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
+        # if it is not running yet (``fork_server.start``)
+        get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)
         # One worker first: grading starts as soon as it is up (the scheduler queues every submission and
         # hands them out one at a time); the others join while it grades and take their share.
         cluster = LocalCluster(

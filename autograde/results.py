@@ -122,6 +122,26 @@ class Result:
         return ""
 
 
+def read_verdicts(notebook) -> dict[str, dict]:
+    """grade_id -> the judge's verdict on every graded test cell of an autograded notebook.
+
+    Each is the record the judge wrote into the cell's metadata (``judge.VERDICT_KEY``: passed, answered,
+    misconception, failure), with ``message``: what the judge wrote as the cell's output (a failure's
+    words for the learner, or the check's lines when it passed). The one reader of verdicts: the class
+    report and the benchmark's list of failing cells both go through it.
+    """
+    from .judge import VERDICT_KEY  # the writer's key (imported here: reading results starts no kernel machinery)
+
+    found = {}
+    for cell in notebook.cells:
+        record = cell.get("metadata", {}).get(VERDICT_KEY)
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if grade_id and isinstance(record, dict):
+            words = [str(o.get("evalue") or o.get("text") or "") for o in cell.get("outputs", [])]
+            found[grade_id] = {**record, "message": "\n".join(w for w in words if w).strip()}
+    return found
+
+
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
 

@@ -6,6 +6,7 @@ Not a step of the pipeline: the measurement behind ``make bench`` (its grading s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import statistics
@@ -19,7 +20,7 @@ from typing import Iterable
 import nbformat
 
 from .course import REPO, Course, default_workers, expected_notebooks, grade_id, is_answer, make_course_copy, setup
-from .results import Status, read_results
+from .results import Status, read_results, read_verdicts
 from .sandbox import GRADING_ENV
 from .tool_env import tool_env
 
@@ -41,18 +42,61 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
 
 
 def failing_cells(course, assignment: str, student: str) -> str:
-    """`; cell: its last output line` for each graded test cell that failed (a correct submission must not)."""
-    import nbformat
-
+    """`; cell: the judge's message` for each graded test cell whose verdict is not a pass (a correct
+    submission has none), read from the verdict records of the autograded notebook (``read_verdicts``)."""
     found = []
     for path in sorted(course.path("autograded", student, assignment).glob("*.ipynb")):
-        for cell in nbformat.read(path, as_version=4).cells:
-            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
-            for output in cell.get("outputs", []):
-                text = output.get("text") or output.get("evalue") or ""
-                if output.get("output_type") == "error" or "✗" in text:
-                    found.append(f"; {grade_id}: {text.strip().splitlines()[-1][:400] if text.strip() else '(error)'}")
+        for cell, verdict in read_verdicts(nbformat.read(path, as_version=4)).items():
+            if not verdict.get("passed"):
+                words = " ".join(verdict["message"].split()) or f"({verdict.get('failure') or 'failed'})"
+                found.append(f"; {cell}: {words[:400]}")
     return "".join(found)
+
+
+class CpuMeter:
+    """CPU seconds used by commands and by every process they start (workers, fork server, sandboxed
+    kernels), from a cpuacct cgroup of the meter's own where the machine lets us make one (cgroup v1,
+    as root); else machine-wide from /proc/stat, which also counts other jobs (``scope`` says which).
+
+        meter = CpuMeter()
+        seconds = meter.run(subprocess.run, [...])   # (wall seconds, CPU seconds) of the command
+    """
+
+    CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self):
+        self.group: Path | None = None
+        try:
+            group = self.CPUACCT / f"hm-bench-{os.getpid()}"
+            group.mkdir(exist_ok=True)
+            (group / "cpuacct.usage").read_text()
+            self.group, self.scope = group, "measured in a cpuacct cgroup of the run's own"
+        except OSError:
+            self.scope = "measured machine-wide from /proc/stat: other jobs included"
+
+    def _used(self) -> float:
+        if self.group is not None:
+            return int((self.group / "cpuacct.usage").read_text()) / 1e9
+        busy = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        return (sum(busy) - busy[3] - busy[4]) / os.sysconf("SC_CLK_TCK")  # all but idle and iowait
+
+    def run(self, command: list[str], **options) -> tuple[float, float, subprocess.CompletedProcess]:
+        if self.group is not None:
+            procs = str(self.group / "cgroup.procs")
+
+            def join() -> None:  # in the child, before it execs: it and all it starts are counted
+                with open(procs, "w") as handle:
+                    handle.write(str(os.getpid()))
+
+            options["preexec_fn"] = join
+        cpu, started = self._used(), time.perf_counter()
+        done = subprocess.run(command, **options)
+        return time.perf_counter() - started, self._used() - cpu, done
+
+    def close(self) -> None:
+        if self.group is not None:
+            with contextlib.suppress(OSError):
+                self.group.rmdir()
 
 
 def grading_throughput_benchmark(
@@ -88,6 +132,7 @@ def grading_throughput_benchmark(
         "cores": default_workers(),
         "rows": [],
     }
+    meter = CpuMeter()
     plain_env = tool_env(headless=True)
     plain_env.pop(GRADING_ENV, None)  # plain nbgrader knows nothing of grading mode
     with tempfile.TemporaryDirectory(prefix="hm-bench-") as scratch:
@@ -104,12 +149,13 @@ def grading_throughput_benchmark(
             encoding="utf-8",
         )
 
-        def plain_nbgrader(*args: str) -> None:
-            run = subprocess.run(
+        def plain_nbgrader(*args: str) -> tuple[float, float]:
+            wall, cpu, run = meter.run(
                 [sys.executable, "-m", "nbgrader", *args], cwd=plain_root, env=plain_env, capture_output=True, text=True
             )
             if run.returncode != 0:
                 raise RuntimeError(f"`nbgrader {' '.join(args)}` failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+            return wall, cpu
 
         def plain_full_marks(name: str) -> int:
             from nbgrader.api import Gradebook
@@ -125,14 +171,15 @@ def grading_throughput_benchmark(
                     for i in range(n_submissions)
                 )
 
-        def pipeline(*args: str) -> None:  # what an instructor runs: a process of its own, like plain nbgrader's
-            run = subprocess.run(
+        def pipeline(*args: str) -> tuple[float, float]:  # what an instructor runs: a process of its own
+            wall, cpu, run = meter.run(
                 [sys.executable, "-m", "autograde.grade", *args], cwd=REPO, capture_output=True, text=True
             )
             if run.returncode != 0:
                 raise RuntimeError(
                     f"`autograde.grade {' '.join(args)}` failed:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}"
                 )
+            return wall, cpu
 
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
         for name in assignments:
@@ -145,15 +192,13 @@ def grading_throughput_benchmark(
                     folder = root / f"student{index:03d}" / name
                     folder.mkdir(parents=True)
                     nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
-            started = time.perf_counter()
-            plain_nbgrader("autograde", name)
-            row["plain_seconds"] = time.perf_counter() - started
+            row["plain_seconds"], row["plain_cpu"] = plain_nbgrader("autograde", name)
             row["plain_full_marks"] = plain_full_marks(name)
             for mode, count in (("one", 1), ("two", workers)):
                 setup(courses[mode], name)
-                started = time.perf_counter()
-                pipeline("--root", str(courses[mode].root), "autograde", name, "--workers", str(count), "--quiet")
-                row[f"{mode}_seconds"] = time.perf_counter() - started
+                row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
+                    "--root", str(courses[mode].root), "autograde", name, "--workers", str(count), "--quiet"
+                )
                 results = read_results(courses[mode], name)
                 row[f"{mode}_full_marks"] = sum(
                     r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
@@ -166,15 +211,23 @@ def grading_throughput_benchmark(
                 ][:3]
             for mode in ("plain", "one", "two"):
                 row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / n_submissions
+                row[f"{mode}_cores"] = row[f"{mode}_cpu"] / row[f"{mode}_seconds"]  # cores busy on average
+            # The most a second worker can add: the cores there are over the cores one worker keeps busy.
+            row["ceiling"] = min(workers, figures["cores"] / row["one_cores"])
             row["one_over_plain"] = row["one_seconds"] / row["plain_seconds"]
             row["speedup"] = row["one_seconds"] / row["two_seconds"]
             # once the workers are up: a worker grades one submission after the other, `workers` of them at once
             row["steady_speedup"] = workers * row["one_median_submission"] / row["two_median_submission"]
             row["all_full_marks"] = all(row[f"{m}_full_marks"] == n_submissions for m in ("plain", "one", "two"))
             figures["rows"].append(row)
+    meter.close()
     rows = figures["rows"]
     for mode in ("plain", "one", "two"):
         figures[f"{mode}_seconds"] = sum(r[f"{mode}_seconds"] for r in rows)
+        figures[f"{mode}_cpu"] = sum(r[f"{mode}_cpu"] for r in rows)
+        figures[f"{mode}_cores"] = figures[f"{mode}_cpu"] / figures[f"{mode}_seconds"]
+    figures["ceiling"] = min(workers, figures["cores"] / figures["one_cores"])
+    figures["cpu_scope"] = meter.scope
     figures["one_over_plain"] = figures["one_seconds"] / figures["plain_seconds"]
     figures["speedup"] = figures["one_seconds"] / figures["two_seconds"]
     figures["worst_one_over_plain"] = max(rows, key=lambda r: r["one_over_plain"])
@@ -208,13 +261,16 @@ def describe(figures: dict) -> str:
         lines.append(
             f"  {r['assignment']:<18} {r['plain_per_notebook']:14.2f} {r['one_per_notebook']:9.2f} "
             f"{r['two_per_notebook']:10.2f} {r['one_over_plain']:14.2f}x {r['speedup']:7.2f}x  "
-            f"{r['all_full_marks']}  (steady state {r['steady_speedup']:.2f}x)"
+            f"{r['all_full_marks']}  (steady state {r['steady_speedup']:.2f}x; cores busy: plain "
+            f"{r['plain_cores']:.2f}, 1 worker {r['one_cores']:.2f}, {workers} workers {r['two_cores']:.2f}; "
+            f"ceiling {r['ceiling']:.2f}x)"
         )
     total = len(figures["rows"]) * n
     lines += [
         f"  {'all':<18} {figures['plain_seconds'] / total:14.2f} {figures['one_seconds'] / total:9.2f} "
         f"{figures['two_seconds'] / total:10.2f} {figures['one_over_plain']:14.2f}x {figures['speedup']:7.2f}x  "
-        f"{figures['all_full_marks']}",
+        f"{figures['all_full_marks']}  (cores busy: 1 worker {figures['one_cores']:.2f}, {workers} workers "
+        f"{figures['two_cores']:.2f}; ceiling {figures['ceiling']:.2f}x; CPU {figures['cpu_scope']})",
         f"  a class of {figures['class_students']} on these {len(figures['rows'])} assignments with {workers} "
         f"workers: {figures['class_hours']:.2f} h ({figures['class_hours_wall']:.2f} h if every {n} "
         "submissions paid the start-up again)",

@@ -47,3 +47,22 @@ def test_docs_hold_every_section_of_a_full_run():
     missing = [title for title, _ in bench.SECTIONS.values() if f"## {title}" not in text]
     assert not missing, f"docs/benchmarks.md lacks {missing}: run `make bench` (all sections)"
     assert "(quick run)" not in text, "docs/benchmarks.md holds a quick run"
+
+
+def test_the_cpu_meter_counts_the_processes_a_command_starts():
+    """Cores busy (grading throughput) count the workers and kernels a grading command starts, not only
+    the command: a command that only waits for a child burning CPU is charged the child's CPU."""
+    from autograde.throughput import CpuMeter
+
+    burn = "import time; t = time.process_time()\nwhile time.process_time() - t < 0.4: pass"
+    waits = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}], check=True)"
+    meter = CpuMeter()
+    try:
+        wall, cpu, done = meter.run([sys.executable, "-c", waits])
+        assert done.returncode == 0
+        assert cpu >= 0.35, f"the child's 0.4 s of CPU were not counted ({cpu:.2f} s, {meter.scope})"
+        if meter.group is not None:  # its own cgroup: other jobs are not counted, so a sleep costs next to nothing
+            wall, cpu, _ = meter.run([sys.executable, "-c", "import time; time.sleep(0.5)"])
+            assert wall >= 0.5 and cpu < 0.25, f"a sleeping command was charged {cpu:.2f} s of CPU"
+    finally:
+        meter.close()

@@ -177,3 +177,51 @@ def test_mark_from_the_judges_verdicts():
     )
     assert stopped.misconceptions == ("(timed out)",)
     assert class_report.mark("s", "a", cells, {}, grades).outcome == class_report.NOT_GRADED
+
+
+def test_the_benchmark_finds_every_failing_cell_by_its_verdict(tmp_path):
+    """The benchmark's list of failing cells (throughput.failing_cells) reads the judge's verdict records, as the
+    class report does: every graded test cell that did not pass is listed with the judge's message, whatever
+    the message's words; a student's own cell that raised or printed a ✗ is not a graded failure."""
+    import nbformat
+
+    from autograde.course import Course
+    from autograde.judge import VERDICT_KEY, Verdict, _verdict_outputs, verdict_metadata
+    from autograde.throughput import failing_cells
+
+    def graded(verdict: Verdict):
+        cell = nbformat.v4.new_code_cell("check_it(f)", outputs=_verdict_outputs(verdict))
+        cell.metadata = {
+            "nbgrader": {"grade_id": verdict.grade_id, "grade": True},
+            VERDICT_KEY: verdict_metadata(verdict),
+        }
+        return cell
+
+    own = nbformat.v4.new_code_cell("print('✗ my own try'); 1 / 0")
+    own.outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="✗ my own try\n"),
+        nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero", traceback=[]),
+    ]
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            own,
+            graded(Verdict("test_ok", True, "✓ the weights sum to 1\n")),
+            graded(
+                Verdict(
+                    "test_wrong", False, "the weights are wrong: row 2 differs by 0.5", "CheckFailed", "mask.ignored"
+                )
+            ),
+            graded(Verdict("test_unwritten", False, "`f` is not written yet", "NotPassed", answered=False)),
+            graded(Verdict("test_slow", False, "your code did not finish within 60 seconds", "Timeout")),
+        ]
+    )
+    course = Course(root=tmp_path)
+    folder = course.path("autograded", "student000", "03_causal_mask")
+    folder.mkdir(parents=True)
+    nbformat.write(notebook, folder / "03_causal_mask.ipynb")
+    assert failing_cells(course, "03_causal_mask", "student000") == (
+        "; test_wrong: the weights are wrong: row 2 differs by 0.5"
+        "; test_unwritten: `f` is not written yet"
+        "; test_slow: your code did not finish within 60 seconds"
+    )
+    assert failing_cells(course, "03_causal_mask", "student001") == ""  # nothing graded: nothing listed

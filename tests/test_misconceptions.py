@@ -6,6 +6,8 @@ failure itself (``CheckFailed.misconception``), never read back from the message
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -79,24 +81,96 @@ def test_ids_are_family_dot_name_and_described():
         assert family(misconception) and words.strip(), misconception
 
 
+class _KernelHere:
+    """The judge's harness (the code it defines in every grading kernel) run in this process: a call into it takes
+    the path a graded call takes, the kernel's side and the grader's, without starting a kernel."""
+
+    def __init__(self, **functions):
+        from autograde.judge import HARNESS
+
+        self.namespace = dict(functions)
+        exec(HARNESS, self.namespace)  # noqa: S102 - the judge's own code
+
+    def request(self, payload: dict, timeout: float) -> dict:
+        import contextlib
+        import io
+        import json
+
+        from autograde.judge import REPLY_MARK
+
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            self.namespace["__hm_rpc"](json.dumps(payload))
+        return json.loads(printed.getvalue().strip().splitlines()[-1].removeprefix(REPLY_MARK))
+
+
 def test_a_finalizers_resource_warning_is_not_the_answers_warning():
     """A ResourceWarning is a finalizer's (an unclosed event loop collected during the call, as it happened once
-    in 60 gradings of a correct answer): it never fails an answer; a numerics warning still does."""
+    in 60 gradings of a correct answer): it never fails an answer; a numerics warning still does. The same
+    policy on both paths: the checks' call in the learner's notebook, and the grading kernel's call (the judge's
+    harness records the warnings there, the grader warns again with them inside the checks' call)."""
     import warnings
 
+    from autograde.judge import Budget, RemoteFunction
     from heads_and_masks.checks.core import call
 
     def collected_mid_call(x):
         warnings.warn("unclosed event loop", ResourceWarning)
         return x
 
-    assert call(collected_mid_call, 1.0, what="f(1.0)", allow_warnings=False) == 1.0
-
     def overflows(x):
         return np.exp(np.array([x]))
 
-    with pytest.raises(CheckFailed, match="warning"):
-        call(overflows, 1000.0, what="f(1000.0)", allow_warnings=False)
+    def divides_by_zero(x):
+        return np.array([x]) / 0.0
+
+    def warns_itself(x):
+        warnings.warn("this is slow", UserWarning)
+        return x
+
+    kernel = _KernelHere(
+        collected_mid_call=collected_mid_call,
+        overflows=overflows,
+        divides_by_zero=divides_by_zero,
+        warns_itself=warns_itself,
+    )
+    budget = Budget(60, 30)
+    for path, function in [("notebook", f) for f in (collected_mid_call, overflows, divides_by_zero, warns_itself)] + [
+        ("kernel", RemoteFunction(kernel, f, budget))
+        for f in ("collected_mid_call", "overflows", "divides_by_zero", "warns_itself")
+    ]:
+        name = function.__name__
+        if name == "collected_mid_call":
+            assert call(function, 1000.0, what=f"f(1000.0) ({path})", allow_warnings=False) == 1000.0
+        else:
+            with pytest.raises(CheckFailed, match="emitted a warning") as failed:
+                call(function, 1000.0, what=f"f(1000.0) ({path})", allow_warnings=False)
+            assert failed.value.misconception == "numerics.warning", (path, name)
+    # the kernel's side applies the policy itself: a finalizer's warning never leaves the kernel
+    recorded = {
+        name: [
+            category
+            for category, _ in kernel.request({"op": "call", "name": name, "args": [1000.0], "kwargs": {}}, 5)[
+                "warnings"
+            ]
+        ]
+        for name in ("collected_mid_call", "overflows", "divides_by_zero", "warns_itself")
+    }
+    assert recorded == {
+        "collected_mid_call": [],
+        "overflows": ["RuntimeWarning"],
+        "divides_by_zero": ["RuntimeWarning"],
+        "warns_itself": ["UserWarning"],
+    }
+
+
+def test_the_grading_kernel_has_the_checks_warning_policy(tmp_path):
+    """The harness imports the policy from the kernel's stub copy of the package: that copy is the module itself."""
+    from autograde.judge import reference_functions, stub_package
+    from heads_and_masks import _answer_warnings
+
+    stub = stub_package(tmp_path, reference_functions())
+    assert (stub / "_answer_warnings.py").read_text() == Path(_answer_warnings.__file__).read_text()
 
 
 def test_a_failure_carries_the_id_of_the_diagnosis_it_matched():

@@ -115,3 +115,34 @@ def test_a_reference_the_source_does_not_define_stops_the_stub(tmp_path):
 
     with pytest.raises(RuntimeError, match="no top-level definition of the references"):
         stub_package(tmp_path, [_guard.Reference("not_there", "heads_and_masks.masks")])
+
+
+def test_the_kept_stub_is_made_again_when_the_course_package_changes(tmp_path, monkeypatch):
+    """A grading run reuses the stub kept from the last run only while nothing in the course package (or
+    in the code that makes the stub) changed; a half-made stub of a killed run is never used."""
+    import shutil
+
+    from autograde import judge
+
+    repo = tmp_path / "repo"
+    shutil.copytree(
+        judge.REPO / "heads_and_masks", repo / "heads_and_masks", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    monkeypatch.setattr(judge, "REPO", repo)
+    kept = tmp_path / "work"
+    kept.mkdir()
+    (kept / ".stub-0123-half").mkdir()  # what a run killed while making its stub leaves
+    first = judge.kept_stub_package(kept)
+    assert first.parent.name == f"stub-{judge.stub_fingerprint()}"
+    assert [p.name for p in kept.iterdir()] == [first.parent.name], "the half-made stub was not removed"
+    marker = first / "kept-marker"
+    marker.write_text("x")
+    assert judge.kept_stub_package(kept) == first and marker.exists(), "an unchanged package was made again"
+
+    masks = repo / "heads_and_masks" / "masks.py"
+    masks.write_text(masks.read_text(encoding="utf-8") + "\nEDITED_BY_THE_TEST = 1\n", encoding="utf-8")
+    second = judge.kept_stub_package(kept)
+    assert second != first and not first.exists(), "the stub of the old package was kept or reused"
+    assert "EDITED_BY_THE_TEST = 1" in (second / "masks.py").read_text(encoding="utf-8")
+    (second / "__init__.py").unlink()  # incomplete: never used as it is
+    assert (judge.kept_stub_package(kept) / "__init__.py").is_file()

@@ -341,25 +341,30 @@ def section_grading(
         f"time a worker spent on one submission (1 worker); *steady state* is what {workers} workers would "
         "give once started, from those medians: "
         f"{workers} × one submission with 1 worker / one submission with {workers} workers (not a target: the "
-        "targets are the wall-clock ratios).",
+        "targets are the wall-clock ratios). *Cores busy* is the CPU time of the command and of every process "
+        f"it started (workers, kernels), over its wall time ({result['cpu_scope']}); *ceiling* is the most "
+        f"{workers} workers could give over 1 on {result['cores']} cores, {result['cores']} / cores busy with 1 worker.",
         "",
         f"| assignment | load as it began | plain (s/notebook) | 1 worker (s/notebook) | {workers} workers (s/notebook) | "
         f"one submission, 1 worker (s) | 1 worker / plain | {workers} workers vs 1 | steady state, {workers} vs 1 | "
-        "full marks |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"cores busy: plain / 1 worker / {workers} workers | ceiling, {workers} vs 1 | full marks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
         lines.append(
             f"| {row['assignment']} | {row.get('load', float('nan')):.1f} | {row['plain_per_notebook']:.2f} | "
             f"{row['one_per_notebook']:.2f} | {row['two_per_notebook']:.2f} | {row['one_median_submission']:.2f} | "
             f"{row['one_over_plain']:.2f}× | {row['speedup']:.2f}× | {row['steady_speedup']:.2f}× | "
+            f"{row['plain_cores']:.2f} / {row['one_cores']:.2f} / {row['two_cores']:.2f} | {row['ceiling']:.2f}× | "
             f"{row['all_full_marks']} |"
         )
     total = len(result["rows"]) * n
     lines.append(
         f"| **all** | | **{result['plain_seconds'] / total:.2f}** | **{result['one_seconds'] / total:.2f}** | "
         f"**{result['two_seconds'] / total:.2f}** | | **{result['one_over_plain']:.2f}×** | "
-        f"**{result['speedup']:.2f}×** | **{result['steady_speedup']:.2f}×** | **{result['all_full_marks']}** |"
+        f"**{result['speedup']:.2f}×** | **{result['steady_speedup']:.2f}×** | "
+        f"**{result['plain_cores']:.2f} / {result['one_cores']:.2f} / {result['two_cores']:.2f}** | "
+        f"**{result['ceiling']:.2f}×** | **{result['all_full_marks']}** |"
     )
     worst_plain, worst_speedup = result["worst_one_over_plain"], result["worst_speedup"]
     over_plain_ok = worst_plain["one_over_plain"] <= TARGETS["grading_over_plain"]
@@ -402,9 +407,12 @@ def section_grading(
     )
     lines.append(
         f"\nOne worker is not one core: while it grades a submission, the next submission's sandboxed kernel "
-        "starts on the other core (autograde.judge.KernelSupply), so the second worker adds only the cores' "
-        f"remaining time. The load average (1 minute, {os.cpu_count()} cores) says how much of them other "
-        "jobs took as each assignment began."
+        "starts on the other core (autograde.judge.KernelSupply), and its workers' fork server imports while "
+        f"the command reads the course. One worker kept {result['one_cores']:.2f} cores busy on average, so a "
+        f"second worker could add at most the rest: {result['ceiling']:.2f}× over all assignments (the ceiling "
+        f"column; {workers} workers measured {result['speedup']:.2f}×). The load average (1 minute, "
+        f"{os.cpu_count()} cores) says how much of them other jobs took as each assignment began; under "
+        "other jobs, cores busy and the ceiling say less."
     )
     lines.append(
         f"\nThe class's time is extrapolated from the {workers}-worker run of each assignment: its start-up "

@@ -321,6 +321,31 @@ def check_masked_softmax_empty_rows(masked_softmax, seed: int = 0, thorough: boo
     passed("masked_softmax gives all-zero weights to a fully masked row, without NaN or warnings")
 
 
+def _large_scores(r, n: int) -> np.ndarray:
+    """(n, n) scores in the thousands for a causal mask; two decisive rows name a mistake alike on every draw.
+
+    The other rows are plain draws (normal, times 1000): whether a forbidden score dwarfs the allowed
+    ones of its row is left to chance there. The decisive rows are built:
+
+    * row 0 (one allowed key, key 0): its forbidden scores sit just above the allowed one (by 0.5 to 2).
+      Masking *after* softmax keeps the allowed key's weight exp(s_0) / Σ exp(s), 3 % to 13 %, so the
+      row sums to that, not to 1: ``mask.after_softmax``. Renormalising what is left, or taking the row
+      maximum over forbidden keys too, gives this row exactly (a difference of 2 is no underflow): the
+      other rows and the next probe (forbidden scores about 3e4) tell those apart
+      (``softmax.allowed_weights_vanish``). Drawn plainly, a forbidden score
+      thousands above the allowed one rounds its weight to 0, and the zero row left by masking after
+      softmax is what vanished allowed weights look like: named so on 230 of 600 seeds.
+    * row n - 1 (every key allowed): its last score is at least 1200, beyond exp's range (about 709),
+      so a softmax that does not subtract the row maximum overflows, inf / inf = NaN, here:
+      ``softmax.overflow``. Drawn plainly, no allowed score came that far on 1 seed of 600, and a
+      later probe caught the overflow under another name.
+    """
+    scores = r.normal(size=(n, n)) * 1000.0  # (n_q, n_k)
+    scores[0, 1:] = scores[0, 0] + r.uniform(0.5, 2.0, size=n - 1)  # row 0: forbidden just above allowed
+    scores[n - 1, n - 1] = max(scores[n - 1, n - 1], 1200.0)  # row n - 1: an allowed score beyond exp's range
+    return scores
+
+
 @exercise_check
 def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: bool = False) -> None:
     """Scores far beyond exp's range, forbidden scores that dwarf the allowed ones, very negative scores."""
@@ -328,17 +353,9 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
     r = rng(seed)
     n = 5
     causal = np.tril(np.ones((n, n), dtype=bool))
-    big = r.normal(size=(n, n)) * 1000.0
-    # In the first row the forbidden scores sit just above the allowed one: masking after softmax then leaves
-    # a row that sums to less than 1 (named as such) on every draw, instead of zeros that look like the
-    # allowed weights vanishing on some draws and not on others.
-    big[0, 1:] = big[0, 0] + r.uniform(0.5, 2.0, size=n - 1)
-    # And one allowed score lies beyond exp's range (about 709) on every draw: a missing max subtraction is
-    # caught here, not by a later probe that names another mistake (1 draw in 150 had no score that far).
-    big[-1, -1] = max(big[-1, -1], 1200.0)
     _probe_softmax(
         masked_softmax,
-        big,
+        _large_scores(r, n),
         causal,
         "on large scores (|s| in the thousands)",
         strict=True,

@@ -16,6 +16,7 @@ import warnings
 
 import numpy as np
 
+from .._answer_warnings import answer_warnings
 from .._guard import ReferenceUsedError, locked
 from .misconceptions import MISCONCEPTIONS
 
@@ -338,11 +339,7 @@ def call(
     __tracebackhide__ = True
     originals = [a for a in args]
     given = [(_array(a, copy=True) if _type(a) is _ndarray else a) for a in args]
-    with _catch_warnings(record=True) as caught, _errstate(divide="warn", over="warn", invalid="warn", under="ignore"):
-        _simplefilter("always")
-        # A ResourceWarning comes from a finalizer, whenever the garbage collector runs (an unclosed event loop
-        # of the kernel, collected during the call): it says nothing about the answer's computation.
-        _simplefilter("ignore", ResourceWarning)
+    with answer_warnings() as caught:  # the same policy as the grading kernel's (heads_and_masks._answer_warnings)
         try:
             with locked():
                 result = function(*given, **kwargs)

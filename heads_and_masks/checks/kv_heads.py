@@ -8,7 +8,7 @@ from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
-from .core import expect_close, expect_shape, plain_array
+from .core import expect_close, expect_shape, is_close, plain_array
 
 
 _SHAPE_HINT = (
@@ -62,6 +62,29 @@ def _wrong_gqa(q, k, v, mask):
         yield _with_kv_heads(q, k, v, None, right), "the mask is ignored.", "mask.ignored"
 
 
+def _right_with_g_squared_heads(gqa, q, k, v, mask) -> bool:
+    """Whether an answer that failed on these shapes matches the reference with h = g · g query heads.
+
+    There, and only there (for g > 1), the group size h // g equals g: an answer that repeats each KV
+    head g times, the number of KV heads, gets g · g KV heads, as many as the query heads, and is right.
+    On any other h it has g · g KV heads for h query heads, and it raises. The query heads (and a
+    per-head mask) for g · g heads are the probe's own, taken in turn.
+    """
+    h, g = q.shape[1], k.shape[1]
+    if g == 1 or h == g * g:  # g = 1: repeating once is right; h = g · g: these are the shapes it failed on
+        return False
+    heads = np.arange(g * g) % h
+    q_g2 = q[:, heads]  # (b, g·g, n_q, d)
+    mask_g2 = mask[:, heads] if mask is not None and mask.ndim == 4 and mask.shape[1] == h > 1 else mask
+    args = (q_g2, k, v) if mask is None else (q_g2, k, v, mask_g2)
+    what = f"grouped_query_attention with h = {g * g} query heads and g = {g} KV heads"
+    try:
+        out = plain_array(call(gqa, *args, what=what), what=what)
+    except CheckFailed:
+        return False
+    return is_close(out, reference_gqa(*args))
+
+
 def _probe(gqa, q, k, v, mask, label):
     __tracebackhide__ = True
     args = (q, k, v) if mask is None else (q, k, v, mask)
@@ -70,6 +93,16 @@ def _probe(gqa, q, k, v, mask, label):
         out = plain_array(call(gqa, *args, what=what, allow_warnings=False), what=what)
     except CheckFailed as error:
         message, misconception = str(error), error.misconception
+        h, g = q.shape[1], k.shape[1]
+        if " raised " in message and _right_with_g_squared_heads(gqa, q, k, v, mask):
+            fail(
+                f"{message} k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
+                f"g = {g} times (the number of KV heads) instead of h // g = {h // g} times (the group size), "
+                f"which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query heads, where "
+                f"h // g = g, your function matches the reference. Query head i reads KV head i // (h // g): "
+                "np.repeat(k, h // g, axis=1).",
+                "kv_heads.repeated_g_times",
+            )
         if " raised " in message:
             message += " " + _SHAPE_HINT
             if mask is not None and mask.ndim == 4:

@@ -106,6 +106,7 @@ MISCONCEPTIONS: dict[str, str] = {
     # KV heads and the KV cache (notebook 06)
     "kv_heads.tiled_not_repeated": "KV heads tiled instead of repeated",
     "kv_heads.one_kv_head_used": "every query head reads one KV head",
+    "kv_heads.repeated_g_times": "each KV head repeated g times (the number of KV heads) instead of h // g (the group size)",
     "kv_heads.mask_not_broadcast": "a per-sequence mask not broadcast to the query heads before grouping",
     "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
     "kv_cache.bits_not_bytes": "the size in bits instead of bytes",

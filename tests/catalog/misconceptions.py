@@ -137,7 +137,7 @@ LABELS: dict[str, dict[str, tuple[str, ...]]] = {
         "tile_instead_of_repeat": ("kv_heads.tiled_not_repeated",),
         "grouped_reshape_in_tile_order": ("kv_heads.tiled_not_repeated",),
         "kv_head_zero_for_everyone": ("kv_heads.one_kv_head_used",),
-        "repeat_by_g_not_group_size": ("unrecognised",),
+        "repeat_by_g_not_group_size": ("kv_heads.repeated_g_times",),
         "mask_not_broadcast_before_grouping": ("kv_heads.mask_not_broadcast",),
         "accepts_h_not_divisible_by_g": ("conventions.no_value_error",),
         "gqa_calls_the_reference": ("conventions.called_reference",),
