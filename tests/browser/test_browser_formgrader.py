@@ -43,9 +43,9 @@ OUTPUTS = (
     ' \'<img src="x" onerror="window.studentScript = 1">\'))\n'
     "display(Javascript('window.studentScript = \"js output\"'))\n"
 )
-# The written answer: three formulas (one displayed), as a student types them in markdown. The last one
-# tries a javascript: link and markup inside the math.
-ANSWER = r"""With $m = \max_k s_k$ every term of the row is multiplied by the same factor $e^{-m}$, which cancels:
+# The written answer: four formulas (one displayed), as a student types them in markdown, a paragraph on one
+# long line. The last formula tries a javascript: link and markup inside the math.
+ANSWER = r"""With $m = \max_k s_k$ every term of the row is multiplied by the same factor $e^{-m}$, which cancels: the numerator and the denominator of every weight are multiplied by it, so their ratio stays the same.
 
 $$w_j = \frac{e^{s_j - m}}{\sum_k e^{s_k - m}} = \frac{e^{s_j}}{\sum_k e^{s_k}}$$
 
@@ -156,6 +156,10 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
         )
         assert all(f["width"] > 5 and f["height"] > 5 and not f["error"] for f in typeset), typeset
         assert page.evaluate("() => MathJax.version") == "2.7.9"
+        widths = answer.evaluate("cell => [...cell.querySelectorAll('pre')].map(p => [p.scrollWidth, p.clientWidth])")
+        assert widths and all(inside <= shown + 1 for inside, shown in widths), (
+            f"the written answer's lines run off to the right (text width, box width): {widths}"
+        )
         links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
         assert not [link for link in links if link.lower().startswith("javascript:")], links
 

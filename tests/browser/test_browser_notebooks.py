@@ -56,8 +56,10 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     notebook_page = open_notebook(kind, assignment)
     page = notebook_page.page
     if kind == "student":  # a learner on a laptop
+        started = time.monotonic()
         page.set_viewport_size(LAPTOP)
         open_file_browser(page)
+        notebook_page.timings["laptop window"] = time.monotonic() - started
     notebook_page.run_all()
     started = time.monotonic()
     saved = notebook_page.save_and_read()
@@ -74,16 +76,20 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         page.locator(".jp-Notebook .jp-Cell").nth(first_test).screenshot(
             path=str(screenshots / f"{kind}-{assignment}-test-cell.png")
         )
+    started = time.monotonic()
     problems = output_problems(page) + outputs_that_do_not_fit(page)
+    notebook_page.timings["outputs checked"] = time.monotonic() - started
     assert not problems, f"{kind} {assignment} ({page.viewport_size['width']} px window): " + "; ".join(problems)
 
     boxes = page.locator(".course-widget")
     count = boxes.count()
     assert count >= 1, f"{kind} {assignment}: no course widget (.course-widget) in the notebook"
     if kind == "student":
+        started = time.monotonic()
         boxes.first.scroll_into_view_if_needed()
         settle(boxes.first)
         page.screenshot(path=str(screenshots / f"laptop-student-{assignment}.png"))
+        notebook_page.timings["laptop screenshot"] = time.monotonic() - started
     started = time.monotonic()
     for index in range(count):
         box = boxes.nth(index)
