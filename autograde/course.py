@@ -23,6 +23,20 @@ REPO = HERE.parent
 STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
 
 
+def share_gradebook_engines() -> None:
+    """One SQLAlchemy engine per gradebook file in this process, instead of one per ``Gradebook`` that
+    nbgrader opens (about ten per submission graded). An engine keeps the SQL it has compiled, so each
+    statement is compiled once per process rather than once per ``Gradebook``: about 0.04 s of CPU per
+    submission in a worker, a sixth of its own share. ``Gradebook.close`` still returns the engine's
+    connections (``dispose``); only the compiled statements outlive it."""
+    import functools
+
+    import nbgrader.api
+
+    if not hasattr(nbgrader.api.create_engine, "cache_info"):  # once per process
+        nbgrader.api.create_engine = functools.lru_cache(maxsize=16)(nbgrader.api.create_engine)
+
+
 def default_workers() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 

@@ -32,7 +32,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
-from .course import Course, default_workers, roster, setup
+from .course import Course, default_workers, roster, setup, share_gradebook_engines
 from .feedback import last_error_line
 from .inspection import Inspection, inspect
 from .results import (
@@ -183,6 +183,7 @@ def _grade(
     stream,
     on_result,
 ) -> dict[str, Result]:
+    share_gradebook_engines()  # this process opens the course gradebook a few times per student
     setup(course, assignment)
     maxima = grade_cells(course, assignment)
     written = written_answers(course, assignment)
@@ -438,7 +439,10 @@ class GradingWorker(WorkerPlugin):
 
         import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
+        from .course import share_gradebook_engines
         from .judge import KernelSupply, shared_stub_package
+
+        share_gradebook_engines()
 
         if self.log:
             descriptor = os.open(self.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
