@@ -396,7 +396,9 @@ def run_jobs(
     workers = min(workers, len(students))  # no worker started for nothing
     limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
     log = course.runtime_dir("logs", assignment) / "workers.log"
-    with dask_client(scheduler, workers, log, limits, course.runtime_dir("work"), insecure_scheduler) as client:
+    with dask_client(
+        scheduler, workers, log, limits, course.runtime_dir("work"), insecure_scheduler, submissions=len(students)
+    ) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
         # The run's settings travel once to every worker, not once per submission, as a task's result.
@@ -521,9 +523,11 @@ def dask_client(
     kernel_limits: tuple[int, int] | None = None,
     stub_folder: Path | None = None,
     insecure_scheduler: bool = False,
+    submissions: int | None = None,
 ):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
-    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins.
+    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins (on an
+    existing cluster, only when the run's ``submissions`` are at least its worker threads).
     The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run).
 
     Whoever can talk to a cluster's scheduler, nannies or workers runs code as the instructor (Dask runs the
@@ -540,7 +544,11 @@ def dask_client(
     if scheduler:
         security = scheduler_security(scheduler, insecure=insecure_scheduler)
         with Client(scheduler, security=security, set_as_default=False) as client:
-            client.register_plugin(GradingWorker(kernel_limits=kernel_limits))
+            # A worker boots a kernel as the plugin reaches it: worth it only when every worker will have a
+            # submission to grade, not on a cluster of a hundred workers for a handful of submissions.
+            slots = sum(client.nthreads().values())
+            warm = submissions is None or submissions >= slots
+            client.register_plugin(GradingWorker(kernel_limits=kernel_limits if warm else None))
             yield client
         return
     environment = tool_env(headless=True)
