@@ -313,12 +313,21 @@ def kept_stub_package(folder: Path) -> Path:
     for old in [*folder.glob("stub-*"), *folder.glob(".stub-*")]:  # older course packages, or a killed run's
         shutil.rmtree(old, ignore_errors=True)
     building = Path(tempfile.mkdtemp(prefix=f".stub-{fingerprint}-", dir=folder))
-    stub_package(building, reference_functions())  # (modes: readable by the kernels' own uids)
+    made = _KEPT_STUBS.get(fingerprint)  # by this process for another course: copied, not made again
+    if made is not None and (made / "__init__.py").is_file():
+        shutil.copytree(made, building / "heads_and_masks")  # (modes kept: readable by the kernels' uids)
+        os.chmod(building, 0o755)
+    else:
+        stub_package(building, reference_functions())  # (modes: readable by the kernels' own uids)
     try:
         os.rename(building, kept)
     except OSError:  # made meanwhile by another process: use that one
         shutil.rmtree(building, ignore_errors=True)
+    _KEPT_STUBS[fingerprint] = kept / "heads_and_masks"
     return kept / "heads_and_masks"
+
+
+_KEPT_STUBS: dict[str, Path] = {}  # fingerprint -> a stub this process made or kept
 
 
 # ------------------------------------------------------------------ talking to the student's kernel

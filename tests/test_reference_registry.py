@@ -146,3 +146,26 @@ def test_the_kept_stub_is_made_again_when_the_course_package_changes(tmp_path, m
     assert "EDITED_BY_THE_TEST = 1" in (second / "masks.py").read_text(encoding="utf-8")
     (second / "__init__.py").unlink()  # incomplete: never used as it is
     assert (judge.kept_stub_package(kept) / "__init__.py").is_file()
+
+
+def test_a_second_course_gets_a_copy_of_the_kept_stub(tmp_path):
+    """A process grading several courses (the test suite, a department's script) makes the stub once and
+    copies it into each course's folder, with the same contents and modes the kernels' uids can read."""
+    import filecmp
+    import stat
+
+    from autograde import judge
+
+    first_course, second_course = tmp_path / "one", tmp_path / "two"
+    first_course.mkdir()
+    second_course.mkdir()
+    first = judge.kept_stub_package(first_course)
+    second = judge.kept_stub_package(second_course)
+    assert second.is_relative_to(second_course) and second.parent.name == first.parent.name
+    files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
+    match, mismatch, errors = filecmp.cmpfiles(first, second, files, shallow=False)
+    assert not mismatch and not errors and len(match) == len(files) > 10
+    for path in [second.parent, *second.rglob("*")]:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        needed = 0o005 if path.is_dir() else 0o004  # read (and enter, for a folder)
+        assert (mode & needed) == needed, f"{path} is not readable by others ({oct(mode)})"
