@@ -190,3 +190,5 @@ check_attention(attention, seed=7919, thorough=True)
 # | 04 work fraction | how much of the score matrix the causal mask really needs, and a tiled kernel that saves it |
 # | 05 other masks | padding, sliding windows, block-sparse; the padding bug |
 # | 06 KV heads | MHA, MQA, GQA, and the size of the KV cache of real models |
+# | 07 generation | one token at a time: the KV cache, the bottom-right mask, rolling windows, sinks and packed documents |
+# | 08 learned heads | a tiny attention-only model trained in NumPy whose heads find the two rules by themselves |

@@ -18,13 +18,12 @@
 # Graded exercises: `split_heads`, `merge_heads`, `multi_head_attention`, `mha_cost`.
 
 # %%
-import matplotlib.pyplot as plt  # noqa: F401  (sets up inline pictures)
 import numpy as np
 from einops import rearrange
 
 import heads_and_masks as hm
 from heads_and_masks.cost import cost_table
-from heads_and_masks.pictures.heads import split_orders_figure
+from heads_and_masks.pictures.heads import picture, score_sum_figure, split_orders_figure
 from heads_and_masks.widgets.heads import HeadSplitWidget
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
@@ -69,13 +68,7 @@ print("largest difference:", np.abs(single_head_scores - sum(head_scores)).max()
 # distribution over the keys, two heads turn each part into its own.
 
 # %%
-figure, axes = plt.subplots(1, h + 1, figsize=(6.4, 2.5), layout="constrained")
-limit = np.abs(single_head_scores).max()
-for ax, matrix, title in zip(axes, head_scores + [single_head_scores],
-                             [f"head {i}: Q_{i} K_{i}ᵀ" for i in range(h)] + ["one head: Q Kᵀ = the sum"]):
-    image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
-    ax.set(title=title, xlabel="key", ylabel="query", xticks=range(n), yticks=range(n))
-figure.colorbar(image, ax=axes, shrink=0.8, label="score (before 1/√d)");
+picture(score_sum_figure(head_scores, single_head_scores))
 
 # %% [markdown]
 # ## 2. The cut in index notation: `b n (h d) -> b h n d`
@@ -222,7 +215,7 @@ for i in range(h):
 # each cell is the head that column feeds:
 
 # %%
-split_orders_figure(8, 2)
+picture(split_orders_figure(8, 2))
 
 # %% [markdown]
 # How much damage does it do? If a model were trained from scratch with the same wrong reading

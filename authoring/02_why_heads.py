@@ -86,23 +86,17 @@ plots.picture(plots.hull_figure(values, previous=4, first=0))
 # readout of any kind is a linear one: no cleverer decoder could do better.) Two heads recover everything.
 
 # %%
-rng = np.random.default_rng(0)
 c = 4
-previous_contents, first_contents = rng.normal(size=(2, 5000, c))  # many (previous, first) pairs
-wanted = np.concatenate([previous_contents, first_contents], axis=1)  # (pairs, 2c): what the task asks for
-
 weights_on_previous = np.linspace(0.0, 1.0, 11)
-recovered = np.array([retrieval.linear_recovery(retrieval.one_head_mix(previous_contents, first_contents, a), wanted)
-                      for a in weights_on_previous])  # (11, 2c): one R² per wanted number
-recovered_previous, recovered_first = recovered[:, :c].mean(axis=1), recovered[:, c:].mean(axis=1)
-two_heads = retrieval.linear_recovery(wanted, wanted)  # two heads hand back both contents side by side
+# 5000 random (previous, first) pairs of contents; per weight a: the mean R² of each wanted content
+recovered_previous, recovered_first, two_heads = retrieval.one_head_recovery(weights_on_previous, c, pairs=5000)
 
-A, B = rng.normal(size=(2, c))
+A, B = np.random.default_rng(1).normal(size=(2, c))
 print("one head, a = ½:  (A, B) and (B, A) give the same output:",
       np.allclose(retrieval.one_head_mix(A, B, 0.5), retrieval.one_head_mix(B, A, 0.5)))
 print(f"one head: on average {((recovered_previous + recovered_first) / 2).min():.3f} to "
       f"{((recovered_previous + recovered_first) / 2).max():.3f} of the variance recovered, for every a;"
-      f" two heads: {two_heads.mean():.3f}")
+      f" two heads: {two_heads:.3f}")
 plots.picture(plots.recovery_figure(weights_on_previous, recovered_previous, recovered_first))
 
 
@@ -235,8 +229,7 @@ Markdown("\n".join(rows))
 
 # %%
 d_grid = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256, 512])
-simulated = np.array([[estimates.std() for estimates in score_noise.similarity_estimates(d, noise, pairs=2000, seed=3)]
-                      for d in d_grid])  # (d, 2): spread of the match, of unrelated keys
+simulated = score_noise.simulated_spreads(d_grid, noise, pairs=2000, seed=3)  # (d, 2): the match's, unrelated keys'
 formula = np.array([score_noise.estimate_spread(d, noise) for d in d_grid])
 print("largest relative difference between simulation and formula:",
       f"{np.abs(simulated / formula - 1).max():.1%} (2000 pairs per point)")

@@ -23,14 +23,14 @@
 # crashes. The numbers are just different, and worse for short sequences than for long ones.
 
 # %% nbgrader={"grade_id": "setup", "schema_version": 3, "locked": true, "solution": false, "grade": false}
-import matplotlib.pyplot as plt
 import numpy as np
+from IPython.display import display
 
 import heads_and_masks as hm
 from heads_and_masks import local_attention as local
 from heads_and_masks import padding as pad
 from heads_and_masks.checks import other_masks as checks
-from heads_and_masks.pictures.other_masks import draw_mask
+from heads_and_masks.pictures import other_masks as plots
 from heads_and_masks.widgets.other_masks import MaskWidget
 
 np.set_printoptions(precision=3, suppress=True, linewidth=110)
@@ -48,17 +48,14 @@ n = 12
 length = 8  # the padded sequence has 8 real tokens and 4 filler positions
 block = 3
 layout, block_mask = local.layout_mask("global + local", n, block)
-pictures = {
+panels = {  # title: (mask, which keys are real (padding only), tile size (block-sparse only))
     "causal": (hm.causal_mask(n), None, None),
     f"padding (length {length} of {n})": (np.broadcast_to(hm.padding_mask([length], n)[0], (n, n)),
                                          hm.padding_mask([length], n)[0], None),
     "sliding window (w = 4)": (hm.sliding_window_mask(n, 4), None, None),
     f"block-sparse (tiles of {block})": (block_mask, None, block),
 }
-fig, axes = plt.subplots(2, 2, figsize=(6.4, 6.6), layout="constrained")
-for ax, (title, (mask, key_is_real, tile)) in zip(axes.flat, pictures.items()):
-    draw_mask(ax, mask, f"{title}\nkeeps {hm.kept_fraction(mask):.1%}", key_is_real=key_is_real, block=tile)
-plt.show()
+plots.picture(plots.four_masks_figure(panels))  # each title says the share of the matrix its mask keeps
 
 # %% [markdown]
 # Read them row by row, a row being one query:
@@ -148,10 +145,7 @@ keys_real = hm.padding_mask([length], n)[0]  # (n,)
 causal = hm.causal_mask(n)
 right = causal & keys_real[None, :]  # the padding constrains the keys (columns)
 also_rows = right & keys_real[:, None]  # ... and, needlessly, the queries (rows) too
-fig, axes = plt.subplots(1, 2, figsize=(6.4, 3.4), layout="constrained")
-draw_mask(axes[0], right, "causal AND key is real\n(the course's attention_mask)", key_is_real=keys_real)
-draw_mask(axes[1], also_rows, "…and filler queries masked too\n(rows with nothing allowed)", key_is_real=keys_real)
-plt.show()
+display(plots.picture(plots.keys_not_queries_figure(right, also_rows, keys_real)))
 print("rows with no allowed key:", int((~right.any(axis=1)).sum()), "versus", int((~also_rows.any(axis=1)).sum()))
 
 # %% [markdown]
@@ -193,14 +187,7 @@ for neighbour_length in [5, 9, 20]:
 
 # %%
 lengths_tried, filler_share, output_error = pad.padding_damage(n=32, d=16, trials=20, seed=0)
-fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
-ax.plot(lengths_tried, filler_share, "o-", ms=3, label="share of attention on filler")
-ax.plot(lengths_tried, output_error, "s-", ms=3, label="error of the output (in value-vector lengths)")
-ax.plot(lengths_tried, (32 - lengths_tried) / 32, "k:", lw=1, label="(n − L) / n")
-ax.set(xlabel="real length L of the sequence (batch padded to n = 32)", ylim=(0, None),
-       title="forgetting the padding mask: the shorter the sequence, the worse")
-ax.legend(fontsize=8)
-plt.show()
+display(plots.picture(plots.padding_damage_figure(lengths_tried, filler_share, output_error, n=32)))
 for L in [1, 4, 16, 31]:
     print(f"L = {L:>2}: {filler_share[L - 1]:.0%} of the attention on filler, "
           f"output off by {output_error[L - 1]:.2f} value-vector lengths")
@@ -344,14 +331,7 @@ window_cache = per_token * local.keys_in_cache(context, config["sliding_window"]
 print(f"one cached token: {per_token:,} bytes ({per_token / 2**10:.0f} KiB)")
 print(f"cache at token {context:,}: {full_cache / 2**30:.2f} GiB with a causal mask, "
       f"{window_cache / 2**30:.2f} GiB with the window: {full_cache / window_cache:.0f}× smaller")
-fig, ax = plt.subplots(figsize=(6.4, 2.8), layout="constrained")
-tokens = np.arange(1, context + 1)
-ax.plot(tokens, per_token * local.keys_in_cache(context) / 2**30, label="causal: every earlier token")
-ax.plot(tokens, per_token * local.keys_in_cache(context, config["sliding_window"]) / 2**30,
-        label=f"window of {config['sliding_window']}")
-ax.set(xlabel="tokens generated", ylabel="KV cache (GiB)", title="the window bounds the cache (Mistral 7B shape)")
-ax.legend(fontsize=8)
-plt.show()
+plots.picture(plots.cache_growth_figure(per_token, context, config["sliding_window"], config["name"]))
 
 # %% [markdown]
 # ### A window per layer, a long reach in total
@@ -363,12 +343,8 @@ plt.show()
 
 # %%
 n, w = 16, 3
-fig, axes = plt.subplots(1, 3, figsize=(6.2, 3.0), layout="constrained")
-for ax, layers in zip(axes, [1, 2, 4]):
-    reach = local.receptive_field(n, w, layers)
-    first_seen = int(np.argmax(reach[-1]))
-    draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{n - 1 - first_seen} positions")
-plt.show()
+reach = {layers: local.receptive_field(n, w, layers) for layers in [1, 2, 4]}  # (n, n) each
+display(plots.picture(plots.receptive_field_figure(reach)))  # titles: how far back the last token reaches
 span = config["n_layers"] * config["sliding_window"]
 print(f"{config['name']}: {config['n_layers']} layers × a window of {config['sliding_window']:,} "
       f"≈ {span:,} tokens of theoretical reach")
@@ -414,11 +390,9 @@ n = 12
 prefix_lm = local.prefix_lm_mask(n, 4)
 sinks = local.window_with_sinks_mask(n, 3, 2)
 global_local = local.global_local_layout(n, width=3, n_global=1)
-fig, axes = plt.subplots(1, 3, figsize=(6.5, 3.2), layout="constrained")  # fits a laptop's notebook
-draw_mask(axes[0], prefix_lm, f"prefix LM:\ncausal OR key < 4\nkeeps {hm.kept_fraction(prefix_lm):.1%}")
-draw_mask(axes[1], sinks, f"window 3 OR 2 sinks\n(and causal)\nkeeps {hm.kept_fraction(sinks):.1%}")
-draw_mask(axes[2], global_local, f"local 3 OR global\nfirst (and causal)\nkeeps {hm.kept_fraction(global_local):.1%}")
-plt.show()
+display(plots.picture(plots.granting_masks_figure({"prefix LM:\ncausal OR key < 4": prefix_lm,
+                                                   "window 3 OR 2 sinks\n(and causal)": sinks,
+                                                   "local 3 OR global\nfirst (and causal)": global_local})))
 causal, window = hm.causal_mask(n), hm.sliding_window_mask(n, 3)
 print("prefix LM is more than the causal mask:", int(prefix_lm.sum() - causal.sum()), "extra entries;",
       "an AND with the prefix rule would be less:", int((causal & (np.arange(n) < 4)[None, :]).sum()), "entries")
@@ -544,14 +518,8 @@ checks.check_batched_attention(batched_attention, seed=8191, thorough=True)
 
 # %%
 n, block = 48, 6
-fig, axes = plt.subplots(2, 3, figsize=(6.2, 5.0), layout="constrained", height_ratios=[1, 2.0])
-for column, kind in enumerate(["local", "global + local", "strided"]):
-    layout, mask = local.layout_mask(kind, n, block)
-    draw_mask(axes[0, column], layout, f"{kind}: layout {layout.shape}")
-    axes[0, column].set(xlabel="key block", ylabel="query block")
-    draw_mask(axes[1, column], mask, f"tokens: keeps {hm.kept_fraction(mask):.1%}\n"
-              f"computes {local.block_sparse_work(layout, block, n) / n**2:.1%} of n²", block=block)
-plt.show()
+layouts = {kind: local.layout_mask(kind, n, block) for kind in ["local", "global + local", "strided"]}  # (layout, mask)
+plots.picture(plots.block_sparse_figure(layouts, block))  # above: the layout of tiles; below: the token mask
 
 # %% [markdown]
 # The two percentages over each picture of tokens differ: a kernel computes kept tiles whole, including the half of each

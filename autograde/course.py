@@ -106,8 +106,24 @@ class Course:
 
     def runtime_dir(self, *parts: str) -> Path:
         folder = self.root / self.runtime / Path(*parts)
-        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():  # its top folder (logs, work, results, ...) is the instructor's alone
+            (self.root / self.runtime / parts[0]).mkdir(mode=0o700, parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+    def make_private(self) -> None:
+        """What grading keeps, readable by the instructor alone: the gradebook (every grade, every hidden
+        test), the exported grades, and the folders of submissions, graded notebooks, feedback, results,
+        reports, logs and grading's work files (folders 0700, files 0600; nbgrader writes its notebooks 0644,
+        so the folders are what hides them). On a shared JupyterHub host the course folder may be in reach of
+        every student. The grading key is made 0600 (grading_key.py)."""
+        runtime = self.root / self.runtime
+        kept = [self.gradebook_path, runtime / "grades.csv"]
+        kept += [runtime / name for name in ("results", "reports", "logs", "work")]
+        kept += [self.path(step) for step in ("submitted", "autograded", "feedback", "solution")]
+        for path in kept:
+            if path.exists() and not path.is_symlink():
+                os.chmod(path, 0o700 if path.is_dir() else 0o600)
 
     def assignments(self) -> list[str]:
         return sorted(p.name for p in self.path("source").iterdir() if p.is_dir() and p.name[:2].isdigit())

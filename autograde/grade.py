@@ -21,6 +21,7 @@ interrupted resumes. See docs/instructors.md.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -49,7 +50,12 @@ def build_parser() -> argparse.ArgumentParser:
             "--scheduler",
             default=None,
             metavar="ADDRESS",
-            help="grade on an existing Dask cluster (e.g. tcp://head:8786) instead of on this machine",
+            help="grade on an existing Dask cluster with TLS (e.g. tls://head:8786) instead of on this machine",
+        )
+        p.add_argument(
+            "--insecure-scheduler",
+            action="store_true",
+            help="allow a plain tcp:// --scheduler (whoever reaches it runs code as you: docs/instructors.md)",
         )
         p.add_argument("--force", action="store_true", help="grade again what is already graded")
         p.add_argument("--cell-timeout", type=int, default=None, help="seconds per cell (default: config)")
@@ -108,17 +114,21 @@ def autograde_all(course, args) -> None:
     from autograde import pool
     from autograde.results import Status
 
-    results = pool.grade(
-        course,
-        args.assignment,
-        workers=args.workers,
-        force=args.force,
-        cell_timeout=args.cell_timeout,
-        submission_timeout=args.submission_timeout,
-        memory_mb=args.memory_mb,
-        scheduler=args.scheduler,
-        progress=not args.quiet,
-    )
+    try:
+        results = pool.grade(
+            course,
+            args.assignment,
+            workers=args.workers,
+            force=args.force,
+            cell_timeout=args.cell_timeout,
+            submission_timeout=args.submission_timeout,
+            memory_mb=args.memory_mb,
+            scheduler=args.scheduler,
+            insecure_scheduler=args.insecure_scheduler,
+            progress=not args.quiet,
+        )
+    except pool.InsecureScheduler as refused:  # said plainly, before anything is graded
+        raise SystemExit(f"error: {refused}") from None
     problems = sum(r.status != Status.GRADED for r in results.values())
     print(
         f"{len(results)} students, {problems} with something to look at "
@@ -128,6 +138,10 @@ def autograde_all(course, args) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # What these commands write (submissions, gradebook, logs, grades, reports) is the instructor's alone: on a
+    # shared JupyterHub host other users may reach the course folder. nbgrader sets its own modes where it
+    # publishes (the exchange); Course.make_private covers what was made before.
+    os.umask(0o077)
     if args.command in ("autograde", "all") and not args.scheduler:
         from autograde import fork_server
 

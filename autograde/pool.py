@@ -22,6 +22,7 @@ import logging
 import shutil
 import sqlite3
 import sys
+import tempfile
 import time
 import uuid
 import zlib
@@ -113,6 +114,7 @@ def grade(
     submission_timeout: float | None = None,
     memory_mb: int | None = None,
     scheduler: str | None = None,
+    insecure_scheduler: bool = False,
     progress: bool = True,
     stream=None,
     on_result: Callable[[Result], None] | None = None,
@@ -120,7 +122,8 @@ def grade(
     """Autograde every student of ``assignment`` (or ``students``) in parallel; return each one's Result.
 
     ``workers``: worker processes of the local cluster (one per core by default); ``scheduler``: the
-    address of an existing Dask cluster to grade on instead (``workers`` is then the cluster's).
+    address of an existing Dask cluster to grade on instead (``workers`` is then the cluster's), a ``tls://``
+    one unless ``insecure_scheduler`` (``scheduler_security``).
     Submissions already graded (a result record with the same fingerprint) are skipped unless
     ``force``: running it twice changes nothing, and a run that was killed resumes.
     """
@@ -129,7 +132,10 @@ def grade(
     memory_mb = int(memory_mb if memory_mb is not None else judge.get("memory_mb", 2048))
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
+    if scheduler:
+        scheduler_security(scheduler, insecure=insecure_scheduler)  # refused before anything is done
     with exclusive(course):
+        course.make_private()  # also what an earlier version, or nbgrader elsewhere, left readable
         return _grade(
             course,
             assignment,
@@ -140,6 +146,7 @@ def grade(
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
             scheduler=scheduler,
+            insecure_scheduler=insecure_scheduler,
             progress=progress,
             stream=stream,
             on_result=on_result,
@@ -179,6 +186,7 @@ def _grade(
     submission_timeout,
     memory_mb,
     scheduler,
+    insecure_scheduler,
     progress,
     stream,
     on_result,
@@ -260,6 +268,7 @@ def _grade(
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
             scheduler=scheduler,
+            insecure_scheduler=insecure_scheduler,
             finish=finish,
         )
     return {s: results[s] for s in everyone}
@@ -279,6 +288,7 @@ def run_jobs(
     memory_mb,
     scheduler,
     finish,
+    insecure_scheduler=False,
 ) -> None:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
@@ -386,7 +396,9 @@ def run_jobs(
     workers = min(workers, len(students))  # no worker started for nothing
     limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
     log = course.runtime_dir("logs", assignment) / "workers.log"
-    with dask_client(scheduler, workers, log, limits, course.runtime_dir("work")) as client:
+    with dask_client(
+        scheduler, workers, log, limits, course.runtime_dir("work"), insecure_scheduler, submissions=len(students)
+    ) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
         # The run's settings travel once to every worker, not once per submission, as a task's result.
@@ -472,6 +484,37 @@ class GradingWorker(WorkerPlugin):
             gc.freeze()
 
 
+class InsecureScheduler(ValueError):
+    pass
+
+
+def scheduler_security(address: str, insecure: bool = False):
+    """The TLS settings to reach an existing cluster at ``address``: Dask's configuration
+    (``distributed.comm.tls.*``, docs/instructors.md). A plain TCP address is refused unless ``insecure``:
+    anyone who reaches it (on a shared JupyterHub host, every student, over loopback too) would run code as
+    the instructor and receive the grading key and the hidden tests sent to the workers."""
+    from distributed.comm import parse_address
+    from distributed.security import Security
+
+    scheme, _ = parse_address(address)
+    security = Security()  # from dask's configuration
+    if scheme == "tls":
+        if not (security.tls_ca_file and security.tls_client_cert):
+            raise InsecureScheduler(
+                f"{address} speaks TLS, but no TLS settings are configured for this client: set "
+                "distributed.comm.tls.ca-file, distributed.comm.tls.client.cert and .key (see docs/instructors.md)"
+            )
+        return security
+    if not insecure:
+        raise InsecureScheduler(
+            f"{address} is plain {scheme.upper()}: whoever can reach it, on this machine or the network, can run "
+            "code as you and read the grading key and hidden tests the run sends its workers. Start the cluster "
+            "with TLS and pass its tls:// address (docs/instructors.md), or pass --insecure-scheduler if every "
+            "user and machine that can reach it is trusted."
+        )
+    return security
+
+
 @contextlib.contextmanager
 def dask_client(
     scheduler: str | None,
@@ -479,10 +522,18 @@ def dask_client(
     log: Path,
     kernel_limits: tuple[int, int] | None = None,
     stub_folder: Path | None = None,
+    insecure_scheduler: bool = False,
+    submissions: int | None = None,
 ):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
-    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins.
-    The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run)."""
+    (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins (on an
+    existing cluster, only when the run's ``submissions`` are at least its worker threads).
+    The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run).
+
+    Whoever can talk to a cluster's scheduler, nannies or workers runs code as the instructor (Dask runs the
+    functions it is sent): the local cluster speaks only mutual TLS with a certificate made in memory for this
+    run (no other process has it, even on this machine), and has no dashboard (its pages name the students and
+    answer anyone). An existing cluster must speak TLS too (``scheduler_security``)."""
     import dask
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
@@ -491,8 +542,13 @@ def dask_client(
     from .tool_env import tool_env
 
     if scheduler:
-        with Client(scheduler, set_as_default=False) as client:
-            client.register_plugin(GradingWorker(kernel_limits=kernel_limits))
+        security = scheduler_security(scheduler, insecure=insecure_scheduler)
+        with Client(scheduler, security=security, set_as_default=False) as client:
+            # A worker boots a kernel as the plugin reaches it: worth it only when every worker will have a
+            # submission to grade, not on a cluster of a hundred workers for a handful of submissions.
+            slots = sum(client.nthreads().values())
+            warm = submissions is None or submissions >= slots
+            client.register_plugin(GradingWorker(kernel_limits=kernel_limits if warm else None))
             yield client
         return
     environment = tool_env(headless=True)
@@ -501,15 +557,28 @@ def dask_client(
         "MPLBACKEND": environment["MPLBACKEND"],
         STUB_ENV: str(kept_stub_package(stub_folder) if stub_folder else shared_stub_package()),
     }  # the stub package made once here (or kept from the last run), for every worker
-    with dask.config.set(
-        {
-            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
-            "distributed.scheduler.worker-saturation": 1.0,
-            "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
-            # for as long as the cluster lives: a worker restarted after a crash is forked the same way
-            "distributed.worker.multiprocessing-method": "forkserver",
-        }
+    # Dask's scratch folder, ours alone (mkdtemp: 0700, a name no one can guess). Dask's default is
+    # <tmp>/dask-scratch-space, used as found when we may write there, and put on the module path of
+    # every process of the cluster: a student who made it first, writable by all, runs code as us.
+    scratch = tempfile.mkdtemp(prefix="hm-dask-")
+    with (
+        contextlib.ExitStack() as cleanup,
+        dask.config.set(
+            {
+                "temporary-directory": scratch,
+                "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+                "distributed.scheduler.worker-saturation": 1.0,
+                "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
+                # Each scheduler and worker still serves HTTP (no dashboard is not no server): its pages list the
+                # tasks, named after the students, and its metrics, to anyone on the machine. Nothing is served.
+                "distributed.scheduler.http.routes": [],
+                "distributed.worker.http.routes": [],
+                # for as long as the cluster lives: a worker restarted after a crash is forked the same way
+                "distributed.worker.multiprocessing-method": "forkserver",
+            }
+        ),
     ):
+        cleanup.callback(shutil.rmtree, scratch, True)  # when the cluster is gone
         # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
         # if it is not running yet (``fork_server.start``)
         get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)
@@ -521,7 +590,10 @@ def dask_client(
             processes=True,
             memory_limit=0,
             host="127.0.0.1",
-            dashboard_address=":0",
+            # mutual TLS, a key and certificate made in memory for this run (distributed.Security.temporary):
+            # every comm between the coordinator, the scheduler, the nannies and the workers needs them
+            security=True,
+            dashboard_address=None,
             silence_logs=logging.ERROR,
             env=env,
         )

@@ -355,13 +355,18 @@ class SandboxedKernelManager(KernelManager):
         super().__init__(**kwargs)
         self.sandboxed, self.why_not = sandbox_available()
         # Sockets and the connection file live in a folder of their own, made read-only once the
-        # kernel is up: the kernel can neither leave files there nor replace a socket.
+        # kernel is up: the kernel can neither leave files there nor replace a socket. Until then only
+        # the grader and the kernel's own uid may write there (root's, its group the kernel's: mode 1770;
+        # as ourselves: 0700), never another user: a file of theirs in place of a socket the kernel is
+        # about to bind would kill a classmate's kernel.
+        self.uid = private_uid() if os.geteuid() == 0 else None
         self.runtime = Path(tempfile.mkdtemp(prefix="kernel-", dir=_runtime_base()))
-        os.chmod(self.runtime, 0o1777)
+        if self.uid is not None:
+            os.chown(self.runtime, 0, self.uid)
+            os.chmod(self.runtime, 0o1770)
         self.transport = "ipc"
         self.ip = str(self.runtime / "kernel")
         self.connection_file = str(self.runtime / "connection.json")
-        self.uid = private_uid() if os.geteuid() == 0 else None
         self.cgroups: Cgroups | None = None
         self.scratch = "/scratch" if self.sandboxed else tempfile.mkdtemp(prefix="hm-scratch-")
 
@@ -424,7 +429,7 @@ class SandboxedKernelManager(KernelManager):
 
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""
-        os.chmod(self.runtime, 0o555)
+        os.chmod(self.runtime, 0o550 if self.uid is not None else 0o500)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)

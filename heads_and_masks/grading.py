@@ -9,7 +9,13 @@ The grader starts every grading kernel with ``HEADS_AND_MASKS_GRADING=1`` in its
 * ``pictures.picture`` and every figure function the notebooks display return :data:`IDLE`
   (which displays as nothing) without drawing;
 * the timing experiments (``benchmarks.causal_attention_benchmark``, ``benchmarks.time_by_tile_size``)
-  measure nothing and return no rows.
+  measure nothing and return no rows;
+* the experiments whose results only a picture or a printed table shows compute nothing:
+  ``cost.cost_table`` returns no rows, ``retrieval.one_head_recovery`` and
+  ``score_noise.simulated_spreads`` return NaN ("not computed", as a widget's readouts).
+
+The notebooks draw no figure of their own (no pyplot in a notebook): every picture is a function of
+``heads_and_masks/pictures/<slug>.py`` that the notebook displays with ``picture(...)``.
 
 Grading needs none of them (test cells check the learner's functions), and in a grading kernel the
 course's reference functions that they call are absent anyway. This module imports nothing of the

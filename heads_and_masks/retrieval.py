@@ -18,6 +18,7 @@ import numpy as np
 from ._guard import reference
 from ._validate import float_array, whole_number
 from .attention import attention_weights, masked_softmax
+from .grading import grading_mode
 from .masks import causal_mask
 
 SCORE_GAP = 20.0  # how far the wanted key's score leads the others after the 1/sqrt(d) scaling
@@ -89,6 +90,29 @@ def linear_recovery(mixed, wanted) -> np.ndarray:
     coefficients, *_ = np.linalg.lstsq(design, wanted, rcond=None)
     residual = wanted - design @ coefficients
     return 1 - residual.var(axis=0) / wanted.var(axis=0)
+
+
+def one_head_recovery(weights_on_previous, c: int = 4, pairs: int = 5000, seed: int = 0):
+    """The experiment of notebook 02's section 2: how much of the two wanted contents survives one head.
+
+    ``pairs`` random (previous, first) contents of ``c`` numbers each (``np.random.default_rng(seed)``);
+    for each weight ``a`` in ``weights_on_previous`` one head outputs the blend ``a·previous + (1 − a)·first``
+    and the best linear readout recovers a fraction of each wanted number's variance (:func:`linear_recovery`).
+    Returns ``(previous, first, two_heads)``: per ``a``, the mean fraction recovered of the previous token's
+    content and of the first token's; and the mean fraction that two heads (both contents intact) give.
+
+    In grading mode (``heads_and_masks.grading``) nothing is computed: every number is NaN ("not computed",
+    as a widget's readouts), since only a picture and a printed line use it.
+    """
+    weights_on_previous = np.asarray(weights_on_previous, dtype=float)
+    if grading_mode():
+        nothing = np.full(weights_on_previous.shape, np.nan)
+        return nothing, nothing.copy(), math.nan
+    previous, first = np.random.default_rng(seed).normal(size=(2, pairs, c))  # (pairs, c) each
+    wanted = np.concatenate([previous, first], axis=1)  # (pairs, 2c): what the task asks for
+    recovered = np.array([linear_recovery(one_head_mix(previous, first, a), wanted) for a in weights_on_previous])
+    two_heads = linear_recovery(wanted, wanted)  # two heads hand back both contents side by side
+    return recovered[:, :c].mean(axis=1), recovered[:, c:].mean(axis=1), float(two_heads.mean())
 
 
 def convex_hull(points) -> np.ndarray:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ._guard import reference
 from ._validate import whole_number
+from .grading import grading_mode
 
 
 def _noise_level(noise) -> float:
@@ -144,6 +145,20 @@ def similarity_estimates(d, noise, pairs=4000, seed=0):
     match = meaning + noise * rng.normal(size=(pairs, d))
     unrelated = rng.normal(size=(pairs, d)) + noise * rng.normal(size=(pairs, d))
     return np.einsum("pd,pd->p", query, match) / d, np.einsum("pd,pd->p", query, unrelated) / d
+
+
+def simulated_spreads(d_values, noise, pairs: int = 2000, seed: int = 0) -> np.ndarray:
+    """Spread (standard deviation) of the simulated ``q·k/d`` at each d: shape ``(len(d_values), 2)``, the
+    match's then an unrelated key's, each from :func:`similarity_estimates` with ``pairs`` pairs.
+
+    In grading mode (``heads_and_masks.grading``) nothing is simulated: all NaN ("not computed"), since only
+    a picture and a printed line use it.
+    """
+    if grading_mode():
+        return np.full((len(d_values), 2), np.nan)
+    return np.array(
+        [[estimates.std() for estimates in similarity_estimates(d, noise, pairs=pairs, seed=seed)] for d in d_values]
+    )  # (d, 2)
 
 
 @reference

@@ -46,6 +46,7 @@ def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
     shutil.copytree(REPO / "authoring", destination / "authoring")  # what authors open as notebooks (Jupytext)
     shutil.copy(REPO / "pyproject.toml", destination / "pyproject.toml")  # its [tool.jupytext] settings
     if instructor:
+        shutil.copytree(REPO / "tools" / "instructor_lab_data", destination / "tools" / "instructor_lab_data")
         shutil.copytree(REPO / "solutions", destination / "solutions")
         (destination / "autograde").mkdir()
         for module in (REPO / "autograde").glob("*.py"):  # not a gradebook or submissions of this checkout

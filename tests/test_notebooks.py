@@ -22,6 +22,14 @@ def test_every_authoring_file_is_an_assignment():
     assert "00_start_here" in ASSIGNMENTS
 
 
+def test_the_start_notebook_maps_every_notebook_of_the_course():
+    """00's "What comes next" names each later notebook once, in order: a learner plans the course from it."""
+    start = student_notebook("00_start_here")
+    table = next(c.source for c in start.cells if c.cell_type == "markdown" and "## What comes next" in c.source)
+    listed = re.findall(r"^\| (\d\d) ", table, flags=re.MULTILINE)
+    assert listed == [name[:2] for name in ASSIGNMENTS if name != "00_start_here"], listed
+
+
 def test_notebooks_match_what_the_build_produces():
     """solutions/ and notebooks/ are exactly what `make notebooks` writes from authoring/."""
     run = subprocess.run(

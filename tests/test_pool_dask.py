@@ -62,50 +62,71 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
     require_sandbox()
     import dask
     from distributed import Client, LocalCluster
+    from distributed.security import Security
 
     from autograde.pool import ALLOWED_FAILURES
 
     solved = submission(ASSIGNMENT, {})
+    # The cluster speaks TLS (a plain tcp:// one is refused without --insecure-scheduler); the coordinator
+    # finds its certificate in Dask's configuration, as docs/instructors.md tells an instructor to set it.
+    security = Security.temporary()
     with dask.config.set(
-        {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES, "distributed.scheduler.worker-saturation": 1.0}
+        {
+            "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+            "distributed.scheduler.worker-saturation": 1.0,
+            "distributed.comm.tls.ca-file": security.tls_ca_file,
+            "distributed.comm.tls.client.cert": security.tls_client_cert,
+            "distributed.comm.tls.client.key": security.tls_client_key,
+        }
     ):
         cluster = LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, host="127.0.0.1", dashboard_address=":0"
+            n_workers=2, threads_per_worker=1, processes=True, memory_limit=0, host="127.0.0.1", security=security
         )
-    with cluster, Client(cluster, set_as_default=False) as client:
-        # a class: the worker grading `first` is killed once, mid-run
-        victims = {"first": 0}
-        run = _grade_while_killing(
-            client,
-            {"first": solved, "second": solved, "third": solved},
-            victims,
-            {"first"},
-            tmp_path / "class",
-            cluster.scheduler_address,
-        )
-        assert victims["first"] == 1, "the watcher never caught `first` on a worker: nothing was tested"
-        for student, result in run.results.items():
-            log = run.course.path("autograded").parent / "logs" / ASSIGNMENT / f"{student}.log"
-            assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, (
-                result.line() + "\n" + log.read_text()[-3000:]
-            )
-        # every worker, restarted ones too, holds its kernel supply (warm kernels), not kernels on demand
-        held = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().prestart)
-        assert held and all(held.values()), held
+        with cluster, Client(cluster, set_as_default=False) as client:
+            assert cluster.scheduler_address.startswith("tls://"), cluster.scheduler_address
+            _grade_on_an_existing_cluster(tmp_path, solved, cluster, client)
 
-        # a submission whose worker dies every time it is graded ends, with a status that says so
-        victims = {"kills_its_worker": 0}
-        # a cell of its own that takes 3 s: each try stays on a worker long enough for the watcher to see it
-        # (a quick try, retried on a warm kernel, could be graded between two looks: nothing tested)
-        slow = copy.deepcopy(solved)
-        slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
-        run = _grade_while_killing(
-            client, {"kills_its_worker": slow}, victims, set(), tmp_path / "poison", cluster.scheduler_address
+
+def _grade_on_an_existing_cluster(tmp_path, solved, cluster, client):
+    from autograde.pool import ALLOWED_FAILURES
+
+    # a class: the worker grading `first` is killed once, mid-run
+    victims = {"first": 0}
+    run = _grade_while_killing(
+        client,
+        {"first": solved, "second": solved, "third": solved},
+        victims,
+        {"first"},
+        tmp_path / "class",
+        cluster.scheduler_address,
+    )
+    assert victims["first"] == 1, "the watcher never caught `first` on a worker: nothing was tested"
+    for student, result in run.results.items():
+        log = run.course.path("autograded").parent / "logs" / ASSIGNMENT / f"{student}.log"
+        assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, (
+            result.line() + "\n" + log.read_text()[-3000:]
         )
+    # every worker, restarted ones too, holds its kernel supply (warm kernels), not kernels on demand
+    held = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().prestart)
+    assert held and all(held.values()), held
+
+    # a submission whose worker dies every time it is graded ends, with a status that says so
+    victims = {"kills_its_worker": 0}
+    # a cell of its own that takes 3 s: each try stays on a worker long enough for the watcher to see it
+    # (a quick try, retried on a warm kernel, could be graded between two looks: nothing tested)
+    slow = copy.deepcopy(solved)
+    slow.cells.append(nbformat.v4.new_code_cell("import time\ntime.sleep(3)"))
+    run = _grade_while_killing(
+        client, {"kills_its_worker": slow}, victims, set(), tmp_path / "poison", cluster.scheduler_address
+    )
     poisoned = run.results["kills_its_worker"]
     assert victims["kills_its_worker"] == ALLOWED_FAILURES + 1, victims
     assert poisoned.status == "kernel died" and poisoned.total == 0, poisoned.line()
     assert f"died each of the {ALLOWED_FAILURES + 1} times" in poisoned.line()
+    # one submission on a cluster of two: no worker booted a kernel it had nothing to grade with (the worker
+    # that graded the last try starts no spare after it; the others were never asked to start one)
+    spares = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().spare is not None)
+    assert spares and not any(spares.values()), f"spare kernels held after a one-submission run: {spares}"
 
 
 def _local_workers() -> list:

@@ -32,6 +32,8 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = "my-work"
 START = f"{WORK}/00_start_here/00_start_here.ipynb"
 LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
+# the instructor's: nbconvert templates for the formgrader (MathJax from this server, not a CDN)
+INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
 
 
 def copy_missing_notebooks(work: Path) -> list[str]:
@@ -56,11 +58,17 @@ def lab_environment(environ: dict[str, str], instructor: bool = False) -> dict[s
     * ``tools/lab_config`` on JUPYTER_CONFIG_PATH: which nbgrader extensions the lab shows, and an
       ``nbgrader_config.py`` for self-study (nbgrader warns at every start without one). The user's
       own ``~/.jupyter`` keeps its priority over it.
+    * the instructor's: ``tools/instructor_lab_data`` first on JUPYTER_PATH: its nbconvert template makes
+      the formgrader load MathJax from this server (jupyter-server-mathjax), so math in written answers
+      is typeset offline too.
     """
     env = dict(environ)
     bin_dir = str(Path(sys.executable).parent)  # not resolved: a venv's python is a symlink
     env["PATH"] = os.pathsep.join([bin_dir] + [p for p in env.get("PATH", "").split(os.pathsep) if p and p != bin_dir])
-    if not instructor:
+    if instructor:
+        extra = [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != str(INSTRUCTOR_DATA)]
+        env["JUPYTER_PATH"] = os.pathsep.join([str(INSTRUCTOR_DATA)] + extra)
+    else:
         extra = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
         env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(LAB_CONFIG)] + extra)
     return env

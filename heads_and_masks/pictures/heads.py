@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 from ..grading import idle_while_grading
 from ..heads import ORDERS, head_of_column
+from . import picture  # noqa: F401  (the notebook imports it from here)
 
 # Ten clearly different colours, reused in a cycle when there are more than ten heads.
 HEAD_COLOURS = ListedColormap(
@@ -42,16 +43,35 @@ def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: floa
 @idle_while_grading()
 def split_orders_figure(width: int = 8, heads: int = 2) -> Figure:
     """The same width cut as ``(h d)`` and as ``(d h)``: each cell is a column, its number the head."""
-    figure = Figure(figsize=(7.0, 1.9), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.0, 2.2), dpi=90, layout="constrained")
     axes = figure.subplots(2, 1)
     for ax, order in zip(axes, ORDERS):
         draw_columns(ax, head_of_column(width, heads, order))
         ax.set_xticks(range(width))
         ax.set_ylabel(order, rotation=0, ha="right", va="center", fontsize=11)
     axes[0].set_title(
-        f"D = {width} columns cut into h = {heads} heads of d = {width // heads}: "
+        f"D = {width} columns cut into h = {heads} heads of d = {width // heads}:\n"
         "the number in each column is the head it feeds",
         fontsize=10,
     )
     axes[-1].set_xlabel("column of the width")
+    return figure
+
+
+@idle_while_grading()
+def score_sum_figure(head_scores, single_head_scores) -> Figure:
+    """Each head's score matrix ``Q_i K_iᵀ`` and the single head's ``Q Kᵀ``, their sum, on one colour scale."""
+    single_head_scores = np.asarray(single_head_scores)  # (n, n)
+    matrices = [np.asarray(s) for s in head_scores] + [single_head_scores]
+    titles = [f"head {i}:\n$Q_{i} K_{i}^T$" for i in range(len(head_scores))] + ["one head:\n$Q K^T$ = the sum"]
+    limit = max(np.abs(m).max() for m in matrices)  # one symmetric scale, so that colours add up by eye
+    n_q, n_k = single_head_scores.shape
+    figure = Figure(figsize=(6.5, 2.6), dpi=100, layout="constrained")
+    axes = figure.subplots(1, len(matrices), sharey=True)
+    for ax, matrix, title in zip(axes, matrices, titles):
+        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ax.set_title(title, fontsize=10)
+        ax.set(xlabel="key", xticks=range(n_k), yticks=range(n_q))
+    axes[0].set_ylabel("query")
+    figure.colorbar(image, ax=list(axes), shrink=0.85, label="score (before 1/√d)")
     return figure

@@ -553,6 +553,50 @@ def layout_problems(box) -> list[str]:
     }""")
 
 
+# A laptop: a 1100 × 900 window, with JupyterLab's file browser open (it takes about 250 px of the width).
+LAPTOP = {"width": 1100, "height": 900}
+
+
+def open_file_browser(page) -> float:
+    """Open JupyterLab's file browser in the left sidebar if it is closed; return its width in px."""
+    width = page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
+    if width < 50:
+        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").first.click()
+        page.wait_for_function(
+            "() => (document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0) > 50"
+        )
+        width = page.evaluate("() => document.querySelector('#filebrowser').getBoundingClientRect().width")
+    return width
+
+
+# Every output of the notebook fits the window: none wider than its output area (a sideways scroll bar,
+# or cut off), none past the window's right edge; every widget drawn, with a size, inside its output area.
+_OUTPUTS_FIT_JS = """() => {
+  const problems = [], cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell')];
+  const edge = document.documentElement.clientWidth + 1;
+  for (const output of document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')) {
+    const where = `cell ${cells.indexOf(output.closest('.jp-Cell'))}`, area = output.getBoundingClientRect();
+    if (output.scrollWidth > output.clientWidth + 1)
+      problems.push(`${where}: an output ${output.scrollWidth} px wide in ${output.clientWidth} px (scrolls sideways or is cut off)`);
+    if (area.right > edge)
+      problems.push(`${where}: an output ends ${Math.round(area.right - edge)} px past the window's right edge`);
+    const widget = output.querySelector('.jupyter-widgets');
+    if (!widget) continue;
+    const drawn = widget.getBoundingClientRect();
+    if (drawn.width < 1 || drawn.height < 1)
+      problems.push(`${where}: a widget drawn ${Math.round(drawn.width)} × ${Math.round(drawn.height)} px`);
+    const widest = Math.max(drawn.right, ...[...widget.querySelectorAll('*')].map(e => e.getBoundingClientRect().right));
+    if (widest > area.right + 1)
+      problems.push(`${where}: a widget reaches ${Math.round(widest - area.right)} px past its output area`);
+  }
+  return problems;
+}"""
+
+
+def outputs_that_do_not_fit(page) -> list[str]:
+    return page.evaluate(_OUTPUTS_FIT_JS)
+
+
 def widget_caption(box) -> dict:
     return box.evaluate(_CAPTION_JS)
 

@@ -7,6 +7,13 @@ submission shows the written answer with a score box; a score typed there reache
 student's total grows by it, the exported CSV shows it instead of "pending", and the report no longer
 counts it. The submission also writes HTML and JavaScript, in a markdown cell and in its outputs: none of
 it may run in the grader's browser.
+
+The page works offline: a request off this machine is aborted and fails the test, and so does any
+JavaScript error, any request the server answers with an error, and a formgrader whose start-up did not
+finish (its keyboard shortcuts come last). The formulas of the written answer are typeset by MathJax as
+this server serves it (jupyter-server-mathjax), with MathJax's Safe extension: the student's
+``\\href{javascript:...}`` makes no link. Screenshots: ``test-artifacts/browser/formgrader_written_answer.png``
+(the answer and its score box) and ``formgrader_page.png`` (the whole page).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import nbformat
 import pytest
 from course import REPO, grade_class
 from lab_process import LabProcess
-from labdriver import wait_until
+from labdriver import NOT_LOCAL, wait_until
 from submissions import submission
 
 from autograde.course import gradebook
@@ -36,10 +43,41 @@ OUTPUTS = (
     ' \'<img src="x" onerror="window.studentScript = 1">\'))\n'
     "display(Javascript('window.studentScript = \"js output\"'))\n"
 )
+# The written answer: four formulas (one displayed), as a student types them in markdown, a paragraph on one
+# long line. The last formula tries a javascript: link and markup inside the math.
+ANSWER = r"""With $m = \max_k s_k$ every term of the row is multiplied by the same factor $e^{-m}$, which cancels: the numerator and the denominator of every weight are multiplied by it, so their ratio stays the same.
+
+$$w_j = \frac{e^{s_j - m}}{\sum_k e^{s_k - m}} = \frac{e^{s_j}}{\sum_k e^{s_k}}$$
+
+Without it, $\href{javascript:window.studentScript = 'tex link'}{e^{1000}} = \infty <img src="x" onerror="window.studentScript = 'tex img'">$ and the weights are NaN.
+"""
+FORMULAS = 4
+
+# Every formula MathJax made in the written answer's cell: its TeX, the size of what is shown, and whether
+# it is an error (a TeX error is an <merror> in the MathML, an undefined macro is red text that starts with a backslash)
+_TYPESET_JS = """answer => MathJax.Hub.getAllJax(answer).map(jax => {
+  const shown = document.getElementById(jax.inputID + '-Frame');
+  const box = shown ? shown.getBoundingClientRect() : {width: 0, height: 0};
+  const mathml = jax.root.toMathML();
+  return {tex: jax.originalText, width: box.width, height: box.height,
+          error: /<merror|<mtext mathcolor="red">\\\\/.test(mathml)};
+})"""
+
+_STARTED_JS = "() => !!(window.MathJax && MathJax.loaded && window.formgrader && formgrader.loaded)"
+_STATE_JS = """() => ({mathjax: window.MathJax ? MathJax.loaded ?? 'loading' : 'absent',
+                       formgrader: window.formgrader ? formgrader.loaded : 'absent'})"""
+# the formgrader's scrolling has stopped: no jQuery animation on the page
+_SCROLLED_JS = "() => !jQuery('body, html').is(':animated')"
+
+
+def _note_refused(refused: list[str], url: str, failed: bool, why) -> None:
+    """A request to this machine that failed or that the server refused (off the machine: aborted here)."""
+    if failed and not NOT_LOCAL.match(url):
+        refused.append(f"{why} {url}")
 
 
 def _hostile_submission() -> nbformat.NotebookNode:
-    notebook = submission(A, {})  # the solution's code and its model written answer
+    notebook = submission(A, {WRITTEN: ANSWER})  # the solution's code, a written answer with formulas
     first = next(i for i, c in enumerate(notebook.cells) if c.metadata.get("nbgrader", {}).get("solution"))
     notebook.cells.insert(first + 1, nbformat.v4.new_code_cell(OUTPUTS))
     notebook.cells.insert(first + 1, nbformat.v4.new_markdown_cell(MARKUP))
@@ -47,10 +85,12 @@ def _hostile_submission() -> nbformat.NotebookNode:
 
 
 def _as_instructor_lab(root) -> None:
-    """The repository's lab launcher and nbgrader configuration around the graded course."""
+    """The repository's lab launcher (with the instructor's formgrader template) and nbgrader configuration
+    around the graded course."""
     (root / "tools").mkdir(exist_ok=True)
     shutil.copy(REPO / "tools" / "lab.py", root / "tools" / "lab.py")
     shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
+    shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     for module in (REPO / "autograde").glob("*.py"):
         shutil.copy(module, root / "autograde" / module.name)
@@ -77,36 +117,68 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
     context = browser.new_context(
         viewport={"width": 1200, "height": 900}, extra_http_headers={"Authorization": f"token {lab.token}"}
     )
-    errors, dialogs = [], []
+    off_machine, refused, errors, dialogs = [], [], [], []
+    context.route(NOT_LOCAL, lambda route: (off_machine.append(route.request.url), route.abort()))
     try:
         lab.wait_for_output("JupyterLab is running")
         page = context.new_page()
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+        page.on(
+            "response", lambda response: _note_refused(refused, response.url, response.status >= 400, response.status)
+        )
+        page.on("requestfailed", lambda request: _note_refused(refused, request.url, True, request.failure))
         page.goto(f"{lab.base_url}/formgrader/submissions/{submission_id}/")
         score = page.locator(f"input.score#{WRITTEN}")
         score.wait_for(timeout=60_000)
         page.wait_for_load_state("load")
+        # MathJax has typeset the page and the formgrader has finished starting (its last step), or failed
+        wait_until(
+            lambda: page.evaluate(_STARTED_JS) or errors or off_machine, timeout=30, what="formgrader", page=page
+        )
+        assert off_machine == [] and errors == [], f"offline, the formgrader page failed: {off_machine} {errors}"
+        assert page.evaluate(_STARTED_JS), f"MathJax or the formgrader did not start: {page.evaluate(_STATE_JS)}"
         page.wait_for_timeout(1000)  # an onerror or a late script would have run by now
         ran = [frame.evaluate("() => window.studentScript ?? null") for frame in page.frames]
         assert ran == [None] * len(ran) and dialogs == [], f"student script ran in the formgrader: {ran} {dialogs}"
         shown = page.inner_text("body")
-        assert "Model answer" in shown  # the student's written answer is shown (here the model answer)
         # the hostile markup reached the page (else the check above proves nothing), as text only
         assert "window.studentScript" in shown, "the submission's markup is not on the formgrader page at all"
 
+        # the written answer is shown, its formulas typeset: no TeX left as text, each formula drawn
+        answer = score.locator("xpath=ancestor::*[contains(@class, 'nbgrader_cell')][1]")
+        answer_text = answer.inner_text()
+        assert "every term of the row is multiplied" in answer_text, answer_text[:500]
+        assert "\\frac" not in answer_text and "$" not in answer_text, f"TeX shown as text: {answer_text[:500]}"
+        typeset = answer.evaluate(_TYPESET_JS)
+        assert len(typeset) == FORMULAS, (
+            f"{len(typeset)} formulas typeset in the written answer, not {FORMULAS}: {typeset}"
+        )
+        assert all(f["width"] > 5 and f["height"] > 5 and not f["error"] for f in typeset), typeset
+        assert page.evaluate("() => MathJax.version") == "2.7.9"
+        widths = answer.evaluate("cell => [...cell.querySelectorAll('pre')].map(p => [p.scrollWidth, p.clientWidth])")
+        assert widths and all(inside <= shown + 1 for inside, shown in widths), (
+            f"the written answer's lines run off to the right (text width, box width): {widths}"
+        )
+        links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+        assert not [link for link in links if link.lower().startswith("javascript:")], links
+
         score.fill("1.5")
-        score.press("Tab")  # formgrader saves a score on change
+        score.press("Tab")  # formgrader saves a score on change, and moves to the next box
         wait_until(lambda: _written_grade(course)[0] == 1.5, timeout=30, what="the score in the gradebook", page=page)
-        page.evaluate(f"() => document.getElementById('{WRITTEN}').scrollIntoView({{block: 'center'}})")
+        # the formgrader scrolls the box it selects into view (a 0.5 s animation): what the grader sees then
+        wait_until(lambda: page.evaluate(_SCROLLED_JS), timeout=10, what="the formgrader's scrolling", page=page)
+        top, bottom = answer.evaluate("cell => [cell.getBoundingClientRect().top, cell.getBoundingClientRect().bottom]")
+        assert 0 < top and bottom < 900, f"the written answer is not in view after Tab (top {top}, bottom {bottom})"
         page.screenshot(path=str(screenshots / "formgrader_written_answer.png"), full_page=False)
+        page.screenshot(path=str(screenshots / "formgrader_page.png"), full_page=True)
     finally:
         context.close()
         output = lab.stop()
+    # offline: nothing from elsewhere, nothing refused by the server, no JavaScript error
+    assert off_machine == [] and refused == [] and errors == [], (off_machine, refused, errors)
     manual, needs_person, total_after, _ = _written_grade(course)
     assert not needs_person and total_after == total_before + 1.5, output[-2000:]
     row = export_grades(course, course.root / "grades.csv", [A])[0]
     assert row[WRITTEN] == "1.5" and float(row["total"]) == total_before + 1.5 and float(row["max_total"]) == 6, row
     assert "written answers pending" not in report(course, A)
-    # formgrader loads MathJax from a CDN, out of reach here (no network): its absence is the only error allowed
-    assert [e for e in errors if "MathJax" not in e] == [], errors

@@ -1,17 +1,20 @@
 """On a laptop: JupyterLab in a 1100 px wide window with its file browser open, every picture stays legible.
 
-For each solution notebook (the student notebooks show the same pictures and widgets): open it in a
-1100 × 900 window, open the file browser if it is not (it takes about 250 px), Run All, then check
+For each solution notebook: open it in a 1100 × 900 window, open the file browser if it is not (it takes
+about 250 px), Run All, then check
 
 * every course widget: the smallest text of its picture *on the screen* is at least ``LEGIBLE_TEXT_PX``.
   That is the smallest text size in the picture's own pixels (``CourseWidget.text_sizes_px`` of the
   package's widget of the same class, drawn here: same code, same fonts, and the test checks that it makes
   a picture of the same size) times the scale the page shows the picture at (rendered width / natural width).
   The readouts may move below the picture, but are never cut off or clipped (``layout_problems``).
+* every output fits the window: no output wider than its area, none past the window's right edge, every
+  widget drawn with a size inside its output area (``outputs_that_do_not_fit``).
 * every static picture (a figure shown as a PNG) is shown at its own size, not scaled down to fit:
   scaled down, its text shrinks with it.
 
 Screenshots of every widget and the whole page go to ``test-artifacts/browser/laptop-*.png``.
+The untouched student notebooks are run at this width too, in test_browser_notebooks.py (their one Run All).
 """
 
 from __future__ import annotations
@@ -22,11 +25,18 @@ import pkgutil
 import pytest
 
 from heads_and_masks.pictures import LEGIBLE_TEXT_PX
-from labdriver import NOT_LOCAL, SOLUTION_ASSIGNMENTS, layout_problems, opened_notebook, settle
+from labdriver import (
+    LAPTOP,
+    NOT_LOCAL,
+    SOLUTION_ASSIGNMENTS,
+    layout_problems,
+    open_file_browser,
+    opened_notebook,
+    outputs_that_do_not_fit,
+    settle,
+)
 
 pytestmark = pytest.mark.browser
-
-LAPTOP = {"width": 1100, "height": 900}
 
 
 @pytest.fixture(scope="module")
@@ -47,18 +57,6 @@ def widget_class(name: str):
         if isinstance(getattr(module, name, None), type):
             return getattr(module, name)
     raise LookupError(f"no course widget class {name} in heads_and_masks.widgets")
-
-
-def open_file_browser(page) -> float:
-    """Open JupyterLab's file browser in the left sidebar if it is closed; return its width in px."""
-    width = page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
-    if width < 50:
-        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").first.click()
-        page.wait_for_function(
-            "() => (document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0) > 50"
-        )
-        width = page.evaluate("() => document.querySelector('#filebrowser').getBoundingClientRect().width")
-    return width
 
 
 _PICTURES_JS = """() => [...document.querySelectorAll('.jp-OutputArea-output img')].map((img, index) => {
@@ -117,6 +115,7 @@ def test_pictures_stay_legible_at_laptop_width(assignment, lab, laptop_context, 
                     f"(the picture is shown at {scale:.0%} of its {picture['natural']} px), below "
                     f"{LEGIBLE_TEXT_PX} px"
                 )
+        problems += outputs_that_do_not_fit(page)
         page.screenshot(path=str(screenshots / f"laptop-solution-{assignment}-page.png"))
         print(
             f"{assignment} at {LAPTOP['width']} px, file browser {browser_width:.0f} px, outputs {room:.0f} px: "

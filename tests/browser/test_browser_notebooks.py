@@ -1,18 +1,22 @@
 """Every notebook of the course, student version and solution, run in JupyterLab in a real browser.
 
 For each notebook: open it as it is (nothing tagged or changed) and Run All (Run menu), as a learner
-does, then check that
+does (a student notebook as on a laptop: a 1100 × 900 window with the file browser open, where the
+outputs get about 700 px; the solutions in 1400 × 1000, and at laptop width in test_browser_laptop_width.py),
+then check that
 * Run All reached the last cell: every cell ran (JupyterLab stops at the first error, so no cell may
   raise, not even in a student notebook where nothing is written yet);
 * no cell shows an error or writes to stderr, except, in a student notebook, the test cell of each
   unanswered exercise, which says in one line that the exercise is not written yet (nbgrader counts
   that line as a failure: the untouched notebook scores 0) and shows no traceback;
-* every widget output rendered and every picture loaded;
+* every widget output rendered and every picture loaded; every output fits the window: none wider than
+  its output area, none past the window's edge, every widget drawn with a size inside its output area;
 * every course widget (``.course-widget``) shows a picture and its readouts, and moving its first slider
   with the keyboard and then by dragging the handle with the mouse changes both the picture and the
   readouts (a widget without a slider: its first dropdown or checkbox is changed instead).
 A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
-solution's widgets to ``docs/images/``).
+solution's widgets to ``docs/images/``); of a student notebook, also the window with its first widget
+(``laptop-student-<assignment>.png``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import pytest
 
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from labdriver import (
+    LAPTOP,
     NOTEBOOKS,
     cells_never_run,
     control_names,
@@ -31,7 +36,9 @@ from labdriver import (
     handle_position,
     is_test_cell,
     layout_problems,
+    open_file_browser,
     output_problems,
+    outputs_that_do_not_fit,
     press_slider_key,
     settle,
     slider_handle,
@@ -48,6 +55,11 @@ pytestmark = pytest.mark.browser
 def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, screenshots, gallery):
     notebook_page = open_notebook(kind, assignment)
     page = notebook_page.page
+    if kind == "student":  # a learner on a laptop
+        started = time.monotonic()
+        page.set_viewport_size(LAPTOP)
+        open_file_browser(page)
+        notebook_page.timings["laptop window"] = time.monotonic() - started
     notebook_page.run_all()
     started = time.monotonic()
     saved = notebook_page.save_and_read()
@@ -64,12 +76,20 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         page.locator(".jp-Notebook .jp-Cell").nth(first_test).screenshot(
             path=str(screenshots / f"{kind}-{assignment}-test-cell.png")
         )
-    problems = output_problems(page)
-    assert not problems, f"{kind} {assignment}: " + "; ".join(problems)
+    started = time.monotonic()
+    problems = output_problems(page) + outputs_that_do_not_fit(page)
+    notebook_page.timings["outputs checked"] = time.monotonic() - started
+    assert not problems, f"{kind} {assignment} ({page.viewport_size['width']} px window): " + "; ".join(problems)
 
     boxes = page.locator(".course-widget")
     count = boxes.count()
     assert count >= 1, f"{kind} {assignment}: no course widget (.course-widget) in the notebook"
+    if kind == "student":
+        started = time.monotonic()
+        boxes.first.scroll_into_view_if_needed()
+        settle(boxes.first)
+        page.screenshot(path=str(screenshots / f"laptop-student-{assignment}.png"))
+        notebook_page.timings["laptop screenshot"] = time.monotonic() - started
     started = time.monotonic()
     for index in range(count):
         box = boxes.nth(index)

@@ -1,0 +1,228 @@
+"""A hostile local user of the instructor's machine (a student with a shell on a shared JupyterHub host).
+
+Run as another uid by tests/test_cluster_boundary.py while, and after, the instructor grades. It knows
+this public repository and what any user can read: ``/proc/net/tcp`` and ``/proc/net/unix`` list every
+listening socket of the machine with its owner's uid. It prints a JSON report of what it reached:
+
+    --ports P [P ...]   for each TCP port: where it listens, whether it is in /proc/net/tcp, and what
+                        answered: Dask over plain TCP (identity, then a function run as the instructor on a
+                        scheduler, a worker or a nanny), Dask over TLS with a certificate of its own, HTTP
+    --unix PATH ...     for each unix socket: whether it is in /proc/net/unix and whether it accepts a connection
+    --watch PID S       for S seconds (or until PID ends), the kernels PID starts (any user reads every process's
+                        parent and command line in /proc): can it create a file in a kernel's socket folder
+                        while the kernel boots? (A file where the kernel is about to bind a socket kills it.)
+    --plant TMP         before the run: make TMP/dask-scratch-space, Dask's scratch folder when TMP is the
+                        machine's temporary folder, its own and writable by all, with a module of the name Dask
+                        tries to import as it starts (``gilknocker``, an optional package), which notes who ran it
+    --read DIR          every file under DIR it can open, every folder it cannot list
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import json
+import os
+import re
+import socket
+import time
+import urllib.request
+
+
+def listening_tcp() -> dict[int, dict]:
+    """Every listening TCP socket of the machine: {port: {"address", "uid"}} (state 0A is LISTEN)."""
+    found = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, uid = fields[1], fields[3], int(fields[7])
+            if state != "0A":
+                continue
+            address, port = local.split(":")
+            raw = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, len(address), 8))
+            found[int(port, 16)] = {"address": str(ipaddress.ip_address(raw)), "uid": uid}
+    return found
+
+
+def listening_unix() -> set[str]:
+    return {line.split()[-1] for line in open("/proc/net/unix").read().splitlines()[1:] if len(line.split()) > 7}
+
+
+def _name(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:120]}"
+
+
+async def _identity(address: str, **connection_args) -> str:
+    """The type of Dask server (Scheduler, Worker, Nanny) that answers at ``address``."""
+    from distributed.comm import connect
+
+    comm = await asyncio.wait_for(connect(address, timeout=3, **connection_args), 6)
+    try:
+        await comm.write({"op": "identity", "reply": True})
+        return (await asyncio.wait_for(comm.read(), 3)).get("type", "?")
+    finally:
+        await comm.close()
+
+
+async def _run_code(address: str, kind: str):
+    """Run ``os.getuid`` as whoever runs the server (the instructor): what any other function could do."""
+    from distributed import Client
+    from distributed.core import rpc
+    from distributed.protocol.pickle import dumps
+
+    if kind == "Scheduler":
+        async with Client(address, asynchronous=True, timeout=6) as client:
+            return {"scheduler": await client.run_on_scheduler(os.getuid), "workers": await client.run(os.getuid)}
+    async with rpc(address) as server:
+        reply = await asyncio.wait_for(server.run(function=dumps(os.getuid)), 6)
+    return reply.get("result", reply)
+
+
+async def attack_port(port: int) -> dict:
+    from distributed.security import Security
+
+    outcome: dict = {}
+    address = f"127.0.0.1:{port}"
+    try:
+        kind = await _identity("tcp://" + address)
+        outcome["plain_tcp"] = kind
+        try:
+            outcome["ran_as"] = await _run_code("tcp://" + address, kind)
+        except Exception as error:  # noqa: BLE001 - each refusal is a finding
+            outcome["run_refused"] = _name(error)
+    except Exception as error:  # noqa: BLE001
+        outcome["plain_tcp_refused"] = _name(error)
+    try:  # TLS, with a certificate of its own (it has no certificate of the instructor's run)
+        own = Security.temporary()
+        outcome["own_tls"] = await _identity("tls://" + address, **own.get_connection_args("client"))
+    except Exception as error:  # noqa: BLE001
+        outcome["own_tls_refused"] = _name(error)
+    try:
+        # the dashboard's pages of the workers, and of each worker: the tasks it holds, named after students
+        text = _get(f"http://{address}/info/main/workers.html")
+        outcome["http"] = "dashboard" if "worker" in text.lower() else "answered"
+        for link in sorted(set(re.findall(r'href="\.\./worker/([^"]+)"', text)))[:4]:
+            text += _get(f"http://{address}/info/worker/{link}")
+        outcome["http_text"] = text
+    except Exception as error:  # noqa: BLE001
+        outcome["http_refused"] = _name(error)
+    return outcome
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=3) as page:
+        return page.read(200_000).decode("utf-8", "replace")
+
+
+def attack_unix(path: str) -> str:
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        client.connect(path)
+        return "connected"
+    except OSError as error:
+        return _name(error)
+    finally:
+        client.close()
+
+
+def _descendants(root: int) -> list[int]:
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parents[int(entry)] = int(open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        children = [pid for pid, parent in parents.items() if parent in frontier]
+        found += children
+        frontier = children
+    return found
+
+
+def watch_kernels(root: int, seconds: float) -> dict:
+    """Create a harmless file (a name no socket takes) in each socket folder of a kernel ``root`` starts."""
+    seen, created, refused = set(), [], {}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{root}"):
+        for pid in _descendants(root):
+            try:
+                arguments = open(f"/proc/{pid}/cmdline").read().split("\0")
+            except OSError:
+                continue
+            for folder in {a for a in arguments if re.fullmatch(r"/\S*/kernel-[a-z0-9_]{8}", a)} - seen:
+                seen.add(folder)
+                path = os.path.join(folder, f"planted-{os.getpid()}")
+                try:
+                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                    os.unlink(path)
+                    created.append(path)
+                except OSError as error:
+                    refused[folder] = _name(error)
+        time.sleep(0.05)
+    return {"seen": sorted(seen), "created": created, "refused": refused}
+
+
+PLANTED = """import os
+folder = os.path.dirname(os.path.abspath(__file__))
+open(os.path.join(folder, f"ran-as-uid-{os.getuid()}-pid-{os.getpid()}"), "w").close()
+raise ImportError("not installed")  # as if absent: the process goes on
+"""
+
+
+def plant(tmp: str) -> dict:
+    scratch = os.path.join(tmp, "dask-scratch-space")
+    os.mkdir(scratch)
+    os.chmod(scratch, 0o777)
+    with open(os.path.join(scratch, "gilknocker.py"), "w") as module:
+        module.write(PLANTED)
+    return {"scratch": scratch}
+
+
+def readable(top: str) -> dict:
+    opened, unlisted = [], []
+    for folder, _, files in os.walk(top, onerror=lambda error: unlisted.append(error.filename)):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                with open(path, "rb") as handle:
+                    handle.read(1)
+                opened.append(path)
+            except OSError:
+                pass
+    return {"opened": opened, "unlisted": unlisted}
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ports", type=int, nargs="*", default=[])
+    parser.add_argument("--unix", nargs="*", default=[])
+    parser.add_argument("--watch", nargs=2, type=float, default=None)
+    parser.add_argument("--plant", default=None)
+    parser.add_argument("--read", default=None)
+    args = parser.parse_args()
+    report: dict = {"uid": os.getuid(), "tcp": {}, "unix": {}}
+    tables = listening_tcp()
+    outcomes = await asyncio.gather(*(attack_port(port) for port in args.ports))
+    for port, outcome in zip(args.ports, outcomes):
+        report["tcp"][port] = {"listed": tables.get(port), **outcome}
+    sockets = listening_unix()
+    for path in args.unix:
+        report["unix"][path] = {"listed": path in sockets, "connect": attack_unix(path)}
+    if args.watch:
+        report["watch"] = watch_kernels(int(args.watch[0]), args.watch[1])
+    if args.plant:
+        report["plant"] = plant(args.plant)
+    if args.read:
+        report["read"] = readable(args.read)
+    print(json.dumps(report, default=str))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
