@@ -206,7 +206,7 @@ def _graded_ahead(assignment: str) -> ClassRun | None:
         return None
     done, failed = _SCRATCH / f"{assignment}.{_DONE}", _SCRATCH / f"{assignment}.{_FAILED}"
     while not (done.exists() or failed.exists()):
-        if _AHEAD.poll() is not None:  # ended before this run (killed?): grade it here
+        if _AHEAD.poll() is not None and not (done.exists() or failed.exists()):  # ended before it: grade it here
             return None
         time.sleep(0.2)
     if failed.exists():
