@@ -133,8 +133,14 @@ def _local_workers() -> list:
     """The worker processes of this process's local cluster: the forks of its fork server."""
     import psutil
 
-    servers = [p for p in psutil.Process().children() if "forkserver" in " ".join(p.cmdline())]
-    return [worker for server in servers for worker in server.children()]
+    def command(process) -> str:  # a child that just ended (a zombie, or gone) has none
+        try:
+            return " ".join(process.cmdline())
+        except psutil.Error:
+            return ""
+
+    servers = [p for p in psutil.Process().children() if "forkserver" in command(p)]
+    return [worker for server in servers for worker in server.children() if command(worker)]
 
 
 def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
