@@ -301,6 +301,9 @@ def stub_fingerprint() -> str:
     return digest.hexdigest()[:20]
 
 
+_KEPT_STUBS: dict[str, Path] = {}  # fingerprint -> a stub this process made or kept
+
+
 def kept_stub_package(folder: Path) -> Path:
     """:func:`stub_package`, kept in ``folder`` (the course's own runtime folder) from one grading run to
     the next while the course package is unchanged: a run then spends no time importing the course
@@ -325,9 +328,6 @@ def kept_stub_package(folder: Path) -> Path:
         shutil.rmtree(building, ignore_errors=True)
     _KEPT_STUBS[fingerprint] = kept / "heads_and_masks"
     return kept / "heads_and_masks"
-
-
-_KEPT_STUBS: dict[str, Path] = {}  # fingerprint -> a stub this process made or kept
 
 
 # ------------------------------------------------------------------ talking to the student's kernel

@@ -132,8 +132,8 @@ def grade(
     memory_mb = int(memory_mb if memory_mb is not None else judge.get("memory_mb", 2048))
     submission_timeout = float(submission_timeout or max(600.0, 10 * cell_timeout))
     workers = max(1, workers or default_workers())
-    if scheduler:
-        scheduler_security(scheduler, insecure=insecure_scheduler)  # refused before anything is done
+    # an existing cluster's TLS settings, or its refusal, before anything is done
+    security = scheduler_security(scheduler, insecure=insecure_scheduler) if scheduler else None
     with exclusive(course):
         course.make_private()  # also what an earlier version, or nbgrader elsewhere, left readable
         return _grade(
@@ -146,7 +146,7 @@ def grade(
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
             scheduler=scheduler,
-            insecure_scheduler=insecure_scheduler,
+            security=security,
             progress=progress,
             stream=stream,
             on_result=on_result,
@@ -186,7 +186,7 @@ def _grade(
     submission_timeout,
     memory_mb,
     scheduler,
-    insecure_scheduler,
+    security,
     progress,
     stream,
     on_result,
@@ -268,7 +268,7 @@ def _grade(
             submission_timeout=submission_timeout,
             memory_mb=memory_mb,
             scheduler=scheduler,
-            insecure_scheduler=insecure_scheduler,
+            security=security,
             finish=finish,
         )
     return {s: results[s] for s in everyone}
@@ -288,7 +288,7 @@ def run_jobs(
     memory_mb,
     scheduler,
     finish,
-    insecure_scheduler=False,
+    security=None,
 ) -> None:
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
@@ -397,7 +397,7 @@ def run_jobs(
     limits = kernel_limits(memory_mb, run["config"]["Judge.budget"])  # what each submission's kernel gets
     log = course.runtime_dir("logs", assignment) / "workers.log"
     with dask_client(
-        scheduler, workers, log, limits, course.runtime_dir("work"), insecure_scheduler, submissions=len(students)
+        scheduler, workers, log, limits, course.runtime_dir("work"), security, submissions=len(students)
     ) as client:
         # Every submission is submitted at once and queued by the scheduler, which hands each worker one
         # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.
@@ -522,7 +522,7 @@ def dask_client(
     log: Path,
     kernel_limits: tuple[int, int] | None = None,
     stub_folder: Path | None = None,
-    insecure_scheduler: bool = False,
+    security=None,
     submissions: int | None = None,
 ):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
@@ -533,7 +533,7 @@ def dask_client(
     Whoever can talk to a cluster's scheduler, nannies or workers runs code as the instructor (Dask runs the
     functions it is sent): the local cluster speaks only mutual TLS with a certificate made in memory for this
     run (no other process has it, even on this machine), and has no dashboard (its pages name the students and
-    answer anyone). An existing cluster must speak TLS too (``scheduler_security``)."""
+    answer anyone). An existing cluster must speak TLS too: ``security`` is what ``scheduler_security`` gave."""
     import dask
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
@@ -542,8 +542,11 @@ def dask_client(
     from .tool_env import tool_env
 
     if scheduler:
-        security = scheduler_security(scheduler, insecure=insecure_scheduler)
-        with Client(scheduler, security=security, set_as_default=False) as client:
+        with Client(
+            scheduler,
+            security=security if security is not None else scheduler_security(scheduler),
+            set_as_default=False,
+        ) as client:
             # A worker boots a kernel as the plugin reaches it: worth it only when every worker will have a
             # submission to grade, not on a cluster of a hundred workers for a handful of submissions.
             slots = sum(client.nthreads().values())
