@@ -14,6 +14,9 @@ them imported when its submission comes (``judge.KernelSupply``).
     --max-processes  how many processes the grading user may have (RLIMIT_NPROC), 0 = unchanged
     --threads N      BLAS/OpenMP threads of the kernel (parallel grading: one kernel per core)
     --preload A,B    modules to import before the kernel starts (e.g. numpy,heads_and_masks)
+    --no-debugger    the kernel finds no debugpy, so ipykernel starts no debugger: a grading kernel
+                     is never debugged, and debugpy's import and its threads cost about 0.1 s of CPU
+                     per kernel (with --preload only: it is set in this process before the kernel runs)
 
 Core dumps are switched off (a segfaulting submission must not write a core file of the
 kernel's memory into the course folder).
@@ -43,6 +46,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--max-processes", type=int, default=0, help="RLIMIT_NPROC (0: unchanged)")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (0: unchanged)")
     parser.add_argument("--preload", default="", help="modules to import first, comma-separated")
+    parser.add_argument("--no-debugger", action="store_true", help="hide debugpy from the kernel")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the kernel command")
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -60,6 +64,8 @@ def main(argv: list[str]) -> None:
     module = python_module(command)
     if not args.preload or module is None:
         os.execvp(command[0], command)
+    if args.no_debugger:
+        sys.modules["debugpy"] = None  # `import debugpy` now fails: ipykernel's debugger is not available
     for name in filter(None, args.preload.split(",")):
         importlib.import_module(name)
     if sys.path and os.path.abspath(sys.path[0]) == os.path.dirname(os.path.abspath(__file__)):

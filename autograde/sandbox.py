@@ -380,7 +380,7 @@ class SandboxedKernelManager(KernelManager):
             str(launcher),
             f"--memory-mb={self.memory_mb}",
             "--threads=1",
-            *([f"--preload={','.join(self.preload)}"] if self.preload else []),
+            *([f"--preload={','.join(self.preload)}", "--no-debugger"] if self.preload else []),
             "--",
         ]
         if self.uid is not None:

@@ -54,6 +54,7 @@ def test_grading_kernels_keep_no_history_and_build_no_tracebacks():
         manager.cgroups.remove()
         manager.preload = judge.PRELOAD
         assert f"--preload={','.join(judge.PRELOAD)}" in manager.format_kernel_cmd()
+        assert "--no-debugger" in manager.format_kernel_cmd(), "a grading kernel is never debugged"
     finally:
         manager.cleanup_resources()
 
@@ -77,6 +78,8 @@ def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits(
         )
         uid, numpy_in, package_in, _, _ = _probe(first, state).split(" ", 4)
         assert (numpy_in, package_in) == ("True", "True"), "the kernel starts with numpy and the stub package"
+        debugger = "import sys, ipykernel.debugger as d; print(d._is_debugpy_available, sys.modules.get('debugpy'))"
+        assert _probe(first, debugger) == "False None", "no debugger: debugpy is never imported"
         _probe(first, "secret = 42\nopen('/tmp/left-by-a-student', 'w').write('x')")
         first.shutdown()
 
