@@ -57,6 +57,11 @@ UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap
 # numerics run correctly on this machine (see the OpenBLAS note in docs/security.md).
 PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 
+# One BLAS/OpenMP thread per kernel: parallel grading runs one kernel per core (kernel_launch --threads).
+THREAD_LIMITS = {
+    name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+}
+
 
 # IPython options of every grading kernel. The judge keeps only an error's name and message (never its
 # traceback), so IPython need not build one: a context traceback costs 0.1-0.5 s per failing cell, and
@@ -247,6 +252,25 @@ def bwrap_command(
     max_processes: int,
 ) -> list[str]:
     """``command`` wrapped in bubblewrap, limits and a switch to ``uid`` (see the module's docstring)."""
+    view = kernel_view(
+        scratch=scratch, scratch_mb=scratch_mb, package=package, env=env, binds=[("--bind", runtime, runtime)]
+    )
+    limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
+    if max_processes:
+        limits.append(f"--nproc={max_processes}")
+    drop = []
+    if uid is not None:
+        drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
+    return [*view, "--", *limits, "--", *drop, *command]
+
+
+def kernel_view(
+    *, scratch: str, scratch_mb: int, package: Path | None, env: dict[str, str], binds: list[tuple[str, Path, Path]]
+) -> list[str]:
+    """bubblewrap's options for what a kernel sees (the module's docstring): its namespaces, the
+    allowlisted files, private tmpfs folders, ``binds`` besides, and nothing but ``env``; the command
+    to run goes after them (``--``). Shared by a kernel started on its own and by the zygote
+    (``zygote.zygote_command``), whose forks see the same."""
     wrapper = [
         shutil.which("bwrap"),
         "--die-with-parent",
@@ -270,42 +294,20 @@ def bwrap_command(
             wrapper += ["--symlink", os.readlink(path), top]
         elif path.is_dir():
             wrapper += ["--ro-bind", top, top]
-    wrapper += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(scratch_mb * 2**20),
-        "--perms",
-        "1777",
-        "--tmpfs",
-        "/tmp",
-        "--size",
-        str(scratch_mb * 2**20),
-        "--perms",
-        "1777",
-        "--tmpfs",
-        "/dev/shm",
-        "--size",
-        str(scratch_mb * 2**20),
-        "--perms",
-        "1777",
-        "--tmpfs",
-        scratch,
-    ]
-    binds: list[tuple[str, Path, Path]] = []
+    wrapper += ["--proc", "/proc", "--dev", "/dev"]
+    for folder in ("/tmp", "/dev/shm", scratch):
+        wrapper += ["--size", str(scratch_mb * 2**20), "--perms", "1777", "--tmpfs", folder]
+    allowed: list[tuple[str, Path, Path]] = []
     for path in python_paths():
         if path.exists():
-            binds.append(("--ro-bind", path, path))
-    binds.append(("--ro-bind", LAUNCHER, LAUNCHER_INSIDE))
+            allowed.append(("--ro-bind", path, path))
+    allowed.append(("--ro-bind", LAUNCHER, LAUNCHER_INSIDE))
     if (REPO / "data").is_dir():
-        binds.append(("--ro-bind", REPO / "data", REPO / "data"))
+        allowed.append(("--ro-bind", REPO / "data", REPO / "data"))
     if package is not None:  # where the installed package is looked for (an editable install points here)
-        binds.append(("--ro-bind", package, REPO / "heads_and_masks"))
-    binds.append(("--bind", runtime, runtime))
+        allowed.append(("--ro-bind", package, REPO / "heads_and_masks"))
     made: set[Path] = {Path("/"), Path("/usr"), Path("/etc"), Path("/tmp"), Path(scratch)}
-    for option, source, target in binds:
+    for option, source, target in [*allowed, *binds]:
         for ancestor in reversed(target.parents):  # the way down to it, traversable by the kernel's uid
             if ancestor not in made:
                 wrapper += ["--perms", "0755", "--dir", str(ancestor)]
@@ -314,14 +316,14 @@ def bwrap_command(
         made.add(target)
     for name, value in env.items():
         wrapper += ["--setenv", name, value]
-    wrapper += ["--chdir", scratch]
-    limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
-    if max_processes:
-        limits.append(f"--nproc={max_processes}")
-    drop = []
-    if uid is not None:
-        drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
-    return [*wrapper, "--", *limits, "--", *drop, *command]
+    return [*wrapper, "--chdir", scratch]
+
+
+def zygote_module(command: list[str]) -> str | None:
+    """MODULE when ``command`` is ``<this python> -m MODULE ...``, what the zygote can run."""
+    if len(command) >= 3 and command[1] == "-m" and os.path.realpath(command[0]) == os.path.realpath(sys.executable):
+        return command[2]
+    return None
 
 
 def _runtime_base() -> str | None:
@@ -369,6 +371,10 @@ class SandboxedKernelManager(KernelManager):
         self.connection_file = str(self.runtime / "connection.json")
         self.cgroups: Cgroups | None = None
         self.scratch = "/scratch" if self.sandboxed else tempfile.mkdtemp(prefix="hm-scratch-")
+        # Root with a working bubblewrap: the kernel is forked from this process's zygote (zygote.py),
+        # with numpy, the package and ipykernel imported already; else it starts on its own.
+        self.forked = self.sandboxed and self.uid is not None and str(self.runtime.parent) == _runtime_base()
+        self._request: dict | None = None
 
     def format_kernel_cmd(self, extra_arguments=None):
         if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
@@ -389,6 +395,21 @@ class SandboxedKernelManager(KernelManager):
         name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
         self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
         env = kernel_environment(self.runtime, self.extra_env)
+        if self.forked and zygote_module(command) == "ipykernel_launcher":
+            self._request = {
+                "uid": self.uid,
+                "runtime": str(self.runtime),
+                "scratch": self.scratch,
+                "scratch_mb": self.scratch_mb,
+                "memory_mb": self.memory_mb,
+                "cpu_seconds": self.cpu_seconds,
+                "max_file_mb": self.max_file_mb,
+                "max_processes": 0 if self.cgroups.procs else self.max_processes,
+                "env": {**env, **THREAD_LIMITS},
+                "module": command[2],
+                "args": command[3:],
+            }
+            return command
         if not self.sandboxed:
             self._unsandboxed_env = env
             return [
@@ -416,6 +437,16 @@ class SandboxedKernelManager(KernelManager):
         return [*self.cgroups.enter_command(), *wrapped]
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
+        if self._request is not None:
+            from autograde.zygote import Zygote
+
+            zygote = Zygote.for_package(self.package, self.runtime.parent)
+            process = zygote.spawn(self._request, self.cgroups.procs)
+            # What LocalProvisioner.launch_kernel keeps of a Popen: jupyter_client polls, waits for and
+            # kills the kernel through it (interrupts go by message).
+            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
+            self._reconcile_connection_info(self.provisioner.connection_info)
+            return
         # The kernel's environment is the one built above, never the grader's (bubblewrap clears
         # its own; the few processes in front of it get no more than a PATH).
         kw["env"] = getattr(self, "_unsandboxed_env", None) or {"PATH": "/usr/bin:/bin"}

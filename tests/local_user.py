@@ -9,8 +9,9 @@ listening socket of the machine with its owner's uid. It prints a JSON report of
                         scheduler, a worker or a nanny), Dask over TLS with a certificate of its own, HTTP
     --unix PATH ...     for each unix socket: whether it is in /proc/net/unix and whether it accepts a connection
     --watch PID S       for S seconds (or until PID ends), the kernels PID starts (any user reads every process's
-                        parent and command line in /proc): can it create a file in a kernel's socket folder
-                        while the kernel boots? (A file where the kernel is about to bind a socket kills it.)
+                        parent and command line in /proc, and lists the folder of a root grader's socket folders):
+                        can it create a file in a kernel's socket folder while the kernel boots? (A file where the
+                        kernel is about to bind a socket kills it.)
     --plant TMP         before the run: make TMP/dask-scratch-space, Dask's scratch folder when TMP is the
                         machine's temporary folder, its own and writable by all, with a module of the name Dask
                         tries to import as it starts (``gilknocker``, an optional package), which notes who ran it
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import glob
 import ipaddress
 import json
 import os
@@ -146,25 +148,31 @@ def _descendants(root: int) -> list[int]:
     return found
 
 
+KERNEL_FOLDERS = "/run/heads-and-masks"  # where a grader running as root makes the kernels' socket folders
+
+
 def watch_kernels(root: int, seconds: float) -> dict:
     """Create a harmless file (a name no socket takes) in each socket folder of a kernel ``root`` starts."""
     seen, created, refused = set(), [], {}
+    left_before = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*"))  # by runs before this one (killed: not cleaned up)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and os.path.exists(f"/proc/{root}"):
-        for pid in _descendants(root):
+        folders = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*")) - left_before  # a root grader's (forked kernels)
+        for pid in _descendants(root):  # or named on a kernel's command line (a kernel started on its own)
             try:
                 arguments = open(f"/proc/{pid}/cmdline").read().split("\0")
             except OSError:
                 continue
-            for folder in {a for a in arguments if re.fullmatch(r"/\S*/kernel-[a-z0-9_]{8}", a)} - seen:
-                seen.add(folder)
-                path = os.path.join(folder, f"planted-{os.getpid()}")
-                try:
-                    os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-                    os.unlink(path)
-                    created.append(path)
-                except OSError as error:
-                    refused[folder] = _name(error)
+            folders |= {a for a in arguments if re.fullmatch(r"/\S*/kernel-[a-z0-9_]{8}", a)}
+        for folder in folders - seen:
+            seen.add(folder)
+            path = os.path.join(folder, f"planted-{os.getpid()}")
+            try:
+                os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+                os.unlink(path)
+                created.append(path)
+            except OSError as error:
+                refused[folder] = _name(error)
         time.sleep(0.05)
     return {"seen": sorted(seen), "created": created, "refused": refused}
 

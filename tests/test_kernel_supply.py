@@ -10,6 +10,7 @@ import psutil
 from course import REPO
 
 from autograde import judge
+from autograde import zygote
 from autograde.sandbox import KERNEL_OPTIONS, SandboxedKernelManager
 
 LAUNCHER = REPO / "autograde" / "kernel_launch.py"
@@ -50,11 +51,21 @@ def test_grading_kernels_keep_no_history_and_build_no_tracebacks():
         manager.write_connection_file()
         command = manager.format_kernel_cmd()
         assert all(option in command for option in KERNEL_OPTIONS)
-        assert not any(part.startswith("--preload") for part in command), "preloading only when asked for"
         manager.cgroups.remove()
         manager.preload = judge.PRELOAD
-        assert f"--preload={','.join(judge.PRELOAD)}" in manager.format_kernel_cmd()
-        assert "--no-debugger" in manager.format_kernel_cmd(), "a grading kernel is never debugged"
+        if manager.forked:  # root: forked from the zygote, which imported them before any kernel
+            assert set(judge.PRELOAD) <= set(zygote.PRELOAD)
+            manager.format_kernel_cmd()
+            assert manager._request["args"][-len(KERNEL_OPTIONS) :] == list(KERNEL_OPTIONS)
+            manager.cgroups.remove()
+        manager.forked = False  # a kernel started on its own (not root, or no bubblewrap)
+        command = manager.format_kernel_cmd()
+        assert all(option in command for option in KERNEL_OPTIONS)
+        assert f"--preload={','.join(judge.PRELOAD)}" in command
+        assert "--no-debugger" in command, "a grading kernel is never debugged"
+        manager.cgroups.remove()
+        manager.preload = ()
+        assert not any(part.startswith("--preload") for part in manager.format_kernel_cmd()), "only when asked"
     finally:
         manager.cleanup_resources()
 

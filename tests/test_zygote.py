@@ -1,0 +1,130 @@
+"""Kernels forked from the zygote (autograde/zygote.py, zygote_server.py): each one as closed in as a kernel
+started on its own (its uid, no capability, its processes, its folders, its cgroups, no network), nothing
+shared between two of them, and every process of a kernel gone when the grader lets it go."""
+
+from __future__ import annotations
+
+import ast
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from autograde import judge, sandbox, zygote
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
+)
+
+INSIDE = r"""
+import os, socket, sys
+status = dict(line.split(":\t", 1) for line in open("/proc/self/status").read().splitlines() if ":\t" in line)
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print(repr({
+    "ids": (os.getresuid(), os.getresgid(), os.getgroups()),
+    "caps": [status[k].strip() for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")],
+    "no_new_privs": status["NoNewPrivs"].strip(),
+    "pids": pids, "me": os.getpid(), "parent": os.getppid(),
+    "owners": sorted({os.stat(f"/proc/{p}").st_uid for p in pids}),
+    "interfaces": [name for _, name in socket.if_nameindex()],
+    "sockets": os.listdir(os.path.dirname(os.environ["JUPYTER_RUNTIME_DIR"])),
+    "tmp": sorted(os.listdir("/tmp")) + sorted(os.listdir("/dev/shm")) + sorted(os.listdir(".")),
+    "random": __import__("numpy").random.rand(),
+}))
+"""
+
+
+def _inside(kernel: judge.StudentKernel, code: str = INSIDE):
+    run = kernel.run(code, 60)
+    assert run.error is None, run.outputs
+    return ast.literal_eval(run.stdout.strip().splitlines()[-1])
+
+
+def _cgroup_pids(manager) -> set[int]:
+    pids: set[int] = set()
+    for procs in manager.cgroups.procs:
+        pids |= {int(p) for p in procs.read_text().split()}
+    return pids
+
+
+def test_a_forked_kernel_is_as_closed_in_as_one_started_on_its_own():
+    first, second = judge.StudentKernel(1024, 300), judge.StudentKernel(1024, 300)
+    try:
+        assert first.manager.forked and second.manager.forked, "root with bubblewrap: kernels come from the zygote"
+        mine = _inside(first)
+        uid = first.manager.uid
+        assert mine["ids"] == ((uid,) * 3, (uid,) * 3, []), "its own uid and gid, no other group"
+        assert mine["caps"] == ["0000000000000000"] * 5 and mine["no_new_privs"] == "1", "no capability, no way back"
+        assert mine["me"] == 2 and mine["parent"] == 1 and mine["owners"] == [uid], (
+            "its own pid namespace: only its init and itself (and what it starts), all of its uid"
+        )
+        assert mine["interfaces"] == ["lo"], "no network"
+        assert mine["sockets"] == [first.manager.runtime.name], "of all the kernels' socket folders, only its own"
+        assert mine["tmp"] == [".ipython"], "fresh /tmp, /dev/shm and scratch folder"
+
+        _inside(first, "open('/tmp/mine', 'w').write('x'); open('/dev/shm/mine', 'w').write('x'); print(1)")
+        other = _inside(second)
+        assert other["ids"][0][0] != uid and other["tmp"] == [".ipython"], "nothing of the other kernel's"
+        assert other["random"] != mine["random"], "each kernel draws its own random numbers"
+        assert _cgroup_pids(first.manager), "the kernel runs in the cgroups made for it"
+    finally:
+        first.shutdown()
+        second.shutdown()
+
+
+def test_every_process_of_a_kernel_ends_with_it():
+    kernel = judge.StudentKernel(1024, 300)
+    manager = kernel.manager
+    try:
+        _inside(
+            kernel,
+            "import subprocess\n"
+            "subprocess.Popen(['sleep', '600'], start_new_session=True)\n"  # a daemon of the student's
+            "subprocess.Popen(['sh', '-c', 'sleep 600 & exit 0'])\n"  # an orphan, adopted by init
+            "print(1)",
+        )
+        alive = _cgroup_pids(manager)
+        assert len(alive) >= 5, f"keeper, init, kernel and two sleeps: {alive}"
+        process = manager.provisioner.process
+        assert process.pid in alive, "the keeper's pid, as the grader sees it"
+    finally:
+        kernel.shutdown()
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{pid}").exists() for pid in alive) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [pid for pid in alive if Path(f"/proc/{pid}").exists()], "a process of the kernel outlived it"
+
+
+def test_a_kernel_that_exits_is_seen_to_exit_with_its_code():
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        run = kernel.run("import os; os._exit(3)", 30)
+        assert run.error == "KernelDied"
+        assert kernel.manager.provisioner.process.poll() == 3
+        assert not kernel.manager.is_alive()
+    finally:
+        kernel.shutdown()
+
+
+def test_a_dead_zygote_is_started_again_and_takes_its_kernels_with_it():
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        process = kernel.manager.provisioner.process
+        keeper = process.pid
+        running = zygote.Zygote.for_package(kernel.manager.package, kernel.manager.runtime.parent)
+        running.process.kill()
+        running.process.wait()
+        assert process.wait(timeout=10) is not None, "its kernels end with it"
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{keeper}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{keeper}").exists(), "the keeper ended too"
+    finally:
+        kernel.shutdown()
+    again = judge.StudentKernel(1024, 300)
+    try:
+        assert _inside(again)["ids"][0][0] == again.manager.uid, "a new zygote serves the next kernel"
+        assert zygote.Zygote.for_package(again.manager.package, again.manager.runtime.parent) is not running
+    finally:
+        again.shutdown()
