@@ -1,0 +1,111 @@
+"""The hostile student against kernels forked from the zygote (autograde/zygote.py, zygote_server.py): what a
+kernel leaves behind for the next kernel of its uid, and whether its limits hold on every kind of machine.
+
+Each test is an attack that got through before its fix (docs/security.md, "Attacks tried").
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+from autograde import judge, sandbox
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
+)
+
+# Keys live in the kernel (the operating system's), not in any process: a uid's user keyring, its user session
+# keyring and its persistent keyring outlive every process of that uid (until reboot, or 3 days unused).
+KEYS = r"""
+import ctypes, platform
+libc = ctypes.CDLL(None, use_errno=True)
+ADD_KEY, KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+USER, USER_SESSION = -4, -5
+rings = {"user": USER, "user session": USER_SESSION}
+persistent = libc.syscall(KEYCTL, 22, ctypes.c_long(-1), ctypes.c_long(USER))  # KEYCTL_GET_PERSISTENT
+if persistent > 0:
+    rings["persistent"] = persistent
+def leave():
+    for name, ring in rings.items():
+        text = ("left in the " + name + " keyring").encode()
+        libc.syscall(ADD_KEY, b"user", b"hm-" + name.encode(), text, len(text), ctypes.c_long(ring))
+def find():
+    found = []
+    for name, ring in rings.items():
+        key = libc.syscall(KEYCTL, 10, ctypes.c_long(ring), b"user", b"hm-" + name.encode(), 0)  # KEYCTL_SEARCH
+        if key > 0:
+            buffer = ctypes.create_string_buffer(200)
+            size = libc.syscall(KEYCTL, 11, ctypes.c_long(key), buffer, 200)  # KEYCTL_READ
+            found.append(buffer.raw[:max(size, 0)].decode())
+    return found
+"""
+
+
+def _last_line(run: judge.CellRun):
+    assert run.error is None, run.outputs
+    return ast.literal_eval(run.stdout.strip().splitlines()[-1])
+
+
+def test_a_kernel_leaves_nothing_in_a_keyring_for_the_next_kernel_of_its_uid():
+    """A worker gives out kernel uids in a cycle of 64 (``sandbox.private_uid``): the 65th kernel a worker starts
+    has the first one's uid. Whatever the first left in the keyrings of its uid, the 65th must not find."""
+    first = judge.StudentKernel(512, 120)
+    try:
+        uid = first.manager.uid
+        assert _last_line(first.run(KEYS + "leave(); print(repr(find()))", 60)), "keyrings are there to be used"
+    finally:
+        first.shutdown()
+    for _ in range(63):  # the 63 kernels a worker starts in between
+        sandbox.private_uid()
+    later = judge.StudentKernel(512, 120)
+    try:
+        assert later.manager.uid == uid, "the 65th kernel of a worker has the first one's uid"
+        assert _last_line(later.run(KEYS + "print(repr(find()))", 60)) == [], (
+            "a kernel read what an earlier kernel (another student's) left in the keyrings of their uid"
+        )
+    finally:
+        later.shutdown()
+
+
+FORKS = r"""
+import os, time
+children = []
+for _ in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.kill(pid, 9)
+for pid in children:
+    os.waitpid(pid, 0)
+print(len(children))
+"""
+
+UNIFIED = Path("/sys/fs/cgroup/unified")  # a cgroup2 hierarchy that no controller was given to (hybrid setup)
+
+
+@pytest.mark.parametrize("cgroup_root", ["this machine's", "cgroup2 without controllers"])
+def test_a_kernel_starts_no_more_processes_than_its_limit_whatever_the_cgroups(cgroup_root, monkeypatch):
+    """The process limit is the pids cgroup where there is one, else RLIMIT_NPROC: a kernel whose cgroup folder
+    could be made but whose ``pids.max`` could not be written (cgroup v2 where nothing enabled the pids controller
+    for ``heads-and-masks``'s children, as on a fresh Debian or Ubuntu) must still be capped."""
+    if cgroup_root != "this machine's":
+        if not (UNIFIED / "cgroup.controllers").exists():
+            pytest.skip("no cgroup2 hierarchy beside the machine's own here")
+        monkeypatch.setattr(sandbox, "CGROUP_ROOT", UNIFIED)
+    kernel = judge.StudentKernel(512, 120)
+    try:
+        assert kernel.manager.cgroups.procs, "the kernel was put in a cgroup"
+        started = _last_line(kernel.run(FORKS, 100))
+        assert started < kernel.manager.max_processes, f"a kernel started {started} processes"
+    finally:
+        kernel.shutdown()
