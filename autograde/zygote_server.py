@@ -49,6 +49,8 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = 7, 22, -4, -5
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -110,6 +112,7 @@ def keeper(request: dict, fds: list[int]) -> None:
     for fd in cgroup_files:  # opened by the worker; "0" moves the writer (before the cgroup namespace hides them)
         os.write(fd, b"0")
         os.close(fd)
+    own_pids = os.open("/proc/self/ns/pid", os.O_RDONLY)  # to fork in again once the kernel's is gone
     flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID | CLONE_NEWCGROUP
     _check(libc.unshare(flags), "unshare")
     private_mounts(request)
@@ -133,10 +136,30 @@ def keeper(request: dict, fds: list[int]) -> None:
         os.kill(pid, signal.SIGKILL)  # pid 1 of its namespace: every process in it ends too
         break
     _, status = os.waitpid(pid, 0)
+    forget_keys(request["uid"], own_pids)
     try:
         os.write(report, f"{os.waitstatus_to_exitcode(status)}\n".encode())
     except OSError:
         pass
+
+
+def forget_keys(uid: int, own_pids: int) -> None:
+    """Empty the keyrings of the kernel's uid: the system keeps a uid's keys after its last process ended
+    (until reboot), and the uid comes back for a later kernel (``sandbox.private_uid``)."""
+    if SYS_KEYCTL is None:
+        return
+    _check(libc.setns(own_pids, CLONE_NEWPID), "setns")  # no process can start in the kernel's ended namespace
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            persistent = libc.syscall(SYS_KEYCTL, KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
+            for ring in (persistent, KEY_SPEC_USER_SESSION_KEYRING, KEY_SPEC_USER_KEYRING):
+                libc.syscall(SYS_KEYCTL, KEYCTL_CLEAR, ctypes.c_long(ring))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def private_mounts(request: dict) -> None:
