@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograde import judge, sandbox
+from autograde import judge, sandbox, zygote
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
@@ -69,6 +69,41 @@ def test_a_kernel_leaves_nothing_in_a_keyring_for_the_next_kernel_of_its_uid():
         )
     finally:
         later.shutdown()
+
+
+def test_a_kernel_cannot_read_the_graders_session_keyring():
+    """A login gives the instructor's processes a session keyring (pam_keyinit), where Kerberos tickets
+    (``KRB5CCNAME=KEYRING:session:...``), ecryptfs keys or any ``keyctl add ... @s`` live. Every process started
+    from that shell holds it (the workers, their zygote, every process forked from it), and whoever holds a keyring
+    may read the keys in it: a kernel must not hold it, or its student prints the tickets into their feedback."""
+    import ctypes
+    import platform
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+    assert libc.syscall(keyctl, 1, b"_ses") > 0  # KEYCTL_JOIN_SESSION_KEYRING, as pam_keyinit at login
+    secret = b"the instructor's ticket"
+    key = libc.syscall(add_key, b"user", b"hm-instructor", secret, len(secret), ctypes.c_long(-3))  # @s
+    assert key > 0
+    for running in list(zygote.Zygote._running.values()):  # the zygote to come is started from this session
+        running.process.kill()
+        running.process.wait()
+    kernel = judge.StudentKernel(512, 120)
+    try:
+        found = _last_line(
+            kernel.run(
+                KEYS
+                + "key = libc.syscall(KEYCTL, 10, ctypes.c_long(-3), b'user', b'hm-instructor', 0)\n"
+                + "buffer = ctypes.create_string_buffer(200)\n"
+                + "size = libc.syscall(KEYCTL, 11, ctypes.c_long(key), buffer, 200)\n"
+                + "print(repr(buffer.raw[: max(size, 0)]))",
+                60,
+            )
+        )
+        assert secret not in found, "the kernel read a key of the grader's session keyring"
+    finally:
+        kernel.shutdown()
+        libc.syscall(keyctl, 21, ctypes.c_long(key))  # KEYCTL_INVALIDATE
 
 
 FORKS = r"""
