@@ -71,7 +71,8 @@ def test_a_kernel_leaves_nothing_in_a_keyring_for_the_next_kernel_of_its_uid():
         later.shutdown()
 
 
-def test_a_kernel_cannot_read_the_graders_session_keyring():
+@pytest.mark.parametrize("started", ["forked from the zygote", "on its own"])
+def test_a_kernel_cannot_read_the_graders_session_keyring(started, monkeypatch):
     """A login gives the instructor's processes a session keyring (pam_keyinit), where Kerberos tickets
     (``KRB5CCNAME=KEYRING:session:...``), ecryptfs keys or any ``keyctl add ... @s`` live. Every process started
     from that shell holds it (the workers, their zygote, every process forked from it), and whoever holds a keyring
@@ -88,8 +89,11 @@ def test_a_kernel_cannot_read_the_graders_session_keyring():
     for running in list(zygote.Zygote._running.values()):  # the zygote to come is started from this session
         running.process.kill()
         running.process.wait()
+    if started == "on its own":  # what a grader without root gets (kernel_launch.py in bubblewrap)
+        monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
     kernel = judge.StudentKernel(512, 120)
     try:
+        assert kernel.manager.forked == (started != "on its own")
         found = _last_line(
             kernel.run(
                 KEYS
