@@ -58,6 +58,7 @@ def main(argv: list[str]) -> None:
     if args.max_processes > 0:
         limit(resource.RLIMIT_NPROC, args.max_processes)
     limit(resource.RLIMIT_CORE, 0)
+    new_session_keyring()
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
             os.environ[name] = str(args.threads)
@@ -72,6 +73,20 @@ def main(argv: list[str]) -> None:
         sys.path[0] = os.getcwd()  # what `python -m` puts first, not this wrapper's folder
     sys.argv = [command[0], *command[3:]]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def new_session_keyring() -> None:
+    """Leave the session keyring every process of the grader's login holds (Kerberos tickets, ecryptfs keys...):
+    whoever holds a keyring may read its keys. The kernel gets a new, empty one."""
+    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
+    if keyctl is None:
+        return
+    import ctypes
+    import errno
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(keyctl, 1, None) < 0 and ctypes.get_errno() != errno.ENOSYS:  # KEYCTL_JOIN_SESSION_KEYRING
+        raise OSError(ctypes.get_errno(), "the kernel's session keyring could not be made")
 
 
 def python_module(command: list[str]) -> str | None:
