@@ -127,6 +127,7 @@ class Cgroups:
     def __init__(self, name: str, memory_bytes: int, max_pids: int):
         self.folders: list[Path] = []
         self.procs: list[Path] = []
+        self.caps_processes = False  # a pids.max was set: the pids cgroup caps the processes, not RLIMIT_NPROC
         if os.geteuid() != 0:
             return
         v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
@@ -138,10 +139,17 @@ class Cgroups:
         for controller, limits in wanted:
             folder = CGROUP_ROOT / controller / "heads-and-masks" / name
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                if v2:  # a v2 cgroup has only the controllers its parent enables for its children
+                    for parent in (CGROUP_ROOT, folder.parent):
+                        for enable in ("+memory", "+pids"):
+                            with contextlib.suppress(OSError):
+                                (parent / "cgroup.subtree_control").write_text(enable)
+                folder.mkdir(exist_ok=True)
                 for key, value in limits.items():
                     with contextlib.suppress(OSError):
                         (folder / key).write_text(str(value))
+                        self.caps_processes |= key == "pids.max"
             except OSError:
                 continue
             self.folders.append(folder)
@@ -404,7 +412,7 @@ class SandboxedKernelManager(KernelManager):
                 "memory_mb": self.memory_mb,
                 "cpu_seconds": self.cpu_seconds,
                 "max_file_mb": self.max_file_mb,
-                "max_processes": 0 if self.cgroups.procs else self.max_processes,
+                "max_processes": 0 if self.cgroups.caps_processes else self.max_processes,
                 "env": {**env, **THREAD_LIMITS},
                 "module": command[2],
                 "args": command[3:],
@@ -432,7 +440,7 @@ class SandboxedKernelManager(KernelManager):
             scratch_mb=self.scratch_mb,
             cpu_seconds=self.cpu_seconds,
             max_file_mb=self.max_file_mb,
-            max_processes=0 if self.cgroups.procs else self.max_processes,
+            max_processes=0 if self.cgroups.caps_processes else self.max_processes,
         )
         return [*self.cgroups.enter_command(), *wrapped]
 
