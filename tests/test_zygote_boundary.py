@@ -148,3 +148,38 @@ def test_a_kernel_starts_no_more_processes_than_its_limit_whatever_the_cgroups(c
         assert started < kernel.manager.max_processes, f"a kernel started {started} processes"
     finally:
         kernel.shutdown()
+
+
+BURNERS = r"""
+import os
+for _ in range(40):  # busy processes, until the kernel ends (pids.max allows them)
+    if os.fork() == 0:
+        os.setsid()  # a session of its own: the scheduler's autogroups would otherwise put them all in one
+        while True:
+            pass
+print(1)
+"""
+
+WORK = r"""
+import time
+start = time.monotonic()
+total = 0
+for i in range(2_000_000):
+    total += i
+print(time.monotonic() - start)
+"""
+
+
+def test_a_kernel_leaves_a_classmates_kernel_its_share_of_the_cpu():
+    """Kernels of two workers run side by side, and a cell's time limit is counted on the clock: a kernel that
+    starts 40 busy processes must not slow a classmate's kernel down 20 times (each kernel one share of the CPU,
+    whatever the number of its processes), or the classmate's cells run out of time."""
+    attacker, classmate = judge.StudentKernel(512, 120), judge.StudentKernel(512, 120)
+    try:
+        alone = min(_last_line(classmate.run(WORK, 60)) for _ in range(2))
+        _last_line(attacker.run(BURNERS, 60))
+        beside = _last_line(classmate.run(WORK, 60))
+        assert beside < 4 * alone, f"{beside / alone:.1f} times slower beside a kernel's busy processes"
+    finally:
+        attacker.shutdown()
+        classmate.shutdown()
