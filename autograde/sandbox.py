@@ -134,7 +134,11 @@ class Cgroups:
         wanted = (
             [("", {"memory.max": memory_bytes, "pids.max": max_pids, "memory.swap.max": 0})]
             if v2
-            else [("memory", {"memory.limit_in_bytes": memory_bytes}), ("pids", {"pids.max": max_pids})]
+            else [
+                ("memory", {"memory.limit_in_bytes": memory_bytes}),
+                ("pids", {"pids.max": max_pids}),
+                ("cpu", {"cpu.shares": 1024}),  # one share per kernel, however many processes it starts
+            ]
         )
         for controller, limits in wanted:
             folder = CGROUP_ROOT / controller / "heads-and-masks" / name
@@ -142,7 +146,7 @@ class Cgroups:
                 folder.parent.mkdir(parents=True, exist_ok=True)
                 if v2:  # a v2 cgroup has only the controllers its parent enables for its children
                     for parent in (CGROUP_ROOT, folder.parent):
-                        for enable in ("+memory", "+pids"):
+                        for enable in ("+memory", "+pids", "+cpu"):  # cpu: one share per kernel
                             with contextlib.suppress(OSError):
                                 (parent / "cgroup.subtree_control").write_text(enable)
                 folder.mkdir(exist_ok=True)
