@@ -183,3 +183,39 @@ def test_a_kernel_leaves_a_classmates_kernel_its_share_of_the_cpu():
     finally:
         attacker.shutdown()
         classmate.shutdown()
+
+
+@pytest.mark.slow
+def test_a_submission_cannot_print_the_graders_session_keys_into_its_feedback(tmp_path):
+    """The keyring attack through the instructor's pipeline: the grading command started from a login with a key
+    in its session keyring, a student whose `attention` raises with what it finds there."""
+    import ctypes
+    import platform
+    import secrets
+
+    from course import grade_class
+    from submissions import submission
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    add_key, keyctl = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]
+    assert libc.syscall(keyctl, 1, b"_ses") > 0  # KEYCTL_JOIN_SESSION_KEYRING, as pam_keyinit at login
+    secret = ("ticket-" + secrets.token_hex(8)).encode()
+    key = libc.syscall(add_key, b"user", b"hm-instructor", secret, len(secret), ctypes.c_long(-3))
+    attack = KEYS + (
+        "def attention(q, k, v, mask=None):\n"
+        "    key = libc.syscall(KEYCTL, 10, ctypes.c_long(-3), b'user', b'hm-instructor', 0)\n"
+        "    buffer = ctypes.create_string_buffer(200)\n"
+        "    size = libc.syscall(KEYCTL, 11, ctypes.c_long(key), buffer, 200)\n"
+        "    raise RuntimeError('KEY ' + repr(buffer.raw[: max(size, 0)]))\n"
+    )
+    try:
+        run = grade_class("00_start_here", {"keys": submission("00_start_here", {"attention": attack})}, tmp_path)
+        written = "\n".join(
+            p.read_text(encoding="utf-8", errors="replace")
+            for p in (run.course.root / "autograde").rglob("*")
+            if p.is_file() and p.suffix in (".ipynb", ".html", ".csv", ".txt", ".json")
+        )
+        assert "KEY b" in written, "the attack ran and its text reached the feedback"
+        assert secret.decode() not in written, "a key of the grader's session keyring is in what grading wrote"
+    finally:
+        libc.syscall(keyctl, 21, ctypes.c_long(key))  # KEYCTL_INVALIDATE
