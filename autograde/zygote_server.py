@@ -156,8 +156,19 @@ def forget_keys(uid: int, own_pids: int) -> None:
         try:
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
-            persistent = libc.syscall(SYS_KEYCTL, KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4))
-            for ring in (persistent, KEY_SPEC_USER_SESSION_KEYRING, KEY_SPEC_USER_KEYRING):
+            try:  # only the keyrings it had: one made here would stay until reboot
+                with open("/proc/keys") as keys:
+                    had = keys.read()
+            except OSError:
+                had = f"_persistent.{uid}: _uid_ses.{uid}: _uid.{uid}:"
+            rings = []
+            if f"_persistent.{uid}:" in had:
+                rings.append(libc.syscall(SYS_KEYCTL, KEYCTL_GET_PERSISTENT, ctypes.c_long(-1), ctypes.c_long(-4)))
+            if f"_uid_ses.{uid}:" in had:
+                rings.append(KEY_SPEC_USER_SESSION_KEYRING)
+            if f"_uid.{uid}:" in had:
+                rings.append(KEY_SPEC_USER_KEYRING)
+            for ring in rings:
                 libc.syscall(SYS_KEYCTL, KEYCTL_CLEAR, ctypes.c_long(ring))
         finally:
             os._exit(0)
