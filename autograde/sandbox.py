@@ -150,6 +150,9 @@ class Cgroups:
                             with contextlib.suppress(OSError):
                                 (parent / "cgroup.subtree_control").write_text(enable)
                 folder.mkdir(exist_ok=True)
+                if controller == "cpu":  # the kernels together weigh one core each, as when each was on its own
+                    with contextlib.suppress(OSError):
+                        (folder.parent / "cpu.shares").write_text(str(1024 * (os.cpu_count() or 1)))
                 for key, value in limits.items():
                     with contextlib.suppress(OSError):
                         (folder / key).write_text(str(value))
