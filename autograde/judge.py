@@ -33,6 +33,7 @@ import atexit
 import base64
 import builtins
 import collections
+import concurrent.futures
 import contextlib
 import dataclasses
 import functools
@@ -404,10 +405,47 @@ class StudentKernel:
         context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         self.client = self.manager.client(context=context)
         self.client.start_channels()
-        self.client.wait_for_ready(timeout=60)
+        self._wait_until_ready(timeout=60)
         self.manager.seal()
         self.usable = True
         return self
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        """Until the kernel's iopub channel has carried its ``idle`` status for one of our ``kernel_info``
+        requests (proof that our subscription is live, and the last thing the kernel publishes about that
+        request: nothing of its start-up is left queued before it), then its reply on the shell channel.
+        A request goes out every 0.05 s until then: one sent before the kernel listened, or published
+        before our subscription reached it, is not waited for. (jupyter_client's ``wait_for_ready`` ends
+        by waiting for 0.2 s of silence on iopub instead: a fifth of a second idle for every submission.)"""
+        deadline = time.monotonic() + timeout
+        asked: set[str] = set()
+        while True:
+            asked.add(self.client.kernel_info())
+            if self._next(self.client.get_iopub_msg, asked, "status", min(deadline, time.monotonic() + 0.05)):
+                break
+            if not self.manager.is_alive():
+                raise RuntimeError("the kernel died before it answered")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the kernel did not answer within {timeout:.0f} seconds")
+        reply = self._next(self.client.get_shell_msg, asked, "kernel_info_reply", deadline)  # sent before the idle
+        if reply is None:
+            raise RuntimeError("the kernel published its answer but did not send it")
+        self.client._handle_kernel_info_reply(reply)  # the protocol version it speaks
+
+    @staticmethod
+    def _next(get, requests: set[str], kind: str, until: float) -> dict | None:
+        """The next message ``kind`` answering one of ``requests`` (for a status: ``idle``) from ``get``,
+        or None at ``until``; the messages before it are dropped."""
+        while (left := until - time.monotonic()) > 0:
+            try:
+                message = get(timeout=left)
+            except queue.Empty:
+                return None
+            if message.get("parent_header", {}).get("msg_id") not in requests or message["msg_type"] != kind:
+                continue
+            if kind != "status" or message["content"].get("execution_state") == "idle":
+                return message
+        return None
 
     def run(self, code: str, timeout: float, silent: bool = False) -> CellRun:
         """Execute ``code``; collect its outputs; interrupt it after ``timeout`` seconds.
@@ -527,6 +565,14 @@ class StudentKernel:
             raise RuntimeError("a malformed answer came back from your notebook's kernel")
         return reply
 
+    def kill(self) -> None:
+        """End the kernel now, without waiting for it to be gone (``shutdown`` waits, and cleans up)."""
+        self.usable = False
+        process = getattr(self.manager.provisioner, "process", None)
+        if process is not None:
+            with contextlib.suppress(OSError):
+                process.kill()
+
     def shutdown(self) -> None:
         self.usable = False
         if self.client is not None:
@@ -561,6 +607,7 @@ class KernelSupply:
         self.spare: StudentKernel | None = None
         self.no_spare_once = False  # the next take is the worker's last one expected (``last_one``)
         self._outer: KernelSupply | None = None
+        self._retiring: concurrent.futures.ThreadPoolExecutor | None = None  # shuts down used kernels
 
     def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
         kernel, self.spare = self.spare, None
@@ -596,10 +643,25 @@ class KernelSupply:
         nobody takes costs a kernel's start-up, about 0.4 s of CPU, next to the last submissions)."""
         self.no_spare_once = True
 
+    def retire(self, kernel: StudentKernel) -> None:
+        """Done with ``kernel``: it is killed at once, and the rest of its shutdown (waiting until its processes
+        have ended, removing its socket folder and cgroups: 35-140 ms) goes on in the background while the
+        worker grades on. Outside a worker's supply, all of it now."""
+        if not self.prestart:
+            kernel.shutdown()
+            return
+        kernel.kill()
+        if self._retiring is None:
+            self._retiring = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="retire-kernels")
+        self._retiring.submit(kernel.shutdown)
+
     def close(self) -> None:
         spare, self.spare = self.spare, None
         if spare is not None:
             spare.shutdown()
+        retiring, self._retiring = self._retiring, None
+        if retiring is not None:
+            retiring.shutdown(wait=True)  # every kernel it was given is gone
 
     def __enter__(self) -> "KernelSupply":
         global _SUPPLY
@@ -1024,7 +1086,7 @@ def judge_notebook(
             cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
     finally:
         if kernel is not None:
-            kernel.shutdown()
+            kernel_supply().retire(kernel)
     if len(report.notes) > MAX_NOTES:  # e.g. a thousand cells that raise MemoryError: one line in the report
         report.notes[MAX_NOTES - 1 :] = [f"and {len(report.notes) - MAX_NOTES + 1} more notes like these"]
     return report

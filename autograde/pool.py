@@ -42,9 +42,7 @@ from .results import (
     grade_cells,
     merge_into_gradebook,
     now,
-    pending_from_gradebook,
     read_results,
-    scores_from_gradebook,
     write_result,
     written_answers,
 )
@@ -319,10 +317,11 @@ def run_jobs(
     def conclude(student: str, message: dict | None, failure: str = "") -> None:
         found = inspections[student]
         try:
-            status, scores, notes, seconds = record(student, message, failure)
+            status, scores, notes, seconds, pending = record(student, message, failure)
         except Exception as error:  # noqa: BLE001 - recording one student never stops the class
             status, scores, notes, seconds = Status.REVIEW, {g: 0.0 for g in maxima}, list(found.notes), 0.0
             notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
+            pending = []
         if not sandboxed:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {why_not_sandboxed}")
         finish(
@@ -338,7 +337,7 @@ def run_jobs(
                 now(),
                 ids.get(student, ""),
                 written=written,
-                pending=pending_from_gradebook(course, assignment, student),  # what nbgrader left for a person
+                pending=pending,  # what nbgrader left for a person
             )
         )
 
@@ -353,11 +352,11 @@ def run_jobs(
             target.mkdir(parents=True)
             for name, data in message["autograded"].items():  # written by nbgrader, never by a kernel
                 (target / Path(name).name).write_bytes(data)
-            merge_into_gradebook(course, assignment, student, message)
+            scores, pending = merge_into_gradebook(course, assignment, student, message)
             notes += message.get("judge_notes", [])
             judged = message.get("judge_status")  # a Status's value, or None
             status = Status(judged) if judged else (Status.REVIEW if notes else Status.GRADED)
-            return status, scores_from_gradebook(course, assignment, student), notes, seconds
+            return status, scores, notes, seconds, pending
         if message is None:  # the task itself failed: its worker died every time, or grading raised
             status = Status.DIED if failure.startswith("died") else Status.REVIEW
         else:
@@ -379,8 +378,8 @@ def run_jobs(
             )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
-        merge_into_gradebook(course, assignment, student, None)
-        return status, {g: 0.0 for g in maxima}, notes, seconds
+        _, pending = merge_into_gradebook(course, assignment, student, None)
+        return status, {g: 0.0 for g in maxima}, notes, seconds, pending
 
     def job(student: str, last: bool) -> dict:
         folder = course.path("submitted", student, assignment)

@@ -189,8 +189,12 @@ def _parse_time(text: str | None):
     return dt.datetime.fromisoformat(text)
 
 
-def merge_into_gradebook(course: Course, assignment: str, student: str, graded: dict | None) -> None:
-    """Record one student's autograde in the course gradebook, replacing any earlier one.
+def merge_into_gradebook(
+    course: Course, assignment: str, student: str, graded: dict | None
+) -> tuple[dict[str, float], list[str]]:
+    """Record one student's autograde in the course gradebook, replacing any earlier one; return the
+    submission's scores and its written answers waiting for a person (``scores_from_gradebook``,
+    ``pending_from_gradebook``), read in the same session: opening a gradebook costs more than the rest.
 
     ``graded`` is what a worker read from its private gradebook; ``None`` records a submission that
     could not be graded: every grade 0 and flagged for manual grading, so formgrader shows it.
@@ -221,6 +225,7 @@ def merge_into_gradebook(course: Course, assignment: str, student: str, graded: 
                     comment.auto_comment = data["comments"][comment.name]
             notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
         gb.db.commit()
+        return _scores(submission), _pending(submission)
 
 
 def written_answers(course: Course, assignment: str) -> list[str]:
@@ -236,17 +241,20 @@ def pending_from_gradebook(course: Course, assignment: str, student: str) -> lis
 
     with gradebook(course) as gb:
         try:
-            submission = gb.find_submission(assignment, student)
+            return _pending(gb.find_submission(assignment, student))
         except MissingEntry:
             return []
-        return [
-            g.name
-            for nb in submission.notebooks
-            for g in nb.grades
-            # auto_score None: nbgrader saw an answer to read (merge_into_gradebook gives an ungradable
-            # submission 0 instead, and its status says why)
-            if g.cell_type == "markdown" and g.needs_manual_grade and g.manual_score is None and g.auto_score is None
-        ]
+
+
+def _pending(submission) -> list[str]:
+    return [
+        g.name
+        for nb in submission.notebooks
+        for g in nb.grades
+        # auto_score None: nbgrader saw an answer to read (merge_into_gradebook gives an ungradable
+        # submission 0 instead, and its status says why)
+        if g.cell_type == "markdown" and g.needs_manual_grade and g.manual_score is None and g.auto_score is None
+    ]
 
 
 def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict[str, float]:
@@ -254,7 +262,10 @@ def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict
 
     with gradebook(course) as gb:
         try:
-            submission = gb.find_submission(assignment, student)
+            return _scores(gb.find_submission(assignment, student))
         except MissingEntry:
             return {}
-        return {g.name: float(g.score or 0.0) for nb in submission.notebooks for g in nb.grades}
+
+
+def _scores(submission) -> dict[str, float]:
+    return {g.name: float(g.score or 0.0) for nb in submission.notebooks for g in nb.grades}

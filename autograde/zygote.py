@@ -15,12 +15,14 @@ import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from autograde import sandbox
@@ -64,7 +66,7 @@ def zygote_command(package: Path | None, base: Path, control_fd: int, env: dict[
         "--dir",
         STAGE,
         "--",
-        shutil_which("prlimit"),
+        _which("prlimit"),
         "--core=0",
         "--",
         sys.executable,
@@ -74,9 +76,7 @@ def zygote_command(package: Path | None, base: Path, control_fd: int, env: dict[
     ]
 
 
-def shutil_which(name: str) -> str:
-    import shutil
-
+def _which(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         raise FileNotFoundError(f"{name} is not installed")
@@ -122,8 +122,9 @@ class ForkedKernel:
         if not data:  # the keeper is gone without a word: the kernel is gone with it
             self.returncode = self._exit_code() if self._said.count(b"\n") >= 2 else -signal.SIGKILL
             self.channel.close()
-        elif self._said.count(b"\n") >= 2:
+        elif self._said.count(b"\n") >= 2:  # "started", then how the kernel ended
             self.returncode = self._exit_code()
+            self.channel.close()
 
     def _exit_code(self) -> int:
         lines = self._said.split(b"\n")
@@ -141,8 +142,6 @@ class ForkedKernel:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        import time
-
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.returncode is None:
             left = None if deadline is None else deadline - time.monotonic()

@@ -113,3 +113,17 @@ def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits(
 def test_outside_a_supply_the_judge_starts_each_kernel_when_needed():
     supply = judge.kernel_supply()
     assert supply.prestart is False and supply.spare is None
+
+
+def test_a_retired_kernel_ends_at_once_and_is_gone_when_the_supply_closes():
+    with judge.KernelSupply() as supply:
+        kernel = supply.take(memory_mb=1024, cpu_seconds=300)
+        runtime, cgroups = kernel.manager.runtime, list(kernel.manager.cgroups.folders)
+        supply.retire(kernel)  # the worker goes on; the kernel's shutdown finishes in the background
+        try:
+            kernel.run("1", 5)
+            raise AssertionError("a retired kernel still ran a cell")
+        except judge.KernelGone:
+            pass
+    assert not runtime.exists(), "its socket folder is removed by the time the supply closes"
+    assert not [folder for folder in cgroups if folder.exists()], "and its cgroups"

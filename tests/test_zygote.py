@@ -128,3 +128,20 @@ def test_a_dead_zygote_is_started_again_and_takes_its_kernels_with_it():
         assert zygote.Zygote.for_package(again.manager.package, again.manager.runtime.parent) is not running
     finally:
         again.shutdown()
+
+
+def test_without_the_zygote_a_kernel_started_on_its_own_is_closed_in_as_well(monkeypatch):
+    """A grader whose socket folders cannot be under /run (not root, or /run read-only) starts each kernel
+    in bubblewrap on its own (sandbox.bwrap_command): the same uid, capabilities, processes and network."""
+    monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        assert not kernel.manager.forked
+        found = _inside(kernel)
+        uid = kernel.manager.uid
+        assert found["ids"] == ((uid,) * 3, (uid,) * 3, [])
+        assert found["caps"][:3] + found["caps"][4:] == ["0000000000000000"] * 4 and found["no_new_privs"] == "1"
+        assert found["owners"] == [0, uid] and found["me"] != 1, found  # pid 1 is bubblewrap (root), then the kernel
+        assert found["interfaces"] == ["lo"]
+    finally:
+        kernel.shutdown()
