@@ -68,6 +68,10 @@ class CpuMeter:
     def __init__(self):
         self.group: Path | None = None
         try:
+            # Each kernel runs in a cpu cgroup of its own (sandbox.Cgroups): where cpu and cpuacct are one
+            # hierarchy, that takes the kernels out of the meter's group, so the meter counts machine-wide.
+            if self.CPUACCT.resolve() == (self.CPUACCT.parent / "cpu").resolve():
+                raise OSError("cpu and cpuacct are one hierarchy")
             group = self.CPUACCT / f"hm-bench-{os.getpid()}"
             group.mkdir(exist_ok=True)
             (group / "cpuacct.usage").read_text()

@@ -162,7 +162,9 @@ for _ in range(40):  # busy processes, until the kernel ends (pids.max allows th
     _burners.append(pid)
 print(len(_burners))
 """
-PAUSE, RESUME = (f"import signal\nfor _pid in _burners: os.kill(_pid, signal.{name})\nprint(1)" for name in ("SIGSTOP", "SIGCONT"))
+PAUSE, RESUME = (
+    f"import signal\nfor _pid in _burners: os.kill(_pid, signal.{name})\nprint(1)" for name in ("SIGSTOP", "SIGCONT")
+)
 
 WORK = r"""
 import time
