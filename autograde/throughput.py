@@ -42,6 +42,12 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
     return released
 
 
+def handed_in(results: dict, n: int) -> dict:
+    """The results of the ``n`` students who handed this assignment in (``student000``...): a course copy
+    also lists, as missing, the students of an earlier assignment's larger run."""
+    return {student: r for student, r in results.items() if student in {f"student{i:03d}" for i in range(n)}}
+
+
 def failing_cells(course, assignment: str, student: str) -> str:
     """`; cell: the judge's message` for each graded test cell whose verdict is not a pass (a correct
     submission has none), read from the verdict records of the autograded notebook (``read_verdicts``)."""
@@ -196,13 +202,14 @@ def grading_throughput_benchmark(
                 )
             return wall, cpu
 
-        courses = {mode: make_course_copy(Path(scratch) / mode) for mode in ("one", "two")}
+        modes = ("one", "two", "one_class", "two_class")
+        courses = {mode: make_course_copy(Path(scratch) / mode) for mode in modes}
         for name in assignments:
             row: dict = {"assignment": name, "load": os.getloadavg()[0]}  # other work on the machine, as it began
             notebook = filled_submission(courses["one"], name)
             notebook_name = expected_notebooks(courses["one"], name)[0]
             plain_nbgrader("generate_assignment", name, "--force")
-            for root in (plain_root / "submitted", *(c.path("submitted") for c in courses.values())):
+            for root in (plain_root / "submitted", courses["one"].path("submitted"), courses["two"].path("submitted")):
                 for index in range(n_submissions):
                     folder = root / f"student{index:03d}" / name
                     folder.mkdir(parents=True)
@@ -214,7 +221,7 @@ def grading_throughput_benchmark(
                 row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
                     "--root", str(courses[mode].root), "autograde", name, "--workers", str(count), "--quiet"
                 )
-                results = read_results(courses[mode], name)
+                results = handed_in(read_results(courses[mode], name), n_submissions)
                 row[f"{mode}_full_marks"] = sum(
                     r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
                 )
@@ -224,21 +231,21 @@ def grading_throughput_benchmark(
                     for r in results.values()
                     if not (r.status == Status.GRADED and r.autograded_total == r.autograded_max)
                 ][:3]
-            # A class-sized run: the same two courses, more of the same submission, every one graded again.
+            # A class-sized run, in two courses of its own: n_class copies of the same submission.
             row["class_n"] = n_class = min(
                 300, max(n_submissions, math.ceil(class_run_seconds / row["one_median_submission"]))
             )
-            for course in courses.values():
-                for index in range(n_submissions, n_class):
+            for mode, count in (("one_class", 1), ("two_class", workers)):
+                course = courses[mode]
+                for index in range(n_class):
                     folder = course.path("submitted") / f"student{index:03d}" / name
                     folder.mkdir(parents=True)
                     nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
-            for mode, count in (("one_class", 1), ("two_class", workers)):
-                course = courses[mode.split("_")[0]]
+                setup(course, name)
                 row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
-                    "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet", "--force"
+                    "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet"
                 )
-                results = read_results(course, name)
+                results = handed_in(read_results(course, name), n_class)
                 row[f"{mode}_full_marks"] = sum(
                     r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
                 )
