@@ -14,9 +14,11 @@ processes of its own, and it is the fork in the middle that builds the per-submi
     zygote (root)                      this loop: preloaded, forks a keeper per request, nothing else
     └── keeper (root)                  joins the kernel's cgroups, unshares every namespace, mounts the
         │                              kernel's private /tmp, /dev/shm, scratch folder and pseudo-terminals,
-        │                              hides every other kernel's socket folder; then waits, reporting to
-        │                              the worker how the kernel ended and killing it when told to
-        └── init (kernel's uid, pid 1) mounts its /proc, sets the limits, drops every privilege for good;
+        │                              hides every other kernel's socket folder; then waits, killing the
+        │                              kernel when told to; once it has ended, empties the keyrings its uid
+        │                              left (the uid comes back later) and reports to the worker how it ended
+        └── init (kernel's uid, pid 1) mounts its /proc, sets the limits, drops every privilege for good and
+            │                          leaves the grader's session keyring for an empty one of its own;
             │                          then only reaps processes, and ends (taking all of them) with the kernel
             └── kernel (pid 2)         ipykernel, and the student's code
 
