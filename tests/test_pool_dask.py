@@ -162,21 +162,3 @@ def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
     assert killed, "no worker was killed: nothing was tested"
     for result in run.results.values():
         assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, result.line()
-
-
-def test_a_local_worker_per_core_keeps_to_a_core_of_its_own(tmp_path):
-    """One local worker per core: worker i (and its zygote and kernels, which inherit it) runs on core i, so a
-    worker and its kernel, which take turns, stay on one core. Fewer workers than cores are not pinned."""
-    from autograde.pool import dask_client
-
-    cores = sorted(os.sched_getaffinity(0))
-    if len(cores) < 2:
-        pytest.skip("one core: nothing to pin")
-
-    def affinities(workers: int) -> list:
-        with dask_client(None, workers, tmp_path / f"workers-{workers}.log", None, tmp_path) as client:
-            client.wait_for_workers(workers, timeout=120)
-            return sorted(map(tuple, client.run(lambda: sorted(os.sched_getaffinity(0))).values()))
-
-    assert affinities(len(cores)) == [(core,) for core in cores], "each worker on a core of its own"
-    assert affinities(1) == [tuple(cores)], "a lone worker uses every core"
