@@ -42,6 +42,14 @@ def filled_submission(course: Course, assignment: str) -> nbformat.NotebookNode:
     return released
 
 
+def hand_in(submitted: Path, assignment: str, notebook, notebook_name: str, n: int) -> None:
+    """``n`` students (``student000``...) hand ``notebook`` in, into the ``submitted`` folder of a course."""
+    for index in range(n):
+        folder = submitted / f"student{index:03d}" / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
+
+
 def handed_in(results: dict, n: int) -> dict:
     """The results of the ``n`` students who handed this assignment in (``student000``...): a course copy
     also lists, as missing, the students of an earlier assignment's larger run."""
@@ -202,6 +210,22 @@ def grading_throughput_benchmark(
                 )
             return wall, cpu
 
+        def graded(mode: str, course: Course, name: str, count: int, n: int, row: dict) -> None:
+            """Grade ``name`` in ``course`` with ``count`` workers; into ``row``: the time, the CPU and, over its
+            ``n`` hand-ins, how many got full marks, the median submission and the first problems."""
+            row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
+                "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet"
+            )
+            results = handed_in(read_results(course, name), n)
+            full = {s: r.status == Status.GRADED and r.autograded_total == r.autograded_max for s, r in results.items()}
+            row[f"{mode}_full_marks"] = sum(full.values())
+            row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
+            row[f"{mode}_problems"] = [
+                f"{r.line()} [{mode}, {count} worker(s)]{failing_cells(course, name, r.student)}"
+                for s, r in results.items()
+                if not full[s]
+            ][:3]
+
         modes = ("one", "two", "one_class", "two_class")
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in modes}
         for name in assignments:
@@ -209,52 +233,25 @@ def grading_throughput_benchmark(
             notebook = filled_submission(courses["one"], name)
             notebook_name = expected_notebooks(courses["one"], name)[0]
             plain_nbgrader("generate_assignment", name, "--force")
-            for root in (plain_root / "submitted", courses["one"].path("submitted"), courses["two"].path("submitted")):
-                for index in range(n_submissions):
-                    folder = root / f"student{index:03d}" / name
-                    folder.mkdir(parents=True)
-                    nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
+            for submitted in (
+                plain_root / "submitted",
+                courses["one"].path("submitted"),
+                courses["two"].path("submitted"),
+            ):
+                hand_in(submitted, name, notebook, notebook_name, n_submissions)
             row["plain_seconds"], row["plain_cpu"] = plain_nbgrader("autograde", name)
             row["plain_full_marks"] = plain_full_marks(name)
             for mode, count in (("one", 1), ("two", workers)):
                 setup(courses[mode], name)
-                row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
-                    "--root", str(courses[mode].root), "autograde", name, "--workers", str(count), "--quiet"
-                )
-                results = handed_in(read_results(courses[mode], name), n_submissions)
-                row[f"{mode}_full_marks"] = sum(
-                    r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
-                )
-                row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
-                row[f"{mode}_problems"] = [
-                    f"{r.line()} [{mode} worker(s)]{failing_cells(courses[mode], name, r.student)}"
-                    for r in results.values()
-                    if not (r.status == Status.GRADED and r.autograded_total == r.autograded_max)
-                ][:3]
+                graded(mode, courses[mode], name, count, n_submissions, row)
             # A class-sized run, in two courses of its own: n_class copies of the same submission.
             row["class_n"] = n_class = min(
                 300, max(n_submissions, math.ceil(class_run_seconds / row["one_median_submission"]))
             )
             for mode, count in (("one_class", 1), ("two_class", workers)):
-                course = courses[mode]
-                for index in range(n_class):
-                    folder = course.path("submitted") / f"student{index:03d}" / name
-                    folder.mkdir(parents=True)
-                    nbformat.write(notebook, folder / f"{notebook_name}.ipynb")
-                setup(course, name)
-                row[f"{mode}_seconds"], row[f"{mode}_cpu"] = pipeline(
-                    "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet"
-                )
-                results = handed_in(read_results(course, name), n_class)
-                row[f"{mode}_full_marks"] = sum(
-                    r.status == Status.GRADED and r.autograded_total == r.autograded_max for r in results.values()
-                )
-                row[f"{mode}_median_submission"] = statistics.median(r.seconds for r in results.values())
-                row[f"{mode}_problems"] = [
-                    f"{r.line()} [{mode}]{failing_cells(course, name, r.student)}"
-                    for r in results.values()
-                    if not (r.status == Status.GRADED and r.autograded_total == r.autograded_max)
-                ][:3]
+                hand_in(courses[mode].path("submitted"), name, notebook, notebook_name, n_class)
+                setup(courses[mode], name)
+                graded(mode, courses[mode], name, count, n_class, row)
             for mode in ("plain", "one", "two", "one_class", "two_class"):
                 row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / (n_class if "class" in mode else n_submissions)
                 row[f"{mode}_cores"] = row[f"{mode}_cpu"] / row[f"{mode}_seconds"]  # cores busy on average
