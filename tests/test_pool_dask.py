@@ -162,3 +162,53 @@ def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
     assert killed, "no worker was killed: nothing was tested"
     for result in run.results.values():
         assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, result.line()
+
+
+
+# What ``python -m autograde.grade autograde`` does: the fork server first, started before the nanny sets the
+# workers' environment, then the local cluster. Run in a process of its own: this one's fork server, if
+# running, was started however an earlier test started it.
+BLAS_THREADS_OF_LOCAL_WORKERS = """
+import ctypes, sys, tempfile
+from pathlib import Path
+
+from autograde import fork_server
+
+fork_server.start()
+from autograde.pool import dask_client
+
+
+def blas_threads():
+    import numpy  # loads OpenBLAS, if numpy uses it
+
+    libraries = {line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()}
+    for library in sorted(libraries):
+        for symbol in ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads64_", "openblas_get_num_threads"):
+            function = getattr(ctypes.CDLL(library), symbol, None)
+            if function is not None:
+                return function()
+    return None
+
+
+folder = Path(tempfile.mkdtemp())
+with dask_client(None, 2, folder / "workers.log", None, folder) as client:
+    client.wait_for_workers(2, timeout=120)
+    print(sorted(map(str, client.run(blas_threads).values())))
+"""
+
+
+def test_a_local_worker_has_one_blas_thread():
+    """A local worker's numpy runs one BLAS thread (Dask's nanny environment, which the fork server sets before
+    distributed imports numpy). With more, OpenBLAS's idle threads spin after each product the judge computes,
+    on the core the student's kernel needs: grading 04 with a worker per core took 45 % more CPU."""
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-c", BLAS_THREADS_OF_LOCAL_WORKERS], capture_output=True, text=True, timeout=300
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    threads = found.stdout.strip().splitlines()[-1]
+    if threads == "['None', 'None']":
+        pytest.skip("numpy here does not use OpenBLAS")
+    assert threads == "['1', '1']", f"BLAS threads of the two local workers: {threads}"
