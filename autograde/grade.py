@@ -127,7 +127,7 @@ def autograde_all(course, args) -> None:
             insecure_scheduler=args.insecure_scheduler,
             progress=not args.quiet,
         )
-    except pool.InsecureScheduler as refused:  # said plainly, before anything is graded
+    except (pool.InsecureScheduler, pool.GradingInProgress) as refused:  # said plainly, before anything is graded
         raise SystemExit(f"error: {refused}") from None
     problems = sum(r.status != Status.GRADED for r in results.values())
     print(

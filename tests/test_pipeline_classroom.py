@@ -343,6 +343,24 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     ]
 
 
+def test_a_second_grading_run_on_the_course_is_refused_plainly(tmp_path):
+    """Two instructors (or two terminals) grading one course at once: the second run says so and stops, with
+    no traceback, and grades nothing."""
+    from autograde.pool import exclusive
+
+    course = make_course_copy(tmp_path / "course")
+    with exclusive(course):
+        second = subprocess.run(
+            [sys.executable, "-m", "autograde.grade", "--root", str(course.root), "autograde", A],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert "another grading run is working on this course" in second.stderr, second.stderr
+    assert "Traceback" not in second.stderr, second.stderr
+
+
 def test_lms_zip_is_collected_and_graded(tmp_path):
     course = make_course_copy(tmp_path / "course")
     download = tmp_path / "submissions.zip"
