@@ -164,6 +164,28 @@ def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
         assert result.status == "graded" and result.autograded_total == result.autograded_max > 0, result.line()
 
 
+def test_a_local_worker_per_core_keeps_to_a_core_of_its_own(tmp_path):
+    """One local worker per core: worker i (and its zygote and kernels, which inherit it) runs on core i, so a
+    worker and its kernel, which take turns, stay on one core. Fewer workers than cores are not pinned."""
+    from autograde.pool import dask_client
+
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        pytest.skip("one core: nothing to pin")
+
+    def affinities(workers: int) -> list:
+        with dask_client(None, workers, tmp_path / f"workers-{workers}.log", None, tmp_path) as client:
+            client.wait_for_workers(workers, timeout=120)
+            return sorted(map(tuple, client.run(every_threads_cores).values()))
+
+    def every_threads_cores() -> list:  # the cores of a worker's threads, which must all agree
+        threads = {tuple(sorted(os.sched_getaffinity(int(tid)))) for tid in os.listdir("/proc/self/task")}
+        assert len(threads) == 1, f"a worker's threads keep to different cores: {threads}"
+        return list(threads.pop())
+
+    assert affinities(len(cores)) == [(core,) for core in cores], "each worker on a core of its own"
+    assert affinities(1) == [tuple(cores)], "a lone worker uses every core"
+
 
 # What ``python -m autograde.grade autograde`` does: the fork server first, started before the nanny sets the
 # workers' environment, then the local cluster. Run in a process of its own: this one's fork server, if
