@@ -195,5 +195,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def end_without_teardown(status: list) -> None:
+    """The last exit handler: once the command's work is done and every other handler ran (gradebook
+    sessions closed, logs flushed, the cluster and its kernels stopped), the process ends at once. What
+    Python would still do is free its modules one by one, which after the imports of a grading run
+    (nbgrader, nbconvert, Dask, SQLAlchemy, IPython) takes 0.3-0.4 s of CPU and writes nothing."""
+    code = status[0]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)  # SystemExit("message") is 1
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    import atexit
+
+    status = [1]  # what an uncaught exception ends with (its traceback is printed before the handlers run)
+    atexit.register(end_without_teardown, status)  # registered first, so it runs last
+    try:
+        status[0] = main()
+    except SystemExit as stop:
+        status[0] = stop.code
+        raise
