@@ -151,6 +151,12 @@ def main(argv: list[str] | None = None) -> int:
     from autograde.course import REPO, Course, release, setup
 
     course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id)
+    named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
+    for assignment in named:  # a typo is said plainly, before any step starts
+        folder = course.path("source", assignment=assignment)
+        if course.path("source").is_dir() and not folder.is_dir():
+            known = ", ".join(sorted(p.name for p in course.path("source").iterdir() if p.is_dir()))
+            raise SystemExit(f"error: the course has no assignment {assignment!r} (no {folder}); it has: {known}")
     if args.command == "setup":
         for warning in setup(course, args.assignment, force=True):
             print("warning:", warning)

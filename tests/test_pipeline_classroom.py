@@ -361,6 +361,21 @@ def test_a_second_grading_run_on_the_course_is_refused_plainly(tmp_path):
     assert "Traceback" not in second.stderr, second.stderr
 
 
+def test_an_unknown_assignment_is_refused_plainly(tmp_path):
+    """A typo in an assignment's name: one line that names the assignments there are, no traceback."""
+    course = make_course_copy(tmp_path / "course")
+    for command in (["autograde", "0_start_here"], ["export", A, "nope"]):
+        refused = subprocess.run(
+            [sys.executable, "-m", "autograde.grade", "--root", str(course.root), *command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "the course has no assignment" in refused.stderr and A in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr, refused.stderr
+
+
 def test_lms_zip_is_collected_and_graded(tmp_path):
     course = make_course_copy(tmp_path / "course")
     download = tmp_path / "submissions.zip"
