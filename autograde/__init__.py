@@ -5,6 +5,8 @@
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
     3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ grade_worker.py)
          each in a sandboxed kernel .....................................  sandbox.py     (+ kernel_launch.py)
+           forked from a zygote that imported what kernels import .......  zygote.py      (+ zygote_server.py)
+           which confines itself: keyring, no user namespace ............  confine.py
          every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
     4. results: one record per student, statuses, the gradebook .........  results.py
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)

@@ -19,7 +19,8 @@ them imported when its submission comes (``judge.KernelSupply``).
                      per kernel (with --preload only: it is set in this process before the kernel runs)
 
 Core dumps are switched off (a segfaulting submission must not write a core file of the
-kernel's memory into the course folder).
+kernel's memory into the course folder). The kernel leaves the grader's session keyring and may make
+no user namespace (``confine.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import os
 import resource
 import runpy
 import sys
+
+import confine  # next to this file, inside the sandbox and out (standard library only)
 
 
 def limit(which: int, value: int) -> None:
@@ -58,7 +61,8 @@ def main(argv: list[str]) -> None:
     if args.max_processes > 0:
         limit(resource.RLIMIT_NPROC, args.max_processes)
     limit(resource.RLIMIT_CORE, 0)
-    new_session_keyring()
+    confine.join_new_session_keyring()  # the grader's (its login's: Kerberos tickets...) is out of reach
+    confine.forbid_new_user_namespaces()  # for the kernel and every process it starts
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
             os.environ[name] = str(args.threads)
@@ -73,20 +77,6 @@ def main(argv: list[str]) -> None:
         sys.path[0] = os.getcwd()  # what `python -m` puts first, not this wrapper's folder
     sys.argv = [command[0], *command[3:]]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
-
-
-def new_session_keyring() -> None:
-    """Leave the session keyring every process of the grader's login holds (Kerberos tickets, ecryptfs keys...):
-    whoever holds a keyring may read its keys. The kernel gets a new, empty one."""
-    keyctl = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-    if keyctl is None:
-        return
-    import ctypes
-    import errno
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(keyctl, 1, None) < 0 and ctypes.get_errno() != errno.ENOSYS:  # KEYCTL_JOIN_SESSION_KEYRING
-        raise OSError(ctypes.get_errno(), "the kernel's session keyring could not be made")
 
 
 def python_module(command: list[str]) -> str | None:

@@ -49,6 +49,7 @@ from jupyter_client.manager import KernelManager
 REPO = Path(__file__).resolve().parents[1]
 LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
 LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
+CONFINE = LAUNCHER.with_name("confine.py")  # what the launcher and the zygote import, beside them inside
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # set in every grading kernel: pictures and widgets stay idle
 UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked)
@@ -317,6 +318,7 @@ def kernel_view(
         if path.exists():
             allowed.append(("--ro-bind", path, path))
     allowed.append(("--ro-bind", LAUNCHER, LAUNCHER_INSIDE))
+    allowed.append(("--ro-bind", CONFINE, LAUNCHER_INSIDE.with_name(CONFINE.name)))
     if (REPO / "data").is_dir():
         allowed.append(("--ro-bind", REPO / "data", REPO / "data"))
     if package is not None:  # where the installed package is looked for (an editable install points here)

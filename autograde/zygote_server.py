@@ -17,9 +17,10 @@ processes of its own, and it is the fork in the middle that builds the per-submi
         │                              hides every other kernel's socket folder; then waits, killing the
         │                              kernel when told to; once it has ended, empties the keyrings its uid
         │                              left (the uid comes back later) and reports to the worker how it ended
-        └── init (kernel's uid, pid 1) mounts its /proc, sets the limits, drops every privilege for good and
-            │                          leaves the grader's session keyring for an empty one of its own;
-            │                          then only reaps processes, and ends (taking all of them) with the kernel
+        └── init (kernel's uid, pid 1) mounts its /proc, sets the limits, drops every privilege for good,
+            │                          leaves the grader's session keyring for an empty one of its own and
+            │                          forbids user namespaces (confine.py); then only reaps processes, and
+            │                          ends (taking all of them) with the kernel
             └── kernel (pid 2)         ipykernel, and the student's code
 
 The keeper's end of the worker's socket is how the worker sees the kernel (``zygote.ForkedKernel``): the
@@ -32,7 +33,6 @@ import nothing before its preload.
 from __future__ import annotations
 
 import ctypes
-import errno
 import importlib
 import json
 import os
@@ -44,6 +44,8 @@ import socket
 import sys
 import threading
 
+import confine  # next to this file, inside the sandbox and out (standard library only)
+
 STAGE = "/opt/heads-and-masks/stage"  # an empty folder: where a keeper holds the socket folder while it hides the rest
 
 CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS = 0x00020000, 0x02000000, 0x04000000
@@ -53,7 +55,7 @@ MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 1
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 1, 24, 38, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}.get(os.uname().machine)
-KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 7, 22
+KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 7, 22
 KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -4, -5
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -209,10 +211,8 @@ def init(request: dict, keeper_alive: int) -> None:
     if request["max_processes"]:
         limit(resource.RLIMIT_NPROC, request["max_processes"])
     drop_privileges(request["uid"])
-    # A new, empty session keyring: the grader's (its login's: Kerberos tickets...) is out of the kernel's reach.
-    if SYS_KEYCTL is not None and libc.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
-        if ctypes.get_errno() != errno.ENOSYS:  # a system without keyrings has none to reach
-            raise OSError(ctypes.get_errno(), "the kernel's session keyring could not be made")
+    confine.join_new_session_keyring()  # the grader's (its login's: Kerberos tickets...) is out of reach
+    confine.forbid_new_user_namespaces()  # for init and every process of the kernel
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # after the uid changed: a change of uid clears it
     if select.select([keeper_alive], [], [], 0)[0]:
         return  # the keeper ended before the line above: end too

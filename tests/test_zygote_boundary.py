@@ -231,3 +231,42 @@ def test_a_submission_cannot_print_the_graders_session_keys_into_its_feedback(tm
         assert secret.decode() not in written, "a key of the grader's session keyring is in what grading wrote"
     finally:
         libc.syscall(keyctl, 21, ctypes.c_long(key))  # KEYCTL_INVALIDATE
+
+
+USER_NAMESPACES = r"""
+import ctypes, os, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWUSER, CLONE_NEWNS = 0x10000000, 0x00020000
+made = {}
+for name, flags in {"user": CLONE_NEWUSER, "user and mount": CLONE_NEWUSER | CLONE_NEWNS}.items():
+    pid = os.fork()  # in a child: a namespace made here would stay this process's
+    if pid == 0:
+        os._exit(0 if libc.unshare(flags) == 0 else 1)
+    made[name] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+made["unshare -Ur"] = subprocess.run(["unshare", "-Ur", "true"], capture_output=True).returncode == 0
+fd = os.open("/proc/self/ns/user", os.O_RDONLY)
+made["setns"] = libc.setns(fd, 0) == 0
+# what a kernel still does: threads (glibc tries clone3, then clone), processes, pipes
+box = []
+thread = threading.Thread(target=box.append, args=(1,))
+thread.start(); thread.join()
+works = bool(box) and subprocess.run(["true"]).returncode == 0
+print(repr((made, works)))
+"""
+
+
+@pytest.mark.parametrize("started", ["forked from the zygote", "on its own"])
+def test_a_kernel_cannot_make_a_user_namespace(started, monkeypatch):
+    """Linux lets any process make a user namespace (``unshare -Ur``) where it is root: it may then mount, make
+    network devices and call much more of the Linux kernel, where most of its privilege escalations were found.
+    A kernel makes none (``confine.forbid_new_user_namespaces``), and still starts threads and processes."""
+    if started == "on its own":  # what a grader without root gets (kernel_launch.py in bubblewrap)
+        monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
+    kernel = judge.StudentKernel(512, 120)
+    try:
+        assert kernel.manager.forked == (started != "on its own")
+        made, works = _last_line(kernel.run(USER_NAMESPACES, 60))
+    finally:
+        kernel.shutdown()
+    assert not any(made.values()), f"the kernel made a user namespace: {made}"
+    assert works, "the kernel could no longer start a thread or a process"
