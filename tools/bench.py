@@ -418,7 +418,10 @@ def section_grading(
         f"average in the class-sized runs, so a second worker could add at most the rest: {result['ceiling']:.2f}× "
         f"over all assignments (the ceiling column; {workers} workers measured {result['speedup']:.2f}×). The load "
         f"average (1 minute, {os.cpu_count()} cores) says how much of them other jobs took as each assignment "
-        "began; under other jobs, cores busy and the ceiling say less."
+        "began; under other jobs, cores busy and the ceiling say less. With a local worker per core, each worker keeps "
+        "to a core of its own with its zygote and its kernels (autograde.pool.GradingWorker): a worker and its "
+        "kernel take turns, so the pair fills its core, and what ran beside one worker (the next kernel's start, "
+        "the command's own work) now takes its turn on the same cores: the steady-state column is what remains."
     )
     lines.append(
         f"\nThe class's time is extrapolated from the class-sized {workers}-worker run of each assignment: its start-up "
