@@ -212,10 +212,11 @@ def blas_threads():
     return None
 
 
-folder = Path(tempfile.mkdtemp())
-with dask_client(None, 2, folder / "workers.log", None, folder) as client:
-    client.wait_for_workers(2, timeout=120)
-    print(sorted(map(str, client.run(blas_threads).values())))
+with tempfile.TemporaryDirectory() as name:
+    folder = Path(name)
+    with dask_client(None, 2, folder / "workers.log", None, folder) as client:
+        client.wait_for_workers(2, timeout=120)
+        print(sorted(map(str, client.run(blas_threads).values())))
 """
 
 
