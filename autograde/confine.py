@@ -33,6 +33,7 @@ SYSCALLS = {
     "x86_64": (0xC000003E, 250, 272, 56, 435, 308),
     "aarch64": (0xC00000B7, 219, 97, 220, 435, 268),
 }
+SYS_KEYCTL = SYSCALLS[os.uname().machine][1] if os.uname().machine in SYSCALLS else None  # the keeper's too
 X32_BIT = 0x40000000  # x86_64's x32 ABI: the same numbers with this bit set
 
 # classic BPF, as seccomp reads it: struct seccomp_data {int nr; u32 arch; u64 ip; u64 args[6]}
@@ -55,11 +56,10 @@ def libc():
 
 def join_new_session_keyring() -> None:
     """Leave the inherited session keyring for a new, empty one (nothing to do where Linux has no keyrings)."""
-    numbers = SYSCALLS.get(os.uname().machine)
-    if numbers is None:
+    if SYS_KEYCTL is None:
         return
     c = libc()
-    if c.syscall(numbers[1], KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() != errno.ENOSYS:
+    if c.syscall(SYS_KEYCTL, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and ctypes.get_errno() != errno.ENOSYS:
         raise OSError(ctypes.get_errno(), "the kernel's session keyring could not be made")
 
 

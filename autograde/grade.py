@@ -152,11 +152,13 @@ def main(argv: list[str] | None = None) -> int:
 
     course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id)
     named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
+    source = course.path("source")
     for assignment in named:  # a typo is said plainly, before any step starts
-        folder = course.path("source", assignment=assignment)
-        if course.path("source").is_dir() and not folder.is_dir():
-            known = ", ".join(sorted(p.name for p in course.path("source").iterdir() if p.is_dir()))
-            raise SystemExit(f"error: the course has no assignment {assignment!r} (no {folder}); it has: {known}")
+        if source.is_dir() and not (source / assignment).is_dir():
+            known = ", ".join(sorted(p.name for p in source.iterdir() if p.is_dir()))
+            raise SystemExit(
+                f"error: the course has no assignment {assignment!r} (no {source / assignment}); it has: {known}"
+            )
     if args.command == "setup":
         for warning in setup(course, args.assignment, force=True):
             print("warning:", warning)
