@@ -9,6 +9,7 @@ should know); and constructs that can game the grader (``scan.py``, a note, the 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -30,6 +31,13 @@ class Inspection:
     fingerprint: str = ""
 
 
+def submission_fingerprint(course: Course, assignment: str, student: str) -> str:
+    """What a student's submission is, as files (``""`` when there is none): equal fingerprints, equal files,
+    and a submission already graded from them is not graded again."""
+    folder = course.path("submitted", student, assignment)
+    return fingerprint(folder) if folder.is_dir() and not folder.is_symlink() else ""
+
+
 def fingerprint(folder: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
@@ -46,8 +54,10 @@ def inspect(
     student: str,
     max_mb: float = MAX_NOTEBOOK_MB,
     collected: dict[str, list[str]] | None = None,
+    files_fingerprint: str | None = None,
 ) -> Inspection:
-    """Decide whether a submission can be graded, and note everything unusual about it."""
+    """Decide whether a submission can be graded, and note everything unusual about it
+    (``files_fingerprint``: its ``submission_fingerprint``, when the caller has it already)."""
     folder = course.path("submitted", student, assignment)
     result = Inspection()
     collected = collection_notes(course, assignment) if collected is None else collected  # read once per run
@@ -56,7 +66,7 @@ def inspect(
         result.status = Status.MISSING
         result.notes.append("nothing was submitted")
         return result
-    result.fingerprint = fingerprint(folder)
+    result.fingerprint = fingerprint(folder) if files_fingerprint is None else files_fingerprint
     present = sorted(p.name for p in folder.glob("*.ipynb") if not p.is_symlink())
     expected = [f"{name}.ipynb" for name in expected_notebooks(course, assignment)]
     missing = [name for name in expected if name not in present]
@@ -105,9 +115,20 @@ def inspect(
             )
             return result
         if (release / name).exists():
-            result.notes += compare_with_release(notebook, nbformat.read(release / name, as_version=4))
+            result.notes += compare_with_release(notebook, released_notebook(release / name))
         result.notes += suspicious_code(notebook, assignment)
     return result
+
+
+def released_notebook(path: Path):
+    """The released notebook at ``path``, read once for a whole class (again if the file changed)."""
+    status = path.stat()
+    return _read_released(str(path), status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _read_released(path: str, modified: int, size: int):
+    return nbformat.read(path, as_version=4)  # only read: compare_with_release never changes it
 
 
 def suspicious_code(notebook, assignment: str) -> list[str]:

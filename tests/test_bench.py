@@ -66,3 +66,16 @@ def test_the_cpu_meter_counts_the_processes_a_command_starts():
             assert wall >= 0.5 and cpu < 0.25, f"a sleeping command was charged {cpu:.2f} s of CPU"
     finally:
         meter.close()
+
+
+def test_a_class_sized_run_gives_every_worker_the_same_share():
+    """N is what one worker grades in the run's time, rounded up to a multiple of the workers: an odd N would
+    end the 2-worker run with one worker idle, counted against the second worker."""
+    from autograde.throughput import class_size
+
+    assert class_size(1.0, 29.0, 6, 2) == 30  # 29 rounded up
+    assert class_size(0.36, 30.0, 6, 2) == 84  # already even
+    assert class_size(1.0, 29.0, 6, 3) == 30 and class_size(1.0, 31.0, 6, 3) == 33
+    assert class_size(10.0, 30.0, 6, 2) == 6  # at least the small run's submissions
+    assert class_size(0.01, 30.0, 6, 2) == 300  # at most a class of 300
+    assert class_size(1.0, 29.0, 6, 1) == 29  # one worker: nothing to share

@@ -342,7 +342,9 @@ def section_grading(
         "",
         f"A run of {n} is mostly start-up (the command's imports, the cluster, the first kernel), which a second "
         "worker cannot share, so what a second worker gives a class is measured on a *class-sized run* of each "
-        f"assignment: N submissions, as many as one worker grades in about {class_run:.0f} s (from the small run), graded with "
+        f"assignment: N submissions, as many as one worker grades in about {class_run:.0f} s (from the small run), "
+        f"rounded up to a multiple of {workers} (with an odd N, the last submission is graded with a worker idle: "
+        f"half a submission that a class of 300 does not notice but a run of 30 s does), graded with "
         f"1 worker and with {workers}, the same submissions in both. *Steady state* is what {workers} workers give "
         f"once started, from the medians of one submission in a worker: {workers} × with 1 worker / with "
         f"{workers} workers (not a target). *Cores busy* is the CPU time of the command and of every process it "
