@@ -1,9 +1,10 @@
 """Step 3, the pool: every submission of an assignment graded in parallel, on Dask distributed.
 
-``grade`` inspects every student (``inspection.py``), skips what is already graded from the same
-files, and sends the rest to a Dask cluster, one task per submission (``grade_worker.py``): on one
-machine a local cluster of its own (one worker process per core, nothing to set up); with
-``scheduler=ADDRESS`` an existing cluster whose workers have the course installed and bubblewrap.
+``grade`` skips what is already graded from the same files, starts the cluster, inspects the rest
+(``inspection.py``) while the workers get ready, and sends what can be graded to the cluster, one task
+per submission (``grade_worker.py``): on one machine a local cluster of its own (one worker process
+per core, nothing to set up); with ``scheduler=ADDRESS`` an existing cluster whose workers have the
+course installed and bubblewrap.
 A task receives the submission's bytes and the run's settings and returns the grades and the
 autograded notebook as data; the gradebook, the results, the CSV and the report stay here, and only
 this process writes them (``results.py``).
@@ -34,7 +35,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
-from .course import Course, default_workers, roster, setup, share_gradebook_engines
+from .course import Course, default_workers, gradebook, roster, setup, share_gradebook_engines
 from .feedback import last_error_line
 from .inspection import Inspection, inspect, submission_fingerprint
 from .results import (
@@ -377,7 +378,7 @@ def run_jobs(
             target.mkdir(parents=True)
             for name, data in message["autograded"].items():  # written by nbgrader, never by a kernel
                 (target / Path(name).name).write_bytes(data)
-            scores, pending = merge_into_gradebook(course, assignment, student, message)
+            scores, pending = merge_into_gradebook(course, assignment, student, message, book)
             notes += message.get("judge_notes", [])
             judged = message.get("judge_status")  # a Status's value, or None
             status = Status(judged) if judged else (Status.REVIEW if notes else Status.GRADED)
@@ -403,7 +404,7 @@ def run_jobs(
             )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
-        _, pending = merge_into_gradebook(course, assignment, student, None)
+        _, pending = merge_into_gradebook(course, assignment, student, None, book)
         return status, {g: 0.0 for g in maxima}, notes, seconds, pending
 
     def job(student: str, last: bool) -> dict:
@@ -432,16 +433,17 @@ def run_jobs(
         key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
     )  # one graph: queued
     owner = dict(zip(futures, students))
-    for future in as_completed(owner, loop=client.loop):
-        student = owner.pop(future)
-        try:
-            message, failure = future.result(), ""
-        except KilledWorker as error:
-            message, failure = None, f"died: {error}"
-        except Exception as error:  # noqa: BLE001 - one submission never stops the class
-            message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
-        future.release()
-        conclude(student, message, failure)
+    with gradebook(course) as book:  # open while the results come in (each merge is committed)
+        for future in as_completed(owner, loop=client.loop):
+            student = owner.pop(future)
+            try:
+                message, failure = future.result(), ""
+            except KilledWorker as error:
+                message, failure = None, f"died: {error}"
+            except Exception as error:  # noqa: BLE001 - one submission never stops the class
+                message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
+            future.release()
+            conclude(student, message, failure)
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -8,6 +8,7 @@ boundaries by their value (a plain string) and are turned back into a :class:`St
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import enum
@@ -190,42 +191,51 @@ def _parse_time(text: str | None):
 
 
 def merge_into_gradebook(
-    course: Course, assignment: str, student: str, graded: dict | None
+    course: Course, assignment: str, student: str, graded: dict | None, book=None
 ) -> tuple[dict[str, float], list[str]]:
     """Record one student's autograde in the course gradebook, replacing any earlier one; return the
     submission's scores and its written answers waiting for a person (``scores_from_gradebook``,
-    ``pending_from_gradebook``), read in the same session: opening a gradebook costs more than the rest.
+    ``pending_from_gradebook``), read in the same session.
 
     ``graded`` is what a worker read from its private gradebook; ``None`` records a submission that
     could not be graded: every grade 0 and flagged for manual grading, so formgrader shows it.
-    Manual scores an instructor already gave are kept.
+    Manual scores an instructor already gave are kept. ``book``: the course gradebook, already open, for
+    a caller that records a whole class (opening it costs a third of a merge); each merge is committed.
     """
     import warnings
 
     from sqlalchemy.exc import SAWarning
 
-    with gradebook(course) as gb, warnings.catch_warnings():
+    with contextlib.ExitStack() as opened, warnings.catch_warnings():
+        gb = book if book is not None else opened.enter_context(gradebook(course))
         warnings.simplefilter("ignore", SAWarning)  # nbgrader's own ORM use, harmless and noisy
-        gb.update_or_create_student(student)
-        timestamp = _parse_time(graded.get("timestamp")) if graded else None
-        submission = gb.update_or_create_submission(
-            assignment, student, **({"timestamp": timestamp} if timestamp else {})
-        )
-        for notebook in submission.notebooks:
-            data = (graded or {}).get("notebooks", {}).get(notebook.name)
-            for grade in notebook.grades:
-                if data and grade.name in data["grades"]:
-                    grade.auto_score = data["grades"][grade.name]["auto_score"]
-                    grade.needs_manual_grade = bool(data["grades"][grade.name]["needs_manual_grade"])
-                else:
-                    grade.auto_score = 0.0
-                    grade.needs_manual_grade = True
-            for comment in notebook.comments:
-                if data and comment.name in data["comments"]:
-                    comment.auto_comment = data["comments"][comment.name]
-            notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
-        gb.db.commit()
-        return _scores(submission), _pending(submission)
+        try:
+            return _merge(gb, assignment, student, graded)
+        except BaseException:
+            gb.db.rollback()  # an open gradebook stays usable for the next student
+            raise
+
+
+def _merge(gb, assignment: str, student: str, graded: dict | None) -> tuple[dict[str, float], list[str]]:
+    """``merge_into_gradebook`` in an open gradebook ``gb``."""
+    gb.update_or_create_student(student)
+    timestamp = _parse_time(graded.get("timestamp")) if graded else None
+    submission = gb.update_or_create_submission(assignment, student, **({"timestamp": timestamp} if timestamp else {}))
+    for notebook in submission.notebooks:
+        data = (graded or {}).get("notebooks", {}).get(notebook.name)
+        for grade in notebook.grades:
+            if data and grade.name in data["grades"]:
+                grade.auto_score = data["grades"][grade.name]["auto_score"]
+                grade.needs_manual_grade = bool(data["grades"][grade.name]["needs_manual_grade"])
+            else:
+                grade.auto_score = 0.0
+                grade.needs_manual_grade = True
+        for comment in notebook.comments:
+            if data and comment.name in data["comments"]:
+                comment.auto_comment = data["comments"][comment.name]
+        notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
+    gb.db.commit()
+    return _scores(submission), _pending(submission)
 
 
 def written_answers(course: Course, assignment: str) -> list[str]:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import os
@@ -212,15 +213,41 @@ def test_bad_class_feedback_hides_hidden_tests(bad_class):
         assert "hidden tests ran here" in html
 
 
-def test_regrading_is_idempotent(bad_class):
+def test_regrading_is_idempotent(bad_class, monkeypatch):
+    from autograde import pool
+
     course, results, _ = bad_class
     before = read_results(course, A)
-    again = grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
+
+    def no_cluster(*args, **kwargs):
+        raise AssertionError("a run with nothing new to grade started a cluster")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pool, "dask_client", no_cluster)
+        again = grade(course, A, workers=2, cell_timeout=CELL_TIMEOUT, memory_mb=MEMORY_MB, progress=False)
     assert {s: (r.status, r.total, r.graded_at) for s, r in again.items()} == {
         s: (r.status, r.total, r.graded_at) for s, r in before.items()
     }, "a second run graded something again"
+
+    # Forced: graded again, and the cluster starts before the submissions are inspected (its workers boot
+    # their kernels meanwhile), not after.
+    steps, real_client, real_inspect = [], pool.dask_client, pool.inspect
+
+    @contextlib.contextmanager
+    def cluster(*args, **kwargs):
+        steps.append("cluster")
+        with real_client(*args, **kwargs) as client:
+            yield client
+
+    def inspect(*args, **kwargs):
+        steps.append("inspect")
+        return real_inspect(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "dask_client", cluster)
+    monkeypatch.setattr(pool, "inspect", inspect)
     forced = grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
     assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
+    assert steps == ["cluster", "inspect", "inspect"], steps
     _assert_one_submission_each(course, list(CLASS))
 
 
