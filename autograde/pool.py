@@ -210,16 +210,19 @@ def _grade(
             on_result(result)
 
     # First what changed since the last run, from the files alone (cheap): nothing is graded twice.
-    changed: dict[str, str] = {}  # student -> the fingerprint of their files now
+    changed: dict[str, str | None] = {}  # student -> the fingerprint of their files now (None: unreadable)
     for student in everyone:
-        files = submission_fingerprint(course, assignment, student)
+        try:
+            files = submission_fingerprint(course, assignment, student)
+        except Exception:  # noqa: BLE001 - unreadable files: inspection says so, for this student alone
+            files = None
         old = previous.get(student)
         if not force and old is not None and old.fingerprint == files:
             results[student] = old  # already graded from exactly these files
             meter.update(old)
         else:
             changed[student] = files
-    submitted = sum(bool(files) for files in changed.values())  # (nearly) what the workers will grade
+    submitted = sum(files != "" for files in changed.values())  # (nearly) what the workers will grade
 
     with contextlib.ExitStack() as stack:
         client, started = None, 0
@@ -253,7 +256,7 @@ def _grade(
                 found = Inspection(
                     status=Status.INVALID,
                     notes=[f"the submission could not be inspected ({type(error).__name__}: {str(error)[:200]})"],
-                    fingerprint=files,
+                    fingerprint=files or "",
                 )
             inspections[student] = found
             if found.status is None:

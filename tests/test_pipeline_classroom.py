@@ -230,8 +230,14 @@ def test_regrading_is_idempotent(bad_class, monkeypatch):
     }, "a second run graded something again"
 
     # Forced: graded again, and the cluster starts before the submissions are inspected (its workers boot
-    # their kernels meanwhile), not after.
-    steps, real_client, real_inspect = [], pool.dask_client, pool.inspect
+    # their kernels meanwhile), not after. Files that cannot be read as the run begins are one student's
+    # problem, left to inspection, never the class's.
+    steps, real_client, real_inspect, real_fingerprint = [], pool.dask_client, pool.inspect, pool.submission_fingerprint
+
+    def fingerprint(course, assignment, student):
+        if student == "edited_tests":
+            raise PermissionError("cannot read it now")
+        return real_fingerprint(course, assignment, student)
 
     @contextlib.contextmanager
     def cluster(*args, **kwargs):
@@ -245,6 +251,7 @@ def test_regrading_is_idempotent(bad_class, monkeypatch):
 
     monkeypatch.setattr(pool, "dask_client", cluster)
     monkeypatch.setattr(pool, "inspect", inspect)
+    monkeypatch.setattr(pool, "submission_fingerprint", fingerprint)
     forced = grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
     assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
     assert steps == ["cluster", "inspect", "inspect"], steps
