@@ -47,6 +47,8 @@ def test_docs_hold_every_section_of_a_full_run():
     missing = [title for title, _ in bench.SECTIONS.values() if f"## {title}" not in text]
     assert not missing, f"docs/benchmarks.md lacks {missing}: run `make bench` (all sections)"
     assert "(quick run)" not in text, "docs/benchmarks.md holds a quick run"
+    unfilled = re.findall(r"\{[A-Za-z_][\w\[\]'\".]*\}", text)  # a text that was meant to be an f-string
+    assert not unfilled, f"docs/benchmarks.md prints placeholders instead of figures: {unfilled}"
 
 
 def test_the_cpu_meter_counts_the_processes_a_command_starts():

@@ -347,7 +347,7 @@ def section_grading(
         f"half a submission that a class of 300 does not notice but a run of 30 s does), graded with "
         f"1 worker and with {workers}, the same submissions in both, each twice in the order 1, {workers}, {workers}, 1 "
         "(a drift in what other jobs take of the machine weighs on both alike): its time is the mean of its two runs. "
-        "*Steady state* is what {workers} workers give "
+        f"*Steady state* is what {workers} workers give "
         f"once started, from the medians of one submission in a worker: {workers} × with 1 worker / with "
         f"{workers} workers (not a target). *Cores busy* is the CPU time of the command and of every process it "
         f"started (workers, kernels), over its wall time ({result['cpu_scope']}); *ceiling* is the most "
