@@ -246,6 +246,7 @@ def _grade(
                     submissions=submitted,
                 )
             )
+        book = stack.enter_context(gradebook(course))  # open for the run's merges (each one is committed)
         collected = collection_notes(course, assignment)
         inspections: dict[str, Inspection] = {}
         jobs: list[str] = []
@@ -264,7 +265,7 @@ def _grade(
                 continue
             # it cannot be graded: recorded now, every grade 0 (flagged for a person when there were files)
             if course.path("submitted", student, assignment).is_dir():
-                merge_into_gradebook(course, assignment, student, None)
+                merge_into_gradebook(course, assignment, student, None, book)
             shutil.rmtree(course.path("autograded", student, assignment), ignore_errors=True)
             scores = {g: 0.0 for g in maxima}
             finish(
@@ -284,6 +285,7 @@ def _grade(
         if jobs:
             run_jobs(
                 client,
+                book,
                 course,
                 assignment,
                 jobs,
@@ -302,6 +304,7 @@ def _grade(
 
 def run_jobs(
     client,
+    book,
     course,
     assignment,
     students,
@@ -317,7 +320,7 @@ def run_jobs(
     finish,
 ) -> None:
     """Grade ``students`` on ``client``'s cluster (a local one of ``local_workers``, or an existing one: 0)
-    and ``finish`` each one's Result as it comes back."""
+    and ``finish`` each one's Result as it comes back, merged into the open course gradebook ``book``."""
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
@@ -436,17 +439,16 @@ def run_jobs(
         key=[f"grade-{assignment}-{s}-{run['id']}" for s in students],
     )  # one graph: queued
     owner = dict(zip(futures, students))
-    with gradebook(course) as book:  # open while the results come in (each merge is committed)
-        for future in as_completed(owner, loop=client.loop):
-            student = owner.pop(future)
-            try:
-                message, failure = future.result(), ""
-            except KilledWorker as error:
-                message, failure = None, f"died: {error}"
-            except Exception as error:  # noqa: BLE001 - one submission never stops the class
-                message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
-            future.release()
-            conclude(student, message, failure)
+    for future in as_completed(owner, loop=client.loop):
+        student = owner.pop(future)
+        try:
+            message, failure = future.result(), ""
+        except KilledWorker as error:
+            message, failure = None, f"died: {error}"
+        except Exception as error:  # noqa: BLE001 - one submission never stops the class
+            message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
+        future.release()
+        conclude(student, message, failure)
 
 
 def _files(folder: Path) -> dict[str, bytes]:

@@ -223,31 +223,26 @@ def grading_throughput_benchmark(
         def graded(mode: str, course: Course, name: str, count: int, n: int, row: dict, again: bool = False) -> None:
             """Grade ``name`` in ``course`` with ``count`` workers; into ``row``: the time, the CPU and, over its
             ``n`` hand-ins, how many got full marks, the median submission and the first problems. ``again``:
-            all of it once more (``--force``), added to the first run's (``mean_of_runs`` makes them a mean)."""
+            all of it once more (``--force``): the time and the CPU become the mean of the two runs."""
             seconds, cpu = pipeline(
                 "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet",
                 *(["--force"] if again else []),
             )  # fmt: skip
             results = handed_in(read_results(course, name), n)
             full = {s: r.status == Status.GRADED and r.autograded_total == r.autograded_max for s, r in results.items()}
-            times = [r.seconds for r in results.values()]
+            times, full_marks = [r.seconds for r in results.values()], sum(full.values())
             if again:
-                seconds, cpu = seconds + row[f"{mode}_seconds"], cpu + row[f"{mode}_cpu"]
+                seconds, cpu = (seconds + row[f"{mode}_seconds"]) / 2, (cpu + row[f"{mode}_cpu"]) / 2
                 times += row[f"{mode}_submission_times"]
+                full_marks = min(full_marks, row[f"{mode}_full_marks"])
             row[f"{mode}_seconds"], row[f"{mode}_cpu"], row[f"{mode}_submission_times"] = seconds, cpu, times
-            row[f"{mode}_runs"] = row.get(f"{mode}_runs", 0) + 1
-            row[f"{mode}_full_marks"] = min(sum(full.values()), row.get(f"{mode}_full_marks", n) if again else n)
+            row[f"{mode}_full_marks"] = full_marks
             row[f"{mode}_median_submission"] = statistics.median(times)
             row[f"{mode}_problems"] = [
                 f"{r.line()} [{mode}, {count} worker(s)]{failing_cells(course, name, r.student)}"
                 for s, r in results.items()
                 if not full[s]
             ][:3] or row.get(f"{mode}_problems", [])
-
-        def mean_of_runs(mode: str, row: dict) -> None:
-            runs = row.pop(f"{mode}_runs")
-            row[f"{mode}_seconds"] /= runs
-            row[f"{mode}_cpu"] /= runs
 
         modes = ("one", "two", "one_class", "two_class")
         courses = {mode: make_course_copy(Path(scratch) / mode) for mode in modes}
@@ -279,8 +274,6 @@ def grading_throughput_benchmark(
             for mode, again in (("one_class", False), ("two_class", False), ("two_class", True), ("one_class", True)):
                 count = 1 if mode == "one_class" else workers
                 graded(mode, courses[mode], name, count, n_class, row, again=again)
-            for mode in ("one_class", "two_class"):
-                mean_of_runs(mode, row)
             for mode in ("plain", "one", "two", "one_class", "two_class"):
                 row[f"{mode}_per_notebook"] = row[f"{mode}_seconds"] / (n_class if "class" in mode else n_submissions)
                 row[f"{mode}_cores"] = row[f"{mode}_cpu"] / row[f"{mode}_seconds"]  # cores busy on average
