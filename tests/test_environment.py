@@ -91,3 +91,16 @@ def test_every_imported_package_is_declared():
     assert not undeclared, (
         f"imported but not pinned in pyproject.toml (module: (distribution, first importer)): {undeclared}"
     )
+
+
+def test_nbformat_imports_no_grammar_compiler():
+    """Every process that reads a notebook imports jsonschema (through nbformat): the grader, its workers'
+    fork server, each nbgrader command, the lab's server. jsonschema 4.25+ then imports rfc3987-syntax, which
+    builds some 35 Earley parsers with lark as it is imported (1.4-2 s of CPU each time, on this kind of
+    machine); the pinned jsonschema does not. Fails if an upgrade brings that import back."""
+    import subprocess
+    import sys
+
+    probe = "import sys, nbgrader.converters; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]", f"importing nbgrader also imported {loaded}: check the jsonschema pin in pyproject.toml"
