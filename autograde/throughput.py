@@ -75,12 +75,18 @@ class CpuMeter:
 
         meter = CpuMeter()
         seconds = meter.run(subprocess.run, [...])   # (wall seconds, CPU seconds) of the command
+        meter.stolen                                 # CPU seconds the host took from this machine meanwhile
+
+    On a virtual machine the host runs other machines' work on the same physical cores: the time a core of
+    this one was ready to run but the host ran something else is its *steal* (/proc/stat), counted on every
+    core, ours or not. A run that lost much of it was slowed by the host, not by the grading.
     """
 
     CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 
     def __init__(self):
         self.group: Path | None = None
+        self.stolen = 0.0
         try:
             # Each kernel runs in a cpu cgroup of its own (sandbox.Cgroups): where cpu and cpuacct are one
             # hierarchy, that takes the kernels out of the meter's group, so the meter counts machine-wide.
@@ -108,9 +114,16 @@ class CpuMeter:
                     handle.write(str(os.getpid()))
 
             options["preexec_fn"] = join
-        cpu, started = self._used(), time.perf_counter()
+        cpu, stolen, started = self._used(), self._stolen(), time.perf_counter()
         done = subprocess.run(command, **options)
-        return time.perf_counter() - started, self._used() - cpu, done
+        wall = time.perf_counter() - started
+        self.stolen = self._stolen() - stolen
+        return wall, self._used() - cpu, done
+
+    @staticmethod
+    def _stolen() -> float:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()  # cpu user nice system idle ... steal
+        return (int(fields[8]) if len(fields) > 8 else 0) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
         if self.group is not None:
@@ -228,15 +241,17 @@ def grading_throughput_benchmark(
                 "--root", str(course.root), "autograde", name, "--workers", str(count), "--quiet",
                 *(["--force"] if again else []),
             )  # fmt: skip
+            stolen = meter.stolen / (seconds * (os.cpu_count() or 1))  # a share of all the machine's core time
             results = handed_in(read_results(course, name), n)
             full = {s: r.status == Status.GRADED and r.autograded_total == r.autograded_max for s, r in results.items()}
             times, full_marks = [r.seconds for r in results.values()], sum(full.values())
             if again:
+                stolen = (stolen + row[f"{mode}_stolen"]) / 2
                 seconds, cpu = (seconds + row[f"{mode}_seconds"]) / 2, (cpu + row[f"{mode}_cpu"]) / 2
                 times += row[f"{mode}_submission_times"]
                 full_marks = min(full_marks, row[f"{mode}_full_marks"])
             row[f"{mode}_seconds"], row[f"{mode}_cpu"], row[f"{mode}_submission_times"] = seconds, cpu, times
-            row[f"{mode}_full_marks"] = full_marks
+            row[f"{mode}_full_marks"], row[f"{mode}_stolen"] = full_marks, stolen
             row[f"{mode}_median_submission"] = statistics.median(times)
             row[f"{mode}_problems"] = [
                 f"{r.line()} [{mode}, {count} worker(s)]{failing_cells(course, name, r.student)}"
@@ -295,6 +310,9 @@ def grading_throughput_benchmark(
         figures[f"{mode}_seconds"] = sum(r[f"{mode}_seconds"] for r in rows)
         figures[f"{mode}_cpu"] = sum(r[f"{mode}_cpu"] for r in rows)
         figures[f"{mode}_cores"] = figures[f"{mode}_cpu"] / figures[f"{mode}_seconds"]
+    for mode in ("one_class", "two_class"):  # the host's steal over the class-sized runs, weighted by their time
+        stolen = sum(r[f"{mode}_stolen"] * r[f"{mode}_seconds"] for r in rows)
+        figures[f"{mode}_stolen"] = stolen / figures[f"{mode}_seconds"]
     figures["class_n"] = sum(r["class_n"] for r in rows)
     figures["ceiling"] = min(workers, figures["cores"] / figures["one_class_cores"])
     figures["cpu_scope"] = meter.scope
@@ -336,7 +354,7 @@ def describe(figures: dict) -> str:
             f"{r['two_per_notebook']:10.2f} {r['one_over_plain']:14.2f}x {r['class_n']:4d} {r['speedup']:12.2f}x  "
             f"{r['all_full_marks']}  (at {n}: {r['small_speedup']:.2f}x; steady state {r['steady_speedup']:.2f}x; "
             f"cores busy at N: 1 worker {r['one_class_cores']:.2f}, {workers} workers {r['two_class_cores']:.2f}; "
-            f"ceiling {r['ceiling']:.2f}x)"
+            f"ceiling {r['ceiling']:.2f}x; taken by the host at N: {r['one_class_stolen']:.0%} / {r['two_class_stolen']:.0%})"
         )
     total = len(figures["rows"]) * n
     lines += [
@@ -344,7 +362,9 @@ def describe(figures: dict) -> str:
         f"{figures['two_seconds'] / total:10.2f} {figures['one_over_plain']:14.2f}x {figures['class_n']:4d} "
         f"{figures['speedup']:12.2f}x  {figures['all_full_marks']}  (at {n}: {figures['small_speedup']:.2f}x; "
         f"cores busy at N: 1 worker {figures['one_class_cores']:.2f}, {workers} workers "
-        f"{figures['two_class_cores']:.2f}; ceiling {figures['ceiling']:.2f}x; CPU {figures['cpu_scope']})",
+        f"{figures['two_class_cores']:.2f}; ceiling {figures['ceiling']:.2f}x; CPU {figures['cpu_scope']}; "
+        f"taken by the host at N: 1 worker {figures['one_class_stolen']:.0%}, {workers} workers "
+        f"{figures['two_class_stolen']:.0%})",
         f"  a class of {figures['class_students']} on these {len(figures['rows'])} assignments with {workers} "
         f"workers: {figures['class_hours']:.2f} h ({figures['class_hours_wall']:.2f} h if every {n} "
         "submissions paid the start-up again)",

@@ -6,6 +6,7 @@ checks its own targets and exits non-zero on a miss.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 
@@ -63,6 +64,8 @@ def test_the_cpu_meter_counts_the_processes_a_command_starts():
         wall, cpu, done = meter.run([sys.executable, "-c", waits])
         assert done.returncode == 0
         assert cpu >= 0.35, f"the child's 0.4 s of CPU were not counted ({cpu:.2f} s, {meter.scope})"
+        cores = os.cpu_count() or 1  # steal: what the host took from this machine's cores over the run
+        assert 0 <= meter.stolen <= wall * cores + 0.05, f"{meter.stolen:.2f} s stolen in {wall:.2f} s on {cores} cores"
         if meter.group is not None:  # its own cgroup: other jobs are not counted, so a sleep costs next to nothing
             wall, cpu, _ = meter.run([sys.executable, "-c", "import time; time.sleep(0.5)"])
             assert wall >= 0.5 and cpu < 0.25, f"a sleeping command was charged {cpu:.2f} s of CPU"

@@ -352,13 +352,15 @@ def section_grading(
         f"{workers} workers (not a target). *Cores busy* is the CPU time of the command and of every process it "
         f"started (workers, kernels), over its wall time ({result['cpu_scope']}); *ceiling* is the most "
         f"{workers} workers could give over 1 on {result['cores']} cores, {result['cores']} / cores busy with "
-        "1 worker (class-sized run).",
+        "1 worker (class-sized run). *Taken by the host* is the steal time of this virtual machine's cores "
+        "(/proc/stat) over the class-sized runs, as a share of their time: the host ran other machines' work while "
+        "ours waited; a run that lost much of it says more about the host than about the grading.",
         "",
         f"| assignment | load as it began | plain (s/notebook) | 1 worker (s/notebook) | {workers} workers (s/notebook) | "
         f"1 worker / plain | {workers} vs 1, {n} submissions | class-sized run: N | {workers} vs 1, N submissions | "
         f"steady state, {workers} vs 1 | cores busy at N: 1 / {workers} workers | ceiling, {workers} vs 1 | "
-        "full marks |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"taken by the host at N: 1 / {workers} workers | full marks |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
         lines.append(
@@ -366,7 +368,8 @@ def section_grading(
             f"{row['one_per_notebook']:.2f} | {row['two_per_notebook']:.2f} | {row['one_over_plain']:.2f}× | "
             f"{row['small_speedup']:.2f}× | {row['class_n']} | {row['speedup']:.2f}× | "
             f"{row['steady_speedup']:.2f}× | {row['one_class_cores']:.2f} / {row['two_class_cores']:.2f} | "
-            f"{row['ceiling']:.2f}× | {row['all_full_marks']} |"
+            f"{row['ceiling']:.2f}× | {row['one_class_stolen']:.0%} / {row['two_class_stolen']:.0%} | "
+            f"{row['all_full_marks']} |"
         )
     total = len(result["rows"]) * n
     lines.append(
@@ -374,7 +377,8 @@ def section_grading(
         f"**{result['two_seconds'] / total:.2f}** | **{result['one_over_plain']:.2f}×** | "
         f"**{result['small_speedup']:.2f}×** | **{result['class_n']}** | **{result['speedup']:.2f}×** | "
         f"**{result['steady_speedup']:.2f}×** | **{result['one_class_cores']:.2f} / {result['two_class_cores']:.2f}** | "
-        f"**{result['ceiling']:.2f}×** | **{result['all_full_marks']}** |"
+        f"**{result['ceiling']:.2f}×** | **{result['one_class_stolen']:.0%} / {result['two_class_stolen']:.0%}** | "
+        f"**{result['all_full_marks']}** |"
     )
     worst_plain, worst_speedup = result["worst_one_over_plain"], result["worst_speedup"]
     over_plain_ok = worst_plain["one_over_plain"] <= TARGETS["grading_over_plain"]
