@@ -8,10 +8,13 @@ listening socket of the machine with its owner's uid. It prints a JSON report of
                         answered: Dask over plain TCP (identity, then a function run as the instructor on a
                         scheduler, a worker or a nanny), Dask over TLS with a certificate of its own, HTTP
     --unix PATH ...     for each unix socket: whether it is in /proc/net/unix and whether it accepts a connection
-    --watch PID S       for S seconds (or until PID ends), the kernels PID starts (any user reads every process's
-                        parent and command line in /proc, and lists the folder of a root grader's socket folders):
-                        can it create a file in a kernel's socket folder while the kernel boots? (A file where the
-                        kernel is about to bind a socket kills it.)
+    --watch S           before the run starts: note the socket folders already there (left by earlier runs), say
+                        ``watching`` on stderr, then read the run's PID on stdin; for S seconds (or until PID ends),
+                        the kernels PID starts (any user reads every process's parent and command line in /proc,
+                        and lists the folder of a root grader's socket folders): can it create a file in a kernel's
+                        socket folder while the kernel boots? (A file where the kernel is about to bind a socket
+                        kills it.) The note is taken first so that no kernel of the run, however early it
+                        comes, is mistaken for an earlier run's.
     --plant TMP         before the run: make TMP/dask-scratch-space, Dask's scratch folder when TMP is the
                         machine's temporary folder, its own and writable by all, with a module of the name Dask
                         tries to import as it starts (``gilknocker``, an optional package), which notes who ran it
@@ -28,6 +31,7 @@ import json
 import os
 import re
 import socket
+import sys
 import time
 import urllib.request
 
@@ -151,10 +155,13 @@ def _descendants(root: int) -> list[int]:
 KERNEL_FOLDERS = "/run/heads-and-masks"  # where a grader running as root makes the kernels' socket folders
 
 
-def watch_kernels(root: int, seconds: float) -> dict:
-    """Create a harmless file (a name no socket takes) in each socket folder of a kernel ``root`` starts."""
+def watch_kernels(seconds: float) -> dict:
+    """Create a harmless file (a name no socket takes) in each socket folder of a kernel the run starts (its
+    PID read on stdin once the folders of earlier runs are noted)."""
     seen, created, refused = set(), [], {}
     left_before = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*"))  # by runs before this one (killed: not cleaned up)
+    print("watching", file=sys.stderr, flush=True)
+    root = int(sys.stdin.readline())
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and os.path.exists(f"/proc/{root}"):
         folders = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*")) - left_before  # a root grader's (forked kernels)
@@ -211,7 +218,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--ports", type=int, nargs="*", default=[])
     parser.add_argument("--unix", nargs="*", default=[])
-    parser.add_argument("--watch", nargs=2, type=float, default=None)
+    parser.add_argument("--watch", type=float, default=None)
     parser.add_argument("--plant", default=None)
     parser.add_argument("--read", default=None)
     args = parser.parse_args()
@@ -224,7 +231,7 @@ async def main() -> None:
     for path in args.unix:
         report["unix"][path] = {"listed": path in sockets, "connect": attack_unix(path)}
     if args.watch:
-        report["watch"] = watch_kernels(int(args.watch[0]), args.watch[1])
+        report["watch"] = watch_kernels(args.watch)
     if args.plant:
         report["plant"] = plant(args.plant)
     if args.read:

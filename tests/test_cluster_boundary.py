@@ -59,6 +59,7 @@ def _attacker(*arguments: str) -> subprocess.Popen:
     return subprocess.Popen(
         [*_attacker_command(), str(ATTACKER), *arguments],
         env=_attacker_env(),
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -129,17 +130,22 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             env=environ,
         )
 
-        grading = subprocess.Popen(
-            _grade_command(course, "autograde", ASSIGNMENT, "--workers", "2", "--quiet"),
-            cwd=home,
-            env=environ,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        # from the start: every kernel the run starts (its pid is in `ps` for anyone), as it boots
-        watcher = _attacker("--watch", str(grading.pid), "90")
+        # From the start: every kernel the run starts (its pid is in `ps` for anyone), as it boots. The watcher
+        # notes the folders of earlier runs before the run begins (a kernel's folder is made before it boots, as
+        # soon as a worker is up: noted later, it would pass for an earlier run's), then takes the run's pid.
+        watcher, grading = _attacker("--watch", "90"), None
         try:
+            assert watcher.stderr.readline().strip() == "watching", "the watcher did not start"
+            grading = subprocess.Popen(
+                _grade_command(course, "autograde", ASSIGNMENT, "--workers", "2", "--quiet"),
+                cwd=home,
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            watcher.stdin.write(f"{grading.pid}\n")
+            watcher.stdin.flush()  # (closed by communicate)
             # Knock once the scheduler and both workers listen (ports known to the test only to scope the attack
             # to this run: the attacker finds each in /proc/net/tcp itself, and the test checks it did).
             process, deadline = psutil.Process(grading.pid), time.monotonic() + 120
@@ -157,7 +163,7 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             watched = _report(watcher)["watch"]
         finally:
             for process in (grading, watcher):
-                if process.poll() is None:
+                if process is not None and process.poll() is None:
                     process.kill()
         assert grading.returncode == 0, output[-3000:]
         assert "4 students, 0 with something to look at" in output, output[-3000:]
