@@ -68,7 +68,14 @@ THREAD_LIMITS = {
 # traceback), so IPython need not build one: a context traceback costs 0.1-0.5 s per failing cell, and
 # a graded notebook has many (its demonstrations call the course's reference, absent from the stub).
 # No input history either: the judge's calls are not the student's work, and nothing reads it.
-KERNEL_OPTIONS = ("--InteractiveShell.xmode=Minimal", "--HistoryManager.enabled=False")
+# Nor the 0.5 ms ipykernel sleeps before every execute reply, for clients that take the reply as the end
+# of a cell's outputs: the judge reads them until the idle status, which the kernel publishes after them
+# on the same socket (a notebook's cells and the judge's calls: 30-250 execute requests per submission).
+KERNEL_OPTIONS = (
+    "--InteractiveShell.xmode=Minimal",
+    "--HistoryManager.enabled=False",
+    "--Kernel._execute_sleep=0",
+)
 
 
 def sandbox_available() -> tuple[bool, str]:

@@ -145,3 +145,28 @@ def test_without_the_zygote_a_kernel_started_on_its_own_is_closed_in_as_well(mon
         assert found["interfaces"] == ["lo"]
     finally:
         kernel.shutdown()
+
+
+SETTINGS = "print(repr((get_ipython().kernel._execute_sleep, __import__('gc').get_freeze_count())))"
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["forked", "on its own"])
+def test_a_kernel_replies_without_ipykernels_sleep_and_a_forked_one_leaves_the_zygotes_heap_to_itself(
+    monkeypatch, forked
+):
+    """Every grading kernel replies to an execute request without ipykernel's 0.5 ms sleep (KERNEL_OPTIONS); a
+    kernel forked from the zygote finds the zygote's objects frozen (gc.freeze after the preload): its
+    collections never walk them, so the pages it shares with the zygote stay shared (no copy on write)."""
+    if not forked:
+        monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        assert kernel.manager.forked is forked
+        sleep, frozen = _inside(kernel, SETTINGS)
+        assert sleep == 0, f"the kernel sleeps {sleep} s before each reply"
+        if forked:  # numpy, ipykernel and the course package: tens of thousands of objects (44,541 here)
+            assert frozen > 10_000, f"only {frozen} objects of the zygote are frozen"
+        else:
+            assert frozen == 0
+    finally:
+        kernel.shutdown()
