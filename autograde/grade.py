@@ -113,6 +113,7 @@ def collect_submissions(course, args) -> None:
 def autograde_all(course, args) -> None:
     from autograde import pool
     from autograde.results import Status
+    from autograde.sandbox import HiddenFromKernels
 
     try:
         results = pool.grade(
@@ -127,7 +128,11 @@ def autograde_all(course, args) -> None:
             insecure_scheduler=args.insecure_scheduler,
             progress=not args.quiet,
         )
-    except (pool.InsecureScheduler, pool.GradingInProgress) as refused:  # said plainly, before anything is graded
+    except (
+        pool.InsecureScheduler,
+        pool.GradingInProgress,
+        HiddenFromKernels,
+    ) as refused:  # said plainly, before grading
         raise SystemExit(f"error: {refused}") from None
     problems = sum(r.status != Status.GRADED for r in results.values())
     print(

@@ -48,7 +48,7 @@ from .results import (
     write_result,
     written_answers,
 )
-from .sandbox import sandbox_available
+from .sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
 # ``distributed.scheduler.allowed-failures``, set for the local cluster; an existing cluster has its own).
@@ -134,6 +134,8 @@ def grade(
     workers = max(1, workers or default_workers())
     # an existing cluster's TLS settings, or its refusal, before anything is done
     security = scheduler_security(scheduler, insecure=insecure_scheduler) if scheduler else None
+    if not scheduler and forked_kernels():  # local kernels that would not find the course: said now, once
+        check_kernels_can_see_the_course()
     with exclusive(course):
         course.make_private()  # also what an earlier version, or nbgrader elsewhere, left readable
         return _grade(

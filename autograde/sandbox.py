@@ -287,6 +287,34 @@ def bwrap_command(
     return [*view, "--", *limits, "--", *drop, *command]
 
 
+# Folders every kernel forked from the zygote gets empty, of its own (zygote_server.private_mounts).
+PRIVATE_FOLDERS = ("/tmp", "/dev/shm")
+
+
+class HiddenFromKernels(RuntimeError):
+    """What a grading kernel must see (its Python, the course) lies where every kernel sees an empty folder."""
+
+
+def forked_kernels() -> bool:
+    """Whether this process's kernels will be forked from a zygote: a root grader whose bubblewrap works."""
+    return os.geteuid() == 0 and sandbox_available()[0] and _runtime_base() is not None
+
+
+def check_kernels_can_see_the_course() -> None:
+    """Raise HiddenFromKernels, saying what to do, when the Python environment or the course itself lies
+    under a folder each forked kernel gets empty of its own: every kernel would die as it started, and
+    every student would be graded "kernel died" with no word of why."""
+    for needed in [*python_paths(), REPO]:
+        for path in {needed, needed.resolve()}:
+            for folder in PRIVATE_FOLDERS:
+                if path == Path(folder) or Path(folder) in path.parents:
+                    what = "the course" if needed == REPO else "Python"
+                    raise HiddenFromKernels(  # short: a student's note keeps 200 characters of it
+                        f"{needed} is under {folder}, which each grading kernel sees empty: no kernel could find "
+                        f"{what}. Move the course and its environment elsewhere (home, /srv, /opt), grade again"
+                    )
+
+
 def kernel_view(
     *, scratch: str, scratch_mb: int, package: Path | None, env: dict[str, str], binds: list[tuple[str, Path, Path]]
 ) -> list[str]:
@@ -380,6 +408,8 @@ class SandboxedKernelManager(KernelManager):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.sandboxed, self.why_not = sandbox_available()
+        if forked_kernels():  # before anything is made: a kernel forked blind would die as it starts, unexplained
+            check_kernels_can_see_the_course()
         # Sockets and the connection file live in a folder of their own, made read-only once the
         # kernel is up: the kernel can neither leave files there nor replace a socket. Until then only
         # the grader and the kernel's own uid may write there (root's, its group the kernel's: mode 1770;

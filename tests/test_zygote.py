@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
+from course import _template_course
 
 from autograde import judge, sandbox, zygote
 
@@ -170,3 +174,28 @@ def test_a_kernel_replies_without_ipykernels_sleep_and_a_forked_one_leaves_the_z
             assert frozen == 0
     finally:
         kernel.shutdown()
+
+
+def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monkeypatch, tmp_path):
+    """A course (or its Python) under /tmp or /dev/shm, which every forked kernel gets empty of its own: no kernel
+    could start. The zygote refuses to start, saying where and what to do (each student's note then says it),
+    and the instructor's command refuses before anything is graded, in one line, without a traceback."""
+    for folder in sandbox.PRIVATE_FOLDERS:
+        monkeypatch.setattr(sandbox, "python_paths", lambda folder=folder: [Path(folder) / "clone" / ".venv"])
+        with pytest.raises(sandbox.HiddenFromKernels, match=f"under {folder}, .* Move the course and its environment"):
+            judge.StudentKernel(1024, 300)
+    monkeypatch.undo()
+    sandbox.check_kernels_can_see_the_course()  # this course, where it is: nothing to say
+
+    shutil.copytree(_template_course(), tmp_path / "course", symlinks=True)
+    moved = "import autograde.sandbox as s, pathlib, sys; s.REPO = pathlib.Path('/dev/shm/heads-and-masks')\n"
+    refused = subprocess.run(
+        [sys.executable, "-c", moved + "from autograde.grade import main; sys.exit(main(sys.argv[1:]))"]
+        + ["--root", str(tmp_path / "course"), "autograde", "00_start_here", "--workers", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "error: /dev/shm/heads-and-masks is under /dev/shm" in refused.stderr, refused.stderr
+    assert "no kernel could find the course" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+    assert not (tmp_path / "course" / "autograde" / "results").exists(), "something was graded"
