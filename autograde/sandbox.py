@@ -304,15 +304,24 @@ def check_kernels_can_see_the_course() -> None:
     """Raise HiddenFromKernels, saying what to do, when the Python environment or the course itself lies
     under a folder each forked kernel gets empty of its own: every kernel would die as it started, and
     every student would be graded "kernel died" with no word of why."""
-    for needed in [*python_paths(), REPO]:
+    hidden = _hidden_from_kernels(tuple(python_paths()), REPO)
+    if hidden:
+        raise HiddenFromKernels(hidden)
+
+
+@functools.cache
+def _hidden_from_kernels(environment: tuple[Path, ...], course: Path) -> str | None:
+    """Why no forked kernel could see ``environment`` or ``course`` (None: it can), decided once per process."""
+    for needed in [*environment, course]:
         for path in {needed, needed.resolve()}:
             for folder in PRIVATE_FOLDERS:
                 if path == Path(folder) or Path(folder) in path.parents:
-                    what = "the course" if needed == REPO else "Python"
-                    raise HiddenFromKernels(  # short: a student's note keeps 200 characters of it
+                    what = "the course" if needed == course else "Python"
+                    return (  # short: a student's note keeps 200 characters of it
                         f"{needed} is under {folder}, which each grading kernel sees empty: no kernel could find "
                         f"{what}. Move the course and its environment elsewhere (home, /srv, /opt), grade again"
                     )
+    return None
 
 
 def kernel_view(
@@ -408,7 +417,10 @@ class SandboxedKernelManager(KernelManager):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.sandboxed, self.why_not = sandbox_available()
-        if forked_kernels():  # before anything is made: a kernel forked blind would die as it starts, unexplained
+        # Root with a working bubblewrap: the kernel is forked from this process's zygote (zygote.py),
+        # with numpy, the package and ipykernel imported already; else it starts on its own.
+        self.forked = forked_kernels()
+        if self.forked:  # before anything is made: a kernel forked blind would die as it starts, unexplained
             check_kernels_can_see_the_course()
         # Sockets and the connection file live in a folder of their own, made read-only once the
         # kernel is up: the kernel can neither leave files there nor replace a socket. Until then only
@@ -425,9 +437,6 @@ class SandboxedKernelManager(KernelManager):
         self.connection_file = str(self.runtime / "connection.json")
         self.cgroups: Cgroups | None = None
         self.scratch = "/scratch" if self.sandboxed else tempfile.mkdtemp(prefix="hm-scratch-")
-        # Root with a working bubblewrap: the kernel is forked from this process's zygote (zygote.py),
-        # with numpy, the package and ipykernel imported already; else it starts on its own.
-        self.forked = self.sandboxed and self.uid is not None and str(self.runtime.parent) == _runtime_base()
         self._request: dict | None = None
 
     def format_kernel_cmd(self, extra_arguments=None):
