@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from course import ASSIGNMENTS, graded_batch, student_notebook
+from course import ASSIGNMENTS, REPO, graded_batch, student_notebook
 from submissions import submission
 
 from autograde.collect import collect_exchange, collect_zip
@@ -375,6 +375,27 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
         ("bob", "graded", "0", "0"),
         ("carol", "graded", "0", "0"),
     ]
+    # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
+    # graded notebooks, feedback, records, logs), were the course this repository: git commits none of it.
+    assert (course.root / "autograde" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
+    assert _committable(course) == [], "an instructor's `git add -A` would commit these"
+
+
+def _committable(course: Course) -> list[str]:
+    """The files under the course's runtime folder that git would take if the course were this repository."""
+    tracked = subprocess.run(["git", "ls-files", "autograde"], cwd=REPO, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout: nothing says what git would commit")
+    left = sorted(str(p.relative_to(course.root)) for p in (course.root / "autograde").rglob("*") if p.is_file())
+    candidates = [path for path in left if path not in set(tracked.stdout.split())]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=REPO,
+        input="\n".join(candidates),
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return [path for path in candidates if path not in ignored]
 
 
 def test_a_second_grading_run_on_the_course_is_refused_plainly(tmp_path):
