@@ -127,3 +127,28 @@ def test_a_retired_kernel_ends_at_once_and_is_gone_when_the_supply_closes():
             pass
     assert not runtime.exists(), "its socket folder is removed by the time the supply closes"
     assert not [folder for folder in cgroups if folder.exists()], "and its cgroups"
+
+
+def test_a_judges_call_leaves_its_arguments_out_of_the_kernels_code():
+    """A call's request (its arguments: arrays of tens of kilobytes) reaches the kernel beside the code,
+    not in it: IPython keeps the source of every cell it runs (linecache, for tracebacks) for the kernel's
+    life, and tokenizes, parses and hashes all of it first. Twenty calls on 20,000 numbers each must
+    add about nothing to the kernel's stored sources (in the code they added 4.3 million characters), and still be
+    answered, with the arguments intact."""
+    import numpy as np
+
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        assert kernel.run(judge.HARNESS, 30).error is None
+        assert kernel.run("def total(x):\n    return float(x.sum())\n", 30).error is None
+        stored = "import linecache\nprint(sum(len(''.join(v[2])) for v in linecache.cache.values() if len(v) > 2))"
+        before = int(_probe(kernel, stored))
+        function = judge.RemoteFunction(kernel, "total", judge.Budget(120, 60))
+        rng = np.random.default_rng(7)
+        for _ in range(20):
+            x = rng.standard_normal(20_000)
+            assert function(x) == float(x.sum())
+        grown = int(_probe(kernel, stored)) - before
+        assert grown < 20_000, f"the kernel stored {grown:,} more characters of code for 20 calls"
+    finally:
+        kernel.shutdown()
