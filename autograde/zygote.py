@@ -36,6 +36,8 @@ STAGE = "/opt/heads-and-masks/stage"  # zygote_server.STAGE
 # thread (a fork copies only the thread that forks: the zygote checks).
 PRELOAD = (
     "numpy",
+    "numpy.random",  # imported on first use (numpy 2), and every kernel reseeds it (zygote_server.kernel)
+    "secrets",
     "heads_and_masks",
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -46,6 +48,10 @@ PRELOAD = (
     "IPython.extensions.storemagic",
     "tornado.platform.asyncio",
     "tornado.queues",
+    "IPython.core.logger",  # what a kernel still imported as it started (measured: sys.modules at its first cell)
+    "ipykernel.debugger",
+    "unicodedata",
+    "faulthandler",
 )
 
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import importlib
+import io
 import json
 import os
 import resource
@@ -44,6 +45,7 @@ import signal
 import socket
 import sys
 import threading
+import tokenize
 
 import confine  # next to this file, inside the sandbox and out (standard library only)
 
@@ -85,6 +87,9 @@ def main(argv: list[str]) -> None:
     sys.modules["debugpy"] = None  # no kernel is ever debugged: ipykernel finds no debugpy and starts no debugger
     for name in filter(None, argv[1].split(",")):
         importlib.import_module(name)
+    # The tokenizer's regular expression (a few kilobytes, compiled on first use and cached) is compiled once
+    # here, not in every kernel as IPython reads its first cell (with the imports above: 15 % of a kernel's start).
+    list(tokenize.generate_tokens(io.StringIO("x = 1\n").readline))
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         sys.exit("the zygote must stay single-threaded: a fork copies only the thread that forks")
     # Every object imported so far lives as long as the zygote: frozen, it is left out of every collection,

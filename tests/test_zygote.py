@@ -176,6 +176,30 @@ def test_a_kernel_replies_without_ipykernels_sleep_and_a_forked_one_leaves_the_z
         kernel.shutdown()
 
 
+# A module whose namespace is not among the objects gc tracks was made before the zygote froze its heap: by the
+# zygote. One the kernel imported after the fork is tracked like anything new.
+IMPORTED_SINCE_THE_FORK = (
+    "import gc, sys\n"
+    "made_here = {id(o) for o in gc.get_objects() if type(o) is dict}\n"
+    "print(repr(sorted(name for name, module in list(sys.modules.items())\n"
+    "                  if module is not None and id(getattr(module, '__dict__', None)) in made_here)))"
+)
+
+
+def test_a_forked_kernel_imports_nothing_as_it_starts():
+    """What every kernel imports as it starts (ipykernel's modules, numpy.random as the kernel reseeds it, ...)
+    the zygote imported once: at its first cell a forked kernel has imported no module of its own but the
+    ``__main__`` it runs (before: numpy.random and its eleven modules, IPython's logger, ipykernel's debugger,
+    secrets, unicodedata, faulthandler, in every kernel: 480 page faults and about 10 ms of CPU each)."""
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        if not kernel.manager.forked:
+            pytest.skip("kernels are forked from the zygote only as root with bubblewrap")
+        assert _inside(kernel, IMPORTED_SINCE_THE_FORK) == ["__main__"]
+    finally:
+        kernel.shutdown()
+
+
 def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monkeypatch, tmp_path):
     """A course (or its Python) under /tmp or /dev/shm, which every forked kernel gets empty of its own: no kernel
     could start. The zygote refuses to start, saying where and what to do (each student's note then says it),
