@@ -84,3 +84,19 @@ def test_a_class_sized_run_gives_every_worker_the_same_share():
     assert class_size(10.0, 30.0, 6, 2) == 6  # at least the small run's submissions
     assert class_size(0.01, 30.0, 6, 2) == 300  # at most a class of 300
     assert class_size(1.0, 29.0, 6, 1) == 29  # one worker: nothing to share
+
+
+def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone():
+    """The ceiling's measure of the machine: pinned to one core, two processes do one core's worth of work
+    (each half of it), however many cores the machine has; one process is one core's worth."""
+    from autograde.throughput import machine_capacity
+
+    cores = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(cores)})  # this process and the ones it starts: one core
+        shared = machine_capacity(2, seconds=0.5)
+    finally:
+        os.sched_setaffinity(0, cores)
+    assert 0.75 <= shared <= 1.25, f"two processes on one core did {shared:.2f} cores' worth of work"
+    alone = machine_capacity(1, seconds=0.5)
+    assert 0.75 <= alone <= 1.25, f"one process did {alone:.2f} cores' worth of its own work"

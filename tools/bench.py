@@ -350,17 +350,22 @@ def section_grading(
         f"*Steady state* is what {workers} workers give "
         f"once started, from the medians of one submission in a worker: {workers} × with 1 worker / with "
         f"{workers} workers (not a target). *Cores busy* is the CPU time of the command and of every process it "
-        f"started (workers, kernels), over its wall time ({result['cpu_scope']}); *ceiling* is the most "
-        f"{workers} workers could give over 1 on {result['cores']} cores, {result['cores']} / cores busy with "
-        "1 worker (class-sized run). *Taken by the host* is the steal time of this virtual machine's cores "
+        f"started (workers, kernels), over its wall time ({result['cpu_scope']}); *the machine* is how many "
+        f"cores' worth of work this machine did with {workers} busy processes at once (pure Python, as grading is: "
+        f"the work of {workers} processes together over one alone, measured just before and just after the "
+        "class-sized runs of each assignment, the mean): on a virtual machine a core may be shared with the host's "
+        "other work and do less when its neighbour is busy, though it counts as busy; *ceiling* is the most "
+        f"{workers} workers could give over 1, the machine / cores busy with 1 worker (class-sized run). "
+        "*Taken by the host* is the steal time of this virtual machine's cores "
         "(/proc/stat) over the class-sized runs, as a share of their time: the host ran other machines' work while "
         "ours waited; a run that lost much of it says more about the host than about the grading.",
         "",
         f"| assignment | load as it began | plain (s/notebook) | 1 worker (s/notebook) | {workers} workers (s/notebook) | "
         f"1 worker / plain | {workers} vs 1, {n} submissions | class-sized run: N | {workers} vs 1, N submissions | "
-        f"steady state, {workers} vs 1 | cores busy at N: 1 / {workers} workers | ceiling, {workers} vs 1 | "
+        f"steady state, {workers} vs 1 | cores busy at N: 1 / {workers} workers | the machine: cores' worth | "
+        f"ceiling, {workers} vs 1 | "
         f"taken by the host at N: 1 / {workers} workers | full marks |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in result["rows"]:
         lines.append(
@@ -368,7 +373,7 @@ def section_grading(
             f"{row['one_per_notebook']:.2f} | {row['two_per_notebook']:.2f} | {row['one_over_plain']:.2f}× | "
             f"{row['small_speedup']:.2f}× | {row['class_n']} | {row['speedup']:.2f}× | "
             f"{row['steady_speedup']:.2f}× | {row['one_class_cores']:.2f} / {row['two_class_cores']:.2f} | "
-            f"{row['ceiling']:.2f}× | {row['one_class_stolen']:.0%} / {row['two_class_stolen']:.0%} | "
+            f"{row['machine_capacity']:.2f} | {row['ceiling']:.2f}× | {row['one_class_stolen']:.0%} / {row['two_class_stolen']:.0%} | "
             f"{row['all_full_marks']} |"
         )
     total = len(result["rows"]) * n
@@ -377,7 +382,7 @@ def section_grading(
         f"**{result['two_seconds'] / total:.2f}** | **{result['one_over_plain']:.2f}×** | "
         f"**{result['small_speedup']:.2f}×** | **{result['class_n']}** | **{result['speedup']:.2f}×** | "
         f"**{result['steady_speedup']:.2f}×** | **{result['one_class_cores']:.2f} / {result['two_class_cores']:.2f}** | "
-        f"**{result['ceiling']:.2f}×** | **{result['one_class_stolen']:.0%} / {result['two_class_stolen']:.0%}** | "
+        f"**{result['machine_capacity']:.2f}** | **{result['ceiling']:.2f}×** | **{result['one_class_stolen']:.0%} / {result['two_class_stolen']:.0%}** | "
         f"**{result['all_full_marks']}** |"
     )
     worst_plain, worst_speedup = result["worst_one_over_plain"], result["worst_speedup"]
@@ -423,8 +428,9 @@ def section_grading(
         f"\nOne worker is not one core: while it grades a submission, the next submission's kernel is forked "
         "in its sandbox on the other core (autograde.judge.KernelSupply, autograde/zygote.py), and the course's "
         f"gradebook is written by the command. One worker kept {result['one_class_cores']:.2f} cores busy on "
-        f"average in the class-sized runs, so a second worker could add at most the rest: {result['ceiling']:.2f}× "
-        f"over all assignments (the ceiling column; {workers} workers measured {result['speedup']:.2f}×). The load "
+        f"average in the class-sized runs, and the machine did {result['machine_capacity']:.2f} cores' worth of work "
+        f"with {workers} busy processes, so a second worker could add at most {result['ceiling']:.2f}× over all "
+        f"assignments (the ceiling column; {workers} workers measured {result['speedup']:.2f}×). The load "
         f"average (1 minute, {os.cpu_count()} cores) says how much of them other jobs took as each assignment "
         "began; under other jobs, cores busy and the ceiling say less. With a local worker per core, each worker keeps "
         "to a core of its own with its zygote and its kernels (autograde.pool.GradingWorker): a worker and its "
