@@ -223,3 +223,14 @@ def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monk
     assert "error: /dev/shm/heads-and-masks is under /dev/shm" in refused.stderr, refused.stderr
     assert "no kernel could find the course" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
     assert not (tmp_path / "course" / "autograde" / "results").exists(), "something was graded"
+
+
+def test_the_socket_folders_base_has_one_mode_whoever_made_it_first():
+    """The folder of the kernels' socket folders is 0755 whether a grading command made it first (it runs under
+    umask 077: 0700) or a library caller (0755): what a local user may list does not depend on the order."""
+    if os.geteuid() != 0:
+        pytest.skip("only root makes the kernels' socket folders under /run")
+    base = Path(sandbox._runtime_base())
+    os.chmod(base, 0o700)  # as the grading command's umask left it
+    assert sandbox._runtime_base() == str(base)
+    assert base.stat().st_mode & 0o777 == 0o755, oct(base.stat().st_mode)
