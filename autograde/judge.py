@@ -501,8 +501,9 @@ class StudentKernel:
 
         # Our own wait (not execute_interactive's): it notices at once when the kernel dies, instead of
         # waiting out the cell's time limit for a reply that will never come.
-        content = {"code": code, "silent": silent, "store_history": False, "user_expressions": {}}
-        content.update(allow_stdin=False, stop_on_error=True)
+        content = dict(  # what client.execute sends, and the judge's request beside the code
+            code=code, silent=silent, store_history=False, user_expressions={}, allow_stdin=False, stop_on_error=True
+        )
         if request is not None:
             content[REQUEST_KEY] = request
         message = self.client.session.msg("execute_request", content)

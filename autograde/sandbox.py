@@ -396,7 +396,8 @@ def _runtime_base() -> str | None:
             if base.is_dir() and not base.is_symlink():
                 # 0755 whoever made it first: the grading command runs under umask 077 and made it 0700, a
                 # library caller 0755. Each socket folder in it is the boundary (sealed: root and its kernel only).
-                if base.stat().st_uid == 0 and base.stat().st_mode & 0o777 != 0o755:
+                found = base.stat()
+                if found.st_uid == 0 and found.st_mode & 0o777 != 0o755:
                     os.chmod(base, 0o755)
                 return str(base)
     return None
