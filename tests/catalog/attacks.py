@@ -90,6 +90,32 @@ get_ipython().input_transformers_post.append(_forge)
         "later test cells replaced by prints of the success lines",
     ),
     Attack(
+        "rewritten_judge_requests",
+        "00_start_here",
+        "attention",
+        WRONG_ATTENTION
+        + """
+import json as _json
+_kernel = get_ipython().kernel
+_real_parent = _kernel.get_parent
+def _rewritten(channel="shell"):
+    # the judge's request rides in the execute_request's content (autograde/judge.py, REQUEST_KEY): each call
+    # on the hidden inputs becomes a call on one small input, where a uniform average may pass for attention
+    parent = _real_parent(channel)
+    content = dict(parent.get("content", {}))
+    for key, text in list(content.items()):
+        if key.endswith("_request"):
+            request = _json.loads(text)
+            if request.get("op") == "call" and request.get("args"):
+                request["args"] = [[[1.0]], [[1.0]], [[2.0]]]
+                request.pop("staged", None)
+            content[key] = _json.dumps(request)
+    return dict(parent, content=content)
+_kernel.get_parent = _rewritten
+""",
+        "the judge's requests rewritten in the kernel before the harness reads them",
+    ),
+    Attack(
         "drop_hidden_tests",
         "00_start_here",
         "attention",
