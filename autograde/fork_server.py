@@ -19,6 +19,7 @@ WORKER_PRELOAD = [
     "autograde.judge",
     "autograde.grade_worker",
     "autograde.pool",
+    "autograde.warm_up",  # last: what a worker's first submission would do once more than the others
 ]
 
 

@@ -104,3 +104,18 @@ def test_nbformat_imports_no_grammar_compiler():
     probe = "import sys, nbgrader.converters; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert loaded == "[]", f"importing nbgrader also imported {loaded}: check the jsonschema pin in pyproject.toml"
+
+
+def test_nbgrader_imports_no_distribution_scan():
+    """nbgrader.utils imports setuptools.archive_util; the setuptools a venv starts with (65.x, from ensurepip)
+    then imports pkg_resources, which reads the metadata of every installed distribution as it is imported
+    (0.1 s more in the grader, its workers' fork server and every nbgrader command). The pinned setuptools
+    does not. Fails if the pin is lost or an upgrade brings that import back."""
+    import subprocess
+    import sys
+
+    probe = "import sys, nbgrader.converters; print('pkg_resources' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "False", (
+        "importing nbgrader also imported pkg_resources: check the setuptools pin in pyproject.toml"
+    )
