@@ -229,7 +229,7 @@ def _grade(
     with contextlib.ExitStack() as stack:
         client, started = None, 0
         if submitted:
-            # The cluster starts now (its first worker is up when this returns): the workers make their
+            # The cluster starts now (its workers are up when this returns): the workers make their
             # sandboxes and boot their first kernels while this process inspects the submissions (about
             # 8 ms each: 2.4 s for a class of 300).
             from .judge import kernel_limits
@@ -629,14 +629,16 @@ def dask_client(
         # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
         # if it is not running yet (``fork_server.start``)
         get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)
-        # One worker first: grading starts as soon as it is up (the scheduler queues every submission and
-        # hands them out one at a time); the others join while it grades and take their share. Each worker
-        # is made ready to grade (GradingWorker: its zygote and first kernel booting) as it starts, before it
-        # joins the scheduler: not a round trip later, once the cluster is up (0.15-0.3 s of every run's
-        # start-up), and a worker restarted after a crash is made ready the same way.
+        # Every worker at once, each forked from the fork server as soon as its imports are done: they start
+        # side by side, and the cluster is up when they all are (the scheduler queues every submission and
+        # hands them out one at a time). One worker first and the others once it was up started the second
+        # 0.3-0.4 s later, on a core left idle meanwhile. Each worker is made ready to grade (GradingWorker:
+        # its zygote and first kernel booting) as it starts, before it joins the scheduler: not a round trip
+        # later, once the cluster is up (0.15-0.3 s of every run's start-up), and a worker restarted after a
+        # crash is made ready the same way.
         one_per_core = 1 < workers == len(os.sched_getaffinity(0))
         cluster = LocalCluster(
-            n_workers=1,
+            n_workers=workers,
             threads_per_worker=1,
             processes=True,
             memory_limit=0,
@@ -650,6 +652,4 @@ def dask_client(
             plugins=(GradingWorker(log, kernel_limits, pin=one_per_core),),
         )
         with cluster, Client(cluster, set_as_default=False) as client:
-            if workers > 1:
-                cluster.scale(workers)  # not waited for
             yield client
