@@ -172,7 +172,7 @@ def class_size(seconds_per_submission: float, class_run_seconds: float, at_least
     """How many submissions a class-sized run grades: as many as one worker grades in ``class_run_seconds``
     (``at_least`` of them, at most 300), rounded up to a multiple of ``workers``. With one more, the run's
     last submission is graded with every other worker idle: half a submission lost, which a class of 300
-    never notices but a 30 s run does (up to 3 %)."""
+    never notices but a run of a minute does (up to 1.5 %)."""
     n = min(300, max(at_least, math.ceil(class_run_seconds / seconds_per_submission)))
     return workers * math.ceil(n / workers)
 
@@ -181,7 +181,7 @@ def grading_throughput_benchmark(
     assignment: str | Iterable[str] | None = None,
     n_submissions: int = 6,
     workers: int | None = None,
-    class_run_seconds: float = 30.0,
+    class_run_seconds: float = 60.0,
 ) -> dict:
     """Grade the same ``n_submissions`` correct submissions of every assignment three ways, side by side,
     then a class-sized run of each assignment with 1 worker and with ``workers``.

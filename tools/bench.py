@@ -329,7 +329,9 @@ def section_grading(
     from autograde.throughput import grading_throughput_benchmark
 
     n = n_submissions or (2 if quick else 6)
-    class_run = 5.0 if quick else 30.0  # seconds of grading with 1 worker in a class-sized run
+    # seconds of grading with 1 worker in a class-sized run: a minute, less than any assignment's class of 300
+    # takes one worker (1-4.5 minutes here), so that start-up weighs on it no more than on a class
+    class_run = 5.0 if quick else 60.0
     result = grading_throughput_benchmark(assignments, n_submissions=n, class_run_seconds=class_run)
     workers = result["workers"]
     lines = [
@@ -342,9 +344,11 @@ def section_grading(
         "",
         f"A run of {n} is mostly start-up (the command's imports, the cluster, the first kernel), which a second "
         "worker cannot share, so what a second worker gives a class is measured on a *class-sized run* of each "
-        f"assignment: N submissions, as many as one worker grades in about {class_run:.0f} s (from the small run), "
-        f"rounded up to a multiple of {workers} (with an odd N, the last submission is graded with a worker idle: "
-        f"half a submission that a class of 300 does not notice but a run of 30 s does), graded with "
+        f"assignment: N submissions, as many as one worker grades in about {class_run:.0f} s (from the small run; "
+        "a class of 300 takes one worker longer on every assignment, and start-up weighs on a short run more than "
+        f"on a class), rounded up to a multiple of {workers} (with an odd N, the last submission is graded with a "
+        f"worker idle: half a submission that a class of 300 does not notice but a run of {class_run:.0f} s does), "
+        "graded with "
         f"1 worker and with {workers}, the same submissions in both, each twice in the order 1, {workers}, {workers}, 1 "
         "(a drift in what other jobs take of the machine weighs on both alike): its time is the mean of its two runs. "
         f"*Steady state* is what {workers} workers give "
