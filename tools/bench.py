@@ -434,7 +434,17 @@ def section_grading(
         f"gradebook is written by the command. One worker kept {result['one_class_cores']:.2f} cores busy on "
         f"average in the class-sized runs, and the machine did {result['machine_capacity']:.2f} cores' worth of work "
         f"with {workers} busy processes, so a second worker could add at most {result['ceiling']:.2f}× over all "
-        f"assignments (the ceiling column; {workers} workers measured {result['speedup']:.2f}×). The load "
+        f"assignments (the ceiling column; {workers} workers measured {result['speedup']:.2f}×) if {workers} workers "
+        "needed the CPU that one worker needs for the same submissions: "
+        f"they needed {result['two_class_cpu'] / result['one_class_cpu']:.2f} of it"
+        + (
+            " (more than the ceiling can then be measured: on a core of its own, a worker and its kernel hand the "
+            "core to each other, while one worker, its kernel and its next kernel move between both cores, a core "
+            "woken from idle at each hand-over, the likely cost)"
+            if result["two_class_cpu"] < 0.97 * result["one_class_cpu"]
+            else ""
+        )
+        + ". The load "
         f"average (1 minute, {os.cpu_count()} cores) says how much of them other jobs took as each assignment "
         "began; under other jobs, cores busy and the ceiling say less. With a local worker per core, each worker keeps "
         "to a core of its own with its zygote and its kernels (autograde.pool.GradingWorker): a worker and its "
