@@ -463,10 +463,11 @@ class GradingWorker(WorkerPlugin):
     before it joins the scheduler; an existing cluster has it registered):
     nbgrader imported and the course package without its reference implementations made
     (``judge.shared_stub_package``), once per worker process, before its first submission; and
-    the worker's kernel supply (``judge.KernelSupply``), held until the worker stops (on an existing cluster,
-    or until a later run registers the plugin again). On the local cluster (``log``), what the worker and its kernels
-    print goes to the course's log instead of the instructor's terminal; with ``pin`` (a local worker
-    per core), worker *i* and everything it starts (its zygote, its kernels) keep to core *i*."""
+    the worker's kernel supply (``judge.KernelSupply``), held until the worker stops (on an existing
+    cluster, or until a later run registers the plugin again). On the local cluster (``log``), what the
+    worker and its kernels print goes to the course's log instead of the instructor's terminal; with
+    ``pin`` (a local worker per core), worker *i* and everything it starts (its zygote, its kernels) keep
+    to core *i*."""
 
     name = "heads-and-masks-grading-worker"
 

@@ -168,6 +168,11 @@ def machine_capacity(processes: int, seconds: float = 1.0) -> float:
     return together(processes) / alone
 
 
+# A class-sized run: as many submissions as one worker grades in this many seconds. A minute is less than any
+# assignment's class of 300 takes one worker (1-4.5 minutes here), so start-up weighs on it no more than on a class.
+CLASS_RUN_SECONDS = 60.0
+
+
 def class_size(seconds_per_submission: float, class_run_seconds: float, at_least: int, workers: int) -> int:
     """How many submissions a class-sized run grades: as many as one worker grades in ``class_run_seconds``
     (``at_least`` of them, at most 300), rounded up to a multiple of ``workers``. With one more, the run's
@@ -181,7 +186,7 @@ def grading_throughput_benchmark(
     assignment: str | Iterable[str] | None = None,
     n_submissions: int = 6,
     workers: int | None = None,
-    class_run_seconds: float = 60.0,
+    class_run_seconds: float = CLASS_RUN_SECONDS,
 ) -> dict:
     """Grade the same ``n_submissions`` correct submissions of every assignment three ways, side by side,
     then a class-sized run of each assignment with 1 worker and with ``workers``.

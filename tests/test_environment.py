@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
+import sys
 import tomllib
 
 from course import REPO
@@ -93,17 +96,22 @@ def test_every_imported_package_is_declared():
     )
 
 
+@functools.cache
+def _imported_with_nbgrader() -> frozenset[str]:
+    """The modules a fresh interpreter has loaded once it imported nbgrader's converters (as the grader, its
+    workers' fork server and every nbgrader command do), probed once for the tests below."""
+    probe = "import sys, nbgrader.converters; print(' '.join(sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    return frozenset(loaded)
+
+
 def test_nbformat_imports_no_grammar_compiler():
     """Every process that reads a notebook imports jsonschema (through nbformat): the grader, its workers'
     fork server, each nbgrader command, the lab's server. jsonschema 4.25+ then imports rfc3987-syntax, which
     builds some 35 Earley parsers with lark as it is imported (1.4-2 s of CPU each time, on this kind of
     machine); the pinned jsonschema does not. Fails if an upgrade brings that import back."""
-    import subprocess
-    import sys
-
-    probe = "import sys, nbgrader.converters; print(sorted({'rfc3987_syntax', 'lark'} & set(sys.modules)))"
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    assert loaded == "[]", f"importing nbgrader also imported {loaded}: check the jsonschema pin in pyproject.toml"
+    loaded = sorted({"rfc3987_syntax", "lark"} & _imported_with_nbgrader())
+    assert loaded == [], f"importing nbgrader also imported {loaded}: check the jsonschema pin in pyproject.toml"
 
 
 def test_nbgrader_imports_no_distribution_scan():
@@ -111,11 +119,6 @@ def test_nbgrader_imports_no_distribution_scan():
     then imports pkg_resources, which reads the metadata of every installed distribution as it is imported
     (0.1 s more in the grader, its workers' fork server and every nbgrader command). The pinned setuptools
     does not. Fails if the pin is lost or an upgrade brings that import back."""
-    import subprocess
-    import sys
-
-    probe = "import sys, nbgrader.converters; print('pkg_resources' in sys.modules)"
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
-    assert loaded == "False", (
+    assert "pkg_resources" not in _imported_with_nbgrader(), (
         "importing nbgrader also imported pkg_resources: check the setuptools pin in pyproject.toml"
     )

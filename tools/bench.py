@@ -326,12 +326,10 @@ def section_training(quick: bool) -> tuple[list[str], list[Check]]:
 def section_grading(
     quick: bool, n_submissions: int | None = None, assignments: list[str] | None = None
 ) -> tuple[list[str], list[Check]]:
-    from autograde.throughput import grading_throughput_benchmark
+    from autograde.throughput import CLASS_RUN_SECONDS, grading_throughput_benchmark
 
     n = n_submissions or (2 if quick else 6)
-    # seconds of grading with 1 worker in a class-sized run: a minute, less than any assignment's class of 300
-    # takes one worker (1-4.5 minutes here), so that start-up weighs on it no more than on a class
-    class_run = 5.0 if quick else 60.0
+    class_run = 5.0 if quick else CLASS_RUN_SECONDS
     result = grading_throughput_benchmark(assignments, n_submissions=n, class_run_seconds=class_run)
     workers = result["workers"]
     lines = [
