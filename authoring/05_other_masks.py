@@ -497,9 +497,9 @@ with hm.if_written("batched_attention"):
     print("largest difference, in the batch vs alone:", np.abs(in_batch - by_itself).max())
 
 # %% nbgrader={"grade_id": "test_batched_attention", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
-checks.check_batched_attention(batched_attention)
+checks.check_batched_attention(batched_attention, attention_mask)
 ### BEGIN HIDDEN TESTS
-checks.check_batched_attention(batched_attention, seed=8191, thorough=True)
+checks.check_batched_attention(batched_attention, attention_mask, seed=8191, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

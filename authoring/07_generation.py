@@ -76,8 +76,9 @@ def attention(q, k, v, mask=None):
 #   token's key and value **appended at the end**, `(b, h, n + 1, d)`, new arrays (do not change the inputs).
 #
 # With a single new query nothing needs masking: every cached key is in its past. The tests run one step on
-# a given cache, one from an empty cache, and then a whole generation that feeds your returned caches back
-# into your function, step after step, comparing every output with full causal attention.
+# a given cache and one from an empty cache (the output: 2 points), the caches you return (appended at the
+# end: 1 point), and a whole generation that feeds your returned caches back into your function, step after
+# step, comparing every output with full causal attention (1 point).
 
 # %% nbgrader={"grade_id": "decode_step", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def decode_step(q_new, k_new, v_new, k_cache, v_cache):
@@ -109,12 +110,28 @@ with hm.if_written("decode_step"):
     print("cache after generation:", k_cache.shape)
     print("largest difference from full causal attention:", np.abs(generated - full).max())
 
-# %% nbgrader={"grade_id": "test_decode_step", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 4}
+# %% nbgrader={"grade_id": "test_decode_step", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_decode_step
 
 check_decode_step(decode_step)
 ### BEGIN HIDDEN TESTS
 check_decode_step(decode_step, seed=707, thorough=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade_id": "test_decode_step_cache", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.generation import check_decode_step_cache
+
+check_decode_step_cache(decode_step)
+### BEGIN HIDDEN TESTS
+check_decode_step_cache(decode_step, seed=708, thorough=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade_id": "test_decode_step_generation", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.generation import check_decode_step_generation
+
+check_decode_step_generation(decode_step)
+### BEGIN HIDDEN TESTS
+check_decode_step_generation(decode_step, seed=709, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -166,7 +183,9 @@ picture(decode_masks_figure(n_new=3, n_keys=8))
 #
 # Write `bottom_right_causal_mask(n_new, n_keys)`: a boolean `(n_new, n_keys)` array, True where new query i
 # may attend key j, i.e. j ≤ n_keys − n_new + i. `n_keys` counts every key, the new tokens' own included, so
-# `n_new > n_keys` is impossible: raise `ValueError`. (`np.tril` has a `k` argument for the diagonal.)
+# `n_new > n_keys` is impossible: raise `ValueError`. `n_new` may be 0 (an empty chunk): the mask then has no
+# row, an empty boolean array of shape `(0, n_keys)`. (`np.tril` has a `k` argument for the diagonal.) The tests
+# give 2 points to the alignment, 1 to the empty chunk and 1 to the `ValueError`.
 
 # %% nbgrader={"grade_id": "bottom_right_causal_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def bottom_right_causal_mask(n_new, n_keys):
@@ -184,6 +203,14 @@ from heads_and_masks.checks.generation import check_bottom_right_causal_mask
 check_bottom_right_causal_mask(bottom_right_causal_mask)
 ### BEGIN HIDDEN TESTS
 check_bottom_right_causal_mask(bottom_right_causal_mask, seed=2024, thorough=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade_id": "test_bottom_right_causal_mask_no_new_queries", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.generation import check_bottom_right_causal_mask_no_new_queries
+
+check_bottom_right_causal_mask_no_new_queries(bottom_right_causal_mask)
+### BEGIN HIDDEN TESTS
+check_bottom_right_causal_mask_no_new_queries(bottom_right_causal_mask, thorough=True)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade_id": "test_bottom_right_causal_mask_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
@@ -249,7 +276,8 @@ print("\nafter 10 tokens, slot s holds position:", gen.slot_positions(4, 10))
 # * return a **new** buffer of the same shape, where position p was written into slot p mod w, and every
 #   other slot keeps what it held. (The course's convention: do not change `cache` in place; copy it first.)
 #
-# You may assume t ≤ w. The tests write a prompt, then one token per step, into your own buffer.
+# You may assume t ≤ w. The tests write one token and then three that wrap around the end of the buffer
+# (2 points), then a prompt and one token per step into your own buffer (1 point).
 
 # %% nbgrader={"grade_id": "rolling_cache_write", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def rolling_cache_write(cache, new, position):
@@ -263,12 +291,20 @@ def rolling_cache_write(cache, new, position):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "test_rolling_cache_write", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 3}
+# %% nbgrader={"grade_id": "test_rolling_cache_write", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
 from heads_and_masks.checks.generation import check_rolling_cache_write
 
 check_rolling_cache_write(rolling_cache_write)
 ### BEGIN HIDDEN TESTS
 check_rolling_cache_write(rolling_cache_write, seed=4096, thorough=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade_id": "test_rolling_cache_write_generation", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.generation import check_rolling_cache_write_generation
+
+check_rolling_cache_write_generation(rolling_cache_write)
+### BEGIN HIDDEN TESTS
+check_rolling_cache_write_generation(rolling_cache_write, seed=4097, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]
@@ -368,7 +404,8 @@ print("entries kept: OR", int(gen.sinks_window_mask(n_small, 4, 2).sum()), "· A
 #
 # Write `document_mask(doc_ids)`: `doc_ids` is an integer array of shape `(n,)` or `(b, n)`; return a boolean
 # mask of shape `(n, n)` or `(b, n, n)`, True where query i may attend key j: same id AND j ≤ i. Ids need not
-# be sorted or consecutive; they only name documents.
+# be sorted or consecutive; they only name documents. The tests check one row (1 point), then a batch of rows
+# (1 point).
 
 # %% nbgrader={"grade_id": "document_mask", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def document_mask(doc_ids):
@@ -381,12 +418,20 @@ def document_mask(doc_ids):
     ### END SOLUTION
 
 
-# %% nbgrader={"grade_id": "test_document_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 2}
+# %% nbgrader={"grade_id": "test_document_mask", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
 from heads_and_masks.checks.generation import check_document_mask
 
 check_document_mask(document_mask)
 ### BEGIN HIDDEN TESTS
 check_document_mask(document_mask, seed=8, thorough=True)
+### END HIDDEN TESTS
+
+# %% nbgrader={"grade_id": "test_document_mask_batch", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
+from heads_and_masks.checks.generation import check_document_mask_batch
+
+check_document_mask_batch(document_mask)
+### BEGIN HIDDEN TESTS
+check_document_mask_batch(document_mask, seed=9, thorough=True)
 ### END HIDDEN TESTS
 
 # %% [markdown]

@@ -196,3 +196,110 @@ def test_a_failure_carries_the_id_of_the_diagnosis_it_matched():
     assert unnamed.value.misconception is None  # wrong in a way no check names: "unrecognised" in the report
     with pytest.raises(KeyError):
         fail("a message", "mask.no_such_idea")  # an id must be registered before a check may use it
+
+
+# ---------------------------------------------------------------------------- the catalogs' messages, in-process
+# Every test cell of 05-08 (visible and hidden calls) run here on each catalog answer, without nbgrader: a correct
+# answer passes everything; a wrong one fails only the exercise it breaks (or one that builds on it), carries an id
+# its catalog label lists, and its message says what the catalog says it must. (tests/test_catalogs.py grades the
+# same answers with nbgrader; this is the seconds-long version, and it also reads the cascades' messages.)
+IN_PROCESS = ("05_other_masks", "06_kv_heads", "07_generation", "08_learned_heads")
+
+
+def _in_process_cases():
+    from catalog import catalogs
+
+    return [
+        (assignment, answer)
+        for assignment in IN_PROCESS
+        for answer in catalogs()[assignment]
+        if not answer.untouched and not answer.graded_only
+    ]
+
+
+def _verdicts(assignment, answer) -> dict[str, CheckFailed]:
+    """{grade id: failure} of every graded test cell the answer fails, run in this process."""
+    import contextlib
+    import io
+
+    from build_notebooks import read_source
+    from course import REPO
+
+    import heads_and_masks as hm
+
+    namespace = {"np": np, "hm": hm}
+    failures = {}
+    for cell in read_source(REPO / "authoring" / f"{assignment}.py").cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or "grade_id" not in meta:
+            continue
+        grade_id = meta["grade_id"]
+        if not meta.get("grade"):
+            exec(answer.source(grade_id) if grade_id in answer.cells else cell.source, namespace)  # noqa: S102
+            continue
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                exec(cell.source, dict(namespace))  # noqa: S102 - the instructor's test cell
+            except CheckFailed as failure:
+                failures[grade_id] = failure
+    return failures
+
+
+@pytest.mark.parametrize(
+    ("assignment", "answer"), _in_process_cases(), ids=[f"{a[:2]}-{x.name}" for a, x in _in_process_cases()]
+)
+def test_catalog_messages_name_the_misconception(assignment, answer, capfd):
+    from catalog.misconceptions import LABELS
+
+    failures = _verdicts(assignment, answer)
+    capfd.readouterr()
+    if answer.correct:
+        assert not failures, {g: str(f) for g, f in failures.items()}
+        return
+    broken = {g: f for g, f in failures.items() if g.startswith(f"test_{answer.breaks}")}
+    assert broken, f"{answer.name} was not caught: {failures}"
+    cascaded = {g: f for g, f in failures.items() if g not in broken}
+    assert all(any(g.startswith(f"test_{e}") for e in answer.cascades) for g in cascaded), list(cascaded)
+    labels = LABELS[assignment][answer.name]
+    for grade_id, failure in broken.items():
+        assert (failure.misconception or "unrecognised") in labels, (grade_id, failure.misconception, str(failure))
+    text = " ".join(str(f) for f in broken.values()).lower()
+    for phrase in answer.phrases:
+        assert phrase.lower() in text, f"the message does not say {phrase!r}: {text}"
+    for grade_id, failure in cascaded.items():  # an exercise failing because the earlier one it builds on is wrong
+        assert failure.misconception == "conventions.earlier_exercise_wrong", (grade_id, str(failure))
+        assert f"your {answer.breaks}" in str(failure), str(failure)
+
+
+def _points(assignment) -> dict[str, float]:
+    from build_notebooks import read_source
+    from course import REPO
+
+    cells = read_source(REPO / "authoring" / f"{assignment}.py").cells
+    return {
+        c.metadata["nbgrader"]["grade_id"]: c.metadata["nbgrader"]["points"]
+        for c in cells
+        if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+    }
+
+
+@pytest.mark.parametrize(
+    ("answer_name", "kept", "possible"),
+    [
+        ("new_token_prepended", 3, 4),  # right but for the order of the cache: only the cache's point lost
+        ("cache_not_appended", 2, 4),  # the output right, the caches (and so the generation) wrong
+        ("cache_forgets_own_kv", 1, 4),  # the caches right, every output wrong
+        ("top_left_tril", 2, 4),  # the alignment the exercise is about: its 2 points
+        ("bottom_right_refuses_no_new_query", 3, 4),  # the empty chunk refused: its own point, not the alignment's
+    ],
+)
+def test_07_gives_partial_understanding_partial_credit(answer_name, kept, possible, capfd):
+    from catalog import catalogs
+
+    answer = next(a for a in catalogs()["07_generation"] if a.name == answer_name)
+    points = _points("07_generation")
+    failures = _verdicts("07_generation", answer)
+    capfd.readouterr()
+    cells = [g for g in points if g.startswith(f"test_{answer.breaks}")]
+    assert sum(points[g] for g in cells) == possible
+    assert sum(points[g] for g in cells if g not in failures) == kept, sorted(failures)

@@ -195,7 +195,7 @@ def _probe_softmax(
     """
     __tracebackhide__ = True
     what = f"masked_softmax {label}"
-    weights = plain_array(call(masked_softmax, scores, mask, what=what), what=what)
+    weights = plain_array(call(masked_softmax, scores, mask, what=what, names=("scores", "mask")), what=what)
     expected = reference_softmax(scores, mask)
     expect_shape(
         weights,
@@ -238,7 +238,7 @@ def _probe_softmax(
         )
     if strict:
         try:
-            call(masked_softmax, scores, mask, what=what, allow_warnings=False)
+            call(masked_softmax, scores, mask, what=what, allow_warnings=False, names=("scores", "mask"))
         except CheckFailed as failure:  # a warning on inputs chosen to catch one mistake is that mistake
             named = (
                 misconception
@@ -442,7 +442,7 @@ def _wrong_entropies(weights):
 def _probe_entropy(row_entropy_bits, weights, label):
     __tracebackhide__ = True
     what = f"row_entropy_bits {label}"
-    result = plain_array(call(row_entropy_bits, weights, what=what), what=what)
+    result = plain_array(call(row_entropy_bits, weights, what=what, names=("weights",)), what=what)
     expected = reference_entropy(weights)
     expect_shape(
         result,

@@ -327,6 +327,7 @@ def call(
     allow_warnings=True,
     memory_hint: str = "",
     memory_misconception: str | None = None,
+    names: tuple[str, ...] = (),
     **kwargs,
 ):
     """Call the learner's function on copies of ``args``; report crashes, warnings, in-place changes.
@@ -334,7 +335,8 @@ def call(
     The course's reference functions are locked while it runs (an answer must not call them). Warnings are
     recorded instead of printed (a warning on stderr would cost points in nbgrader); with
     ``allow_warnings=False`` a warning is a failure with its text. ``memory_hint`` says what most
-    likely made the answer run out of memory on these arguments.
+    likely made the answer run out of memory on these arguments. ``names`` are the parameters' names in the
+    exercise's signature, so that a message about an input changed in place names that input.
     """
     __tracebackhide__ = True
     originals = [a for a in args]
@@ -360,17 +362,13 @@ def call(
                     memory_misconception,
                 )
             fail(f"{what} raised {_type(error).__name__}: {error}")
-    for original, handed in zip(originals, given):
+    for position, (original, handed) in enumerate(zip(originals, given)):
         if (
             _type(original) is _ndarray
             and _type(handed) is _ndarray
             and not _array_equal(original, handed, equal_nan=True)
         ):
-            fail(
-                f"{what} changed its input array in place; copy it first (for example `scores = scores.copy()` "
-                "or use np.where, which returns a new array): the caller's data must stay as it was",
-                "conventions.in_place",
-            )
+            fail(_changed_in_place(what, names[position] if position < _len(names) else None), "conventions.in_place")
     if caught and not allow_warnings:
         first = caught[0]
         fail(
@@ -379,6 +377,20 @@ def call(
             "numerics.warning",
         )
     return result
+
+
+def _changed_in_place(what: str, name: str | None) -> str:
+    """The message for an input the learner's function changed: which one, and how to leave it as it was."""
+    if name is None:
+        return (
+            f"{what} changed one of its input arrays in place; copy an input before writing into it (for example "
+            "`x = x.copy()`), or build a new array (np.where, np.concatenate): the caller's data must stay as it was"
+        )
+    return (
+        f"{what} changed its input `{name}` in place; copy it before writing into it (for example "
+        f"`out = {name}.copy()`, then write into out), or build a new array (np.where, np.concatenate): "
+        f"the caller's `{name}` must stay as it was"
+    )
 
 
 def expect_value_error(function, *args, what: str, why: str):

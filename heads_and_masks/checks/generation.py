@@ -10,11 +10,13 @@ import numpy as np
 from .. import generation as reference
 from ..attention import attention as reference_attention
 from ..masks import causal_mask as reference_causal
-from .core import call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
 from .core import expect_close, expect_shape, plain_array, plain_bool_array
 from .other_masks import expect_same_mask
 
 _type, _len = builtins.type, builtins.len
+_array_equal = np.array_equal
+_DECODE_ARGUMENTS = ("q_new", "k_new", "v_new", "k_cache", "v_cache")
 
 FORGOT_OWN_KV = (
     "the cache forgets the new token's own K/V: the new query attended only over the cached keys. "
@@ -25,6 +27,11 @@ TOP_LEFT = (
     "top-left alignment: np.tril of the (n_new, n_keys) rectangle lets new query i see keys 0 … i, as if "
     "the new tokens came first (PyTorch's is_causal does this for non-square inputs). The new tokens are the "
     "last n_new positions: align the diagonal to the bottom right, query i sees keys 0 … n_keys − n_new + i."
+)
+TOP_LEFT_IN_DECODE = (
+    "a causal mask aligned top-left inside the step: np.tril of the (1, n + 1) rectangle lets the new query see "
+    "only key 0, the first cached token, as if the new token came first. The new token is the last position: it "
+    "sees every cached key and its own, so one new query needs no mask (or the bottom-right one of exercise 2)."
 )
 BY_STEP = (
     "the rolling buffer is indexed by step instead of position: the slot came from a counter of the tokens "
@@ -38,6 +45,22 @@ EARLIER_DOCUMENTS = (
 AND_NOT_OR = (
     "AND where OR is needed: a key is allowed when it is in the window OR when it is one of the sinks "
     "(rules that grant attention combine with OR); AND keeps only keys that are both, almost none."
+)
+OR_NOT_AND = (
+    "OR where AND is needed: rules that forbid combine with AND. (same document) OR (key <= query) lets a token "
+    "see every earlier token of the row, whatever its document, and the later tokens of its own document; the "
+    "mask is (same document) AND (key <= query)."
+)
+ASSUMES_SORTED = (
+    "the mask assumes the ids increase along the row (documents numbered 0, 1, 2 … in the order they are packed): "
+    "with the same documents renumbered in that order, your function gives the right mask. Ids only name "
+    "documents, in any order: compare them for equality, (same id) AND (key <= query)."
+)
+BATCH_AXES_MIXED = (
+    "each row of ids alone gives the right mask, the batch does not: the comparison mixes the batch axis with "
+    "the tokens axis. On ids of shape (b, n), ids[:, None] and ids[None, :] (or a flattened row) pair tokens of "
+    "different rows; put the new axes after the tokens axis, ids[..., :, None] == ids[..., None, :], which works "
+    "for (n,) and (b, n) alike."
 )
 ALL_GLOBAL = (
     "every layer counted as global: a local (sliding-window) layer keeps at most `window` tokens, "
@@ -58,72 +81,59 @@ def _tuple_of_three(result, what):
 
 
 # ---------------------------------------------------------------------------- decode_step
-def _probe_step(decode_step, q, k, v, k_cache, v_cache, label):
+def _decode_call(decode_step, q, k, v, k_cache, v_cache, what):
+    __tracebackhide__ = True
+    result = call(decode_step, q, k, v, k_cache, v_cache, what=what, names=_DECODE_ARGUMENTS)
+    return _tuple_of_three(result, what)
+
+
+def _output_mistakes(q, k_all, v_all):
+    """What the usual mistakes make of one step's output, given the keys and values it should attend over."""
+    n_cached = k_all.shape[2] - 1
+    if n_cached:  # from an empty cache the token's own key is the only one: every mistake below is right there
+        yield (
+            reference_attention(q, k_all[:, :, :n_cached], v_all[:, :, :n_cached]),
+            FORGOT_OWN_KV,
+            "decode.forgets_own_kv",
+        )
+        yield (
+            reference_attention(q, k_all, v_all, reference.top_left_causal_mask(1, n_cached + 1)),
+            TOP_LEFT_IN_DECODE,
+            "mask.top_left_alignment",
+        )
+    yield (
+        reference_attention(q * np.sqrt(q.shape[-1]), k_all, v_all),
+        "the scores are not divided by sqrt(d).",
+        "scale.missing",
+    )
+
+
+def _probe_step_output(decode_step, q, k, v, k_cache, v_cache, label):
     __tracebackhide__ = True
     what = f"decode_step(q_new, k_new, v_new, k_cache, v_cache) {label}"
-    out, k_all, v_all = _tuple_of_three(call(decode_step, q, k, v, k_cache, v_cache, what=what), what)
-    expected, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
-    for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
-        hint = "The returned cache is the old one with the new token's appended along the tokens axis (axis 2)."
-        if got.shape == cache.shape and got.shape != wanted.shape:
-            hint = (
-                "The returned cache has the shape of the old one: the new token's K and V were not appended. "
-                "Likely cause: the cache forgets the new token's own K/V, so the next step would not see this "
-                "token at all. Return the caches with k_new and v_new appended."
-            )
-            expect_shape(
-                got,
-                wanted.shape,
-                what=f"{what}, the returned {name}",
-                hint=hint,
-                misconception="decode.cache_not_appended",
-            )
-        prepended = np.concatenate([wanted[:, :, cache.shape[2] :], wanted[:, :, : cache.shape[2]]], axis=2)
-        expect_close(
-            got,
-            wanted,
-            what=f"{what}, the returned {name} (shape (b, h, n + 1, d))",
-            hint=hint,
-            diagnoses=[
-                (
-                    prepended,
-                    "the new token was put before the cached ones: append it at the end, "
-                    "so that slot i of the cache holds position i.",
-                    "decode.new_token_first",
-                )
-            ],
-        )
-    forgot = reference_attention(q, k_cache, v_cache) if k_cache.shape[2] else np.zeros_like(q)  # no key: zero
+    out, _, _ = _decode_call(decode_step, q, k, v, k_cache, v_cache, what)
+    expected, k_all, v_all = reference.decode_step(q, k, v, k_cache, v_cache)
     expect_close(
         out,
         expected,
         what=f"{what}, the output",
-        diagnoses=[
-            (forgot, FORGOT_OWN_KV, "decode.forgets_own_kv"),
-            (
-                reference_attention(q * np.sqrt(q.shape[-1]), k_expected, v_expected),
-                "the scores are not divided by sqrt(d).",
-                "scale.missing",
-            ),
-        ],
+        diagnoses=_output_mistakes(q, k_all, v_all),
         hint="The output is attention of the new query over every cached key and its own.",
     )
-    return out, k_all, v_all
 
 
 @exercise_check
 def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> None:
-    """A step on a given cache, a step from an empty cache, then a whole generation through the learner's own cache."""
+    """The output of one step: on a given cache, and from an empty cache (the caches it returns: the next check)."""
     __tracebackhide__ = True
     r = rng(seed)
-    b, h, n, d = (2, 3, 5, 4) if not thorough else (1, 4, 9, 3)
-    q, k, v = r.normal(size=(3, b, h, 1, d))
-    k_cache, v_cache = r.normal(size=(2, b, h, n, d))
-    _probe_step(
-        decode_step, q, k, v, k_cache, v_cache, f"with {n} cached tokens (q_new {q.shape}, k_cache {k_cache.shape})"
-    )
-    passed("one step appends the new token's K and V and attends over the cache and the new token")
-    _probe_step(
+    for b, h, n, d in [(2, 3, 5, 4)] + ([(1, 4, 9, 3), (3, 1, 1, 2)] if thorough else []):
+        q, k, v = r.normal(size=(3, b, h, 1, d))
+        k_cache, v_cache = r.normal(size=(2, b, h, n, d))
+        label = f"with {n} cached token{'s' if n > 1 else ''} (q_new {q.shape}, k_cache {k_cache.shape})"
+        _probe_step_output(decode_step, q, k, v, k_cache, v_cache, label)
+    passed("the new query attends over every cached key and its own")
+    _probe_step_output(
         decode_step,
         q,
         k,
@@ -134,7 +144,64 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
     )
     passed("from an empty cache, the first token's output is its own value")
 
-    # a whole generation: prefill (the course's), then the learner's steps on the learner's own cache
+
+def _probe_step_caches(decode_step, q, k, v, k_cache, v_cache, label):
+    __tracebackhide__ = True
+    what = f"decode_step(q_new, k_new, v_new, k_cache, v_cache) {label}"
+    _, k_all, v_all = _decode_call(decode_step, q, k, v, k_cache, v_cache, what)
+    _, k_expected, v_expected = reference.decode_step(q, k, v, k_cache, v_cache)
+    for name, got, wanted, cache in (("k_cache", k_all, k_expected, k_cache), ("v_cache", v_all, v_expected, v_cache)):
+        if got.shape == cache.shape and got.shape != wanted.shape:
+            expect_shape(
+                got,
+                wanted.shape,
+                what=f"{what}, the returned {name}",
+                hint=(
+                    "The returned cache has the shape of the old one: the new token's K and V were not appended. "
+                    "Likely cause: the cache forgets the new token's own K/V, so the next step would not see this "
+                    "token at all. Return the caches with k_new and v_new appended."
+                ),
+                misconception="decode.cache_not_appended",
+            )
+        cached = cache.shape[2]
+        prepended = np.concatenate([wanted[:, :, cached:], wanted[:, :, :cached]], axis=2)
+        expect_close(
+            got,
+            wanted,
+            what=f"{what}, the returned {name} (shape (b, h, n + 1, d))",
+            hint="The returned cache is the old one with the new token's appended along the tokens axis (axis 2).",
+            diagnoses=[
+                (
+                    prepended,
+                    "the new token was put before the cached ones: append it at the end, "
+                    "so that slot i of the cache holds position i.",
+                    "decode.new_token_first",
+                )
+            ],
+        )
+
+
+@exercise_check
+def check_decode_step_cache(decode_step, seed: int = 0, thorough: bool = False) -> None:
+    """The caches one step returns: the old ones with the new token's K and V appended at the end."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    for b, h, n, d in [(2, 3, 5, 4)] + ([(1, 2, 8, 3), (2, 1, 1, 5)] if thorough else []):
+        q, k, v = r.normal(size=(3, b, h, 1, d))
+        k_cache, v_cache = r.normal(size=(2, b, h, n, d))
+        _probe_step_caches(decode_step, q, k, v, k_cache, v_cache, f"with {n} cached tokens (k_cache {k_cache.shape})")
+    _probe_step_caches(
+        decode_step, q, k, v, k_cache[:, :, :0], v_cache[:, :, :0], f"from an empty cache (k_cache {(b, h, 0, d)})"
+    )
+    passed("the returned caches are the old ones with the new token's K and V appended at the end")
+
+
+@exercise_check
+def check_decode_step_generation(decode_step, seed: int = 0, thorough: bool = False) -> None:
+    """A whole generation: a prefill (the course's), then the learner's steps fed back the learner's own caches."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    b, h, d = (2, 3, 4) if not thorough else (1, 4, 3)
     total, prompt = (8, 3) if not thorough else (11, 1)
     qs, ks, vs = r.normal(size=(3, b, h, total, d))
     full = reference_attention(qs, ks, vs, reference_causal(total))  # (b, h, total, d)
@@ -144,30 +211,24 @@ def check_decode_step(decode_step, seed: int = 0, thorough: bool = False) -> Non
             f"decode_step at position {t} of a generation (prompt of {prompt} tokens, then your own returned "
             "caches fed back step after step)"
         )
-        out, k_cache, v_cache = _tuple_of_three(
-            call(
-                decode_step,
-                qs[:, :, t : t + 1],
-                ks[:, :, t : t + 1],
-                vs[:, :, t : t + 1],
-                k_cache,
-                v_cache,
-                what=what,
-            ),
-            what,
+        step = slice(t, t + 1)
+        out, k_cache, v_cache = _decode_call(
+            decode_step, qs[:, :, step], ks[:, :, step], vs[:, :, step], k_cache, v_cache, what
         )
         expect_close(
             out,
-            full[:, :, t : t + 1],
+            full[:, :, step],
             what=what + ", compared with full causal attention over the sequence",
-            diagnoses=[
-                (
-                    reference_attention(qs[:, :, t : t + 1], ks[:, :, :t], vs[:, :, :t]),
-                    FORGOT_OWN_KV,
-                    "decode.forgets_own_kv",
-                )
-            ],
+            diagnoses=_output_mistakes(qs[:, :, step], ks[:, :, : t + 1], vs[:, :, : t + 1]),
         )
+        for name, cache in (("k_cache", k_cache), ("v_cache", v_cache)):
+            if cache.ndim != 4 or cache.shape[2] != t + 1:
+                fail(
+                    f"{what}: the {name} it returned should hold the {t + 1} positions 0 … {t}, but it has shape "
+                    f"{cache.shape}. Likely cause: the new token's K and V were not appended to the cache it "
+                    "returns, so the next step cannot see this token.",
+                    "decode.cache_not_appended",
+                )
     passed(f"generating {total - prompt} tokens one by one gives full causal attention's outputs")
 
 
@@ -226,9 +287,38 @@ def check_bottom_right_causal_mask(bottom_right_causal_mask, seed: int = 0, thor
     if thorough:
         r = rng(seed)
         sizes = [(int(a), int(a + b)) for a, b in zip(r.integers(1, 8, size=5), r.integers(0, 9, size=5))]
-        for n_new, n_keys in sizes + [(0, 3), (1, 1)]:
+        for n_new, n_keys in sizes + [(1, 1)]:
             _probe_mask(bottom_right_causal_mask, n_new, n_keys)
         passed("bottom_right_causal_mask matches the reference on random sizes")
+
+
+@exercise_check
+def check_bottom_right_causal_mask_no_new_queries(
+    bottom_right_causal_mask, seed: int = 0, thorough: bool = False
+) -> None:
+    """n_new = 0 (an empty chunk) is allowed: an empty boolean (0, n_keys) mask, not an error."""
+    __tracebackhide__ = True
+    for n_keys in [4] + ([0, 1, 9] if thorough else []):
+        what = f"bottom_right_causal_mask(0, {n_keys})"
+        empty = (
+            f"With no new query (n_new = 0, an empty chunk) the mask has no row: an empty boolean array of shape "
+            f"(0, {n_keys}). Only n_new > n_keys is impossible."
+        )
+        try:
+            result = call(bottom_right_causal_mask, 0, n_keys, what=what)
+        except CheckFailed as failure:
+            refused = failure.misconception is None and " raised " in str(failure)
+            fail(f"{failure} {empty}" if refused else str(failure), "conventions.empty_case" if refused else None)
+        if _type(result) is np.ndarray and result.dtype != np.bool_ and result.size == 0:
+            fail(
+                f"{what} should return a boolean array of shape (0, {n_keys}), but it returned an empty array of "
+                f"dtype {result.dtype} and shape {result.shape}. Likely cause: np.array of an empty list of rows "
+                "is a float array of shape (0,): build the mask from its shape (np.ones((n_new, n_keys), bool)).",
+                "conventions.empty_case",
+            )
+        result = plain_bool_array(result, what=what)
+        expect_shape(result, (0, n_keys), what=what, hint=empty, misconception="conventions.empty_case")
+    passed("no new query (n_new = 0) gives an empty (0, n_keys) mask")
 
 
 @exercise_check
@@ -277,7 +367,9 @@ def _write_mistakes(cache, new, position):
 def _probe_write(rolling_cache_write, cache, new, position, label):
     __tracebackhide__ = True
     what = f"rolling_cache_write(cache, new, position={position}) {label}"
-    result = plain_array(call(rolling_cache_write, cache, new, position, what=what), what=what)
+    result = plain_array(
+        call(rolling_cache_write, cache, new, position, what=what, names=("cache", "new", "position")), what=what
+    )
     expected = reference.rolling_cache_write(cache, new, position)
     hint = "The buffer keeps its w slots: (..., w, d), position p written to slot p mod w."
     if result.shape[-2] == cache.shape[-2] + new.shape[-2]:
@@ -307,24 +399,28 @@ def check_rolling_cache_write(rolling_cache_write, seed: int = 0, thorough: bool
         f"(three tokens at positions {w + 2} … {w + 4}, wrapping around the end of the buffer)",
     )
     passed("position p is written to slot p mod w, wrapping around; the other slots keep their tokens")
+    if thorough:
+        _probe_write(rolling_cache_write, np.zeros((3, w, d)), r.normal(size=(3, w, d)), 0, "(a whole buffer at once)")
+        passed("rolling_cache_write matches the reference on more shapes")
 
-    # a generation through the learner's own buffer: a prompt, then one token per step
-    total, prompt = (11, 3) if not thorough else (13, 2 + len(secret_draws(1, 0, 2, label="rolling")))
+
+@exercise_check
+def check_rolling_cache_write_generation(rolling_cache_write, seed: int = 0, thorough: bool = False) -> None:
+    """A generation through the learner's own buffer: a prompt, then one token per step."""
+    __tracebackhide__ = True
+    r = rng(seed)
+    b, h, w, d = (1, 2, 4, 3) if not thorough else (2, 1, 5, 2)
+    # a prompt shorter than w - 1: written into an empty buffer, w - 1 tokens land where a queue would put them too
+    total, prompt = (11, 2) if not thorough else (13, 2 + len(secret_draws(1, 0, 2, label="rolling")))
     tokens = r.normal(size=(b, h, total, d))
     buffer = np.zeros((b, h, w, d))
-    expected = buffer
-    steps = [(0, prompt)] + [(p, p + 1) for p in range(prompt, total)]
-    for start, stop in steps:
+    for start, stop in [(0, prompt)] + [(p, p + 1) for p in range(prompt, total)]:
         label = (
             f"(writing positions {start} … {stop - 1} into your own buffer after positions 0 … {start - 1}, "
             f"w = {w}: a prompt of {prompt}, then one token per step)"
         )
         buffer = _probe_write(rolling_cache_write, buffer, tokens[:, :, start:stop], start, label)
-        expected = reference.rolling_cache_write(expected, tokens[:, :, start:stop], start)
     passed(f"a prompt and {total - prompt} steps: the buffer holds the last {w} positions, each in slot p mod w")
-    if thorough:
-        _probe_write(rolling_cache_write, np.zeros((3, w, d)), r.normal(size=(3, w, d)), 0, "(a whole buffer at once)")
-        passed("rolling_cache_write matches the reference on more shapes")
 
 
 # ---------------------------------------------------------------------------- document_mask
@@ -343,42 +439,108 @@ def _document_mistakes(ids):
         ),
         "documents.not_causal",
     )
+    yield same | causal, OR_NOT_AND, "mask.or_not_and"
     yield np.swapaxes(same & causal, -1, -2), "the mask is transposed: it is indexed [query, key].", "mask.transposed"
+
+
+def _numbered_in_order(ids):
+    """The same documents, numbered 0, 1, 2 … in the order they first appear along each row."""
+    ids = np.asarray(ids)
+    rows = ids.reshape(-1, ids.shape[-1])
+    numbered = np.empty_like(rows)
+    for r, row in enumerate(rows):
+        _, first, inverse = np.unique(row, return_index=True, return_inverse=True)
+        rank = np.argsort(np.argsort(first))  # document k of np.unique's order is the rank[k]-th to appear
+        numbered[r] = rank[inverse]
+    return numbered.reshape(ids.shape)
+
+
+def _document_mask_of(document_mask, ids, what):
+    """The learner's mask for ``ids``, or None when it fails there (raises, or is not a boolean array)."""
+    try:
+        return plain_bool_array(call(document_mask, ids, what=what, names=("doc_ids",)), what=what)
+    except CheckFailed:
+        return None
+
+
+def _right_on(document_mask, ids, what) -> bool:
+    result = _document_mask_of(document_mask, ids, what)
+    return result is not None and _array_equal(result, reference.document_mask(ids))
+
+
+def _cause_by_probing(document_mask, ids):
+    """The misconception a failing answer shows by what it gets right: renumbered ids, or each row alone."""
+    ordered = _numbered_in_order(ids)
+    if not _array_equal(ordered, ids) and _right_on(document_mask, ordered, "document_mask on renumbered ids"):
+        return ASSUMES_SORTED, "documents.assumes_sorted_ids"
+    if ids.ndim == 2 and ids.shape[0] > 1:
+        if all(_right_on(document_mask, row, "document_mask on one row of the batch") for row in ids):
+            return BATCH_AXES_MIXED, "conventions.batch_axes_mixed"
+    return None
 
 
 def _probe_documents(document_mask, ids, label):
     __tracebackhide__ = True
     shown = f"np.array({ids.tolist()})"
     what = f"document_mask({shown}) {label}"
-    result = plain_bool_array(call(document_mask, ids, what=what), what=what)
     expected = reference.document_mask(ids)
     axes = ("row", "query", "key")[3 - expected.ndim :]
-    expect_same_mask(
-        result,
-        expected,
-        what=what,
-        axes=axes,
-        diagnoses=_document_mistakes(ids),
-        hint="One (n, n) mask per row of ids: the shape of ids plus one more axis of n.",
-    )
+    try:
+        result = plain_bool_array(call(document_mask, ids, what=what, names=("doc_ids",)), what=what)
+        expect_same_mask(
+            result,
+            expected,
+            what=what,
+            axes=axes,
+            diagnoses=_document_mistakes(ids),
+            hint="One (n, n) mask per row of ids: the shape of ids plus one more axis of n.",
+        )
+    except CheckFailed as failure:
+        found = None if failure.misconception is not None else _cause_by_probing(document_mask, ids)
+        if found is None:
+            raise
+        explanation, misconception = found
+        fail(f"{failure} Likely cause: {explanation}", misconception)
+
+
+def _random_packing(r):
+    """Ids of a random packed row: documents of 1 … 4 tokens, named by unsorted, non-consecutive ids."""
+    lengths = r.integers(1, 5, size=int(r.integers(1, 5)))
+    return np.repeat(r.permutation(_len(lengths)) + int(r.integers(0, 50)), lengths)
 
 
 @exercise_check
 def check_document_mask(document_mask, seed: int = 0, thorough: bool = False) -> None:
+    """One packed row of ids (n,): sorted ids, then ids in any order."""
     __tracebackhide__ = True
     _probe_documents(document_mask, np.array([0, 0, 0, 1, 1, 2, 2, 2]), "(three documents packed in one row)")
     _probe_documents(document_mask, np.array([7, 7, 3, 3, 3, 9]), "(ids that are not in order)")
     passed("a token sees the earlier tokens of its own document, never another document")
+    if thorough:
+        r = rng(seed)
+        for _ in range(3):
+            _probe_documents(document_mask, _random_packing(r), "(random documents)")
+        _probe_documents(document_mask, np.array([3]), "(one token)")
+        passed("document_mask matches the reference on random packings")
+
+
+@exercise_check
+def check_document_mask_batch(document_mask, seed: int = 0, thorough: bool = False) -> None:
+    """A batch of packed rows (b, n): one mask per row, (b, n, n)."""
+    __tracebackhide__ = True
     _probe_documents(document_mask, np.array([[0, 0, 1, 1, 1], [4, 5, 5, 5, 6]]), "(a batch of two packed rows)")
     passed("a batch of rows (b, n) gives one mask per row, (b, n, n)")
     if thorough:
         r = rng(seed)
-        for _ in range(3):
-            lengths = r.integers(1, 5, size=int(r.integers(1, 5)))
-            ids = np.repeat(r.permutation(_len(lengths)) + int(r.integers(0, 50)), lengths)
-            _probe_documents(document_mask, ids, "(random documents)")
-        _probe_documents(document_mask, np.array([3]), "(one token)")
-        passed("document_mask matches the reference on random packings")
+        for b, n in [(3, 6), (2, 9), (4, 1)]:
+            rows = []
+            for _ in range(b):
+                row = _random_packing(r)
+                while _len(row) < n:
+                    row = np.concatenate([row, _random_packing(r) + 100 * (_len(rows) + 1)])
+                rows.append(row[:n])
+            _probe_documents(document_mask, np.array(rows), "(a random batch of packed rows)")
+        passed("document_mask matches the reference on random batches")
 
 
 # ---------------------------------------------------------------------------- sinks_window_mask

@@ -62,17 +62,17 @@ def _wrong_gqa(q, k, v, mask):
         yield _with_kv_heads(q, k, v, None, right), "the mask is ignored.", "mask.ignored"
 
 
-def _right_with_g_squared_heads(gqa, q, k, v, mask) -> bool:
-    """Whether an answer that failed on these shapes matches the reference with h = g · g query heads.
+def _with_g_squared_heads(gqa, q, k, v, mask) -> str | None:
+    """What an answer that failed on these shapes does with h = g · g query heads: "repeated", "tiled" or None.
 
-    There, and only there (for g > 1), the group size h // g equals g: an answer that repeats each KV
-    head g times, the number of KV heads, gets g · g KV heads, as many as the query heads, and is right.
-    On any other h it has g · g KV heads for h query heads, and it raises. The query heads (and a
-    per-head mask) for g · g heads are the probe's own, taken in turn.
+    There, and only there (for g > 1), the group size h // g equals g: an answer that repeats (or tiles) each KV
+    head g times, the number of KV heads, gets g · g KV heads, as many as the query heads, and runs. Repeated,
+    it is right; tiled, query head i reads KV head i % g. On any other h it has g · g KV heads for h query heads,
+    and it raises. The query heads (and a per-head mask) for g · g heads are the probe's own, taken in turn.
     """
     h, g = q.shape[1], k.shape[1]
     if g == 1 or h == g * g:  # g = 1: repeating once is right; h = g · g: these are the shapes it failed on
-        return False
+        return None
     heads = np.arange(g * g) % h
     q_g2 = q[:, heads]  # (b, g·g, n_q, d)
     mask_g2 = mask[:, heads] if mask is not None and mask.ndim == 4 and mask.shape[1] == h > 1 else mask
@@ -81,8 +81,11 @@ def _right_with_g_squared_heads(gqa, q, k, v, mask) -> bool:
     try:
         out = plain_array(call(gqa, *args, what=what), what=what)
     except CheckFailed:
-        return False
-    return is_close(out, reference_gqa(*args))
+        return None
+    if is_close(out, reference_gqa(*args)):
+        return "repeated"
+    tiled = reference_attention(q_g2, k[:, np.arange(g * g) % g], v[:, np.arange(g * g) % g], mask_g2)
+    return "tiled" if is_close(out, tiled) else None
 
 
 def _probe(gqa, q, k, v, mask, label):
@@ -94,13 +97,23 @@ def _probe(gqa, q, k, v, mask, label):
     except CheckFailed as error:
         message, misconception = str(error), error.misconception
         h, g = q.shape[1], k.shape[1]
-        if " raised " in message and _right_with_g_squared_heads(gqa, q, k, v, mask):
+        found = _with_g_squared_heads(gqa, q, k, v, mask) if " raised " in message else None
+        if found == "repeated":
             fail(
                 f"{message} k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
                 f"g = {g} times (the number of KV heads) instead of h // g = {h // g} times (the group size), "
                 f"which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query heads, where "
                 f"h // g = g, your function matches the reference. Query head i reads KV head i // (h // g): "
                 "np.repeat(k, h // g, axis=1).",
+                "kv_heads.repeated_g_times",
+            )
+        if found == "tiled":
+            fail(
+                f"{message} k and v must get h = {h} heads, like q. Likely cause: the KV heads were tiled g = {g} "
+                f"times (np.tile: the number of KV heads) instead of each repeated h // g = {h // g} times (the "
+                f"group size), which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query "
+                "heads your function runs, but query head i reads KV head i % g: tiled, where consecutive query "
+                "heads must share a KV head. Query head i reads KV head i // (h // g): np.repeat(k, h // g, axis=1).",
                 "kv_heads.repeated_g_times",
             )
         if " raised " in message:

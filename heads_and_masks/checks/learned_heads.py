@@ -66,7 +66,31 @@ def _wrong_gradients(q, k, v, mask, dout):
         ),
         "backward.jacobian_diagonal_only",
     )
+    # the row sum of the softmax's backward taken over another axis: Σ over the queries (axis 0), over the whole
+    # matrix, or over the right axis without keepdims (a (n_q,) vector that broadcasts along the keys instead)
+    sum_wrong_axis = (
+        "the sum Σⱼ pⱼ dpⱼ of the softmax's backward is taken over the wrong axis: it runs over the keys of one "
+        "query row, np.sum(p * dp, axis=-1, keepdims=True), one number per query subtracted along its own row"
+    )
+    over_queries = np.sum(p * dp, axis=0, keepdims=True)  # (1, n_k)
+    yield (
+        _from_dscores(q, k, p, dout, p * (dp - over_queries), scale),
+        sum_wrong_axis + "; yours sums over the queries (axis 0), one number per key.",
+        "backward.sum_wrong_axis",
+    )
+    yield (
+        _from_dscores(q, k, p, dout, p * (dp - np.sum(p * dp)), scale),
+        sum_wrong_axis + "; yours sums the whole matrix (no axis).",
+        "backward.sum_wrong_axis",
+    )
     if q.shape[0] == k.shape[0]:
+        per_query_as_row = np.sum(p * dp, axis=-1)[None, :]  # (1, n_q): broadcast along the wrong axis
+        yield (
+            _from_dscores(q, k, p, dout, p * (dp - per_query_as_row), scale),
+            sum_wrong_axis + "; yours sums the right axis but without keepdims, so the (n,) vector of sums "
+            "broadcasts along the keys: key j gets query j's sum.",
+            "backward.sum_wrong_axis",
+        )
         yield (
             (ds.T @ k * scale, ds @ q * scale, right[2]),
             (

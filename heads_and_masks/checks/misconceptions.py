@@ -13,7 +13,10 @@ from __future__ import annotations
 MISCONCEPTIONS: dict[str, str] = {
     # conventions of the whole course
     "conventions.batch_of_one": "works for one sequence only: a batch size of 1 is assumed",
+    "conventions.batch_axes_mixed": "right for one row, wrong for a batch: the batch axis mixed with the tokens axis",
     "conventions.called_reference": "calls the course's reference function instead of its own code",
+    "conventions.empty_case": "an empty case the contract allows (zero new queries) refused, or given the wrong shape",
+    "conventions.earlier_exercise_wrong": "fails because the learner's own earlier function it builds on is wrong",
     "conventions.in_place": "changes its input array in place",
     "conventions.no_return": "returns nothing (a missing `return`)",
     "conventions.no_value_error": "does not refuse bad arguments with ValueError",
@@ -106,7 +109,9 @@ MISCONCEPTIONS: dict[str, str] = {
     # KV heads and the KV cache (notebook 06)
     "kv_heads.tiled_not_repeated": "KV heads tiled instead of repeated",
     "kv_heads.one_kv_head_used": "every query head reads one KV head",
-    "kv_heads.repeated_g_times": "each KV head repeated g times (the number of KV heads) instead of h // g (the group size)",
+    "kv_heads.repeated_g_times": (
+        "each KV head repeated (or tiled) g times (the number of KV heads) instead of h // g (the group size)"
+    ),
     "kv_heads.mask_not_broadcast": "a per-sequence mask not broadcast to the query heads before grouping",
     "kv_cache.k_and_v": "the factor 2 for K and V missing or doubled",
     "kv_cache.bits_not_bytes": "the size in bits instead of bytes",
@@ -116,6 +121,7 @@ MISCONCEPTIONS: dict[str, str] = {
     "backward.jacobian_diagonal_only": "only the diagonal of the softmax Jacobian (ds = p ⊙ dp or p(1 − p) ⊙ dp)",
     "backward.dq_dk_swapped": "dq and dk computed with their transposes swapped",
     "backward.through_forbidden": "gradient through forbidden entries (unmasked weights, or a finite fill on an empty row)",
+    "backward.sum_wrong_axis": "the softmax backward's sum Σⱼ pⱼ dpⱼ taken over the wrong axis (queries, all, or no keepdims)",
     "rules.first_queries_included": "queries t = 0, 1 averaged in, where the previous token is the first token",
     "rules.diagonal_for_previous": "key t (the query itself) read as the previous token",
     "rules.query_key_swapped": "the weights read as [key, query] instead of [query, key]",
@@ -128,6 +134,7 @@ MISCONCEPTIONS: dict[str, str] = {
     "mask.top_left_alignment": "a rectangular causal mask aligned top-left (np.tril, is_causal) instead of bottom-right",
     "mask.transposed": "the mask transposed: indexed [key, query]",
     "mask.and_not_or": "masks that grant attention (sinks, prefix) combined with AND instead of OR",
+    "mask.or_not_and": "masks that forbid (document, causal) combined with OR instead of AND",
     "rolling.indexed_by_step": "rolling buffer indexed by a step counter instead of the position",
     "rolling.off_by_one_slot": "rolling buffer off by one slot: (p ± 1) mod w",
     "rolling.slots_reversed": "rolling buffer slots counted from the end",
@@ -136,6 +143,7 @@ MISCONCEPTIONS: dict[str, str] = {
     "sinks.off_by_one": "one sink too many (key <= sinks)",
     "documents.see_earlier_documents": "packed documents see earlier documents: causal only, no document mask",
     "documents.not_causal": "the document mask is bidirectional inside a document",
+    "documents.assumes_sorted_ids": "the document mask assumes ids that increase along the row (sorted, numbered in order)",
     "kv_cache.every_layer_global": "every layer counted as global: local layers' window ignored",
     "kv_cache.window_not_capped": "a local layer counted as holding a whole window even when the sequence is shorter",
     "kv_cache.every_layer_local": "every layer counted as local: the global layers' full length ignored",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .. import masks as reference
 from ..attention import attention as reference_attention
 from ..padding import batched_attention as reference_batched_attention
-from .core import call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
+from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
 from .core import expect_shape, is_close, max_difference, named, plain_array, plain_bool_array
 
 # Bound at import: learner code that patches numpy later does not change how masks are compared.
@@ -455,7 +457,37 @@ def _batched_mistakes(q, k, v, lengths, causal, window):
         )
 
 
-def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
+def _earlier_mask_wrong(attention_mask, lengths, n, causal, window) -> str | None:
+    """Why the learner's own ``attention_mask`` is wrong for these arguments (its check's message), or None."""
+    try:
+        _probe_attention_mask(attention_mask, list(lengths), n, causal, window)
+    except CheckFailed as failure:
+        return str(failure)
+    except NotImplementedError:  # not written: batched_attention does not build on it
+        return None
+    return None
+
+
+def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label, attention_mask=None):
+    """Batch invariance of one batch; when it fails and the learner's own attention_mask (which batched_attention
+    builds on) is wrong for the same arguments, the failure says so: that is the first thing to mend."""
+    __tracebackhide__ = True
+    try:
+        _probe_batched_alone(batched_attention, q, k, v, lengths, causal, window, label)
+    except CheckFailed as failure:
+        why = (
+            None if attention_mask is None else _earlier_mask_wrong(attention_mask, lengths, q.shape[1], causal, window)
+        )
+        if why is None:
+            raise
+        fail(
+            f"{failure} Likely cause: your batched_attention builds on your attention_mask (exercise 3), which is "
+            f"wrong for these arguments: {why} Mend attention_mask first; then run this test again.",
+            "conventions.earlier_exercise_wrong",
+        )
+
+
+def _probe_batched_alone(batched_attention, q, k, v, lengths, causal, window, label):
     __tracebackhide__ = True
     kwargs = {"causal": causal} | ({} if window is None else {"window": window})
     arguments = ", ".join(f"{name}={value}" for name, value in kwargs.items())
@@ -520,23 +552,28 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label):
 
 
 @exercise_check
-def check_batched_attention(batched_attention, seed: int = 0, thorough: bool = False) -> None:
-    """Each sequence of a padded batch must get exactly the output it gets alone, whatever the filler holds."""
+def check_batched_attention(batched_attention, attention_mask=None, seed: int = 0, thorough: bool = False) -> None:
+    """Each sequence of a padded batch must get exactly the output it gets alone, whatever the filler holds.
+
+    ``attention_mask`` is the learner's own (exercise 3), which batched_attention builds on: it is never graded
+    here, only called when batched_attention fails, to say whether the mask it builds on is the cause.
+    """
     __tracebackhide__ = True
+    probe = functools.partial(_probe_batched, attention_mask=attention_mask)
     r = rng(seed)
     lengths = [5, 2, 3]
     q, k, v = _padded_batch(r, lengths, 5, 4, 3)
-    _probe_batched(batched_attention, q, k, v, lengths, False, None, "(an encoder: no causal mask)")
+    probe(batched_attention, q, k, v, lengths, False, None, "(an encoder: no causal mask)")
     passed("without a causal mask, every sequence gets in the batch exactly its output alone")
-    _probe_batched(batched_attention, q, k, v, lengths, True, None, "(a decoder)")
+    probe(batched_attention, q, k, v, lengths, True, None, "(a decoder)")
     passed("with the causal mask, every sequence gets in the batch exactly its output alone")
-    _probe_batched(batched_attention, q, k, v, lengths, True, 2, "(a decoder with a window of 2)")
+    probe(batched_attention, q, k, v, lengths, True, 2, "(a decoder with a window of 2)")
     passed("with a sliding window too")
     # The same three sequences with other neighbours and other filler: still the same real rows.
     q2, k2, v2 = _padded_batch(r, [8, 5, 2, 3], 8, 4, 3)
     for array, other in ((q2, q), (k2, k), (v2, v)):
         array[1:, :5] = other
-    _probe_batched(batched_attention, q2, k2, v2, [8, 5, 2, 3], False, None, "(the same sequences behind a longer one)")
+    probe(batched_attention, q2, k2, v2, [8, 5, 2, 3], False, None, "(the same sequences behind a longer one)")
     passed("the result does not depend on the neighbours in the batch nor on what the filler holds")
     if thorough:
         for _ in range(4):
@@ -548,7 +585,7 @@ def check_batched_attention(batched_attention, seed: int = 0, thorough: bool = F
             q, k, v = _padded_batch(r, lengths, n, d, d_v, filler_scale=float(r.choice([1.0, 30.0])))
             causal = bool(r.random() < 0.5)
             window = None if r.random() < 0.5 else int(r.integers(1, n + 1))
-            _probe_batched(batched_attention, q, k, v, lengths, causal, window, "(random batch)")
+            probe(batched_attention, q, k, v, lengths, causal, window, "(random batch)")
         q, k, v = _padded_batch(r, [4, 1], 4, 3, 2)
-        _probe_batched(batched_attention, q, k, v, [4, 1], False, None, "(a sequence of one token)")
+        probe(batched_attention, q, k, v, [4, 1], False, None, "(a sequence of one token)")
         passed("batched_attention is batch-invariant on random batches")

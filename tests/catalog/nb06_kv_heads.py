@@ -183,6 +183,38 @@ ANSWERS = [
         says="group size",
     ),
     Answer(
+        "repeat_by_g_with_broadcast_to",
+        {
+            "grouped_query_attention": """
+        def grouped_query_attention(q, k, v, mask=None):
+            b, h, n_q, d = q.shape
+            g = k.shape[1]
+            if h % g:
+                raise ValueError("h must be divisible by g")
+            shape = (b, g, g) + k.shape[2:]                        # each KV head g times
+            k_all = np.broadcast_to(k[:, :, None], shape).reshape(b, g * g, *k.shape[2:])
+            v_all = np.broadcast_to(v[:, :, None], (b, g, g) + v.shape[2:]).reshape(b, g * g, *v.shape[2:])
+            return attention(q, k_all, v_all, mask)
+    """
+        },
+        breaks="grouped_query_attention",
+        says="group size",
+    ),
+    Answer(
+        "tile_by_g_not_group_size",
+        {
+            "grouped_query_attention": """
+        def grouped_query_attention(q, k, v, mask=None):
+            h, g = q.shape[1], k.shape[1]
+            if h % g:
+                raise ValueError("h must be divisible by g")
+            return attention(q, np.tile(k, (1, g, 1, 1)), np.tile(v, (1, g, 1, 1)), mask)
+    """
+        },
+        breaks="grouped_query_attention",
+        says=("tiled g = ", "group size"),
+    ),
+    Answer(
         "mask_not_broadcast_before_grouping",
         {
             "grouped_query_attention": """

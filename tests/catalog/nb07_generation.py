@@ -183,6 +183,43 @@ ANSWERS = [
             "before the cached ones",
             edited(_DECODE_STEP, ("[k_cache, k_new]", "[k_new, k_cache]"), ("[v_cache, v_new]", "[v_new, v_cache]")),
         ),
+        (
+            "decode_top_left_tril",
+            "aligned top-left",
+            edited(
+                _DECODE_STEP,
+                (
+                    "return attention(q_new, keys, values)",
+                    "mask = np.tril(np.ones((1, keys.shape[2]), dtype=bool))\n"
+                    "                return attention(q_new, keys, values, mask)",
+                ),
+            ),
+        ),
+        (
+            "decode_top_left_by_positions",
+            "aligned top-left",
+            """
+            def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+                keys = np.concatenate([k_cache, k_new], axis=2)
+                values = np.concatenate([v_cache, v_new], axis=2)
+                query = np.arange(q_new.shape[2])[:, None]      # the new queries, numbered from 0
+                key = np.arange(keys.shape[2])[None, :]
+                return attention(q_new, keys, values, key <= query), keys, values
+        """,
+        ),
+        (
+            "decode_top_left_additive_own_softmax",
+            "aligned top-left",
+            """
+            def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+                keys = np.concatenate((k_cache, k_new), axis=-2)
+                values = np.concatenate((v_cache, v_new), axis=-2)
+                scores = q_new @ np.swapaxes(keys, -1, -2) / np.sqrt(q_new.shape[-1])
+                scores = scores + np.where(np.tri(1, keys.shape[-2], dtype=bool), 0.0, -np.inf)
+                w = np.exp(scores - scores.max(axis=-1, keepdims=True))
+                return (w / w.sum(axis=-1, keepdims=True)) @ values, keys, values
+        """,
+        ),
     ),
     # ------------------------------------------------------------------ bottom_right_causal_mask mistakes
     *mistakes(
@@ -194,6 +231,33 @@ ANSWERS = [
             edited(_BOTTOM_RIGHT, ("k=n_keys - n_new)", "k=n_keys - n_new - 1)")),
         ),
         ("bottom_right_never_refuses", "ValueError", edited(_BOTTOM_RIGHT, (_REFUSES_TOO_MANY_QUERIES, ""))),
+        (
+            "bottom_right_refuses_no_new_query",
+            "no new query",
+            edited(_BOTTOM_RIGHT, ("if n_new > n_keys:", "if not 0 < n_new <= n_keys:")),
+        ),
+        (
+            "bottom_right_refuses_zero_with_its_own_words",
+            "no new query",
+            edited(
+                _BOTTOM_RIGHT,
+                (
+                    _REFUSES_TOO_MANY_QUERIES,
+                    _REFUSES_TOO_MANY_QUERIES.replace("n_new > n_keys", "n_new < 1") + _REFUSES_TOO_MANY_QUERIES,
+                ),
+            ),
+        ),
+        (
+            "bottom_right_rows_from_a_list",
+            "empty list",
+            """
+            def bottom_right_causal_mask(n_new, n_keys):
+                if n_new > n_keys:
+                    raise ValueError("more new queries than keys")
+                offset = n_keys - n_new
+                return np.array([[key <= offset + i for key in range(n_keys)] for i in range(n_new)])
+        """,
+        ),
     ),
     # ------------------------------------------------------------------ rolling_cache_write mistakes
     *mistakes(
@@ -232,7 +296,7 @@ ANSWERS = [
         ),
         (
             "rolling_in_place",
-            "in place",
+            "`out = cache.copy()`",
             """
             def rolling_cache_write(cache, new, position):
                 w = cache.shape[-2]
@@ -266,6 +330,116 @@ ANSWERS = [
                 ids = np.asarray(doc_ids)
                 n = ids.shape[-1]
                 return np.broadcast_to(np.tril(np.ones((n, n), dtype=bool)), ids.shape + (n,)).copy()
+        """,
+        ),
+        (
+            "documents_or_instead_of_and",
+            "OR where AND is needed",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                return (ids[..., :, None] == ids[..., None, :]) | np.tril(np.ones((n, n), dtype=bool))
+        """,
+        ),
+        (
+            "documents_logical_or_of_two_rules",
+            "OR where AND is needed",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                query, key = np.arange(ids.shape[-1])[:, None], np.arange(ids.shape[-1])[None, :]
+                same_document = np.equal(ids[..., :, None], ids[..., None, :])
+                return np.logical_or(same_document, key <= query)
+        """,
+        ),
+        (
+            "documents_or_in_a_loop",
+            "OR where AND is needed",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                rows = ids.reshape(-1, n)
+                out = np.zeros((len(rows), n, n), dtype=bool)
+                for r, row in enumerate(rows):
+                    for i in range(n):
+                        for j in range(n):
+                            out[r, i, j] = row[i] == row[j] or j <= i
+                return out.reshape(ids.shape + (n,))
+        """,
+        ),
+        (
+            "documents_assume_sorted_ids",
+            "increase along the row",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                # with key <= query, the key's id is at most the query's: equal means the same document
+                return (ids[..., None, :] >= ids[..., :, None]) & np.tril(np.ones((n, n), dtype=bool))
+        """,
+        ),
+        (
+            "documents_blocks_from_unique_counts",
+            "increase along the row",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                masks = []
+                for row in ids.reshape(-1, n):
+                    _, lengths = np.unique(row, return_counts=True)   # one block per document
+                    segment = np.repeat(np.arange(len(lengths)), lengths)
+                    masks.append((segment[:, None] == segment[None, :]) & np.tri(n, dtype=bool))
+                return np.array(masks).reshape(ids.shape + (n,))
+        """,
+        ),
+        (
+            "documents_lengths_from_bincount",
+            "increase along the row",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                out = []
+                for row in ids.reshape(-1, n):
+                    lengths = np.bincount(row - row.min())
+                    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+                    start_of = np.repeat(starts, lengths)             # where each token's document starts
+                    key = np.arange(n)
+                    out.append((key[None, :] >= start_of[:, None]) & (key[None, :] <= key[:, None]))
+                return np.array(out).reshape(ids.shape + (n,))
+        """,
+        ),
+        (
+            "documents_batch_axes_mixed",
+            "mixes the batch axis",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                n = ids.shape[-1]
+                same = ids[:, None] == ids[None, :]
+                return same & np.tril(np.ones((n, n), dtype=bool))
+        """,
+        ),
+        (
+            "documents_equal_outer",
+            "mixes the batch axis",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                return np.equal.outer(ids, ids) & np.tri(ids.shape[-1], dtype=bool)
+        """,
+        ),
+        (
+            "documents_flattened_batch",
+            "mixes the batch axis",
+            """
+            def document_mask(doc_ids):
+                ids = np.asarray(doc_ids)
+                flat = ids.reshape(-1)
+                return np.tril(flat[:, None] == flat[None, :])
         """,
         ),
         (

@@ -150,6 +150,36 @@ ANSWERS = [
         ("diagonal_of_the_jacobian_only", "only the diagonal of the softmax Jacobian", _backward("ds = p * dp")),
         ("p_one_minus_p", "diagonal of the softmax Jacobian", _backward("ds = p * (1 - p) * dp")),
         (
+            "row_sum_over_the_queries",
+            "over the wrong axis",
+            _backward("ds = p * (dp - np.sum(p * dp, axis=0, keepdims=True))"),
+        ),
+        (
+            "row_sum_without_keepdims",
+            "over the wrong axis",
+            _backward("ds = p * (dp - (p * dp).sum(axis=1))"),
+        ),
+        (
+            "row_sum_of_the_whole_matrix",
+            "over the wrong axis",
+            _backward("ds = p * (dp - np.sum(p * dp))"),
+        ),
+        (
+            "row_sum_over_the_queries_einsum",
+            "over the wrong axis",
+            """
+        def attention_backward(q, k, v, mask, dout):
+            d = q.shape[-1]
+            p = attention(q, k, np.eye(k.shape[0]), mask)
+            dv = np.einsum("qk,qe->ke", p, dout)
+            dp = np.einsum("qe,ke->qk", dout, v)
+            ds = p * (dp - np.einsum("qk,qk->k", p, dp)[None, :])   # one sum per key
+            dq = np.einsum("qk,kd->qd", ds, k) / np.sqrt(d)
+            dk = np.einsum("qk,qd->kd", ds, q) / np.sqrt(d)
+            return dq, dk, dv
+    """,
+        ),
+        (
             "dq_dk_transposes_swapped",
             "transposes swapped",
             _backward(_RIGHT_DS, dq="ds.T @ k / np.sqrt(d)", dk="ds @ q / np.sqrt(d)"),
