@@ -161,6 +161,12 @@ def fail(message: str, misconception: str | None = None):
     raise CheckFailed(message, misconception)
 
 
+def sentence(text: str) -> str:
+    """``text`` ending as a sentence (a failure's message, to which a check adds the likely cause)."""
+    text = str(text).rstrip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def named(diagnosis) -> tuple:
     """``(wrong, explanation, id)`` from a diagnosis written as that triple or as ``(wrong, explanation)``."""
     wrong, explanation, *rest = diagnosis

@@ -8,7 +8,7 @@ from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
-from .core import expect_close, expect_shape, is_close, plain_array
+from .core import expect_close, expect_shape, is_close, plain_array, sentence
 
 
 _SHAPE_HINT = (
@@ -100,7 +100,7 @@ def _probe(gqa, q, k, v, mask, label):
         found = _with_g_squared_heads(gqa, q, k, v, mask) if " raised " in message else None
         if found == "repeated":
             fail(
-                f"{message} k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
+                f"{sentence(message)} k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
                 f"g = {g} times (the number of KV heads) instead of h // g = {h // g} times (the group size), "
                 f"which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query heads, where "
                 f"h // g = g, your function matches the reference. Query head i reads KV head i // (h // g): "
@@ -109,7 +109,7 @@ def _probe(gqa, q, k, v, mask, label):
             )
         if found == "tiled":
             fail(
-                f"{message} k and v must get h = {h} heads, like q. Likely cause: the KV heads were tiled g = {g} "
+                f"{sentence(message)} k and v must get h = {h} heads, like q. Likely cause: the KV heads were tiled g = {g} "
                 f"times (np.tile: the number of KV heads) instead of each repeated h // g = {h // g} times (the "
                 f"group size), which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query "
                 "heads your function runs, but query head i reads KV head i % g: tiled, where consecutive query "

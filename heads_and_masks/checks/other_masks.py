@@ -10,7 +10,7 @@ from .. import masks as reference
 from ..attention import attention as reference_attention
 from ..padding import batched_attention as reference_batched_attention
 from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
-from .core import expect_shape, is_close, max_difference, named, plain_array, plain_bool_array
+from .core import expect_shape, is_close, max_difference, named, plain_array, plain_bool_array, sentence
 
 # Bound at import: learner code that patches numpy later does not change how masks are compared.
 _array, _argwhere, _isfinite, _array_equal = np.array, np.argwhere, np.isfinite, np.array_equal
@@ -480,9 +480,10 @@ def _probe_batched(batched_attention, q, k, v, lengths, causal, window, label, a
         )
         if why is None:
             raise
+        lead = "The cause lies earlier:" if "Likely cause" in str(failure) else "Likely cause:"
         fail(
-            f"{failure} Likely cause: your batched_attention builds on your attention_mask (exercise 3), which is "
-            f"wrong for these arguments: {why} Mend attention_mask first; then run this test again.",
+            f"{sentence(failure)} {lead} your batched_attention builds on your attention_mask (exercise 3), which is "
+            f"wrong for these arguments: {sentence(why)} Mend attention_mask first, then run this test again.",
             "conventions.earlier_exercise_wrong",
         )
 
