@@ -90,7 +90,7 @@ def _decode_call(decode_step, q, k, v, k_cache, v_cache, what):
 def _output_mistakes(q, k_all, v_all):
     """What the usual mistakes make of one step's output, given the keys and values it should attend over."""
     n_cached = k_all.shape[2] - 1
-    if n_cached:  # from an empty cache the token's own key is the only one: every mistake below is right there
+    if n_cached:  # from an empty cache the own key is the only one: these two mistakes are right there
         yield (
             reference_attention(q, k_all[:, :, :n_cached], v_all[:, :, :n_cached]),
             FORGOT_OWN_KV,
