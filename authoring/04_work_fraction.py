@@ -261,9 +261,11 @@ print("online:", acc / l, " ordinary:", weights @ values, " equal:", np.allclose
 # * raise `ValueError` if `block < 1` or if `q`, `k`, `v` do not have the same number of rows.
 #
 # The tests compare `out` and `computed` with the course's implementation for tilings where `block`
-# divides `n` and where it does not, for tiny and for very large scores; and they measure your function's
-# peak memory with `tracemalloc` at an n where a single n × n float64 matrix would take tens of MiB
-# (the test prints both figures).
+# divides `n` and where it does not, for tiny and for very large scores; and they measure the peak memory of
+# one call of your function at an n where a single n × n float64 matrix would take tens of MiB, checking the
+# output and the count of that same call (the test prints both figures). The memory allowed grows with
+# n × block: a few strips of block × n scores. Here `tracemalloc` measures it; when your instructor grades,
+# the grader reads your kernel's memory from outside it, for every call alike.
 
 # %% nbgrader={"grade_id": "blocked_causal_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def blocked_causal_attention(q, k, v, block):

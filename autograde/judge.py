@@ -59,7 +59,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Integer, Unicode
 
-from .sandbox import REPO, SandboxedKernelManager, sandbox_available
+from .sandbox import REPO, MemoryMeter, SandboxedKernelManager, sandbox_available
 
 REPLY_MARK = "__HM_REPLY__"
 # Where a judge's request travels: a field of its own in the execute_request's content, beside the code
@@ -143,7 +143,7 @@ def decode(value, depth: int = 0):
 # whatever it sends back is checked here as plain data.
 HARNESS = textwrap.dedent("""
     def __hm_rpc(request_json=None):
-        import base64 as _b64, io as _io, json as _json, tracemalloc as _tm
+        import base64 as _b64, io as _io, json as _json
         import numpy as _np
 
         if request_json is None:  # the request came in the execute_request's content, beside the code
@@ -197,33 +197,18 @@ HARNESS = textwrap.dedent("""
                     reply["kind"] = "callable"
                 else:
                     reply.update(kind="value", value=_encode(obj))
-        elif request["op"] == "stage":  # arguments kept here, so that a measured call decodes nothing
-            globals()["__hm_staged"] = ([_decode(a) for a in request["args"]],
-                                        {k: _decode(v) for k, v in request["kwargs"].items()})
         elif request["op"] == "call":
-            if request.get("staged"):
-                staged_args, staged_kwargs = globals()["__hm_staged"]
-                args = [a.copy() if type(a) is _np.ndarray else a for a in staged_args]
-                kwargs = dict(staged_kwargs)
-            else:
-                args = [_decode(a) for a in request["args"]]
-                kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
+            args = [_decode(a) for a in request["args"]]
+            kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
             before = [a.copy() if type(a) is _np.ndarray else None for a in args]
             # which warnings are the answer's own: the checks' policy (the stub package keeps this module)
             from heads_and_masks._answer_warnings import answer_warnings as _answer_warnings
             with _answer_warnings() as caught:
-                if request.get("trace_memory"):
-                    _tm.start()
-                    _tm.reset_peak()
                 try:
                     result = namespace[request["name"]](*args, **kwargs)
                     reply["result"] = _encode(result)
                 except BaseException as error:
                     reply["error"] = [type(error).__name__, str(error)[:2000]]
-                finally:
-                    if request.get("trace_memory"):
-                        reply["peak_bytes"] = _tm.get_traced_memory()[1]
-                        _tm.stop()
             reply["warnings"] = [[w.category.__name__, str(w.message)[:500]] for w in caught[:20]]
             reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
                                 if b is not None and not _np.array_equal(a, b, equal_nan=True)}
@@ -393,6 +378,7 @@ class StudentKernel:
         self.limits = (memory_mb, cpu_seconds)
         self.usable = False
         self.client = None
+        self.meter: MemoryMeter | None = None
         self.manager = SandboxedKernelManager(kernel_name="python3")
         self.manager.package = shared_stub_package()
         self.manager.memory_mb = memory_mb
@@ -581,6 +567,12 @@ class StudentKernel:
             raise RuntimeError("a malformed answer came back from your notebook's kernel")
         return reply
 
+    def memory_meter(self) -> MemoryMeter:
+        """The meter of this kernel's memory (one per kernel, made at its first use)."""
+        if self.meter is None:
+            self.meter = self.manager.memory_meter()
+        return self.meter
+
     def kill(self) -> None:
         """End the kernel now, without waiting for it to be gone (``shutdown`` waits, and cleans up)."""
         self.usable = False
@@ -591,6 +583,8 @@ class StudentKernel:
 
     def shutdown(self) -> None:
         self.usable = False
+        if self.meter is not None:
+            self.meter.close()
         if self.client is not None:
             with contextlib.suppress(Exception):
                 self.client.stop_channels()
@@ -739,44 +733,19 @@ class Budget:
 class RemoteFunction:
     """Calls the student's function in its own kernel, on plain data, and returns plain data.
 
-    ``measure_memory = True`` (set by a check) traces the call's peak memory inside the kernel, where
-    the student's code really runs; ``last_peak_bytes`` then holds it.
+    Every call is made, and measured, the same way: its arguments travel in the request, and the grader
+    reads how far the kernel's memory grew during it from outside the kernel (``MemoryMeter``: the
+    kernel's cgroup, or its processes in /proc), never from code in the kernel. So nothing in the kernel
+    can tell a call whose memory a check grades from any other; ``last_peak_bytes`` holds the growth
+    of the last call (None where it could not be measured).
     """
 
     def __init__(self, kernel: StudentKernel, name: str, budget: Budget):
         self.kernel, self.name, self.__name__, self.budget = kernel, name, name, budget
-        self.measure_memory = False
         self.last_peak_bytes = None
 
     def __repr__(self) -> str:
         return f"<your function {self.name}>"
-
-    def _measured(self, payload: dict) -> dict:
-        """The call, with its peak memory measured twice where the student's code runs; the larger counts.
-
-        The arguments are sent first and kept in the kernel, so the measured calls decode nothing. Then
-        the function runs (1) under tracemalloc in the kernel (Python's and numpy's allocations, exact),
-        and (2) again without a tracer while the grader reads the kernel's memory cgroup from outside
-        (everything: memory mapped past tracemalloc, or a tracer the student's code stopped, counts).
-        The reply of the first run is the answer.
-        """
-        self.kernel.request(
-            {"op": "stage", "args": payload["args"], "kwargs": payload["kwargs"]}, self.budget.next_limit()
-        )
-        reply = self.kernel.request(
-            {"op": "call", "name": self.name, "staged": True, "trace_memory": True}, self.budget.next_limit()
-        )
-        peak = reply.get("peak_bytes")
-        found = [int(peak)] if isinstance(peak, int) and not isinstance(peak, bool) else []
-        cgroups = self.kernel.manager.cgroups
-        before = cgroups.reset_memory_peak() if cgroups is not None else None
-        if before is not None and "error" not in reply:
-            self.kernel.request({"op": "call", "name": self.name, "staged": True}, self.budget.next_limit())
-            after = cgroups.memory_peak()
-            if after is not None:
-                found.append(max(0, after - before))
-        self.last_peak_bytes = max(found) if found else None
-        return reply
 
     def __call__(self, *args, **kwargs):
         if self.name in self.budget.hung:
@@ -790,12 +759,13 @@ class RemoteFunction:
             "args": [encode(a) for a in args],
             "kwargs": {k: encode(v) for k, v in kwargs.items()},
         }
+        self.last_peak_bytes = None
+        meter = self.kernel.memory_meter()
         try:
-            if not self.measure_memory:
-                reply = self.kernel.request(payload, self.budget.next_limit())
-                self.last_peak_bytes = None
-            else:
-                reply = self._measured(payload)
+            limit = self.budget.next_limit()
+            meter.start()
+            reply = self.kernel.request(payload, limit)
+            self.last_peak_bytes = meter.growth()
         except CallTimedOut:
             self.budget.hung.add(self.name)
             raise

@@ -177,26 +177,11 @@ class Cgroups:
                     return folder / name
         return None
 
-    def reset_memory_peak(self) -> int | None:
-        """Start measuring a peak: the memory in use now (bytes), or None where there is no memory cgroup."""
+    def memory_files(self) -> tuple[Path, Path] | None:
+        """The files of the memory cgroup that say the memory in use now and its peak, if there is one."""
         usage = self._memory_file("memory.usage_in_bytes", "memory.current")
         peak = self._memory_file("memory.max_usage_in_bytes", "memory.peak")
-        if usage is None or peak is None:
-            return None
-        try:
-            peak.write_text("0")
-            return int(usage.read_text())
-        except (OSError, ValueError):
-            return None
-
-    def memory_peak(self) -> int | None:
-        """The most memory in use since :meth:`reset_memory_peak` (bytes), measured by the kernel, not by
-        anything the student's process can stop or hide from (shared and mapped memory count too)."""
-        peak = self._memory_file("memory.max_usage_in_bytes", "memory.peak")
-        try:
-            return int(peak.read_text()) if peak else None
-        except (OSError, ValueError):
-            return None
+        return (usage, peak) if usage is not None and peak is not None else None
 
     def enter_command(self) -> list[str]:
         """A prefix that moves the starting process into the cgroups before it execs the rest."""
@@ -219,6 +204,93 @@ class Cgroups:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+class MemoryMeter:
+    """How far a kernel's memory grows during one call, read by the grader from outside the kernel.
+
+    Nothing of it runs in the kernel's process, so code there cannot tell whether (or when) it is measured,
+    and cannot stop or fool the measurement. With a memory cgroup: its usage when the call starts and its
+    peak since (every process of the kernel, its shared memory and tmpfs pages included). Without one (a
+    grader that is not root): the peak resident set of each of the kernel's processes (``VmHWM``, reset
+    through ``/proc/<pid>/clear_refs``) against its resident set when the call starts. What it cannot see
+    (memory already held before the call began) is in docs/security.md.
+    """
+
+    def __init__(self, cgroups: Cgroups | None, pid: int | None):
+        self.files = cgroups.memory_files() if cgroups is not None else None
+        self.pid = pid
+        self.start_usage: int | None = None
+        self.peak_file = None  # cgroup v2: a reset holds for reads through the same open file only
+        self.start_resident: dict[int, int] = {}
+
+    def start(self) -> None:
+        """The call begins now: from here on, the peak counts."""
+        self.start_usage = None
+        if self.files is not None:
+            usage, peak = self.files
+            with contextlib.suppress(OSError, ValueError):
+                if peak.name == "memory.peak":
+                    if self.peak_file is None:
+                        self.peak_file = open(peak, "r+")  # noqa: SIM115 - kept open: v2 resets per open file
+                    self.peak_file.seek(0)
+                    self.peak_file.write("reset\n")
+                    self.peak_file.flush()
+                else:
+                    peak.write_text("0")  # cgroup v1: the peak starts again from the usage now
+                self.start_usage = int(usage.read_text())
+                return
+        self.start_resident = {}
+        for pid in self._processes():
+            with contextlib.suppress(OSError):
+                Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak resident set starts again here
+                self.start_resident[pid] = _status_kib(pid, "VmRSS") * 1024
+
+    def growth(self) -> int | None:
+        """The most memory the kernel held beyond what it held at :meth:`start` (bytes), or None if unknown."""
+        if self.start_usage is not None:
+            try:
+                if self.peak_file is not None:
+                    self.peak_file.seek(0)
+                    peak = int(self.peak_file.read())
+                else:
+                    peak = int(self.files[1].read_text())
+            except (OSError, ValueError):
+                return None
+            return max(0, peak - self.start_usage)
+        if not self.start_resident:
+            return None
+        grown = 0
+        for pid in self._processes():  # a process started during the call held nothing at its start
+            try:
+                grown += max(0, _status_kib(pid, "VmHWM") * 1024 - self.start_resident.get(pid, 0))
+            except (OSError, ValueError):
+                return None  # a process of the kernel hid its memory (made itself unreadable): not measured
+        return grown
+
+    def _processes(self) -> list[int]:
+        """The kernel's process and every process under it (through ``/proc/<pid>/task/<tid>/children``)."""
+        found, todo = [], [self.pid] if self.pid else []
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for children in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError, ValueError):
+                    todo.extend(int(child) for child in children.read_text().split())
+        return found
+
+    def close(self) -> None:
+        if self.peak_file is not None:
+            with contextlib.suppress(OSError):
+                self.peak_file.close()
+            self.peak_file = None
+
+
+def _status_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise ValueError(f"no {field} for process {pid}")
 
 
 def python_paths() -> list[Path]:
@@ -525,6 +597,11 @@ class SandboxedKernelManager(KernelManager):
         # After its SIGKILL a kernel is gone within milliseconds: poll at 10 ms, not jupyter_client's
         # 100 ms, which every submission would otherwise wait out once.
         await super()._async_wait(pollinterval=min(pollinterval, 0.01))
+
+    def memory_meter(self) -> MemoryMeter:
+        """A meter of this kernel's memory, read from outside it (its cgroup, or its processes in /proc)."""
+        process = getattr(self.provisioner, "process", None) if self.provisioner is not None else None
+        return MemoryMeter(self.cgroups, getattr(process, "pid", None))
 
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""

@@ -38,7 +38,7 @@ SUSPICIOUS_NAMES = {
     "__import__": "imports modules by a computed name",
     "setattr": "changes attributes by name (for example on numpy)",
     "globals": "rewrites the notebook's global names",
-    "tracemalloc": "touches the memory tracer that measures answers",
+    "tracemalloc": "touches the memory tracer (a graded answer's memory is measured outside its kernel)",
     "mmap": "maps memory outside numpy's and Python's allocators (hidden from a memory check)",
 }
 REDEFINED = {"print": "redefines print (the channel answers travel back to the grader on)"}

@@ -275,6 +275,7 @@ def kernel(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     limit(resource.RLIMIT_DATA, request["memory_mb"] * 2**20)
+    confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # a fork copies numpy's global generator: each kernel draws its own numbers

@@ -17,6 +17,8 @@ pytestmark = pytest.mark.slow
 def test_attack_earns_nothing(attack):
     result = graded_batch(attack.assignment).results[f"attack-{attack.name}"]
     attacked = [g for g in result.scores if g.startswith(f"test_{attack.exercise}")]
+    if attack.tests:
+        attacked = [g for g in attacked if g in attack.tests]
     assert attacked, result.line()
     earned = sum(result.scores[g] for g in attacked)
     assert earned == 0, f"{attack.why}: earned {earned} ({result.scores}; {result.line()})"

@@ -152,3 +152,30 @@ def test_a_judges_call_leaves_its_arguments_out_of_the_kernels_code():
         assert grown < 20_000, f"the kernel stored {grown:,} more characters of code for 20 calls"
     finally:
         kernel.shutdown()
+
+
+def test_a_calls_memory_is_read_from_outside_and_memory_freed_earlier_does_not_hide_it():
+    """The grader reads how far a kernel's memory grew during a call, from outside the kernel (its cgroup; or, for
+    a grader that is not root, its processes' peak resident sets in /proc). A 16 MB array the call makes counts even
+    after an earlier cell freed larger ones (glibc, left to raise its mmap threshold, served it from that freed
+    memory, unseen: 0.24 MiB measured for a 16 MiB mask); a call that makes nothing grows by about nothing."""
+    from autograde.sandbox import MemoryMeter
+
+    kernel = judge.StudentKernel(1024, 300)
+    try:
+        assert kernel.run(judge.HARNESS, 30).error is None
+        made = "import numpy as np\ndef make(n):\n    return float(np.ones(n).sum())\ndef same(x):\n    return x\n"
+        freed = "big = np.ones(4_000_000)\ndel big\nmiddle = np.ones(3_000_000)\ndel middle\n"  # 30 MiB, then 23 MiB
+        assert kernel.run(made + freed, 30).error is None
+        budget = judge.Budget(120, 60)
+        make, same = judge.RemoteFunction(kernel, "make", budget), judge.RemoteFunction(kernel, "same", budget)
+        assert make(2_000_000) == 2_000_000.0
+        assert make.last_peak_bytes >= 15 * 2**20, f"a 16 MB array measured as {make.last_peak_bytes:,} bytes"
+        assert same(1.0) == 1.0
+        assert same.last_peak_bytes < 2 * 2**20, f"a call making nothing grew by {same.last_peak_bytes:,} bytes"
+        process = kernel.manager.provisioner.process  # and the meter of a grader without cgroups: /proc
+        kernel.meter = MemoryMeter(None, process.pid)
+        assert make(2_000_000) == 2_000_000.0
+        assert make.last_peak_bytes >= 15 * 2**20, f"/proc: a 16 MB array measured as {make.last_peak_bytes:,} bytes"
+    finally:
+        kernel.shutdown()

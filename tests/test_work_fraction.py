@@ -194,3 +194,47 @@ def test_widget_tick_labels_stay_inside_the_picture():
             and picture.y0 <= box.y0
             and box.y1 <= picture.y1
         ), f"tick label {label.get_text()!r} is cut off (or touches the edge): {box} in {picture}"
+
+
+def test_a_graded_call_whose_memory_counts_looks_like_any_other():
+    """Graded, the checks call the learner's function in its kernel through the judge. The call whose memory
+    the count and memory tests grade is made like every other: the same request, arguments never seen before
+    (nothing staged, nothing repeated), no tracer running; its output, count and memory come from that one
+    call, and the memory is read from outside (here: this process through /proc, as a grader without cgroups)."""
+    import sys
+    import textwrap
+    import tracemalloc
+
+    from test_misconceptions import _KernelHere
+
+    from autograde.judge import Budget, RemoteFunction
+
+    namespace = {"np": np}
+    exec(textwrap.dedent(next(a for a in ANSWERS if a.correct).cells[CHECKED]), namespace)
+    tiled, watched = namespace[CHECKED], []
+
+    def blocked_causal_attention(q, k, v, block):
+        watched.append(tracemalloc.is_tracing() or sys.gettrace() is not None or sys.getprofile() is not None)
+        return tiled(q, k, v, block)
+
+    kernel = _KernelHere(blocked_causal_attention=blocked_causal_attention)
+    sent, answer = [], kernel.request
+
+    def recorded(payload, timeout):
+        sent.append(payload)
+        return answer(payload, timeout)
+
+    kernel.request = recorded
+    function = RemoteFunction(kernel, CHECKED, Budget(300, 120))
+    checks.check_blocked_causal_attention_count(function)
+    checks.check_blocked_causal_attention_memory(function)
+    assert function.last_peak_bytes is not None, "the last call's memory was not measured"
+    assert sent and all(sorted(p) == ["args", "kwargs", "name", "op"] and p["op"] == "call" for p in sent), [
+        {k: v for k, v in p.items() if k not in ("args", "kwargs")} for p in sent
+    ]
+    arguments = [repr(p["args"]) for p in sent]
+    assert len(set(arguments)) == len(arguments), "a call was made twice on the same arguments"
+    assert watched and not any(watched), "a tracer ran during a graded call"
+
+
+CHECKED = "blocked_causal_attention"

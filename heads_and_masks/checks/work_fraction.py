@@ -422,11 +422,28 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
                     "tiles.diagonal_skipped",
                 )
             fail(message)
+    # The count is the learner's own report: at n = 2048 the memory of the same call says whether the tiles it
+    # counts are all that was computed (the whole n × n matrix does not fit in a tiled kernel's memory).
+    n, d, block = 2048, 16, 64
+    q, k, v = _inputs(r, n, d, d)
+    what, _, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+    expected = _reference_computed(n, block)
+    limit = _memory_limit(q, k, v, block)
+    if computed == expected and peak > limit:
+        fail(
+            f"the count `computed` of {what} is {computed}, the entries of the tiles on and below the diagonal, but "
+            f"the kernel did more than that: {_full_matrix_message(what, peak, limit, n, block)} Count only what "
+            "is really computed.",
+            "tiles.full_matrix_built",
+        )
+    if computed != expected:
+        fail(f"the count `computed` of {what} should be {expected} score entries, but it is {computed}.")
     passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
 
 
 class _MemoryProbe:
-    """tracemalloc around one call; the learner's code may not stop it or reset its peak meanwhile."""
+    """tracemalloc around one call, on the learner's own machine (a graded call is measured by the grader,
+    from outside the learner's kernel: :func:`_measured_run`); the learner's code may not stop it meanwhile."""
 
     _names = ("stop", "start", "reset_peak", "clear_traces")
 
@@ -463,31 +480,66 @@ class _MemoryProbe:
         return False
 
 
+def _measured_run(blocked, q, k, v, block, label):
+    """One call of the learner's kernel and the memory that very call needed: (what, out, computed, peak bytes).
+
+    Graded, ``blocked`` stands for the function in the learner's kernel (autograde/judge.py): the grader
+    measures every call it makes there from outside that kernel (``last_peak_bytes``), so this call looks
+    like any other and its output, count and memory are graded together. On the learner's own machine,
+    tracemalloc measures it here.
+    """
+    __tracebackhide__ = True
+    if hasattr(blocked, "last_peak_bytes"):
+        what, out, computed = _run(blocked, q, k, v, block, label)
+        peak = blocked.last_peak_bytes
+        if peak is None:
+            fail(f"the memory of {what} could not be measured in your kernel.")
+        return what, out, computed, peak
+    with _MemoryProbe() as probe:
+        what, out, computed = _run(blocked, q, k, v, block, label)
+        peak = probe.peak()
+    return what, out, computed, peak
+
+
+# The memory a tiled kernel may use at its peak, relative to what it is given: a few strips of block × n
+# scores (a query strip over its allowed keys, with its exponentials and mask; an online softmax needs far
+# less), and, graded, the inputs and the output as they travel to and from the learner's kernel (the
+# request's text, decoded, and the reply's: about 7 times their bytes). Measured from outside the kernel
+# (docs/security.md has the table): at n = 2048, d = 16, block = 64 this limit is 24 MiB; the correct styles
+# of the catalog peaked at 6-10 MiB, the whole score matrix at 100 MiB (float64) and 56 MiB (float32).
+# An n × n boolean mask is only n / (8 · block) strips (4 here): this test does not tell it from a strip.
+_STRIPS = 12  # block × n float64 strips
+_WIRE = 10  # times the bytes of q, k, v and the output
+_SLACK = 2 * 2**20  # bytes: the kernel's own bookkeeping around a call
+
+
+def _memory_limit(q, k, v, block) -> int:
+    n = q.shape[0]
+    return _STRIPS * n * min(block, n) * 8 + _WIRE * (q.nbytes + k.nbytes + v.nbytes + n * v.shape[1] * 8) + _SLACK
+
+
+def _full_matrix_message(what, peak, limit, n, block) -> str:
+    mib = 2**20
+    return (
+        f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a tiled kernel "
+        f"should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is {n * n * 8 / mib:.0f} MiB, "
+        f"a strip of block × n scores {block * n * 8 / mib:.1f} MiB and a tile only {block * block * 8 / 1024:.0f} KiB. "
+        "Likely cause: the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
+        "only one tile (or one strip of block query rows) of scores at a time."
+    )
+
+
 @exercise_check
 def check_blocked_causal_attention_memory(
     blocked_causal_attention, n: int = 2048, d: int = 16, block: int = 64, seed: int = 0
 ) -> None:
-    """At n = 2048 an n × n float64 matrix is 32 MiB: the kernel's peak must stay far below it."""
+    """One call at n = 2048 (an n × n float64 matrix is 32 MiB): its output, its count and its peak memory,
+    which must stay within a few strips of block × n scores."""
     __tracebackhide__ = True
     r = rng(seed + 2)
     q, k, v = _inputs(r, n, d, d)
-    matrix_bytes = n * n * 8
-    limit = matrix_bytes // 4
-    if hasattr(blocked_causal_attention, "measure_memory"):
-        # Graded: the answer runs in the student's kernel, so it is measured there (by the grader's judge).
-        blocked_causal_attention.measure_memory = True
-        try:
-            what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
-        finally:
-            blocked_causal_attention.measure_memory = False
-        peak = blocked_causal_attention.last_peak_bytes
-        if peak is None:
-            fail(f"the memory of blocked_causal_attention with n = {n} could not be measured in your kernel")
-    else:
-        with _MemoryProbe() as probe:
-            what, out, _ = _run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
-            peak = probe.peak()
-    expected, _ = _reference_blocked(q, k, v, block)
+    what, out, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+    expected, expected_count = _reference_blocked(q, k, v, block)
     expect_close(
         out,
         expected,
@@ -496,19 +548,18 @@ def check_blocked_causal_attention_memory(
         hint="The memory is measured only for a correct output: fix the output first (the test of the "
         "output above names the likely mistake).",
     )
-    mib = 2**20
-    if peak > limit:
+    if computed != expected_count:
         fail(
-            f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a "
-            f"tiled kernel should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is "
-            f"{matrix_bytes / mib:.0f} MiB, and a tile is only {block * block * 8 / 1024:.0f} KiB. Likely cause: "
-            "the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
-            "only one tile (or one strip of block query rows) of scores at a time.",
-            "tiles.full_matrix_built",
+            f"the count `computed` of {what} should be {expected_count} score entries, but it is {computed}: "
+            "the memory is measured only for a correct count (the test of the count above names the likely mistake)."
         )
+    limit = _memory_limit(q, k, v, block)
+    if peak > limit:
+        fail(_full_matrix_message(what, peak, limit, n, block), "tiles.full_matrix_built")
+    mib = 2**20
     passed(
         f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
-        f"(one n × n float64 matrix would be {matrix_bytes / mib:.0f} MiB)"
+        f"(one n × n float64 matrix would be {n * n * 8 / mib:.0f} MiB)"
     )
 
 

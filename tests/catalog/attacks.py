@@ -23,6 +23,8 @@ class Attack:
     exercise: str  # the graded answer cell whose test cells must earn nothing
     source: str
     why: str
+    # the test cells that must earn nothing, when not all of the exercise's: an attack on how one test measures
+    tests: tuple[str, ...] = ()
 
     def submission(self):
         from submissions import submission
@@ -314,6 +316,111 @@ def rule_weights(weights):
 """,
         "rule weights 5 % off, returned as float16 to be compared at float16's precision",
     ),
+]
+
+# A kernel that builds the whole n × n score matrix (no tiling at all) and tells a measured call from the others:
+# it hides the matrix only then. Where the tiling is graded (the count, from a measured call on, and the memory),
+# it must earn nothing: a call whose memory is graded is made and measured like every other call.
+FULL_MATRIX_KERNEL = """
+import mmap as _mmap
+def _full_matrix(q, k, v, block, hidden):
+    if block < 1 or not (len(q) == len(k) == len(v)):
+        raise ValueError("block must be at least 1 and q, k, v of one length")
+    n, d = q.shape
+    if hidden:  # in a mapping tracemalloc does not see, and no temporary of n x n
+        scores = np.frombuffer(_mmap.mmap(-1, max(8, n * n * 8)), np.float64)[: n * n].reshape(n, n)
+        np.matmul(q, k.T, out=scores)
+    else:
+        scores = q @ k.T
+    scores /= np.sqrt(d)
+    for i in range(n):
+        scores[i, i + 1 :] = -np.inf
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    counted = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))  # what tiles would do
+    return scores @ v, counted
+"""
+
+ATTACKS += [
+    Attack(
+        name,
+        "04_work_fraction",
+        "blocked_causal_attention",
+        FULL_MATRIX_KERNEL + source,
+        why,
+        tests=("test_blocked_causal_attention_count", "test_blocked_causal_attention_memory"),
+    )
+    for name, why, source in [
+        (
+            "full_matrix_unless_traced",
+            "the whole score matrix, hidden when a tracer runs (tracemalloc, sys.settrace, sys.setprofile); "
+            "the untraced call after a traced one answered from a cache",
+            """
+import sys as _sys, tracemalloc as _tracemalloc
+_cached = []
+def blocked_causal_attention(q, k, v, block):
+    if _cached:
+        return _cached.pop()
+    if _tracemalloc.is_tracing() or _sys.gettrace() is not None or _sys.getprofile() is not None:
+        _cached.append(_full_matrix(q, k, v, block, hidden=True))
+        return _cached[0]
+    return _full_matrix(q, k, v, block, hidden=False)
+""",
+        ),
+        (
+            "full_matrix_unless_the_print_channel_warns",
+            "the whole score matrix, hidden after the judge's replies (seen through print) announced a "
+            "measured call; the call after it answered from a cache",
+            """
+import builtins as _builtins
+_print, _seen, _cached = _builtins.print, [], []
+def _watching_print(*args, **kwargs):
+    _seen.append(" ".join(map(str, args))[:200])
+    return _print(*args, **kwargs)
+_builtins.print = _watching_print
+def blocked_causal_attention(q, k, v, block):
+    if _cached:
+        return _cached.pop()
+    if _seen and _seen[-1].endswith("{}"):  # an empty reply: arguments were staged for a measured call
+        _seen.clear()
+        _cached.append(_full_matrix(q, k, v, block, hidden=True))
+        return _cached[0]
+    return _full_matrix(q, k, v, block, hidden=False)
+""",
+        ),
+        (
+            "full_matrix_answers_a_repeat_from_a_cache",
+            "the whole score matrix, hidden at large n; a call on the same arguments as the one before "
+            "(a measured call repeated) answered from a cache",
+            """
+import hashlib as _hashlib
+_last = {}
+def blocked_causal_attention(q, k, v, block):
+    key = _hashlib.sha256(q.tobytes() + k.tobytes() + v.tobytes() + str(block).encode()).hexdigest()
+    if key in _last:
+        return _last[key]
+    _last.clear()
+    _last[key] = _full_matrix(q, k, v, block, hidden=len(q) >= 1000)
+    return _last[key]
+""",
+        ),
+        (
+            "full_matrix_counts_the_calls",
+            "the whole score matrix, hidden at large n; every second call at large n (the measured call's "
+            "repeat) answered from a cache",
+            """
+_large_calls = []
+def blocked_causal_attention(q, k, v, block):
+    if len(q) < 1000:
+        return _full_matrix(q, k, v, block, hidden=False)
+    if len(_large_calls) % 2:
+        return _large_calls.pop()
+    _large_calls.append(_full_matrix(q, k, v, block, hidden=True))
+    return _large_calls[0]
+""",
+        ),
+    ]
 ]
 
 # What a grading kernel can see: each probe writes what it found into a cell output.
