@@ -48,7 +48,9 @@ bench: $(STAMP)
 	$(BIN)/python tools/bench.py $(BENCH_ARGS)
 
 # For instructors (docs/instructors.md). ASSIGNMENT=00_start_here; SOURCE=exchange, a .zip from the
-# LMS, or a folder <student>/<assignment>/...; EXCHANGE=/srv/nbgrader/exchange (nbgrader's default).
+# LMS, or a folder <student>/<assignment>/...; the exchange is nbgrader's Exchange.root (its configuration,
+# e.g. /etc/jupyter/nbgrader_config.py, else /usr/local/share/nbgrader/exchange), or EXCHANGE=/path for
+# every target alike.
 ASSIGNMENT ?= 00_start_here
 GRADE := $(BIN)/python -m autograde.grade $(if $(EXCHANGE),--exchange $(EXCHANGE))
 GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-collect,$(if $(filter %.zip,$(SOURCE)),--zip $(SOURCE),--folder $(SOURCE))))

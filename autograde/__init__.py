@@ -2,6 +2,7 @@
 
     0. the course: its folders, the one way nbgrader is called ..........  course.py
     1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
+         nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
     3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ grade_worker.py)
          each in a sandboxed kernel .....................................  sandbox.py     (+ kernel_launch.py)

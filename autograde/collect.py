@@ -12,6 +12,11 @@ Everything a student hands in is untrusted, including its names. Whatever the so
 * one bad submission (a broken archive, a dangling link, an unreadable file) is a note for that
   student; the others are collected all the same.
 
+From nbgrader's exchange, who handed in and when come from what the student cannot write, never from the
+folder's name or its ``timestamp.txt`` (``from_exchange``, ``exchange.py``): the student is the Unix account
+that owns the folder, and the time is the folder's last change on the exchange's disk. Only there is
+nbgrader's ``submission_secret.txt`` kept, so feedback goes back through the exchange to that account alone.
+
 Step 1 of the pipeline. The low-level functions work on a :class:`Collection`; ``collect_exchange``,
 ``collect_zip`` and ``collect_folder`` (at the end) do it for a course (``course.py``).
 """
@@ -33,14 +38,17 @@ from pathlib import Path
 from typing import Iterable
 
 from .course import Course, expected_notebooks, setup
+from .exchange import Accounts, account_name, open_inbound
 
 MAX_FILE_MB = 20  # a bigger notebook is refused (stored outputs are cleared before grading anyway)
 MAX_ZIP_MEMBERS = 20_000
 MAX_ZIP_TOTAL_MB = 2_000
-# nbgrader's secret of an exchange submission (its feedback is released under it). A student's own
-# timestamp.txt is never taken: the time of a submission is the collection's (exchange folder name,
-# zip entry date, file time), written by us.
-KEPT = ("submission_secret.txt",)
+# nbgrader's secret of an exchange submission: its feedback is released under it, to whoever knows it
+# (kept from the exchange only, from a folder the submitting account owns). A student's own timestamp.txt is
+# never taken: the time of a submission is the collection's (the exchange folder's last change, the zip
+# entry's date, the file's time), written by us.
+SECRET = "submission_secret.txt"
+KEPT = (SECRET,)
 SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
 
@@ -58,20 +66,25 @@ def printable(text: str) -> str:
     return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
 
 
-def read_regular(path: Path, max_bytes: int) -> bytes:
+def read_regular(path: Path | str, max_bytes: int, dir_fd: int | None = None) -> bytes:
     """The bytes of a regular file, never through a symbolic link; ValueError when it is not one or too big."""
+    return read_regular_file(path, max_bytes, dir_fd)[0]
+
+
+def read_regular_file(path: Path | str, max_bytes: int, dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
+    """``read_regular``, and the file's status once read (its owner, its last change) from the same descriptor."""
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError as error:
         raise ValueError(f"cannot be read ({os.strerror(error.errno)})") from None
     with os.fdopen(descriptor, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
             raise ValueError("is not a regular file")
         data = handle.read(max_bytes + 1)
+        info = os.fstat(handle.fileno())
     if len(data) > max_bytes:
         raise ValueError(f"is larger than {max_bytes / 2**20:g} MiB")
-    return data
+    return data, info
 
 
 def wanted(name: str) -> bool:
@@ -107,29 +120,50 @@ def write_submission(target: Path, files: dict[str, bytes], timestamp: float | s
 
 def take_folder(folder: Path, max_mb: float = MAX_FILE_MB) -> tuple[dict[str, bytes], list[str], float]:
     """The files of one submitted folder that grading needs, safely read; notes on what was left; newest mtime."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        files, notes, read = take_open_folder(descriptor, max_mb)
+    finally:
+        os.close(descriptor)
+    return files, notes, max((info.st_mtime for info in read), default=0.0)
+
+
+def take_open_folder(
+    folder: int, max_mb: float = MAX_FILE_MB, owner: int | None = None
+) -> tuple[dict[str, bytes], list[str], list[os.stat_result]]:
+    """``take_folder`` on an open folder (a descriptor: no name on the way is looked up again), with each file's
+    status once read. With ``owner`` (a uid), a file another account owns is left out and noted."""
     files: dict[str, bytes] = {}
     notes: list[str] = []
-    newest = 0.0
+    read: list[os.stat_result] = []
     left: list[str] = []
     with os.scandir(folder) as entries:
-        for entry in sorted(entries, key=lambda e: e.name)[:1000]:
-            name = entry.name
-            if name in (".ipynb_checkpoints", "__pycache__", "timestamp.txt"):  # nbgrader's own: replaced by ours
-                continue
-            if not wanted(name):
-                left.append(name)
-                continue
-            try:
-                files[name] = read_regular(folder / name, int(max_mb * 2**20))
-                newest = max(newest, entry.stat(follow_symlinks=False).st_mtime)
-            except ValueError as error:
-                notes.append(f"`{printable(name)}` {error}: left out")
+        names = sorted(entry.name for entry in entries)[:1000]
+    for name in names:
+        if name in (".ipynb_checkpoints", "__pycache__", "timestamp.txt"):  # nbgrader's own: replaced by ours
+            continue
+        if not wanted(name):
+            left.append(name)
+            continue
+        try:
+            data, info = read_regular_file(name, int(max_mb * 2**20), dir_fd=folder)
+        except ValueError as error:
+            notes.append(f"`{printable(name)}` {error}: left out")
+            continue
+        if owner is not None and info.st_uid != owner:
+            notes.append(
+                f"`{printable(name)}` belongs to account `{account_name(info.st_uid)}`, not to the account that "
+                f"handed it in (`{account_name(owner)}`): left out"
+            )
+            continue
+        files[name] = data
+        read.append(info)
     if left:
         shown = ", ".join(f"`{printable(n)[:40]}`" for n in left[:5]) + (
             f" and {len(left) - 5} more" if len(left) > 5 else ""
         )
         notes.append(f"files not needed for grading were left out: {shown}")
-    return files, notes, newest
+    return files, notes, read
 
 
 def collected_timestamp(folder: Path) -> str | None:
@@ -148,8 +182,18 @@ class Collection:
         self.submitted, self.assignment, self.record = Path(submitted), assignment, Path(record)
         self.data = json.loads(self.record.read_text()) if self.record.exists() else {"ids": {}, "notes": {}}
 
-    def add(self, raw_id: str, files: dict[str, bytes], notes: list[str], timestamp: float | str | None = None) -> str:
+    def add(
+        self,
+        raw_id: str,
+        files: dict[str, bytes],
+        notes: list[str],
+        timestamp: float | str | None = None,
+        keep_secret: bool = False,
+    ) -> str:
+        """Store one student's submission (``keep_secret``: nbgrader's submission secret too, from the exchange)."""
         raw_id = str(raw_id)[:500]
+        if not keep_secret:
+            files = {name: data for name, data in files.items() if name != SECRET}
         student = safe_id(raw_id)
         owners = self.data.setdefault("owners", {})  # safe id -> the raw id it stands for, every one
         if owners.get(student, raw_id) != raw_id:  # the name is another student's: never overwrite it
@@ -168,8 +212,9 @@ class Collection:
         self.data["notes"].setdefault(self.assignment, {})[student] = [printable(n)[:300] for n in notes]
         return student
 
-    def fail(self, raw_id: str, note: str) -> None:
-        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = [printable(note)[:300]]
+    def fail(self, raw_id: str, *notes: str) -> None:
+        """Notes for a student of whom nothing was collected (an earlier collection's files stay)."""
+        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = [printable(n)[:300] for n in notes]
 
     def save(self) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)
@@ -196,27 +241,94 @@ def from_folder(collection: Collection, folder: Path) -> list[str]:
     return students
 
 
-def from_exchange(collection: Collection, inbound: Path) -> list[str]:
-    """The newest submission of every student in nbgrader's exchange (``<student>+<assignment>+<time>+<random>``)."""
-    latest: dict[str, tuple[str, Path]] = {}
-    if not inbound.is_dir():
-        raise FileNotFoundError(f"no exchange inbound folder at {inbound}")
-    for entry in os.scandir(inbound):
-        parts = entry.name.rsplit("+", 3)
-        if len(parts) < 3 or parts[1] != collection.assignment or not entry.is_dir(follow_symlinks=False):
+def from_exchange(collection: Collection, inbound: int, accounts: Accounts | None = None) -> list[str]:
+    """The latest submission of every student in nbgrader's exchange, each known by the account that owns it.
+
+    ``inbound``: a descriptor of the course's inbound folder (``exchange.open_inbound``). A submission there is
+    a folder ``<student>+<assignment>+<time>+<random>``, named, timed and filled by the student. So:
+
+    * **who**: the Unix account that owns the folder (``accounts`` maps it to a student id: by default the
+      account's name). A folder whose name is not its owner's, or whose owner is not on the roster, is refused
+      with a note in its owner's record: it never takes a classmate's place. A file in it that another account
+      owns (a hard link to someone else's work) is left out, with a note;
+    * **when**: the folder's last change on the exchange's disk, its own or that of a file in it (``st_ctime``):
+      the kernel sets it to the clock at every write, rename or change of mode, and no call takes it back, so a
+      student can only move it later (``utime`` sets the modification time, which is not read here);
+    * **which**: an account's folder changed last.
+    """
+    accounts = accounts or Accounts()
+    candidates: dict[str, list[tuple[float, str, int]]] = {}  # student -> (last change, folder name, owner uid)
+    refused: dict[str, list[str]] = {}  # student id, or account off the roster -> notes on folders not collected
+    for name in sorted(os.listdir(inbound)):
+        parts = name.rsplit("+", 3)
+        if len(parts) < 3 or parts[1] != collection.assignment:
             continue
-        student, stamp = parts[0], parts[2]
-        if student not in latest or stamp > latest[student][0]:
-            latest[student] = (stamp, Path(entry.path))
-    students = []
-    for student, (stamp, folder) in sorted(latest.items()):
         try:
-            files, notes, _ = take_folder(folder)
-            students.append(collection.add(student, files, notes, stamp if stamp.isprintable() else None))
-        except Exception as error:  # noqa: BLE001
-            collection.fail(student, f"could not be collected ({type(error).__name__}: {error})")
+            info = os.stat(name, dir_fd=inbound, follow_symlinks=False)
+            account = account_name(info.st_uid)
+            student = accounts.student(account)
+            shown = f"`{printable(name)[:120]}`"
+            if student is None:
+                refused.setdefault(account, []).append(
+                    f"the exchange folder {shown} belongs to account `{account}`, which is not on the course's "
+                    f"roster ({accounts.source}): not collected; add the account there and collect again"
+                )
+            elif parts[0] not in (account, student):
+                refused.setdefault(student, []).append(
+                    f"the exchange folder {shown} names `{printable(parts[0])[:80]}` but belongs to account "
+                    f"`{account}`: not collected (a submission counts only from its owner's own folder)"
+                )
+            elif not stat.S_ISDIR(info.st_mode):
+                refused.setdefault(student, []).append(f"the exchange entry {shown} is not a folder: not collected")
+            else:
+                candidates.setdefault(student, []).append((last_change(inbound, name, info.st_uid), name, info.st_uid))
+        except (OSError, ValueError):  # taken away, or changed owner, while it was looked at: not collected
+            continue
+    students = []
+    for student in sorted(set(candidates) | set(refused)):
+        notes = refused.get(student, [])
+        try:
+            if student not in candidates:
+                collection.fail(student, *notes)
+                continue
+            changed, name, owner = max(candidates[student])
+            files, taken, changed = take_submission(inbound, name, owner, changed)
+            students.append(collection.add(student, files, notes + taken, changed, keep_secret=True))
+        except Exception as error:  # noqa: BLE001 - one student's problem, never the class's
+            collection.fail(student, *notes, f"could not be collected ({type(error).__name__}: {error})")
     collection.save()
     return students
+
+
+def open_submission(inbound: int, name: str, owner: int) -> int:
+    """A descriptor of the submitted folder ``name``, never through a link, still owned by ``owner``."""
+    folder = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=inbound)
+    if os.fstat(folder).st_uid != owner:
+        os.close(folder)
+        raise ValueError("the folder changed owner while it was collected")
+    return folder
+
+
+def last_change(inbound: int, name: str, owner: int) -> float:
+    """The last change (ctime) of a submitted folder or of anything in it."""
+    folder = open_submission(inbound, name, owner)
+    try:
+        with os.scandir(folder) as entries:
+            inside = [entry.stat(follow_symlinks=False).st_ctime for entry in entries]
+        return max([os.fstat(folder).st_ctime, *inside])
+    finally:
+        os.close(folder)
+
+
+def take_submission(inbound: int, name: str, owner: int, changed: float) -> tuple[dict[str, bytes], list[str], float]:
+    """The files grading needs from one submitted folder, each owned by ``owner``; notes; its last change,
+    ``changed`` or later if the folder or a file changed while it was read."""
+    folder = open_submission(inbound, name, owner)
+    try:
+        files, notes, read = take_open_folder(folder, owner=owner)
+        return files, notes, max([changed, os.fstat(folder).st_ctime, *(info.st_ctime for info in read)])
+    finally:
+        os.close(folder)
 
 
 def default_zip_regexp(assignment: str) -> str:
@@ -315,10 +427,16 @@ def collection(course: Course, assignment: str) -> Collection:
 
 
 def collect_exchange(course: Course, assignment: str) -> list[str]:
-    """The latest submission of every student in the exchange, into ``submitted/``."""
-    setup(course, assignment)
-    exchange = course.exchange or Path("/srv/nbgrader/exchange")
-    return from_exchange(collection(course, assignment), exchange / course.course_id / "inbound")
+    """The latest submission of every student in the course's exchange (``course.exchange_location``), into
+    ``submitted/``; the roster of accounts is ``autograde/accounts.csv`` when there is one (``exchange.Accounts``).
+    ExchangeProblem (one line, what to do) when there is no inbound folder, or not the course's own."""
+    inbound = open_inbound(course.exchange_root / course.course_id, course.exchange_location)
+    try:
+        accounts = Accounts.read(course.root / course.runtime / "accounts.csv")
+        setup(course, assignment)
+        return from_exchange(collection(course, assignment), inbound, accounts)
+    finally:
+        os.close(inbound)
 
 
 def collect_zip(course: Course, assignment: str, archives: Iterable[Path], regexp: str | None = None) -> list[str]:

@@ -10,6 +10,7 @@ answers and which are tests is nbgrader's to say (``nbgrader.utils``), never rea
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -18,9 +19,12 @@ from pathlib import Path
 
 import nbformat
 
+from .exchange import ExchangeLocation, ExchangeProblem, close_inbound, configured_exchange, prepare
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
+EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of those the pipeline runs
 
 
 def share_gradebook_engines() -> None:
@@ -73,7 +77,7 @@ class Course:
     """A course root laid out as in nbgrader_config.py (the repository itself, or a copy for tests)."""
 
     root: Path = REPO
-    exchange: Path | None = None  # nbgrader's exchange folder (None: nbgrader's default, /srv/nbgrader/exchange)
+    exchange: Path | None = None  # nbgrader's exchange folder (None: where nbgrader's configuration puts it)
     course_id: str = "heads-and-masks"
     source: str = "solutions"
     release: str = "notebooks"
@@ -95,6 +99,18 @@ class Course:
         if assignment is not None:
             folder = folder / assignment
         return folder
+
+    @functools.cached_property
+    def exchange_location(self) -> ExchangeLocation:
+        """The one exchange folder of every command (release, collect, release feedback), decided once:
+        the one given (``--exchange``, ``EXCHANGE=``) or the one nbgrader's own commands use."""
+        if self.exchange is not None:
+            return ExchangeLocation(self.exchange, "given with --exchange or EXCHANGE=")
+        return configured_exchange(HERE / "nbgrader_config.py")
+
+    @property
+    def exchange_root(self) -> Path:
+        return self.exchange_location.root
 
     @property
     def gradebook_path(self) -> Path:
@@ -143,8 +159,6 @@ class Course:
         overrides.CourseDirectory.db_url = self.db_url
         for step in STEPS:
             overrides.CourseDirectory[f"{step}_directory"] = str(folders.get(step, getattr(self, step)))
-        if self.exchange is not None:
-            overrides.Exchange.root = str(self.exchange)
         for dotted, value in (settings or {}).items():
             section, name = dotted.rsplit(".", 1)
             overrides[section][name] = value
@@ -174,6 +188,8 @@ class Course:
         bin_dir = str(Path(sys.executable).parent)
         if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
             os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ.get("PATH", "")])
+        if command in EXCHANGE_COMMANDS:  # the course's one exchange, whatever configuration nbgrader finds
+            settings = {"Exchange.root": str(self.exchange_root), **(settings or {})}
         config = self.config(settings, **folders)
         api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
         arguments = [assignment] if student is None else [assignment, student]
@@ -250,9 +266,23 @@ def _comparable(path: Path) -> str:
 
 
 def release(course: Course, assignment: str) -> list[str]:
-    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch."""
-    warnings = setup(course, assignment)
-    course.nbgrader("release_assignment", assignment, settings={"ExchangeReleaseAssignment.force": True})
+    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch.
+
+    The exchange's folders get the modes every student needs (``exchange.py``) before and after nbgrader's
+    ``release_assignment``; what stops the release is an ExchangeProblem, said in one line."""
+    warnings = prepare(course.exchange_location)
+    warnings += setup(course, assignment)
+    answer = course.nbgrader(
+        "release_assignment", assignment, settings={"ExchangeReleaseAssignment.force": True}, check=False
+    )
+    if not answer["success"]:
+        from .feedback import last_error_line
+
+        raise ExchangeProblem(
+            f"nbgrader could not release {assignment} to the exchange {course.exchange_location.describe()}: "
+            + last_error_line(answer["log"] + answer["error"])
+        )
+    close_inbound(course.exchange_root / course.course_id)
     return warnings
 
 
@@ -275,8 +305,12 @@ def students_with_submissions(course: Course, assignment: str) -> list[str]:
 
 
 def roster(course: Course, assignment: str) -> list[str]:
-    """Every student the course knows: in the gradebook, with a submission, or graded before."""
+    """Every student the course knows: in the gradebook, with a submission, graded before, or named in a note
+    of the collection (e.g. an account whose only folder in the exchange was refused: the report names it)."""
     students = set(students_with_submissions(course, assignment))
+    record = course.root / course.runtime / "results" / "collection.json"
+    if record.exists():
+        students |= set(json.loads(record.read_text()).get("notes", {}).get(assignment, {}))
     if course.gradebook_path.exists():
         with gradebook(course) as gb:
             students |= {s.id for s in gb.students}

@@ -3,6 +3,11 @@
 nbgrader's feedback HTML, made with the hidden tests removed (``feedback_filter.py``), checked line by
 line against the hidden tests of the source (a page that shows one is withheld, and the student's
 result says so), then released through nbgrader's exchange, or zipped for an LMS.
+
+nbgrader releases a page under a name made from the submission's secret (``submission_secret.txt``) and
+the notebook's name, in a folder no student can list: whoever knows the secret fetches the page. The secret
+is collected only from the exchange, from a folder the student's own account owns (``collect.py``), so the
+page reaches that account; a secret two students share (read from a classmate's files) releases neither page.
 """
 
 from __future__ import annotations
@@ -74,7 +79,11 @@ def feedback(
             result.notes.append(problem)
             write_result(course, result)
     if release_to_students:
+        through_exchange = released_alone(course, assignment, through_exchange, results)
         for student in through_exchange:
+            for page in course.path("feedback", student, assignment).glob("*.html"):
+                # nbgrader's copy keeps the mode, and grading's umask made it 0600: the student could not read it
+                page.chmod(0o644)  # (its folder here stays the instructor's alone)
             answer = course.nbgrader("release_feedback", assignment, student, check=False)
             if not answer["success"]:
                 result = results[student]
@@ -90,6 +99,33 @@ def feedback(
                 for path in others:
                     archive.write(path, f"{path.parts[-3]}/{path.name}")
     return files
+
+
+def released_alone(course: Course, assignment: str, students: list[str], results: dict) -> list[str]:
+    """The students whose submission secret no other student has: a shared one was copied from a classmate,
+    and releasing under it would hand one student's feedback to the other (each student's result says so)."""
+    secrets: dict[str, list[str]] = {}
+    for student in students:
+        try:
+            secret = (course.path("submitted", student, assignment) / "submission_secret.txt").read_bytes().strip()
+        except OSError:  # gone since: nothing to release under it
+            continue
+        secrets.setdefault(secret, []).append(student)
+    alone = []
+    for group in secrets.values():
+        if len(group) == 1:
+            alone += group
+            continue
+        for student in group:
+            others = ", ".join(other for other in group if other != student)
+            note = (
+                f"its submission secret is also {others}'s: its feedback was not released through the exchange "
+                "(whoever knows the secret could fetch it); it is in the LMS zip"
+            )
+            if note not in results[student].notes:
+                results[student].notes.append(note)
+                write_result(course, results[student])
+    return sorted(alone)
 
 
 def last_error_line(log: str) -> str:

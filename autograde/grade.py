@@ -13,7 +13,8 @@
     python -m autograde.grade bench     [--submissions 40] [--workers N]
 
 Every command works on the course root (the repository, or ``--root``) with the layout of
-``autograde/nbgrader_config.py``; ``--exchange DIR`` points at nbgrader's exchange. ``autograde``
+``autograde/nbgrader_config.py``. The exchange is where nbgrader's configuration puts it (``Exchange.root``,
+as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. ``autograde``
 is safe to run again: what is already graded from the same files is skipped, and a run that was
 interrupted resumes. See docs/instructors.md.
 """
@@ -32,7 +33,9 @@ from pathlib import Path
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=None, help="course root (default: the repository)")
-    parser.add_argument("--exchange", type=Path, default=None, help="nbgrader exchange folder")
+    parser.add_argument(
+        "--exchange", type=Path, default=None, help="nbgrader's exchange folder (default: nbgrader's Exchange.root)"
+    )
     parser.add_argument("--course-id", default="heads-and-masks")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -107,7 +110,10 @@ def collect_submissions(course, args) -> None:
             print(f"  nothing to collect: {collect.folder_layout_hint(args.assignment, args.folder)}")
     else:
         students = collect.collect_exchange(course, args.assignment)
-        print(f"collected from the exchange: {len(students)} students have a submission")
+        print(
+            f"collected from the exchange {course.exchange_location.describe()}: "
+            f"{len(students)} students have a submission"
+        )
 
 
 def autograde_all(course, args) -> None:
@@ -144,14 +150,24 @@ def autograde_all(course, args) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # What these commands write (submissions, gradebook, logs, grades, reports) is the instructor's alone: on a
-    # shared JupyterHub host other users may reach the course folder. nbgrader sets its own modes where it
-    # publishes (the exchange); Course.make_private covers what was made before.
+    # shared JupyterHub host other users may reach the course folder. Where students must reach what is
+    # published (the exchange), its modes are set explicitly (exchange.py, nbgrader); Course.make_private
+    # covers what was made before.
     os.umask(0o077)
     if args.command in ("autograde", "all") and not args.scheduler:
         from autograde import fork_server
 
         fork_server.start()  # the local cluster's workers will be forked from it: its imports start now
 
+    from autograde.exchange import ExchangeProblem
+
+    try:
+        return run_command(args)
+    except ExchangeProblem as problem:  # said in one line, with what to do
+        raise SystemExit(f"error: {problem}") from None
+
+
+def run_command(args) -> int:
     from autograde import export, feedback, report, throughput
     from autograde.course import REPO, Course, release, setup
 
@@ -171,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "release":
         for warning in release(course, args.assignment):
             print("warning:", warning)
-        print(f"released {args.assignment} to the exchange")
+        print(f"released {args.assignment} to the exchange {course.exchange_location.describe()}")
     elif args.command == "collect":
         collect_submissions(course, args)
     elif args.command == "autograde":

@@ -211,7 +211,9 @@ def _grade(
         if on_result:
             on_result(result)
 
-    # First what changed since the last run, from the files alone (cheap): nothing is graded twice.
+    # First what changed since the last run, from the files alone (cheap): nothing is graded twice. A note of
+    # the latest collection that the last result lacks (a refused folder in the exchange) is a change too.
+    collected = collection_notes(course, assignment)
     changed: dict[str, str | None] = {}  # student -> the fingerprint of their files now (None: unreadable)
     for student in everyone:
         try:
@@ -219,7 +221,8 @@ def _grade(
         except Exception:  # noqa: BLE001 - unreadable files: inspection says so, for this student alone
             files = None
         old = previous.get(student)
-        if not force and old is not None and old.fingerprint == files:
+        noted = old is not None and all(note in old.notes for note in collected.get(student, []))
+        if not force and noted and old.fingerprint == files:
             results[student] = old  # already graded from exactly these files
             meter.update(old)
         else:
@@ -249,7 +252,6 @@ def _grade(
                 )
             )
         book = stack.enter_context(gradebook(course))  # open for the run's merges (each one is committed)
-        collected = collection_notes(course, assignment)
         inspections: dict[str, Inspection] = {}
         jobs: list[str] = []
         for student, files in changed.items():

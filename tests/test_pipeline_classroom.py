@@ -3,7 +3,7 @@
 * a class full of bad submissions (00_start_here), graded in one parallel run: each kind gets its
   status, its line in the report and its CSV row, and the others are graded all the same;
 * re-grading is idempotent; a run killed half way resumes without losing or duplicating grades;
-* the whole classroom flow with the filesystem exchange and three students;
+* the whole classroom flow with the filesystem exchange and three students, each a Unix account of its own;
 * an LMS zip collected and graded;
 * every assignment that exists goes through the pipeline: solutions full marks, untouched 0,
   feedback without hidden tests.
@@ -15,6 +15,7 @@ import contextlib
 import copy
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,8 +25,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import unix_users
 from course import ASSIGNMENTS, REPO, graded_batch, student_notebook
 from submissions import submission
+from unix_users import home, nbgrader_as
 
 from autograde.collect import collect_exchange, collect_zip
 from autograde.course import Course, gradebook, is_test, make_course_copy, release, setup
@@ -277,33 +280,20 @@ def _assert_one_submission_each(course, students):
             assert grades.get(student) == cells, (student, grades)
 
 
-def _student_nbgrader(home: Path, exchange: Path, student: str, *args: str) -> None:
-    env = dict(os.environ, HOME=str(home))
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "nbgrader",
-            *args,
-            "--course=heads-and-masks",
-            f"--Exchange.root={exchange}",
-            f"--Exchange.cache={home / '.nbgrader-cache'}",
-            f"--CourseDirectory.student_id={student}",
-        ],
-        cwd=home,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-
-
 def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
-    """release -> fetch -> submit -> collect -> autograde (killed, resumed) -> feedback -> fetch -> export."""
-    exchange = tmp_path / "exchange"
-    exchange.mkdir(mode=0o777)
-    course = make_course_copy(tmp_path / "course", exchange)
+    """release -> fetch -> submit -> collect -> autograde (killed, resumed) -> feedback -> fetch -> export, each
+    student a Unix account of its own (tests/unix_users.py), known by the student id the course's roster gives it."""
+    exchange = Path("/tmp") / f"hm-classroom-exchange-{os.getpid()}-{os.urandom(3).hex()}"  # reachable by students
+    with unix_users.accounts("alice", "bob", "carol") as users, contextlib.ExitStack() as cleanup:
+        cleanup.callback(shutil.rmtree, exchange, True)
+        course = make_course_copy(tmp_path / "course", exchange)
+        (course.root / "autograde").mkdir(exist_ok=True)
+        roster = "".join(f"{account},{student}\n" for student, account in users.items())
+        (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
+        _classroom_flow(tmp_path, course, exchange, users)
+
+
+def _classroom_flow(tmp_path: Path, course: Course, exchange: Path, users: dict[str, str]) -> None:
     release(course, A)
     answers = {
         "alice": {},
@@ -317,15 +307,16 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
             )
         },
     }
+    where = ["--course=heads-and-masks", f"--Exchange.root={exchange}"]
     for student, replacements in answers.items():
-        home = tmp_path / "home" / student
-        home.mkdir(parents=True)
-        _student_nbgrader(home, exchange, student, "fetch_assignment", A)
-        fetched = home / A / f"{A}.ipynb"
-        assert fetched.exists()
-        if replacements is not None:
+        account = users[student]
+        nbgrader_as(account, "fetch_assignment", A, *where)
+        fetched = home(account) / A / f"{A}.ipynb"
+        if replacements is not None:  # the student's edit: the file stays theirs
             nbformat.write(submission(A, replacements), fetched)
-        _student_nbgrader(home, exchange, student, "submit", A)
+            owner = home(account).stat()
+            os.chown(fetched, owner.st_uid, owner.st_gid)
+        nbgrader_as(account, "submit", A, *where)
     assert collect_exchange(course, A) == sorted(answers)
 
     # start grading from the command line, kill it as soon as the first student is recorded
@@ -363,9 +354,8 @@ def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
     feedback(course, A, release_to_students=True)
     hidden = hidden_lines(course, A)
     for student in answers:
-        home = tmp_path / "home" / student
-        _student_nbgrader(home, exchange, student, "fetch_feedback", A)
-        pages = list((home / A / "feedback").rglob("*.html"))
+        nbgrader_as(users[student], "fetch_feedback", A, *where)
+        pages = list((home(users[student]) / A / "feedback").rglob("*.html"))
         assert len(pages) == 1, pages
         assert not leaked_lines(pages[0].read_text(encoding="utf-8"), hidden)
 
