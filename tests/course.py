@@ -111,6 +111,28 @@ def grade_class(
     return ClassRun(course, assignment, results)
 
 
+def assert_one_submission_each(course, assignment: str, students: list[str]) -> None:
+    """In the gradebook, every student with a collected submission has one submission, with one grade a cell."""
+    import sqlite3
+
+    from autograde.results import grade_cells
+
+    db = sqlite3.connect(course.gradebook_path)
+    per_student = dict(db.execute("select student_id, count(*) from submitted_assignment group by student_id"))
+    grades = dict(
+        db.execute(
+            "select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
+            "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"
+        )
+    )
+    db.close()
+    cells = len(grade_cells(course, assignment))
+    for student in students:
+        if course.path("submitted", student, assignment).is_dir():
+            assert per_student.get(student) == 1, (student, per_student)
+            assert grades.get(student) == cells, (student, grades)
+
+
 _SCRATCH = Path(tempfile.mkdtemp(prefix="hm-tests-"))
 atexit.register(shutil.rmtree, _SCRATCH, True)
 

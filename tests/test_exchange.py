@@ -2,13 +2,15 @@
 
 On a machine where no folder of the exchange exists yet, the instructor (root here) releases with
 ``python -m autograde.grade release`` into the exchange that nbgrader's configuration names (a Jupyter
-configuration folder that the students' nbgrader reads too: on a hub, ``/etc/jupyter``). Each student fetches
-and submits with nbgrader's own commands, as itself, from its own home (its own ``Exchange.cache``). Then one
-student, who has read nbgrader's code, forges: a folder in a classmate's name, newer than her hand-in and
-with a submission secret of his choosing; a folder for a student who does not exist; and his own folder,
-named and stamped in the year 2000, holding a classmate's notebook hard-linked from where that classmate
-left it world-writable. The instructor collects, grades, releases the feedback and reports with
-``python -m autograde.grade all --exchange-collect --release-feedback``, and each student fetches feedback.
+configuration folder that the students' nbgrader reads too: on a hub, ``/etc/jupyter``). The course's roster
+(``autograde/accounts.csv``) gives each account its student id. Each student fetches and submits with
+nbgrader's own commands, as itself, from its own home (its own ``Exchange.cache``): alice solves it, bob hands
+it in untouched, carol answers wrongly. Then mal, who has read nbgrader's code, forges: a folder in alice's
+name, newer than her hand-in and with a submission secret of his choosing; a folder for a student who does
+not exist; and his own folder, named, stamped and dated in the year 2000, holding alice's notebook
+hard-linked from where she left it writable by everyone. The instructor runs ``python -m autograde.grade all
+--exchange-collect --release-feedback``, killed as soon as a submission is graded and run again to the end;
+each student fetches feedback as itself.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import datetime as dt
 import hashlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -27,7 +30,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import unix_users
-from course import require_sandbox
+from course import REPO, assert_one_submission_each, require_sandbox
 from submissions import submission
 from unix_users import home, nbgrader_as, run_as, student_python
 
@@ -37,6 +40,13 @@ pytestmark = pytest.mark.slow
 A = "00_start_here"
 COURSE = "--course=heads-and-masks"
 CHOSEN_SECRET = "a secret the forger chose"
+WRONG = (
+    "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
+    "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
+    "    e = np.exp(s - s.max(-1, keepdims=True)) * (1 if mask is None else mask)\n"
+    "    t = e.sum(-1, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v\n"
+)
+ANSWERS = {"alice": {}, "bob": None, "carol": {"attention": WRONG}}  # None: handed in as released
 FORGE = """
 import os, shutil, sys
 inbound, victim, me, assignment, stolen, secret = sys.argv[1:]
@@ -64,14 +74,39 @@ for path in (os.path.join(own, "timestamp.txt"), own):  # (the hard-linked file'
 """
 
 
-def _instructor(course: Course, env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
+def _instructor_command(course: Course, *arguments: str) -> list[str]:
     """``python -m autograde.grade`` as the instructor runs it (no --exchange: nbgrader's configuration says)."""
-    return subprocess.run(
-        [sys.executable, "-m", "autograde.grade", "--root", str(course.root), *arguments],
+    return [sys.executable, "-m", "autograde.grade", "--root", str(course.root), *arguments]
+
+
+def _instructor(course: Course, env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess:
+    command = _instructor_command(course, *arguments)
+    return subprocess.run(command, env=dict(os.environ, **env), capture_output=True, text=True)
+
+
+def _grade_killed_then_resumed(course: Course, env: dict[str, str]) -> tuple[dict, subprocess.CompletedProcess]:
+    """The whole routine, killed as soon as a submission is graded in a kernel, then run again to the end.
+    Returns the results recorded before the kill and the second run."""
+    from autograde.results import read_results
+
+    routine = ["all", A, "--exchange-collect", "--release-feedback", "--workers=2", "--quiet"]
+    process = subprocess.Popen(
+        _instructor_command(course, *routine),
         env=dict(os.environ, **env),
-        capture_output=True,
-        text=True,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
+    records = course.root / "autograde" / "results" / A
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and process.poll() is None:
+        if any((records / f"{student}.json").exists() for student in ANSWERS):
+            break
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    before = {student: result for student, result in read_results(course, A).items() if student in ANSWERS}
+    return before, _instructor(course, env, *routine)
 
 
 @pytest.fixture(scope="module")
@@ -81,35 +116,42 @@ def exchange_class(tmp_path_factory):
     started = time.time()
     place = Path("/tmp") / f"hm-exchange-{os.getpid()}-{os.urandom(3).hex()}"  # made by the release, not here
     exchange = place / "srv" / "nbgrader" / "exchange"
-    shared = Path(tempfile.mkdtemp(prefix="hm-exchange-config-"))  # nbgrader's configuration, and answers
+    shared = Path(tempfile.mkdtemp(prefix="hm-exchange-config-"))  # nbgrader's configuration, and the answers
     os.chmod(shared, 0o755)
     (shared / "nbgrader_config.py").write_text(f"c = get_config()\nc.Exchange.root = {str(exchange)!r}\n")
     env = {"JUPYTER_CONFIG_DIR": str(shared)}
-    nbformat.write(submission(A, {}), shared / "solved.ipynb")
-    os.chmod(shared / "solved.ipynb", 0o644)
     course = make_course_copy(tmp_path_factory.mktemp("exchange-course"))
     try:
-        with unix_users.accounts("ann", "ben", "mal") as users:
+        with unix_users.accounts(*ANSWERS, "mal") as users:
+            (course.root / "autograde").mkdir(exist_ok=True)
+            roster = "".join(f"{account},{student}\n" for student, account in users.items())
+            (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
             released = _instructor(course, env, "release", A)
             assert released.returncode == 0, released.stderr[-3000:]
-            for role, user in users.items():
+            for user in users.values():
                 nbgrader_as(user, "fetch_assignment", A, COURSE, env=env)
-            for role in ("ann", "ben"):
-                run_as(users[role], ["cp", str(shared / "solved.ipynb"), f"{home(users[role])}/{A}/{A}.ipynb"])
-                nbgrader_as(users[role], "submit", A, COURSE, env=env)
-            # ben leaves a copy of his work writable by everyone; mal forges, in the inbound every user writes to
-            careless = home(users["ben"]) / "shared-with-the-class.ipynb"
-            run_as(users["ben"], ["cp", str(shared / "solved.ipynb"), str(careless)])
-            run_as(users["ben"], ["chmod", "666", str(careless)])
+            for student, answer in ANSWERS.items():
+                if answer is not None:  # the student's own edit: a file of theirs
+                    nbformat.write(submission(A, answer), shared / f"{student}.ipynb")
+                    os.chmod(shared / f"{student}.ipynb", 0o644)
+                    run_as(
+                        users[student],
+                        ["cp", str(shared / f"{student}.ipynb"), f"{home(users[student])}/{A}/{A}.ipynb"],
+                    )
+                nbgrader_as(users[student], "submit", A, COURSE, env=env)
+            # alice leaves a copy of her work writable by everyone; mal forges, in the inbound every user writes to
+            careless = home(users["alice"]) / "shared-with-the-class.ipynb"
+            run_as(users["alice"], ["cp", str(shared / "alice.ipynb"), str(careless)])
+            run_as(users["alice"], ["chmod", "666", str(careless)])
             inbound = exchange / "heads-and-masks" / "inbound"
-            forge = [str(inbound), users["ann"], users["mal"], A, str(careless), CHOSEN_SECRET]
+            forge = [str(inbound), users["alice"], users["mal"], A, str(careless), CHOSEN_SECRET]
             run_as(users["mal"], [student_python(users["mal"]), "-c", FORGE, *forge])
 
-            graded = _instructor(course, env, "all", A, "--exchange-collect", "--release-feedback", "--quiet")
+            before, graded = _grade_killed_then_resumed(course, env)
             assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
             fetched = {
-                role: nbgrader_as(user, "fetch_feedback", A, COURSE, env=env, check=False)
-                for role, user in users.items()
+                student: nbgrader_as(user, "fetch_feedback", A, COURSE, env=env, check=False)
+                for student, user in users.items()
             }
             from autograde.results import read_results
 
@@ -117,13 +159,15 @@ def exchange_class(tmp_path_factory):
                 "course": course,
                 "exchange": exchange,
                 "users": users,
-                "env": env,
                 "started": started,
                 "released": released,
+                "before": before,
                 "graded": graded,
                 "fetched": fetched,
                 "results": read_results(course, A),
-                "pages": {role: sorted((home(user) / A / "feedback").rglob("*.html")) for role, user in users.items()},
+                "pages": {
+                    student: sorted((home(user) / A / "feedback").rglob("*.html")) for student, user in users.items()
+                },
             }
     finally:
         shutil.rmtree(place, ignore_errors=True)
@@ -144,7 +188,7 @@ def test_release_makes_an_exchange_every_student_can_use(exchange_class):
         assert modes[parent] == 0o755, (parent, oct(modes[parent]))
     assert stat.S_IMODE((course / "outbound").stat().st_mode) == 0o755
     assert stat.S_IMODE((course / "inbound").stat().st_mode) == 0o3733  # nbgrader's 2733, plus sticky
-    for role, user in exchange_class["users"].items():  # every student fetched it (the fixture checked), as itself
+    for user in exchange_class["users"].values():  # every student fetched it (the fixture checked), as itself
         assert (home(user) / A / f"{A}.ipynb").stat().st_uid == home(user).stat().st_uid
 
 
@@ -152,58 +196,101 @@ def test_students_cannot_see_each_others_hand_ins(exchange_class):
     users, exchange = exchange_class["users"], exchange_class["exchange"]
     look = "import os, sys\ntry:\n    print(os.listdir(sys.argv[1]))\nexcept PermissionError:\n    print('refused')"
     for folder in ("inbound", "feedback"):
-        answer = run_as(
-            users["ben"], [student_python(users["ben"]), "-c", look, str(exchange / "heads-and-masks" / folder)]
-        )
+        where = str(exchange / "heads-and-masks" / folder)
+        answer = run_as(users["bob"], [student_python(users["bob"]), "-c", look, where])
         assert answer.stdout.strip() == "refused", (folder, answer.stdout)
 
 
 def test_each_student_is_the_account_that_handed_in(exchange_class):
-    results, users = exchange_class["results"], exchange_class["users"]
-    assert "ghost" not in results, "a student nobody knows was invented"
-    assert set(results) == set(users.values()), sorted(results)
-    for role in ("ann", "ben"):  # ann's own hand-in was graded, not the folder made in her name
-        result = results[users[role]]
-        assert result.status == "graded" and _full_marks(result), result.line()
+    results = exchange_class["results"]
+    assert set(results) == {*ANSWERS, "mal"}, f"a student was invented or lost: {sorted(results)}"
+    # alice's own hand-in was graded, not the folder made in her name (an untouched notebook)
+    assert results["alice"].status == "graded" and _full_marks(results["alice"]), results["alice"].line()
+    assert {s: (results[s].status, results[s].total) for s in ("bob", "carol")} == {
+        "bob": ("graded", 0),
+        "carol": ("graded", 0),
+    }
 
 
 def test_the_forger_earns_nothing_and_is_named(exchange_class):
     users, results = exchange_class["users"], exchange_class["results"]
-    forger = results[users["mal"]]
+    forger = results["mal"]
     assert forger.total == 0, forger.line()
     notes = " ".join(forger.notes)
-    assert f"names `{users['ann']}` but belongs to account `{users['mal']}`" in notes, notes
+    assert f"names `{users['alice']}` but belongs to account `{users['mal']}`" in notes, notes
     assert f"names `ghost` but belongs to account `{users['mal']}`" in notes, notes
-    assert f"belongs to account `{users['ben']}`, not to the account that handed it in" in notes, notes
+    assert f"belongs to account `{users['alice']}`, not to the account that handed it in" in notes, notes
     report = exchange_class["graded"].stdout
-    assert users["mal"] in report and "2099-01-01" in report and "ghost" in report, report[-3000:]
+    assert "mal:" in report and "2099-01-01" in report and "ghost" in report, report[-3000:]
 
 
 def test_submission_time_is_not_the_students_choice(exchange_class):
     from autograde.collect import collected_timestamp
     from autograde.course import gradebook
 
-    course, users = exchange_class["course"], exchange_class["users"]
+    course = exchange_class["course"]
     earliest, latest = exchange_class["started"] - 1, time.time()
     with gradebook(course) as book:
-        for role in ("ann", "ben"):
-            stamp = book.find_submission(A, users[role]).timestamp.replace(tzinfo=dt.timezone.utc).timestamp()
-            assert earliest <= stamp <= latest, (role, stamp)
-    backdated = collected_timestamp(course.path("submitted", users["mal"], A))  # named, written and dated in 2000
+        for student in ANSWERS:
+            stamp = book.find_submission(A, student).timestamp.replace(tzinfo=dt.timezone.utc).timestamp()
+            assert earliest <= stamp <= latest, (student, stamp)
+    backdated = collected_timestamp(course.path("submitted", "mal", A))  # named, written and dated in 2000
     moment = dt.datetime.strptime(backdated, "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=dt.timezone.utc).timestamp()
     assert earliest <= moment <= latest, backdated
 
 
 def test_feedback_reaches_the_folders_owner_alone(exchange_class):
+    from autograde.feedback import hidden_lines, leaked_lines
+
     users, pages, fetched = exchange_class["users"], exchange_class["pages"], exchange_class["fetched"]
-    for role in ("ann", "ben"):
-        assert len(pages[role]) == 1, (role, pages[role], fetched[role].stderr[-2000:])
-        assert pages[role][0].stat().st_uid == home(users[role]).stat().st_uid
-    # the secret the forger chose for the folder in ann's name releases nothing (before: ann's feedback)
+    hidden = hidden_lines(exchange_class["course"], A)
+    for student in ANSWERS:
+        assert len(pages[student]) == 1, (student, pages[student], fetched[student].stderr[-2000:])
+        assert pages[student][0].stat().st_uid == home(users[student]).stat().st_uid
+        assert not leaked_lines(pages[student][0].read_text(encoding="utf-8"), hidden)
+    # the secret the forger chose for the folder in alice's name releases nothing (before: alice's feedback)
     name = hashlib.md5((CHOSEN_SECRET + A).encode()).hexdigest() + ".html"
     check = "import os, sys\nprint(os.path.exists(sys.argv[1]))"
     released = exchange_class["exchange"] / "heads-and-masks" / "feedback" / name
     assert run_as(users["mal"], [student_python(users["mal"]), "-c", check, str(released)]).stdout.strip() == "False"
+
+
+def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class):
+    from autograde.export import export_grades
+
+    course, before, results = exchange_class["course"], exchange_class["before"], exchange_class["results"]
+    assert 1 <= len(before) < len(ANSWERS), f"the kill came too late to test resuming: {sorted(before)}"
+    for student, earlier in before.items():
+        assert results[student].graded_at == earlier.graded_at, f"{student} was graded twice"
+    assert_one_submission_each(course, A, list(ANSWERS))
+    rows = export_grades(course, course.root / "grades.csv")
+    assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
+        ("alice", "graded", "4", "4"),
+        ("bob", "graded", "0", "0"),
+        ("carol", "graded", "0", "0"),
+        ("mal", "missing", "0", "0"),
+    ]
+    # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
+    # graded notebooks, feedback, records, logs, the roster), were the course this repository: git commits none.
+    assert (course.root / "autograde" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
+    assert _committable(course) == [], "an instructor's `git add -A` would commit these"
+
+
+def _committable(course: Course) -> list[str]:
+    """The files under the course's runtime folder that git would take if the course were this repository."""
+    tracked = subprocess.run(["git", "ls-files", "autograde"], cwd=REPO, capture_output=True, text=True)
+    if tracked.returncode != 0:
+        pytest.skip("not a git checkout: nothing says what git would commit")
+    left = sorted(str(p.relative_to(course.root)) for p in (course.root / "autograde").rglob("*") if p.is_file())
+    candidates = [path for path in left if path not in set(tracked.stdout.split())]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin"],
+        cwd=REPO,
+        input="\n".join(candidates),
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    return [path for path in candidates if path not in ignored]
 
 
 def test_every_command_uses_the_exchange_nbgrader_finds(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 * a class full of bad submissions (00_start_here), graded in one parallel run: each kind gets its
   status, its line in the report and its CSV row, and the others are graded all the same;
 * re-grading is idempotent; a run killed half way resumes without losing or duplicating grades;
-* the whole classroom flow with the filesystem exchange and three students, each a Unix account of its own;
+* (the whole classroom flow through the exchange, each student a Unix account: tests/test_exchange.py);
 * an LMS zip collected and graded;
 * every assignment that exists goes through the pipeline: solutions full marks, untouched 0,
   feedback without hidden tests.
@@ -14,29 +14,23 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
-import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
 import zipfile
-from pathlib import Path
 
 import nbformat
 import pytest
-import unix_users
-from course import ASSIGNMENTS, REPO, graded_batch, student_notebook
+from course import ASSIGNMENTS, assert_one_submission_each, graded_batch, student_notebook
 from submissions import submission
-from unix_users import home, nbgrader_as
 
-from autograde.collect import collect_exchange, collect_zip
-from autograde.course import Course, gradebook, is_test, make_course_copy, release, setup
+from autograde.collect import collect_zip
+from autograde.course import Course, gradebook, is_test, make_course_copy, setup
 from autograde.export import exercises, export_grades
 from autograde.feedback import feedback, hidden_lines, leaked_lines
 from autograde.pool import grade
 from autograde.report import report
-from autograde.results import grade_cells, read_results
+from autograde.results import read_results
 
 pytestmark = pytest.mark.slow
 A = "00_start_here"
@@ -258,134 +252,7 @@ def test_regrading_is_idempotent(bad_class, monkeypatch):
     forced = grade(course, A, students=["honest", "edited_tests"], workers=2, force=True, progress=False)
     assert forced["honest"].total == 4 and forced["edited_tests"].total == 0
     assert steps == ["cluster", "inspect", "inspect"], steps
-    _assert_one_submission_each(course, list(CLASS))
-
-
-def _assert_one_submission_each(course, students):
-    import sqlite3
-
-    db = sqlite3.connect(course.gradebook_path)
-    per_student = dict(db.execute("select student_id, count(*) from submitted_assignment group by student_id"))
-    grades = dict(
-        db.execute(
-            "select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
-            "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"
-        )
-    )
-    db.close()
-    cells = len(grade_cells(course, A))
-    for student in students:
-        if course.path("submitted", student, A).is_dir():
-            assert per_student.get(student) == 1, (student, per_student)
-            assert grades.get(student) == cells, (student, grades)
-
-
-def test_classroom_flow_through_the_exchange_with_an_interrupted_run(tmp_path):
-    """release -> fetch -> submit -> collect -> autograde (killed, resumed) -> feedback -> fetch -> export, each
-    student a Unix account of its own (tests/unix_users.py), known by the student id the course's roster gives it."""
-    exchange = Path("/tmp") / f"hm-classroom-exchange-{os.getpid()}-{os.urandom(3).hex()}"  # reachable by students
-    with unix_users.accounts("alice", "bob", "carol") as users, contextlib.ExitStack() as cleanup:
-        cleanup.callback(shutil.rmtree, exchange, True)
-        course = make_course_copy(tmp_path / "course", exchange)
-        (course.root / "autograde").mkdir(exist_ok=True)
-        roster = "".join(f"{account},{student}\n" for student, account in users.items())
-        (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
-        _classroom_flow(tmp_path, course, exchange, users)
-
-
-def _classroom_flow(tmp_path: Path, course: Course, exchange: Path, users: dict[str, str]) -> None:
-    release(course, A)
-    answers = {
-        "alice": {},
-        "bob": None,
-        "carol": {
-            "attention": (
-                "def attention(q, k, v, mask=None):\n    s = q @ np.swapaxes(k, -1, -2)\n"
-                "    if mask is not None:\n        s = np.where(mask, s, -1e30)\n"
-                "    e = np.exp(s - s.max(-1, keepdims=True)) * (1 if mask is None else mask)\n"
-                "    t = e.sum(-1, keepdims=True)\n    return np.divide(e, t, out=np.zeros_like(e), where=t > 0) @ v\n"
-            )
-        },
-    }
-    where = ["--course=heads-and-masks", f"--Exchange.root={exchange}"]
-    for student, replacements in answers.items():
-        account = users[student]
-        nbgrader_as(account, "fetch_assignment", A, *where)
-        fetched = home(account) / A / f"{A}.ipynb"
-        if replacements is not None:  # the student's edit: the file stays theirs
-            nbformat.write(submission(A, replacements), fetched)
-            owner = home(account).stat()
-            os.chown(fetched, owner.st_uid, owner.st_gid)
-        nbgrader_as(account, "submit", A, *where)
-    assert collect_exchange(course, A) == sorted(answers)
-
-    # start grading from the command line, kill it as soon as the first student is recorded
-    command = [
-        sys.executable,
-        "-m",
-        "autograde.grade",
-        f"--root={course.root}",
-        f"--exchange={exchange}",
-        "autograde",
-        A,
-        "--workers=2",
-        "--quiet",
-    ]
-    process = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    records = course.root / "autograde" / "results" / A
-    deadline = time.monotonic() + 600
-    while not list(records.glob("*.json")) and time.monotonic() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
-    before = read_results(course, A)
-    assert 1 <= len(before) < 3, f"the kill came too late to test resuming: {sorted(before)}"
-
-    resumed = grade(course, A, workers=2, progress=False)
-    for student, earlier in before.items():
-        assert resumed[student].graded_at == earlier.graded_at, f"{student} was graded twice"
-    assert {s: (r.status, r.total) for s, r in resumed.items()} == {
-        "alice": ("graded", 4),
-        "bob": ("graded", 0),
-        "carol": ("graded", 0),
-    }
-    _assert_one_submission_each(course, list(answers))
-
-    feedback(course, A, release_to_students=True)
-    hidden = hidden_lines(course, A)
-    for student in answers:
-        nbgrader_as(users[student], "fetch_feedback", A, *where)
-        pages = list((home(users[student]) / A / "feedback").rglob("*.html"))
-        assert len(pages) == 1, pages
-        assert not leaked_lines(pages[0].read_text(encoding="utf-8"), hidden)
-
-    rows = export_grades(course, tmp_path / "grades.csv")
-    assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
-        ("alice", "graded", "4", "4"),
-        ("bob", "graded", "0", "0"),
-        ("carol", "graded", "0", "0"),
-    ]
-    # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
-    # graded notebooks, feedback, records, logs), were the course this repository: git commits none of it.
-    assert (course.root / "autograde" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
-    assert _committable(course) == [], "an instructor's `git add -A` would commit these"
-
-
-def _committable(course: Course) -> list[str]:
-    """The files under the course's runtime folder that git would take if the course were this repository."""
-    tracked = subprocess.run(["git", "ls-files", "autograde"], cwd=REPO, capture_output=True, text=True)
-    if tracked.returncode != 0:
-        pytest.skip("not a git checkout: nothing says what git would commit")
-    left = sorted(str(p.relative_to(course.root)) for p in (course.root / "autograde").rglob("*") if p.is_file())
-    candidates = [path for path in left if path not in set(tracked.stdout.split())]
-    ignored = subprocess.run(
-        ["git", "check-ignore", "--no-index", "--stdin"],
-        cwd=REPO,
-        input="\n".join(candidates),
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    return [path for path in candidates if path not in ignored]
+    assert_one_submission_each(course, A, list(CLASS))
 
 
 def test_a_second_grading_run_on_the_course_is_refused_plainly(tmp_path):
