@@ -90,7 +90,7 @@ def prepare(location: ExchangeLocation) -> list[str]:
                 f"{location.describe()}: ask an administrator for `sudo mkdir -p {root} && sudo chmod 1777 {root}`, "
                 "or name another with EXCHANGE=/path (make) or --exchange /path"
             ) from None
-    if not root.is_dir() or root.is_symlink():
+    if not root.is_dir():
         raise ExchangeProblem(f"the exchange {location.describe()} is not a folder")
     warnings = []
     info = root.stat()

@@ -8,7 +8,8 @@ nbgrader's own commands, as itself, from its own home (its own ``Exchange.cache`
 it in untouched, carol answers wrongly. Then mal, who has read nbgrader's code, forges: a folder in alice's
 name, newer than her hand-in and with a submission secret of his choosing; a folder for a student who does
 not exist; and his own folder, named, stamped and dated in the year 2000, holding alice's notebook
-hard-linked from where she left it writable by everyone. The instructor runs ``python -m autograde.grade all
+hard-linked from where she left it writable by everyone. And eve, who has an account on the machine but is
+not on the course's roster, hands it in too. The instructor runs ``python -m autograde.grade all
 --exchange-collect --release-feedback``, killed as soon as a submission is graded and run again to the end;
 each student fetches feedback as itself.
 """
@@ -122,9 +123,9 @@ def exchange_class(tmp_path_factory):
     env = {"JUPYTER_CONFIG_DIR": str(shared)}
     course = make_course_copy(tmp_path_factory.mktemp("exchange-course"))
     try:
-        with unix_users.accounts(*ANSWERS, "mal") as users:
+        with unix_users.accounts(*ANSWERS, "mal", "eve") as users:
             (course.root / "autograde").mkdir(exist_ok=True)
-            roster = "".join(f"{account},{student}\n" for student, account in users.items())
+            roster = "".join(f"{account},{student}\n" for student, account in users.items() if student != "eve")
             (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
             released = _instructor(course, env, "release", A)
             assert released.returncode == 0, released.stderr[-3000:]
@@ -139,6 +140,7 @@ def exchange_class(tmp_path_factory):
                         ["cp", str(shared / f"{student}.ipynb"), f"{home(users[student])}/{A}/{A}.ipynb"],
                     )
                 nbgrader_as(users[student], "submit", A, COURSE, env=env)
+            nbgrader_as(users["eve"], "submit", A, COURSE, env=env)
             # alice leaves a copy of her work writable by everyone; mal forges, in the inbound every user writes to
             careless = home(users["alice"]) / "shared-with-the-class.ipynb"
             run_as(users["alice"], ["cp", str(shared / "alice.ipynb"), str(careless)])
@@ -202,8 +204,11 @@ def test_students_cannot_see_each_others_hand_ins(exchange_class):
 
 
 def test_each_student_is_the_account_that_handed_in(exchange_class):
-    results = exchange_class["results"]
-    assert set(results) == {*ANSWERS, "mal"}, f"a student was invented or lost: {sorted(results)}"
+    results, off_roster = exchange_class["results"], exchange_class["users"]["eve"]
+    assert set(results) == {*ANSWERS, "mal", off_roster}, f"a student was invented or lost: {sorted(results)}"
+    # an account off the roster is no student: named (under its account), nothing of it collected
+    assert results[off_roster].status == "missing", results[off_roster].line()
+    assert "which is not on the course's roster" in " ".join(results[off_roster].notes), results[off_roster].notes
     # alice's own hand-in was graded, not the folder made in her name (an untouched notebook)
     assert results["alice"].status == "graded" and _full_marks(results["alice"]), results["alice"].line()
     assert {s: (results[s].status, results[s].total) for s in ("bob", "carol")} == {
@@ -268,6 +273,7 @@ def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class)
         ("alice", "graded", "4", "4"),
         ("bob", "graded", "0", "0"),
         ("carol", "graded", "0", "0"),
+        (exchange_class["users"]["eve"], "missing", "0", "0"),  # (its account name starts with hm)
         ("mal", "missing", "0", "0"),
     ]
     # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
@@ -315,3 +321,24 @@ def test_every_command_uses_the_exchange_nbgrader_finds(tmp_path, monkeypatch):
     lines = [line for line in answer.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "/srv/elsewhere/exchange/heads-and-masks/inbound" in lines[0], answer.stderr
     assert str(configured / "nbgrader_config.py") in lines[0], lines[0]  # where that location came from
+
+
+def test_an_inbound_that_is_not_the_instructors_is_refused(exchange_class):
+    """A course folder or inbound another account owns (a student replaced it) is refused in one line."""
+    from autograde.collect import collect_exchange
+    from autograde.exchange import ExchangeProblem
+
+    exchange = exchange_class["exchange"]
+    course, inbound = (
+        Course(root=exchange_class["course"].root, exchange=exchange),
+        exchange / "heads-and-masks" / "inbound",
+    )
+    eve = home(exchange_class["users"]["eve"]).stat()
+    mine = inbound.stat()
+    os.chown(inbound, eve.st_uid, eve.st_gid)
+    try:
+        with pytest.raises(ExchangeProblem, match=f"belongs to {exchange_class['users']['eve']}, not to you"):
+            collect_exchange(course, A)
+    finally:
+        os.chown(inbound, mine.st_uid, mine.st_gid)
+        os.chmod(inbound, stat.S_IMODE(mine.st_mode))  # (chown clears the setgid bit)
