@@ -342,3 +342,22 @@ def test_an_inbound_that_is_not_the_instructors_is_refused(exchange_class):
     finally:
         os.chown(inbound, mine.st_uid, mine.st_gid)
         os.chmod(inbound, stat.S_IMODE(mine.st_mode))  # (chown clears the setgid bit)
+
+
+def test_a_secret_two_students_share_releases_neither_page(tmp_path):
+    """A submission secret copied from a classmate (nbgrader keeps it in the student's home, which may be readable)
+    would release one student's feedback under the other's name: neither is released through the exchange."""
+    from autograde.feedback import released_alone
+    from autograde.results import Result, Status
+
+    course = Course(root=tmp_path)
+    results = {}
+    for student, secret in (("alice", "s1"), ("carol", "s1"), ("bob", "s2")):
+        folder = course.path("submitted", student, A)
+        folder.mkdir(parents=True)
+        (folder / "submission_secret.txt").write_text(secret)
+        results[student] = Result(student, A, Status.GRADED, {}, {}, [])
+    assert released_alone(course, A, sorted(results), results) == ["bob"]
+    assert "its submission secret is also carol's" in " ".join(results["alice"].notes)
+    assert "its submission secret is also alice's" in " ".join(results["carol"].notes)
+    assert results["bob"].notes == []
