@@ -350,6 +350,11 @@ def bwrap_command(
     view = kernel_view(
         scratch=scratch, scratch_mb=scratch_mb, package=package, env=env, binds=[("--bind", runtime, runtime)]
     )
+    # bubblewrap's root and its /dev are tmpfs mounts, with the folders on the way to each bind made in the root.
+    # Run by root, they are root's; run by an instructor without root, they are the instructor's, so the kernel's
+    # (the same uid): it could fill memory through them, beyond every size cap and with no memory cgroup. Made
+    # read-only once made (the kernel's own folders, /tmp, /dev/shm and scratch, are mounts of their own).
+    view += ["--remount-ro", "/", "--remount-ro", "/dev"]
     limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
     if max_processes:
         limits.append(f"--nproc={max_processes}")
