@@ -996,7 +996,7 @@ def adopt_release(nb: nbformat.NotebookNode, release: Release) -> list[bool]:
     instructors = []
     for cell in nb.cells:
         released = release.counterpart(cell)
-        cell.metadata = nbformat.from_dict(json.loads(json.dumps(released.metadata))) if released else {}
+        cell.metadata = nbformat.from_dict(json.loads(json.dumps(released.metadata)) if released else {})
         unchanged = _as_released(cell, released)
         instructors.append(unchanged)
         if unchanged and cell.cell_type != "code":  # its pictures too are the instructor's
