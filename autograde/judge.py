@@ -17,7 +17,8 @@ that step's place in ``Autograde.autograde_preprocessors`` and separates the rol
 4. **The outputs are the grader's**: a test cell that passed gets the checks' own lines; one that
    failed gets an error with the checks' message. What the student's code printed while it was being
    tested is dropped. Other cells keep only what the student's own cells printed (plain text, cut
-   short); cells the instructor wrote get no outputs at all.
+   short); cells the instructor wrote get no outputs at all. Every cell's metadata is the release's
+   (``adopt_release``): nothing the submission says about a cell reaches the graded notebook.
 
 nbgrader then does the rest as usual (``SaveAutoGrades`` reads those outputs: an error scores 0).
 

@@ -16,7 +16,8 @@ Nothing else exists for it: not the repository, the gradebook, the solutions, th
 submissions, ``/root``, ``/home`` or ``/srv``. It runs
 
 * as a **uid of its own** (no other process on the machine has it), so its process limit and its
-  files are its own;
+  files are its own (only root can switch to it: without root every kernel has the instructor's uid, and
+  the view above is all that keeps it from the instructor's files: docs/security.md, Grading without root);
 * in its own pid, IPC and UTS namespaces, in a new session, dying with its parent;
 * with an **environment built from nothing** (a handful of variables, no secret of the grader's);
 * under limits: a memory cgroup that also counts shared memory and tmpfs pages (when the machine
