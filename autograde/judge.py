@@ -17,7 +17,8 @@ that step's place in ``Autograde.autograde_preprocessors`` and separates the rol
 4. **The outputs are the grader's**: a test cell that passed gets the checks' own lines; one that
    failed gets an error with the checks' message. What the student's code printed while it was being
    tested is dropped. Other cells keep only what the student's own cells printed (plain text, cut
-   short); cells the instructor wrote get no outputs at all.
+   short); cells the instructor wrote get no outputs at all. Every cell's metadata is the release's
+   (``adopt_release``): nothing the submission says about a cell reaches the graded notebook.
 
 nbgrader then does the rest as usual (``SaveAutoGrades`` reads those outputs: an error scores 0).
 
@@ -948,13 +949,78 @@ def instructor_tests(source: nbformat.NotebookNode) -> dict[str, str]:
     }
 
 
+@dataclasses.dataclass(frozen=True)
+class Release:
+    """The released notebook's cells by what names them: nbgrader's grade id, else the cell's id.
+
+    A cell of the submission is the instructor's only by that name, never by what it contains: a source
+    equal to a released cell's proves nothing (the student can type it anywhere, in a cell of any type)."""
+
+    by_grade_id: dict[str, nbformat.NotebookNode]
+    by_cell_id: dict[str, nbformat.NotebookNode]
+
+    @classmethod
+    def of(cls, released: nbformat.NotebookNode | None) -> Release:
+        cells = released.cells if released is not None else []
+        return cls(
+            by_grade_id={c.metadata["nbgrader"]["grade_id"]: c for c in cells if _grade_id(c)},
+            # a cell with a grade id is named by it alone: nbgrader keeps one copy of each grade id
+            by_cell_id={c["id"]: c for c in cells if c.get("id") and not _grade_id(c)},
+        )
+
+    def counterpart(self, cell) -> nbformat.NotebookNode | None:
+        """The released cell ``cell`` stands for (its grade id, else its cell id), or None: the student's own."""
+        if _grade_id(cell) in self.by_grade_id:
+            return self.by_grade_id[_grade_id(cell)]
+        released = self.by_cell_id.get(cell.get("id"))
+        return released if released is not None and not _grade_id(cell) else None
+
+
+def _grade_id(cell) -> str | None:
+    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return grade_id if isinstance(grade_id, str) else None
+
+
+def _as_released(cell, released) -> bool:
+    """Whether ``cell`` is its released counterpart unchanged: the instructor's content, where the instructor put it."""
+    return released is not None and cell.cell_type == released.cell_type and cell.source == released.source
+
+
+def adopt_release(nb: nbformat.NotebookNode, release: Release) -> list[bool]:
+    """Give every cell of ``nb`` the metadata the instructor gave it, and show the student's text as text.
+
+    A cell that stands for a released cell (``Release.counterpart``) gets that cell's metadata, all of it:
+    nothing the submission says about a cell (nbgrader's flags and points, ``jupyter.source_hidden``,
+    ``collapsed``, ``transient``, tags, a verdict) reaches the graded notebook, where the formgrader, the
+    instructor's lab and the feedback page act on it. The student's own cells get none. Returns, for each
+    cell, whether it is the instructor's content unchanged (shown as it is, with no outputs)."""
+    instructors = []
+    for cell in nb.cells:
+        released = release.counterpart(cell)
+        cell.metadata = nbformat.from_dict(json.loads(json.dumps(released.metadata)) if released else {})
+        unchanged = _as_released(cell, released)
+        instructors.append(unchanged)
+        if unchanged and cell.cell_type != "code":  # its pictures too are the instructor's
+            cell.pop("attachments", None)
+            if "attachments" in released:
+                cell.attachments = nbformat.from_dict(json.loads(json.dumps(released.attachments)))
+        elif cell.cell_type in ("markdown", "raw"):  # the student's text is shown as text, never as HTML
+            if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
+                cell.cell_type = "markdown"
+                for field in ("raw_mimetype", "format"):
+                    cell.metadata.pop(field, None)
+            cell.source = as_text(cell.source)
+            cell.pop("attachments", None)
+    return instructors
+
+
 def judge_notebook(
     nb: nbformat.NotebookNode,
     *,
     tests_source: dict[str, str],
     key: bytes | None,
     context: str,
-    released_sources: set[str],
+    release: Release,
     cell_timeout: float = 60,
     budget_seconds: float = 480,
     memory_mb: int = 2048,
@@ -964,23 +1030,13 @@ def judge_notebook(
     Which cells are tests, and what they run, comes from the instructor's notebook (``tests_source``),
     never from the submission's metadata: a cell with a test's grade id is judged here with the
     instructor's source; every other code cell is the student's and runs in the kernel, whatever its
-    metadata says. ``released_sources`` are the cells of the released notebook: cells with that exact
-    source are the instructor's, and get no outputs in the graded notebook.
+    metadata says. Every cell's metadata is the release's (``adopt_release``); a cell that is its released
+    counterpart unchanged is the instructor's and gets no outputs in the graded notebook.
     """
     from heads_and_masks.checks.core import secret_inputs
 
     report = JudgeReport(sandboxed=sandbox_available()[0])
-    for cell in nb.cells:  # a verdict in the graded notebook is the judge's: none comes from the submission
-        cell.get("metadata", {}).pop(VERDICT_KEY, None)
-        cell.get("metadata", {}).pop("tags", None)  # nbconvert makes each an HTML class: "x hidden" hid a cell
-    for cell in nb.cells:  # what the student wrote outside code (markdown, raw) is shown as text, never as HTML
-        if cell.cell_type in ("markdown", "raw") and cell.source not in released_sources:
-            if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
-                cell.cell_type = "markdown"
-                for field in ("raw_mimetype", "format"):
-                    cell.metadata.pop(field, None)
-            cell.source = as_text(cell.source)
-            cell.pop("attachments", None)
+    instructors = adopt_release(nb, release)
     tests = []
     for index, cell in enumerate(nb.cells):
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -1009,7 +1065,7 @@ def judge_notebook(
                 )
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
-            if cell.source not in released_sources:  # the student's own code: keep what it printed
+            if not instructors[index]:  # the student's own code: keep what it printed
                 kept = run.outputs[:20]
                 size = sum(len(o.get("text", "")) + len(o.get("evalue", "")) for o in kept)
                 if shown + size > MAX_NOTEBOOK_TEXT:  # many cells that print: the graded notebook stays small
@@ -1091,8 +1147,8 @@ def _read_once(function):
 
 
 @_read_once
-def _released_sources(path: Path) -> frozenset[str]:
-    return frozenset(c.source for c in nbformat.read(path, as_version=4).cells)
+def _release(path: Path) -> Release:
+    return Release.of(nbformat.read(path, as_version=4))  # only read: adopt_release copies what it takes
 
 
 @_read_once
@@ -1122,15 +1178,17 @@ class Judge(NbGraderPreprocessor):
         assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
         root = Path(self.config.CourseDirectory.get("root", REPO))
         key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
-        release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
-        released_sources = _released_sources(release) if release.exists() else set()
-        if release.exists():  # the graded notebook's own metadata is the instructor's, never the submission's:
-            # tools that open it act on it (Jupytext's "formats" pairs and writes files where it says)
-            nb.metadata = nbformat.from_dict(_released_metadata(release))
         source_dir = Path(
             self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
         )
-        tests_source = dict(_instructor_tests(source_dir / assignment / f"{name}.ipynb"))
+        source = source_dir / assignment / f"{name}.ipynb"
+        tests_source = dict(_instructor_tests(source))
+        release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
+        if not release.exists():  # (a course that grades from its source alone): the same cells, by the same names
+            release = source
+        # The graded notebook's own metadata is the instructor's, never the submission's: tools that open it
+        # act on it (Jupytext's "formats" pairs and writes files where it says). So is each cell's (adopt_release).
+        nb.metadata = nbformat.from_dict(_released_metadata(release))
         code = [
             c.source
             for c in nb.cells
@@ -1142,7 +1200,7 @@ class Judge(NbGraderPreprocessor):
             tests_source=tests_source,
             key=key,
             context=context,
-            released_sources=released_sources,
+            release=_release(release),
             cell_timeout=self.timeout,
             budget_seconds=self.budget,
             memory_mb=self.memory_mb,

@@ -16,7 +16,8 @@ Nothing else exists for it: not the repository, the gradebook, the solutions, th
 submissions, ``/root``, ``/home`` or ``/srv``. It runs
 
 * as a **uid of its own** (no other process on the machine has it), so its process limit and its
-  files are its own;
+  files are its own (only root can switch to it: without root every kernel has the instructor's uid, and
+  the view above is all that keeps it from the instructor's files: docs/security.md, Grading without root);
 * in its own pid, IPC and UTS namespaces, in a new session, dying with its parent;
 * with an **environment built from nothing** (a handful of variables, no secret of the grader's);
 * under limits: a memory cgroup that also counts shared memory and tmpfs pages (when the machine
@@ -350,6 +351,11 @@ def bwrap_command(
     view = kernel_view(
         scratch=scratch, scratch_mb=scratch_mb, package=package, env=env, binds=[("--bind", runtime, runtime)]
     )
+    # bubblewrap's root and its /dev are tmpfs mounts, with the folders on the way to each bind made in the root.
+    # Run by root, they are root's; run by an instructor without root, they are the instructor's, so the kernel's
+    # (the same uid): it could fill memory through them, beyond every size cap and with no memory cgroup. Made
+    # read-only once made (the kernel's own folders, /tmp, /dev/shm and scratch, are mounts of their own).
+    view += ["--remount-ro", "/", "--remount-ro", "/dev"]
     limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
     if max_processes:
         limits.append(f"--nproc={max_processes}")

@@ -10,43 +10,84 @@ more than the class handed in; and the honest classmates keep full marks.
 
 from __future__ import annotations
 
+import atexit
+import copy
 import csv
 import functools
+import json
 import os
 import re
 import secrets
+import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from catalog import boundary
-from course import Symlink, grade_class, require_sandbox, solution_notebook, student_notebook
+from course import REPO, TEST_KEY, ClassRun, Symlink, grade_class, require_sandbox, solution_notebook, student_notebook
 from submissions import submission
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # what nbformat says of a hand-in with a duplicated or a missing cell id (claims_instructor_ids), read on purpose
+    pytest.mark.filterwarnings("ignore::nbformat.warnings.DuplicateCellId"),
+    pytest.mark.filterwarnings("ignore::nbformat.warnings.MissingIDFieldWarning"),
+]
 ASSIGNMENT = boundary.ASSIGNMENT
 HONEST = [f"honest{i}" for i in range(3)]
 LONG_ID = "x" * 250
 ESCAPE_ID = "eve\x1b[2K\x1b[1Gall good"
 FORMULA_ID = "=1+2"
 CLASHED_ID = "Ann Lee"  # its safe folder name is public: another student hands in under exactly that name
+# Who grades (issue 37 §4): root (CI, a course server), or an instructor's ordinary Unix account (a JupyterHub),
+# whose kernels all share its uid. The instructor grades a smaller class: the attacks that uid sharing is about
+# (the instructor's files, home, gradebook and key, the other kernels' processes and files, the environment).
+GRADERS = ["root", "instructor"]
+INSTRUCTOR_CLASS = [
+    *HONEST,
+    "links_for_root",
+    "fills_the_disk",
+    "reads_the_environment",
+    "hunts_the_hidden_tests",
+    "hogs_processes",
+    "reaches_the_instructor",
+    "signals_every_process",
+    "writes_its_view",
+    "holds_shared_memory",  # (no memory cgroup without root: what it holds is on the record, docs/security.md)
+]
 
 
 @functools.cache
 def hostile_class():
+    """The whole hostile class, graded by us (root, in CI)."""
     require_sandbox()
     scratch = Path(tempfile.mkdtemp(prefix="hm-boundary-"))
-    canary = scratch / "canary.txt"
-    canary.write_text("the canary's own words\n")
-    os.chmod(canary, 0o600)
+    canary = _canary(scratch)
     canary_env = "canary-" + secrets.token_hex(8)
     os.environ["HEADS_AND_MASKS_TEST_CANARY"] = canary_env  # the grader's environment (workers inherit it)
+    hand_ins = _hand_ins(canary, scratch / "course")
+    run, *made = _grade_hostile_class(hand_ins, scratch)
+    return run, canary, canary_env, *made
 
+
+def _canary(folder: Path) -> Path:
+    canary = folder / "canary.txt"
+    canary.write_text("the canary's own words\n")
+    os.chmod(canary, 0o600)
+    return canary
+
+
+def _hand_ins(canary: Path, course_root: Path) -> dict[str, object]:
+    """Every hand-in of the hostile class (``canary``: the file the attacks aim at; ``course_root``: where the
+    class is graded, which a student who knows the instructor's layout can guess)."""
     hand_ins: dict[str, object] = {name: submission(ASSIGNMENT, {}) for name in HONEST}
-    for name, code in boundary.CODE_ATTACKS.items():
-        hand_ins[name] = submission(ASSIGNMENT, {"attention": code.replace("{CANARY}", str(canary)).strip("\n")})
+    for name, code in {**boundary.CODE_ATTACKS, **boundary.UID_ATTACKS}.items():
+        code = code.replace("{CANARY}", str(canary)).replace("{COURSE}", str(course_root))
+        hand_ins[name] = submission(ASSIGNMENT, {"attention": code.strip("\n")})
     from heads_and_masks.checks.start_here import check_attention
 
     hand_ins["seed_table"] = submission(ASSIGNMENT, {"attention": boundary.seed_table_attack(check_attention).strip()})
@@ -110,6 +151,12 @@ def hostile_class():
         f"{ASSIGNMENT}.ipynb": nbformat.writes(submission(ASSIGNMENT, {})).encode(),
         "timestamp.txt": b"2000-01-01 00:00:00.000000 UTC",
     }
+    hand_ins.update(_graded_copy_hand_ins())
+    return hand_ins
+
+
+def _grade_hostile_class(hand_ins: dict[str, object], scratch: Path):
+    """Grade the class at ``scratch``/course as an instructor does, then feedback, CSV and both reports."""
     run = grade_class(ASSIGNMENT, hand_ins, scratch, cell_timeout=20)
     from autograde.export import export_grades
     from autograde.feedback import feedback
@@ -122,7 +169,7 @@ def hostile_class():
     from autograde.class_report import write as write_class_report
 
     class_csv = write_class_report(run.course, ASSIGNMENT)[1]
-    return run, canary, canary_env, feedback_files, csv_path, rows, report, class_csv
+    return run, feedback_files, csv_path, rows, report, class_csv
 
 
 def _by_original(run, original: str):
@@ -159,9 +206,13 @@ def _everything_written(run) -> str:
 TAMPERED = ["test_cell_solution_true", "test_cell_grade_false", "test_cell_locked_false"]
 
 
-@pytest.mark.parametrize("attacker", [*boundary.CODE_ATTACKS, "seed_table", *TAMPERED])
-def test_attacker_earns_nothing(attacker):
-    run = hostile_class()[0]
+@pytest.mark.parametrize(
+    "attacker, grader",
+    [(name, "root") for name in [*boundary.CODE_ATTACKS, *boundary.UID_ATTACKS, "seed_table", *TAMPERED]]
+    + [(name, "instructor") for name in INSTRUCTOR_CLASS if name not in HONEST],
+)
+def test_attacker_earns_nothing(attacker, grader):
+    run = graded_by(grader)[0]
     result = run.results[attacker]
     assert result.total == 0, f"{attacker} earned {result.scores} ({result.line()})"
 
@@ -175,26 +226,32 @@ def _full_marks(result) -> bool:
     )
 
 
-def test_honest_classmates_keep_full_marks():
-    run = hostile_class()[0]
-    for name in [*HONEST, "dangling_link"]:
+@pytest.mark.parametrize("grader", GRADERS)
+def test_honest_classmates_keep_full_marks(grader):
+    run = graded_by(grader)[0]
+    for name in [*HONEST, "dangling_link"] if grader == "root" else HONEST:
         result = run.results[name]
         assert _full_marks(result), f"{name}: {result.scores} ({result.line()})"
+    if grader != "root":
+        return
     for name in (LONG_ID, FORMULA_ID, ESCAPE_ID, CLASHED_ID, "backdated", "writes_html"):
         result = _by_original(run, name)
         assert _full_marks(result), f"{name!r}: {result.scores} ({result.line()})"
 
 
-def test_root_owned_canary_is_untouched():
-    _, canary, *_ = hostile_class()
+@pytest.mark.parametrize("grader", GRADERS)
+def test_graders_canary_is_untouched(grader):
+    """The grader's own file (root's, or the instructor's: then every kernel has its owner's uid)."""
+    _, canary, *_ = graded_by(grader)
     assert not canary.is_symlink()
     assert canary.read_text() == "the canary's own words\n"
     info = canary.stat()
-    assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == os.getuid()
+    assert stat.S_IMODE(info.st_mode) == 0o600 and info.st_uid == canary.parent.stat().st_uid
 
 
-def test_grader_environment_and_hidden_tests_reach_nobody():
-    run, _, canary_env, feedback_files, *_ = hostile_class()
+@pytest.mark.parametrize("grader", GRADERS)
+def test_grader_environment_and_hidden_tests_reach_nobody(grader):
+    run, _, canary_env, feedback_files, *_ = graded_by(grader)
     written = _everything_written(run)
     assert canary_env not in written, "a variable of the grader's environment was written out"
     assert feedback_files, "no feedback was made"
@@ -226,8 +283,9 @@ def test_feedback_holds_only_what_the_grader_made():
     )
 
 
-def test_disk_holds_no_more_than_the_class_handed_in():
-    run = hostile_class()[0]
+@pytest.mark.parametrize("grader", GRADERS)
+def test_disk_holds_no_more_than_the_class_handed_in(grader):
+    run = graded_by(grader)[0]
     total = sum(p.stat().st_size for p in run.course.root.rglob("*") if p.is_file() and not p.is_symlink())
     assert total < 200 * 2**20, f"the course root grew to {total / 2**20:.0f} MiB"
     assert not any(p.is_symlink() for p in (run.course.root / "autograde").rglob("*"))
@@ -422,3 +480,282 @@ def test_submission_time_is_the_collections_not_the_students():
     with gradebook(run.course) as book:
         stamp = book.find_submission(ASSIGNMENT, "backdated").timestamp
     assert stamp is not None and stamp.year >= 2025, stamp
+
+
+# ---------------------------------------------------------------------------------------------
+# The graded copy (issue 36 §5): each cell's metadata is the release's, the instructor's cells are known by
+# their names (grade id, cell id), never by their text (the hand-ins: tests/catalog/boundary.py)
+# ---------------------------------------------------------------------------------------------
+def _grade_id(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _released_prose() -> list:
+    """The released notebook's markdown cells that are not nbgrader's (the instructor's text)."""
+    return [c for c in student_notebook(ASSIGNMENT).cells if c.cell_type == "markdown" and not _grade_id(c)]
+
+
+def _graded_copy_hand_ins() -> dict[str, object]:
+    prose = _released_prose()
+    demo = next(c for c in student_notebook(ASSIGNMENT).cells if c.cell_type == "code" and "print(" in c.source)
+    hider = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
+    for cell in hider.cells:
+        if _grade_id(cell) in ("attention", "test_attention"):
+            cell.metadata.update(copy.deepcopy(boundary.HIDING_METADATA))
+    copier = submission(ASSIGNMENT, {})
+    copier.cells[0].cell_type = "raw"  # the title, same text and id, now raw
+    copier.cells.insert(2, nbformat.v4.new_raw_cell(prose[1].source))
+    copier.cells.append(nbformat.v4.new_code_cell(demo.source))
+    claimer = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
+    test_cell = next(c for c in claimer.cells if _grade_id(c) == "test_attention")
+    claim = nbformat.v4.new_code_cell(boundary.PRINTS_WHO_WROTE_IT, metadata=copy.deepcopy(test_cell.metadata))
+    claimer.cells.insert(claimer.cells.index(test_cell) + 1, claim)
+    phish = nbformat.v4.new_markdown_cell(boundary.PHISH_MARKDOWN)
+    phish["id"] = prose[0]["id"]  # before the released cell of that id: nbformat renames the later one
+    claimer.cells.insert(0, phish)
+    next(c for c in claimer.cells if c.get("id") == prose[2]["id"]).pop("id")
+    forger = submission(ASSIGNMENT, {"attention": boundary.WRONG.strip("\n")})
+    forger.cells.append(
+        nbformat.v4.new_code_cell('print("extra credit")', metadata={"nbgrader": boundary.FORGED_GRADE_CELL})
+    )
+    return {
+        "hides_a_failing_test": hider,
+        "copies_instructor_cells": copier,
+        # as JSON, as the student wrote it: nbformat would repair the ids when writing it
+        "claims_instructor_ids": {f"{ASSIGNMENT}.ipynb": json.dumps(claimer).encode()},
+        "forges_a_grade_cell": forger,
+    }
+
+
+GRADED_COPY_ATTACKERS = ["hides_a_failing_test", "claims_instructor_ids", "forges_a_grade_cell"]
+
+
+@pytest.mark.parametrize("attacker", GRADED_COPY_ATTACKERS)
+def test_forged_cells_earn_nothing(attacker):
+    result = hostile_class()[0].results[attacker]
+    assert result.total == 0, f"{attacker} earned {result.scores} ({result.line()})"
+
+
+def _feedback_page(feedback_files, student: str) -> str:
+    return next(p for p in feedback_files if p.parent.parent.name == student).read_text(encoding="utf-8")
+
+
+def test_a_hidden_failing_test_is_shown_as_the_instructor_made_it():
+    """A test cell folded away by the submission's metadata (hidden input and output, collapsed, left out of
+    the page) is shown in the graded notebook and in the feedback as the release shows it."""
+    from autograde.judge import VERDICT_KEY
+
+    run, _, _, feedback_files, *_ = hostile_class()
+    released = {_grade_id(c): c.metadata for c in student_notebook(ASSIGNMENT).cells if _grade_id(c)}
+    graded = run.results["hides_a_failing_test"].notebook
+    for cell in graded.cells:
+        if _grade_id(cell):
+            shown = {k: v for k, v in cell.metadata.items() if k != VERDICT_KEY}
+            assert shown == released[_grade_id(cell)], f"{_grade_id(cell)}: {cell.metadata}"
+    for name, result in run.results.items():  # the release folds nothing away: no graded notebook does
+        for cell in result.notebook.cells if result.notebook else []:
+            folded = {"jupyter", "collapsed", "transient", "scrolled"} & set(cell.metadata)
+            assert not folded, f"{name}: a cell keeps the submission's {sorted(folded)}"
+    page = _feedback_page(feedback_files, "hides_a_failing_test")
+    assert "check_attention" in page, "the test cell's source is left out of the feedback"
+    assert "CheckFailed" in page, "the failing verdict is left out of the feedback"
+
+
+def test_a_copy_of_an_instructor_cell_is_the_students():
+    """A released cell's text in a cell of the student's (a new cell, or a released cell of another type) is the
+    student's: shown as text, its outputs kept; the released cells where they were stay the instructor's."""
+    run, _, _, feedback_files, *_ = hostile_class()
+    result = run.results["copies_instructor_cells"]
+    assert _full_marks(result), result.line()
+    graded = result.notebook
+    prose, released = _released_prose(), student_notebook(ASSIGNMENT)
+    assert not [c for c in graded.cells if c.cell_type == "raw"], "a raw cell of the student's is rendered as HTML"
+    assert graded.cells[0].source.startswith("```text") and prose[0].source in graded.cells[0].source
+    copies = [c for c in graded.cells if prose[1].source in c.source]
+    assert [c.source == prose[1].source for c in copies] == [True, False], "the copy is shown as text"
+    demo = next(c for c in released.cells if c.cell_type == "code" and "print(" in c.source)
+    assert graded.cells[-1].source == demo.source and graded.cells[-1].outputs, "the student's copy printed nothing"
+    page = _feedback_page(feedback_files, "copies_instructor_cells")
+    assert "<notebook>" not in page and "&lt;notebook&gt;" in page, "released text became HTML in the page"
+
+
+def test_a_claimed_id_names_no_instructor_cell():
+    """A cell of the student's with the test's grade id is judged with the instructor's source; a second cell
+    with a released cell's id, or a released cell without its id, is the student's (shown as text)."""
+    run, _, _, feedback_files, *_ = hostile_class()
+    graded = run.results["claims_instructor_ids"].notebook
+    tests = [c for c in graded.cells if _grade_id(c) == "test_attention"]
+    assert len(tests) == 1 and "check_attention" in tests[0].source, [c.source for c in tests]
+    printed = json.dumps([c.get("outputs", []) for c in graded.cells])
+    assert "the student ran this cell" not in printed, "the student's claimed test cell ran as the student's code"
+    prose = _released_prose()
+    assert graded.cells[0].source.startswith("```text") and "phish.invalid" in graded.cells[0].source
+    no_id = next(c for c in graded.cells if prose[2].source in c.source)
+    assert no_id.source.startswith("```text"), "a cell without its released id is the student's"
+    page = _feedback_page(feedback_files, "claims_instructor_ids")
+    assert "phish.invalid" in page and '<a href="https://phish.invalid' not in page, "the student's HTML is live"
+
+
+# ---------------------------------------------------------------------------------------------
+# Grading without root (issue 37 §4): the same class, graded by an ordinary Unix user who owns a copy of the
+# course (an instructor on a JupyterHub). Every kernel then has the instructor's uid: what keeps a student
+# from the instructor's files and from the other kernels is the sandbox's view alone (docs/security.md).
+# ---------------------------------------------------------------------------------------------
+def graded_by(grader: str):
+    return hostile_class() if grader == "root" else hostile_class_without_root()
+
+
+def _cannot(why: str):
+    """No ordinary user to grade as: a failure in CI (root there: it must work), a skip elsewhere."""
+    if os.environ.get("CI"):
+        pytest.fail(f"cannot grade as an ordinary user: {why}")
+    pytest.skip(f"cannot grade as an ordinary user: {why}")
+
+
+@functools.cache
+def hostile_class_without_root():
+    """INSTRUCTOR_CLASS graded by a Unix user made for it, in its home beside the repository (not under /tmp:
+    that is where a kernel gets a folder of its own), with a Python it may run; read back here."""
+    require_sandbox()
+    if os.geteuid() != 0:
+        _cannot("the tests do not run as root (then the class graded above was graded without root)")
+    name, home = _instructor_account()
+    python = _instructor_python(name, home)  # the command that runs it as the instructor
+    from course import _template_course
+
+    shutil.copytree(_template_course(), home / "template", symlinks=True)
+    subprocess.run(["chown", "-R", f"{name}:{name}", str(home / "template")], check=True)
+    canary_env = "canary-" + secrets.token_hex(8)
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_boundary; test_boundary._grade_here()"
+    graded = subprocess.run(
+        [*python, "-c", code, str(home)],
+        env=_instructor_env(home, HEADS_AND_MASKS_TEST_CANARY=canary_env),
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert graded.returncode == 0, f"grading as {name} failed:\n{graded.stdout[-2000:]}\n{graded.stderr[-4000:]}"
+    made = json.loads((home / "graded.json").read_text())
+    from autograde.course import Course
+    from autograde.results import read_results
+
+    course = Course(root=Path(made["course"]))
+    results = read_results(course, ASSIGNMENT)
+    for result in results.values():
+        result.load_notebook(course)
+    run = ClassRun(course, ASSIGNMENT, results)
+    files = [Path(p) for p in made["feedback"]]
+    csv_path, class_csv = Path(made["csv"]), Path(made["class_csv"])
+    return run, home / "canary.txt", canary_env, files, csv_path, made["rows"], made["report"], class_csv
+
+
+def _grade_here() -> None:
+    """(Run as the instructor by hostile_class_without_root) grade INSTRUCTOR_CLASS in its home, say where."""
+    import course
+
+    home = Path(sys.argv[1])
+    course._template_course = lambda: home / "template"  # the course set up by the test, now this user's
+    canary = _canary(home)
+    every = _hand_ins(canary, home / "class" / "course")
+    run, feedback_files, csv_path, rows, report, class_csv = _grade_hostile_class(
+        {name: every[name] for name in INSTRUCTOR_CLASS}, home / "class"
+    )
+    made = {
+        "course": str(run.course.root),
+        "feedback": [str(p) for p in feedback_files],
+        "csv": str(csv_path),
+        "rows": json.loads(json.dumps(rows, default=str)),
+        "report": report,
+        "class_csv": str(class_csv),
+    }
+    (home / "graded.json").write_text(json.dumps(made))
+
+
+def _as_user(name: str) -> list[str]:
+    return [shutil.which("setpriv"), f"--reuid={name}", f"--regid={name}", "--init-groups", "--"]
+
+
+def _instructor_env(home: Path, **more: str) -> dict[str, str]:
+    return {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8", **more}
+
+
+@functools.cache
+def _instructor_account() -> tuple[str, Path]:
+    """An ordinary Unix user of a name no other run takes, its home beside the repository; gone at exit."""
+    name = f"hm-instructor-{secrets.token_hex(4)}"
+    home = REPO.parent / f".{name}"
+    made = subprocess.run(
+        ["useradd", "--home-dir", str(home), "--no-create-home", "--shell", "/usr/sbin/nologin", "--user-group", name],
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        _cannot(f"useradd {name}: {made.stderr.strip()}")
+    atexit.register(_remove_account, name, home)
+    home.mkdir(mode=0o700)
+    shutil.chown(home, name, name)
+    return name, home
+
+
+def _remove_account(name: str, home: Path) -> None:
+    subprocess.run(["userdel", name], capture_output=True)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def _instructor_python(name: str, home: Path) -> list[str]:
+    """How the instructor runs our Python (this environment's packages, the same interpreter): as themself, in a
+    view of the files in which the interpreter's own folder is theirs to read when it lives under a folder no
+    other user may enter (such as root's pyenv under /root: a copy would not do, its C library names that
+    path). On a hub the instructor's Python is their own; in CI it is readable by all and nothing is changed."""
+    interpreter = Path(os.path.realpath(sys.executable)).parent.parent
+    closed = next((f for f in [*reversed(interpreter.parents), interpreter] if f.stat().st_mode & 0o005 != 0o005), None)
+    run = [*_as_user(name), sys.executable]
+    if closed is not None:  # a private mount namespace: an empty tmpfs over the closed folder, the interpreter in it
+        kept = home / ".interpreter"
+        kept.mkdir()
+        script = (
+            'mount --bind "$1" "$2" && mount -t tmpfs -o mode=0755,size=1m tmpfs "$3" && mkdir -p "$1" '
+            '&& mount --bind "$2" "$1" && shift 3 && exec "$@"'
+        )
+        wrap = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"]
+        run = [*wrap, str(interpreter), str(kept), str(closed), *run]
+    # its packages, and every folder of its Python that a kernel is shown (bubblewrap binds them as the instructor)
+    probe = (
+        "import os, distributed, ipykernel, nbgrader, numpy; from autograde.sandbox import python_paths; "
+        "assert all(os.access(p, os.R_OK | os.X_OK) for p in python_paths())"
+    )
+    ran = subprocess.run([*run, "-c", probe], env=_instructor_env(home), cwd=home, capture_output=True, text=True)
+    if ran.returncode != 0:
+        _cannot(f"{sys.executable} does not run as {name}: {ran.stderr.strip()[-500:]}")
+    return run
+
+
+@pytest.mark.parametrize("grader", GRADERS)
+def test_the_gradebook_and_the_key_are_out_of_reach(grader):
+    """A kernel with the instructor's uid, told where the course is: it neither reads nor changes the
+    gradebook, the grading key or the instructor's files (it raises whatever it found, for us to read)."""
+    run, canary, *_ = graded_by(grader)
+    runtime = run.course.root / "autograde"
+    assert (runtime / "grading-key").read_text() == TEST_KEY
+    assert b"pwned" not in (runtime / "gradebook.db").read_bytes()
+    found = "\n".join(
+        o.get("evalue", "") for c in run.results["reaches_the_instructor"].notebook.cells for o in c.get("outputs", [])
+    )
+    assert "REACHED" in found, "the attack reported nothing (the test proves nothing)"
+    for secret in (TEST_KEY.strip(), "the canary's own words", "SQLite format"):
+        assert secret not in found, f"a kernel read {secret[:30]!r}"
+    assert "wrote " not in found and "chmod " not in found, found
+    listed = [line for line in found.splitlines() if ": " not in line]  # what its globs found (the rest: its reads)
+    assert not [line for line in listed if line.startswith(str(run.course.root))], found
+
+
+@pytest.mark.parametrize("grader", GRADERS)
+def test_a_kernel_writes_only_its_own_folders(grader):
+    """Every folder of a kernel's view but its own (scratch, /tmp, /dev/shm) is read-only to it: bubblewrap's root
+    and the folders on the way to its binds are memory no cap counts, and the kernel's own without root."""
+    run = graded_by(grader)[0]
+    said = [o.get("evalue", "") for c in run.results["writes_its_view"].notebook.cells for o in c.get("outputs", [])]
+    wrote = next((line for line in said if line.startswith("WROTE IN")), None)
+    assert wrote is not None, f"the attack reported nothing (the test proves nothing): {said}"
+    assert wrote == "WROTE IN []", wrote

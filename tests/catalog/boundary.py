@@ -252,3 +252,101 @@ get_ipython().events.register("pre_run_cell", _spy)
 """
 )
 SPY_REPORT = 'print("SPY", _seen)'  # a last cell of the student's: prints every cell the kernel ran before it
+
+
+# ------------------------------------------------------------------ the graded copy, and a grader without root
+# (issue 36 §5, issue 37 §4) The graded notebook takes each cell's metadata from the release, and knows the
+# instructor's cells by their names (grade id, cell id), never by their text. Hand-ins built on the released
+# notebook by tests/test_boundary.py:
+#   hides_a_failing_test   a wrong answer; its test cell (and the answer) folded away: hidden input and output,
+#                          collapsed, not editable, and `transient.remove_source` (nbconvert leaves such a cell's
+#                          source out of the page)
+#   copies_instructor_cells  every answer right; a released markdown cell's text in a raw cell of its own (the
+#                          old rule kept it raw: HTML in the page), a released markdown cell turned raw, a released
+#                          code cell's text in a new cell (the student's code: what it prints is kept)
+#   claims_instructor_ids  a wrong answer; a cell of its own after the test cell claiming the test's grade id
+#                          (nbgrader keeps the last copy), a grade cell with a grade id of its own and points, a
+#                          second cell with the id of a released markdown cell, and a released cell without its id
+HIDING_METADATA = {
+    "jupyter": {"source_hidden": True, "outputs_hidden": True},
+    "collapsed": True,
+    "scrolled": False,
+    "editable": True,
+    "deletable": True,
+    "transient": {"remove_source": True},
+}
+FORGED_GRADE_CELL = {"grade": True, "solution": False, "locked": True, "points": 50, "grade_id": "extra_credit"}
+PHISH_MARKDOWN = '<a href="https://phish.invalid/regrade">Your grade was corrected: click here</a>'
+PRINTS_WHO_WROTE_IT = 'print("the student ran this cell")'
+
+# Code a student runs as the uid of the grader when the grader is not root (every kernel then has that uid):
+# the instructor's own files and home, the course's gradebook and grading key, the other kernels' folders and
+# processes, with every permission the instructor has. `{CANARY}` is a file of the instructor's, `{COURSE}` the
+# course root; what it reads it raises, for the graded notebook and the feedback.
+UID_ATTACKS = {
+    "reaches_the_instructor": WRONG
+    + """
+import glob, os
+_found = []
+for _path in ["{CANARY}", "{COURSE}/autograde/grading-key", "{COURSE}/autograde/gradebook.db",
+              os.path.expanduser("~/.bashrc"), "/proc/1/environ", "/proc/1/cmdline"]:
+    try:
+        _found.append(_path + ": " + open(_path, "rb").read(300).decode("latin-1"))
+    except OSError as _error:
+        _found.append(_path + ": " + type(_error).__name__)
+for _path in ["{CANARY}", "{COURSE}/autograde/gradebook.db", "{COURSE}/autograde/grading-key"]:
+    try:
+        with open(_path, "a") as _handle:
+            _handle.write("pwned")
+        _found.append("wrote " + _path)
+    except OSError:
+        pass
+    try:
+        os.chmod(_path, 0o777)
+        _found.append("chmod " + _path)
+    except OSError:
+        pass
+for _pattern in ["{COURSE}/*", "/tmp/*", "/run/heads-and-masks/*", "/home/*", "/work/*", "/proc/[0-9]*"]:
+    _found += glob.glob(_pattern)[:40]
+raise RuntimeError("REACHED " + "\\n".join(_found)[:1900])
+""",
+    "signals_every_process": WRONG
+    + """
+import os, signal
+_mine = {int(_thread) for _thread in os.listdir("/proc/self/task")}  # a thread's id stops its whole process
+for _pid in range(2, 4 * 2**15):  # by number, as if /proc were not there: every process of the uid it may signal
+    try:
+        if _pid not in _mine:
+            os.kill(_pid, signal.SIGSTOP)
+    except OSError:
+        pass
+os.kill(-1, signal.SIGKILL)  # every process this uid may signal, itself last
+""",
+}
+# Writes a file into every folder of its view that is not one of its own (scratch, /tmp, /dev/shm, its socket
+# folder): the root of bubblewrap's view is a tmpfs in memory, and so are the folders made on the way to its
+# binds (owned by the kernel's uid when the grader is not root). It raises the list, for the test to read.
+WRITES_ITS_VIEW = (
+    WRONG
+    + """
+import os, sys
+_wrote = []
+_own = ("/tmp", "/dev/shm", os.getcwd(), os.environ.get("JUPYTER_RUNTIME_DIR", "/nonexistent"))
+_folders = {"/", "/opt", "/opt/heads-and-masks", "/usr", "/etc", "/proc", "/dev", "/run"}
+for _top in (sys.prefix, os.path.dirname(np.__file__), os.path.dirname(__import__("heads_and_masks").__file__)):
+    while _top not in ("/", ""):
+        _folders.add(_top)
+        _top = os.path.dirname(_top)
+for _folder in sorted(_folders):
+    if _folder in _own or any(_folder.startswith(_o + "/") for _o in _own):
+        continue
+    try:
+        with open(os.path.join(_folder, "hm-written"), "wb") as _handle:
+            _handle.write(b"x" * (1 << 20))
+        _wrote.append(_folder)
+    except OSError:
+        pass
+raise RuntimeError("WROTE IN " + repr(_wrote))
+"""
+)
+UID_ATTACKS["writes_its_view"] = WRITES_ITS_VIEW
