@@ -7,15 +7,18 @@
 #   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 #   make explore     every notebook's widget on a page without code (Voilà), e.g. for a lecture
 
+# The interpreter the environment is made from (tools/check_python.py says which ones do), and where it goes:
+# an active conda environment (environment.yml) is used as it is; otherwise a venv in the repo, .venv/ unless
+# VENV= says otherwise (e.g. `make env PYTHON=/usr/bin/python3 VENV=.venv-debian`: a second one, for tests).
 PYTHON ?= python3
-# An active conda environment (environment.yml) is used as it is; otherwise a venv in the repo.
+ifndef VENV
 ifdef CONDA_PREFIX
 VENV := $(CONDA_PREFIX)
-STAMP := $(CONDA_PREFIX)/.heads-and-masks-ready
 else
 VENV := .venv
-STAMP := .venv/.ready
 endif
+endif
+STAMP := $(VENV)/.heads-and-masks-ready
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -23,9 +26,20 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 env: $(STAMP)
 
+# What stops `make env` before it installs anything, in one line (empty when nothing does): the version of the
+# interpreter (the environment's own, once there is one), and whether it can make a venv with pip in it, which
+# Debian's python3 cannot without its python3.X-venv package (tools/check_python.py).
+ENV_PROBLEM = $(shell \
+  if $(BIN)/python -m pip --version >/dev/null 2>&1; then $(BIN)/python tools/check_python.py $(BIN)/python; \
+  elif command -v $(PYTHON) >/dev/null; then $(PYTHON) tools/check_python.py --venv $(PYTHON); \
+  else echo "There is no $(PYTHON) to make the environment with: install Python 3.11, or name one (make env PYTHON=/path/to/python3.11)"; \
+  fi 2>&1)
+
+# A venv left half-made (no pip in it) is made again.
 $(STAMP): pyproject.toml requirements.lock
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Heads & Masks needs Python 3.11 or newer; found " + sys.version.split()[0])'
-	@test -x $(BIN)/python || { echo "Creating the environment in $(VENV) (about two minutes, once)"; $(PYTHON) -m venv $(VENV); }
+	$(if $(ENV_PROBLEM),$(error $(ENV_PROBLEM)))
+	@$(BIN)/python -m pip --version >/dev/null 2>&1 || \
+	  { echo "Creating the environment in $(VENV) with $(PYTHON) (about two minutes, once)"; $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 

@@ -37,16 +37,56 @@ def test_environment_yml_pins_what_pyproject_pins():
 
 def test_environment_yml_installs_the_package_and_python_311():
     text = (REPO / "environment.yml").read_text()
-    assert re.search(r"^\s*-\s*python=3\.1[1-9]", text, re.M)
+    assert re.search(r"^\s*-\s*python=3\.11\s*$", text, re.M), "environment.yml: python=3.11 (check_python.py)"
     assert re.search(r"^\s*-\s*-e \.\s*$", text, re.M)
 
 
-def test_lock_file_agrees_with_the_pins():
+def test_the_python_range_is_said_the_same_everywhere():
+    """make env's check (tools/check_python.py), pyproject.toml's requires-python and the README name one range."""
+    import check_python
+
+    oldest = ".".join(map(str, check_python.OLDEST))
+    newest_minor = check_python.NEWEST_MINOR
+    requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert requires == f">={oldest},<{newest_minor[0]}.{newest_minor[1] + 1}", requires
+    assert check_python.NEEDED in (REPO / "README.md").read_text(), f"README.md does not say {check_python.NEEDED!r}"
+
+
+def _locked() -> dict[str, str]:
     locked = {}
     for line in (REPO / "requirements.lock").read_text().splitlines():
-        if "==" in line:
+        if "==" in line and not line.startswith("#"):
             name, version = line.split("==")
-            locked[name.lower().replace("_", "-")] = version.strip()
+            locked[re.sub(r"[-_.]+", "-", name.lower())] = version.strip()
+    return locked
+
+
+def test_every_locked_package_admits_every_python_of_the_range():
+    """Each pinned package's Requires-Python (read from the installed copy, which must be the locked version)
+    admits the oldest and the newest Python of the range: soupsieve 4.1.3 needs 3.11.5, and Debian 12's own
+    python3 is 3.11.2 (pip then stops with "ResolutionImpossible" about nbconvert)."""
+    import importlib.metadata
+
+    import check_python
+    from packaging.specifiers import SpecifierSet
+
+    ends = [".".join(map(str, check_python.OLDEST)), ".".join(map(str, check_python.NEWEST_MINOR)) + ".99"]
+    stale, excluded = {}, {}
+    for name, version in sorted(_locked().items()):
+        installed = importlib.metadata.distribution(name)
+        if installed.version != version:
+            stale[name] = (version, installed.version)
+            continue
+        requires = installed.metadata.get("Requires-Python") or ""
+        refused = [python for python in ends if python not in SpecifierSet(requires)]
+        if refused:
+            excluded[f"{name}=={version}"] = (requires, refused)
+    assert not stale, f"this environment is not the lock's (run make env): (locked, installed) {stale}"
+    assert not excluded, f"pinned packages that refuse a Python of the range (Requires-Python, refused): {excluded}"
+
+
+def test_lock_file_agrees_with_the_pins():
+    locked = _locked()
     for name, version in _pyproject_pins().items():
         assert locked.get(name) == version, f"requirements.lock has {name}=={locked.get(name)}, pyproject {version}"
 

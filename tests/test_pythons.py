@@ -1,0 +1,143 @@
+"""The set-up on the Pythons learners have: `make env` with the default `python3` (here pyenv's 3.11.7), with
+Debian 12's own `/usr/bin/python3` (3.11.2: what every other account on such a machine gets), and with one
+outside the range, which it refuses in one line before it installs anything.
+
+The course on Debian's Python is checked in a second environment of its own, made as a learner makes it
+(``make env PYTHON=/usr/bin/python3 VENV=.venv-debian``, git-ignored, about two minutes the first time;
+make's own up-to-date check, against pyproject.toml and requirements.lock, keeps it for later runs): one
+notebook's tests run there, and one class is graded there through ``python -m autograde.grade``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from course import REPO, require_sandbox, student_notebook
+from submissions import submission
+
+DEBIAN_PYTHON = Path("/usr/bin/python3")
+DEBIAN_VENV = REPO / ".venv-debian"
+A = "00_start_here"
+
+
+def _make(*arguments: str, timeout: float) -> subprocess.CompletedProcess:
+    """`make` in the repository as a learner runs it: no conda environment active, make's own output kept."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("CONDA_PREFIX", "MAKEFLAGS", "MAKELEVEL")}
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), *arguments],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# A stand-in python3 for `make env`: it runs the check (tools/check_python.py) as the interpreter it pretends
+# to be, and writes down anything else it is asked to do (make a venv, install) without doing it.
+_PRETENDING = """#!{python}
+import runpy, sys
+if sys.argv[1:2] != ["tools/check_python.py"]:
+    with open({asked!r}, "a") as asked:
+        asked.write(" ".join(sys.argv[1:]) + "\\n")
+    sys.exit(1)
+{pretend}
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+PRETENCES = {
+    # a Python older than the range (Ubuntu 22.04's python3)
+    "python 3.10": ('sys.version_info = (3, 10, 13, "final", 0)', ["3.10.13", "3.11.2", "PYTHON=", "environment.yml"]),
+    # Debian's python3 without its python3.11-venv package: no ensurepip, so a venv without pip
+    "no ensurepip": (
+        'sys.modules["ensurepip"] = None',
+        ["ensurepip", "apt install python3.11-venv", "environment.yml"],
+    ),
+}
+
+
+@pytest.mark.parametrize("pretence", PRETENCES)
+def test_make_env_stops_first_on_a_python_it_cannot_use(pretence, tmp_path):
+    """One line that says what is needed, what was found and the ways out; no environment made, nothing installed."""
+    pretend, said = PRETENCES[pretence]
+    asked = tmp_path / "asked"
+    python = tmp_path / "python3"
+    python.write_text(_PRETENDING.format(python=sys.executable, asked=str(asked), pretend=pretend))
+    python.chmod(0o755)
+    venv = tmp_path / "venv"
+    run = _make("env", f"PYTHON={python}", f"VENV={venv}", timeout=60)
+    assert run.returncode != 0, run.stdout + run.stderr
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert len(lines) == 1, f"make env said more than one line: {lines}"
+    missing = [words for words in said if words not in lines[0]]
+    assert not missing, f"make env's line does not say {missing}: {lines[0]}"
+    assert not venv.exists(), "make env made an environment with a Python it cannot use"
+    assert not asked.exists(), f"make env asked the interpreter for more than the check: {asked.read_text()}"
+
+
+def _debian_environment() -> Path:
+    """The second environment, made with Debian's own Python by `make env` (or found up to date)."""
+    if not DEBIAN_PYTHON.exists():
+        message = f"{DEBIAN_PYTHON} (Debian's own Python) is missing"
+        if os.environ.get("CI"):
+            pytest.fail(message + ": .ci/run installs python3 and python3-venv")
+        pytest.skip(message + " (apt-get install python3 python3-venv; CI installs them)")
+    made = _make("env", f"PYTHON={DEBIAN_PYTHON}", f"VENV={DEBIAN_VENV}", timeout=1200)
+    assert made.returncode == 0, f"make env with {DEBIAN_PYTHON} failed:\n{made.stdout[-3000:]}\n{made.stderr[-3000:]}"
+    python = DEBIAN_VENV / "bin" / "python"
+    base = subprocess.run([str(python), "-c", "import sys; print(sys.base_prefix)"], capture_output=True, text=True)
+    assert base.stdout.strip() == "/usr", f"{DEBIAN_VENV} is not made from {DEBIAN_PYTHON}: {base.stdout}{base.stderr}"
+    return python
+
+
+@pytest.mark.slow
+def test_the_course_runs_on_debians_own_python():
+    """In the environment made from /usr/bin/python3: notebook 00's tests pass (its checks, its widget, the
+    notebook run top to bottom), and a class of two is graded by the instructor's command, with the scores
+    the solution and the untouched notebook earn."""
+    require_sandbox()
+    python = _debian_environment()
+    selection = [
+        "tests/test_start_here_checks.py",
+        "tests/test_start_here_widget.py",
+        f"tests/test_notebooks.py::test_solution_notebook_runs_top_to_bottom[{A}]",
+    ]
+    tests = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0", "-o", "addopts=", *selection],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert tests.returncode == 0, f"notebook {A}'s tests failed on {DEBIAN_PYTHON}:\n{tests.stdout[-4000:]}"
+
+    # a course beside the repository (a sandboxed kernel has a /tmp of its own), graded by Debian's Python
+    with tempfile.TemporaryDirectory(prefix=".debian-python-class-", dir=REPO) as scratch:
+        root = Path(scratch) / "course"
+        for name in ("solutions", "notebooks"):
+            shutil.copytree(REPO / name, root / name)
+        handed_in = Path(scratch) / "handed-in"
+        for student, notebook in {"solved": submission(A, {}), "untouched": student_notebook(A)}.items():
+            (handed_in / student / A).mkdir(parents=True)
+            nbformat.write(notebook, handed_in / student / A / f"{A}.ipynb")
+        graded = subprocess.run(
+            [str(python), "-m", "autograde.grade", "--root", str(root), "all", A, "--folder", str(handed_in)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert graded.returncode == 0, (
+            f"grading on {DEBIAN_PYTHON} failed:\n{graded.stdout[-3000:]}{graded.stderr[-3000:]}"
+        )
+        grades = (root / "autograde" / "grades.csv").read_text()
+    rows = {line.split(",")[0].strip('"'): line for line in grades.splitlines()[1:]}
+    assert set(rows) == {"solved", "untouched"}, grades
+    assert '"graded"' in rows["solved"] and '"4","6"' in rows["solved"], grades
+    assert '"0","6"' in rows["untouched"], grades
