@@ -1,4 +1,4 @@
-"""Feedback that never shows the hidden tests.
+"""Feedback that never shows the hidden tests, and that says which written answers wait for a person.
 
 nbgrader's ``generate_feedback`` renders the autograded notebook, in which ``OverwriteCells`` has put
 the hidden tests back: by design it shows them verbatim. ``HideHiddenTests`` runs first in
@@ -13,12 +13,18 @@ the hidden tests back: by design it shows them verbatim. ``HideHiddenTests`` run
   printed the tests while it was graded gets nothing out of it).
 
 The autograded notebooks on disk (the instructor's record) keep everything.
+
+``SayPending`` runs after nbgrader's ``GetGrades``: a written answer that nobody has graded yet has no score,
+and nbgrader's page would show it as "Score: 0.0 / 2.0"; it marks those cells (and counts them and their
+points) so that the course's feedback template (``templates/feedback``) says "pending" instead, as the
+report and the CSV do.
 """
 
 from __future__ import annotations
 
 import re
 
+from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
@@ -96,3 +102,22 @@ class HideHiddenTests(NbGraderPreprocessor):
                         if isinstance(value, str):
                             data[mime] = self._redact(value)
         return cell, resources
+
+
+class SayPending(NbGraderPreprocessor):
+    """Mark the written answers that wait for a person (``cell.metadata.nbgrader.pending``) and count them
+    with their points (``resources["nbgrader"]["pending"]``, ``["pending_points"]``) for the template."""
+
+    def preprocess(self, nb, resources):
+        from .results import pending_grades
+
+        found = resources["nbgrader"]
+        with Gradebook(found["db_url"]) as gb:
+            notebook = gb.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
+            waiting = {g.name: g.max_score for g in pending_grades(notebook)}
+        for cell in nb.cells:
+            if is_grade(cell) and cell.metadata.nbgrader.get("grade_id") in waiting:
+                cell.metadata.nbgrader["pending"] = True
+        found["pending"] = len(waiting)
+        found["pending_points"] = sum(waiting.values())
+        return nb, resources

@@ -30,9 +30,10 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_S
 c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-from autograde.feedback_filter import HideHiddenTests  # noqa: E402
+from autograde.feedback_filter import HideHiddenTests, SayPending  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
 from autograde.sandbox import sandbox_available  # noqa: E402
+import nbgrader  # noqa: E402 (already imported: nbgrader is reading this file)
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (
     AssignLatePenalties,
@@ -61,5 +62,10 @@ if not SANDBOXED:
 c.LimitOutput.max_lines = 1000
 c.LimitOutput.max_traceback = 100
 
-# Feedback for students never shows the hidden tests (nbgrader's own feedback would).
-c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, CSSHTMLHeaderPreprocessor]
+# Feedback for students never shows the hidden tests (nbgrader's own feedback would), and says "pending" for a
+# written answer nobody graded yet (nbgrader's says "Score: 0.0 / 2.0"): the course's feedback template, found
+# before nbgrader's own (its name stays "feedback": nbgrader's API and formgrader ask for that name). nbgrader's
+# folder stays on the list: the formgrader's own page template ("formgrade") is there.
+c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, SayPending, CSSHTMLHeaderPreprocessor]
+nbgrader_templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates")
+c.HTMLExporter.extra_template_basedirs = [os.path.join(here, "templates"), nbgrader_templates]

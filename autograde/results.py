@@ -257,10 +257,14 @@ def pending_from_gradebook(course: Course, assignment: str, student: str) -> lis
 
 
 def _pending(submission) -> list[str]:
+    return [g.name for nb in submission.notebooks for g in pending_grades(nb)]
+
+
+def pending_grades(notebook) -> list:
+    """The grades of a submitted notebook (gradebook rows) whose written answer waits for a person."""
     return [
-        g.name
-        for nb in submission.notebooks
-        for g in nb.grades
+        g
+        for g in notebook.grades
         # auto_score None: nbgrader saw an answer to read (merge_into_gradebook gives an ungradable
         # submission 0 instead, and its status says why)
         if g.cell_type == "markdown" and g.needs_manual_grade and g.manual_score is None and g.auto_score is None

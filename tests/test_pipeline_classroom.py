@@ -14,10 +14,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import html as html_module
+import re
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -30,7 +33,7 @@ from autograde.export import exercises, export_grades
 from autograde.feedback import feedback, hidden_lines, leaked_lines
 from autograde.pool import grade
 from autograde.report import report
-from autograde.results import read_results
+from autograde.results import grade_cells, read_results
 
 pytestmark = pytest.mark.slow
 A = "00_start_here"
@@ -324,6 +327,24 @@ def test_every_assignment_through_the_pipeline(assignment):
     assert len(pages) == 2
     for path in pages:
         assert not leaked_lines(path.read_text(encoding="utf-8"), hidden), path
+    # the written answers: the solution's wait for a person, and its feedback says "pending" where nbgrader's
+    # said "Score: 0.0 / 2.0"; the untouched notebook's are unanswered, and score 0 (nothing to grade)
+    shown = {path.parts[-3]: _page_text(path) for path in pages}
+    scores = {student: re.findall(r"[^.]{0,40}Score: [^)]*\)", text) for student, text in shown.items()}
+    points = grade_cells(course, assignment)
+    waiting = sum(points[e] for e in written)
+    for exercise in written:
+        assert f"Score: pending / {points[exercise]:.1f}, not graded yet" in shown["solution"], scores["solution"]
+        assert f"Score: 0.0 / {points[exercise]:.1f}" in shown["untouched"], scores["untouched"]
+    assert f"({waiting:.1f} points) " in shown["solution"] and "not graded yet" in shown["solution"], scores
+    assert "Written response (Score: 0.0" not in shown["solution"], scores["solution"]
+    assert "pending" not in shown["untouched"] and "not graded yet" not in shown["untouched"], scores["untouched"]
+
+
+def _page_text(path: Path) -> str:
+    """A feedback page as a student reads it: its text (no styles, scripts or tags), spaces collapsed."""
+    page = re.sub(r"<(style|script)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
+    return re.sub(r"\s+", " ", html_module.unescape(re.sub(r"<[^>]+>", " ", page)))
 
 
 def test_grading_without_the_sandbox_still_works_and_says_so(tmp_path, monkeypatch):
