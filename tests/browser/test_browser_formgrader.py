@@ -13,7 +13,9 @@ JavaScript error, any request the server answers with an error, and a formgrader
 finish (its keyboard shortcuts come last). The formulas of the written answer are typeset by MathJax as
 this server serves it (jupyter-server-mathjax), with MathJax's Safe extension: the student's
 ``\\href{javascript:...}`` makes no link. Screenshots: ``test-artifacts/browser/formgrader_written_answer.png``
-(the answer and its score box) and ``formgrader_page.png`` (the whole page).
+(the answer and its score box), ``formgrader_page.png`` (the whole page) and
+``formgrader_written_answer_1100px.png`` (the answer at the narrowest laptop width, where no word may be
+broken across two lines: Bootstrap's ``pre`` style broke them anywhere).
 """
 
 from __future__ import annotations
@@ -63,6 +65,31 @@ _TYPESET_JS = """answer => MathJax.Hub.getAllJax(answer).map(jax => {
           error: /<merror|<mtext mathcolor="red">\\\\/.test(mathml)};
 })"""
 
+# The words of the written answer's text (its formulas left out: MathJax breaks those itself) that the page
+# breaks across two lines: a word's Range has client rects on more than one line ("0 b|ecomes", "scor|e" when
+# a style lets lines break inside words), and how many words there are.
+_SPLIT_WORDS_JS = """answer => {
+  const inMath = node => node.parentElement.closest('.MathJax, .MathJax_Display, .MathJax_Preview, script');
+  const split = [];
+  let words = 0;
+  for (const pre of answer.querySelectorAll('.text_cell_render pre')) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (inMath(node)) continue;
+      for (const match of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        words += 1;
+        if (lines.size > 1) split.push(match[0]);
+      }
+    }
+  }
+  return {split, words};
+}"""
+LAPTOP_WIDTHS = (1100, 1200, 1280)  # CSS pixels of a laptop's browser window
+
 _STARTED_JS = "() => !!(window.MathJax && MathJax.loaded && window.formgrader && formgrader.loaded)"
 _STATE_JS = """() => ({mathjax: window.MathJax ? MathJax.loaded ?? 'loading' : 'absent',
                        formgrader: window.formgrader ? formgrader.loaded : 'absent'})"""
@@ -94,6 +121,7 @@ def _as_instructor_lab(root) -> None:
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     for module in (REPO / "autograde").glob("*.py"):
         shutil.copy(module, root / "autograde" / module.name)
+    shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates")  # the feedback page
 
 
 def _written_grade(course):
@@ -160,8 +188,23 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
         assert widths and all(inside <= shown + 1 for inside, shown in widths), (
             f"the written answer's lines run off to the right (text width, box width): {widths}"
         )
+        # at every laptop width, no word of the answer is broken across two lines
+        for width in LAPTOP_WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(300)  # (layout and MathJax's reflow after the resize)
+            words = answer.evaluate(_SPLIT_WORDS_JS)
+            if width == LAPTOP_WIDTHS[0]:
+                answer.screenshot(path=str(screenshots / f"formgrader_written_answer_{width}px.png"))
+            assert words["words"] >= 30 and words["split"] == [], f"at {width} px, words broken across lines: {words}"
+        page.set_viewport_size({"width": 1200, "height": 900})
         links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
         assert not [link for link in links if link.lower().startswith("javascript:")], links
+
+        # feedback made from the formgrader (its "Generate Feedback") says the written answer is pending
+        made = context.request.post(f"{lab.base_url}/formgrader/api/assignment/{A}/alice/generate_feedback")
+        assert made.ok and made.json()["success"], made.text()
+        sent = (course.path("feedback", "alice", A) / f"{A}.html").read_text(encoding="utf-8")
+        assert "Score: pending / 2.0, not graded yet" in sent and "Written response</a> (Score: 0.0" not in sent
 
         score.fill("1.5")
         score.press("Tab")  # formgrader saves a score on change, and moves to the next box
