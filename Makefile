@@ -30,7 +30,7 @@ env: $(STAMP)
 # interpreter (the environment's own, once there is one), and whether it can make a venv with pip in it, which
 # Debian's python3 cannot without its python3.X-venv package (tools/check_python.py).
 ENV_PROBLEM = $(shell \
-  if $(BIN)/python -m pip --version >/dev/null 2>&1; then $(BIN)/python tools/check_python.py $(BIN)/python; \
+  if $(BIN)/python -m pip --version >/dev/null 2>&1; then $(BIN)/python tools/check_python.py --made $(VENV); \
   elif command -v $(PYTHON) >/dev/null; then $(PYTHON) tools/check_python.py --venv $(PYTHON); \
   else echo "There is no $(PYTHON) to make the environment with: install Python 3.11, or name one (make env PYTHON=/path/to/python3.11)"; \
   fi 2>&1)

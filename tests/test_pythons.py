@@ -41,9 +41,12 @@ def _make(*arguments: str, timeout: float) -> subprocess.CompletedProcess:
 
 
 # A stand-in python3 for `make env`: it runs the check (tools/check_python.py) as the interpreter it pretends
-# to be, and writes down anything else it is asked to do (make a venv, install) without doing it.
+# to be, says it has pip (as the python of a venv does), and writes down anything else it is asked to do (make
+# a venv, install) without doing it.
 _PRETENDING = """#!{python}
 import runpy, sys
+if sys.argv[1:] == ["-m", "pip", "--version"]:
+    sys.exit(0)
 if sys.argv[1:2] != ["tools/check_python.py"]:
     with open({asked!r}, "a") as asked:
         asked.write(" ".join(sys.argv[1:]) + "\\n")
@@ -52,13 +55,22 @@ if sys.argv[1:2] != ["tools/check_python.py"]:
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
+# what the stand-in pretends, whether it is the python of an environment already made (VENV/bin/python) or the
+# PYTHON= that make env would make one with, and what make env's line must say
 PRETENCES = {
     # a Python older than the range (Ubuntu 22.04's python3)
-    "python 3.10": ('sys.version_info = (3, 10, 13, "final", 0)', ["3.10.13", "3.11.2", "PYTHON=", "environment.yml"]),
+    "python 3.10": (
+        'sys.version_info = (3, 10, 13, "final", 0)',
+        "PYTHON",
+        ["3.10.13", "3.11.2", "PYTHON=", "environment.yml"],
+    ),
     # Debian's python3 without its python3.11-venv package: no ensurepip, so a venv without pip
-    "no ensurepip": (
-        'sys.modules["ensurepip"] = None',
-        ["ensurepip", "apt install python3.11-venv", "environment.yml"],
+    "no ensurepip": ('sys.modules["ensurepip"] = None', "PYTHON", ["apt install python3.11-venv", "environment.yml"]),
+    # a .venv made with Python 3.12 when make env allowed any Python from 3.11 on
+    "venv of 3.12": (
+        'sys.version_info = (3, 12, 1, "final", 0)',
+        "VENV",
+        ["3.12.1", "rm -r", "PYTHON=", "environment.yml"],
     ),
 }
 
@@ -66,19 +78,22 @@ PRETENCES = {
 @pytest.mark.parametrize("pretence", PRETENCES)
 def test_make_env_stops_first_on_a_python_it_cannot_use(pretence, tmp_path):
     """One line that says what is needed, what was found and the ways out; no environment made, nothing installed."""
-    pretend, said = PRETENCES[pretence]
+    pretend, where, said = PRETENCES[pretence]
     asked = tmp_path / "asked"
-    python = tmp_path / "python3"
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python" if where == "VENV" else tmp_path / "python3"
+    python.parent.mkdir(parents=True, exist_ok=True)
     python.write_text(_PRETENDING.format(python=sys.executable, asked=str(asked), pretend=pretend))
     python.chmod(0o755)
-    venv = tmp_path / "venv"
+    made_before = sorted(venv.rglob("*")) if venv.exists() else None
     run = _make("env", f"PYTHON={python}", f"VENV={venv}", timeout=60)
     assert run.returncode != 0, run.stdout + run.stderr
     lines = (run.stdout + run.stderr).strip().splitlines()
     assert len(lines) == 1, f"make env said more than one line: {lines}"
     missing = [words for words in said if words not in lines[0]]
     assert not missing, f"make env's line does not say {missing}: {lines[0]}"
-    assert not venv.exists(), "make env made an environment with a Python it cannot use"
+    made_after = sorted(venv.rglob("*")) if venv.exists() else None
+    assert made_after == made_before, "make env made or changed an environment with a Python it cannot use"
     assert not asked.exists(), f"make env asked the interpreter for more than the check: {asked.read_text()}"
 
 

@@ -1,15 +1,17 @@
 """Can this interpreter make the course's environment? `make env` asks before it installs anything.
 
-    python3 tools/check_python.py [--venv] [NAME]
+    python3 tools/check_python.py --venv NAME      before make env creates a venv with NAME (make's PYTHON)
+    VENV/bin/python tools/check_python.py --made VENV    an environment that is already there
 
 checks that the interpreter's version is in the course's range and, with --venv, that it can create a
-virtual environment with pip in it. NAME is how the learner named the interpreter (make's PYTHON).
+virtual environment with pip in it.
 
 Exits 0, or prints one line that says what is needed, what was found and the ways out, and exits 1 (the line
 ends without a full stop: make's error adds one).
 It runs on whatever `python3` a learner has, perhaps an old one: only syntax and modules every Python 3 has.
 """
 
+import os
 import sys
 
 # The Pythons the pinned packages (requirements.lock) install on and the course is tested with: Debian 12's
@@ -20,11 +22,23 @@ NEWEST_MINOR = (3, 11)
 NEEDED = "Python 3.11 (3.11.2 or a later 3.11 release)"
 
 
-def version_problem(python, version):
-    """The line to print when ``version`` (a tuple) is outside the range, else None."""
+def version_problem(python, version, made=None):
+    """The line to print when ``version`` (a tuple) is outside the range, else None. ``made``: the folder of
+    an environment that interpreter is already in (then another interpreter needs a new one)."""
     if OLDEST <= tuple(version[:3]) and tuple(version[:2]) <= NEWEST_MINOR:
         return None
     found = ".".join(str(part) for part in version[:3])
+    if made and os.path.isdir(os.path.join(made, "conda-meta")):  # an active conda environment, not the course's
+        return (
+            "Heads & Masks needs %s, but the active conda environment (%s) has Python %s: use the course's "
+            "(conda env create -f environment.yml && conda activate heads-and-masks)" % (NEEDED, made, found)
+        )
+    if made:
+        return (
+            "Heads & Masks needs %s, but the environment in %s was made with Python %s: make it again with "
+            "another interpreter (rm -r %s && make env PYTHON=/path/to/python3.11), or use conda "
+            "(conda env create -f environment.yml && conda activate heads-and-masks)" % (NEEDED, made, found, made)
+        )
     return (
         "Heads & Masks needs %s, but %s is Python %s: give make another interpreter "
         "(make env PYTHON=/path/to/python3.11), or use conda (conda env create -f environment.yml "
@@ -51,9 +65,10 @@ def venv_problem(python, version):
 
 
 def main(arguments):
-    names = [a for a in arguments if not a.startswith("--")]
+    made = arguments[arguments.index("--made") + 1] if "--made" in arguments else None
+    names = [a for a in arguments if not a.startswith("--") and a != made]
     python = names[0] if names else sys.executable
-    problem = version_problem(python, sys.version_info)
+    problem = version_problem(python, sys.version_info, made)
     if problem is None and "--venv" in arguments:
         problem = venv_problem(python, sys.version_info)
     if problem:
