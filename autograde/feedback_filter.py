@@ -115,9 +115,9 @@ class SayPending(NbGraderPreprocessor):
         with Gradebook(found["db_url"]) as gb:
             notebook = gb.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
             waiting = {g.name: g.max_score for g in pending_grades(notebook)}
-        for cell in nb.cells:
-            if is_grade(cell) and cell.metadata.nbgrader.get("grade_id") in waiting:
-                cell.metadata.nbgrader["pending"] = True
+        for cell in nb.cells:  # every cell's mark from the gradebook: none from the notebook a student handed in
+            if "nbgrader" in cell.metadata:
+                cell.metadata.nbgrader["pending"] = is_grade(cell) and cell.metadata.nbgrader.get("grade_id") in waiting
         found["pending"] = len(waiting)
         found["pending_points"] = sum(waiting.values())
         return nb, resources

@@ -341,6 +341,27 @@ def test_every_assignment_through_the_pipeline(assignment):
     assert "pending" not in shown["untouched"] and "not graded yet" not in shown["untouched"], scores["untouched"]
 
 
+def test_feedback_takes_pending_marks_from_the_gradebook_alone():
+    """A "pending" mark a student wrote into a cell's metadata counts for nothing: SayPending marks every cell
+    from the gradebook (here on the suite's class run of 00: the solution's written answer waits for a person,
+    the untouched notebook's has nothing to grade)."""
+    from autograde.feedback_filter import SayPending
+
+    run = graded_batch(A)
+    for student, waiting in (("solution", True), ("untouched", False)):
+        notebook = copy.deepcopy(run.results[student].notebook)
+        for cell in notebook.cells:  # forged: every cell of nbgrader's says it is pending
+            if "nbgrader" in cell.metadata:
+                cell.metadata.nbgrader["pending"] = True
+        found = {"db_url": run.course.db_url, "notebook": A, "assignment": A, "student": student}
+        notebook, resources = SayPending().preprocess(notebook, {"nbgrader": found})
+        marked = sorted(
+            c.metadata.nbgrader["grade_id"] for c in notebook.cells if c.metadata.get("nbgrader", {}).get("pending")
+        )
+        assert marked == (sorted(run.results[student].written) if waiting else []), (student, marked)
+        assert resources["nbgrader"]["pending"] == len(marked), resources
+
+
 def _page_text(path: Path) -> str:
     """A feedback page as a student reads it: its text (no styles, scripts or tags), spaces collapsed."""
     page = re.sub(r"<(style|script)\b.*?</\1>", " ", path.read_text(encoding="utf-8"), flags=re.S)
