@@ -97,6 +97,15 @@ def test_make_env_stops_first_on_a_python_it_cannot_use(pretence, tmp_path):
     assert not asked.exists(), f"make env asked the interpreter for more than the check: {asked.read_text()}"
 
 
+def test_make_env_names_a_missing_python(tmp_path):
+    """A PYTHON= that is not there (a typo, or no python3 at all): one line, no shell error."""
+    run = _make("env", f"PYTHON={tmp_path / 'python3.11'}", f"VENV={tmp_path / 'venv'}", timeout=60)
+    lines = (run.stdout + run.stderr).strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 1, lines
+    assert f"There is no {tmp_path / 'python3.11'}" in lines[0] and "PYTHON=" in lines[0], lines[0]
+    assert not (tmp_path / "venv").exists()
+
+
 def _debian_environment() -> Path:
     """The second environment, made with Debian's own Python by `make env` (or found up to date)."""
     if not DEBIAN_PYTHON.exists():
