@@ -217,7 +217,7 @@ HARNESS = textwrap.dedent("""
 """).replace("__REQUEST_KEY__", repr(REQUEST_KEY))
 
 
-# ------------------------------------------------------------------ the package without its reference implementations
+# ------------------------------------------------------------------ the package a grading kernel imports
 def reference_functions():
     """Every reference implementation of the course package (its registry: ``heads_and_masks._guard.references``)."""
     from heads_and_masks._guard import references
@@ -225,103 +225,78 @@ def reference_functions():
     return references().values()
 
 
-def stub_package(into: Path, removed) -> Path:
-    """A copy of the course package in which every reference function in ``removed`` only raises.
+def stub_package(into: Path, assignment: str | None) -> Path:
+    """The course package as a grading kernel of ``assignment`` sees it (``kernel_package.build``): only what
+    that notebook's cells use, each reference a function that only raises, the checks empty shells (checks run
+    in the grader, never in a kernel). None: what every notebook's kernel has, for a kernel of no notebook."""
+    from .kernel_package import build
 
-    Grading kernels import this copy: widgets and helpers are there, the reference implementations
-    of the graded functions (and their source) are not. Each reference is found where the registry
-    says it is defined (a top-level function of its module). The package's checks are empty shells
-    (their names import, and only raise): checks run in the grader, never in a kernel.
-    """
-    target = into / "heads_and_masks"
-    shutil.copytree(REPO / "heads_and_masks", target, ignore=shutil.ignore_patterns("__pycache__"))
-    by_file: dict[Path, set[str]] = {}
-    for ref in removed:
-        path = into.joinpath(*ref.module.split("."))
-        by_file.setdefault(path / "__init__.py" if path.is_dir() else path.with_suffix(".py"), set()).add(ref.name)
-    for path, names in by_file.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        missing = set(names)
-        for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
-                message = (
-                    f"the course's reference `{node.name}` is not available while a notebook is graded "
-                    "(graded answers are your own code)"
-                )
-                # the grader maps the name back to ReferenceUsedError (_exception_class): the checks name it
-                node.body = ast.parse(
-                    f"from heads_and_masks._guard import ReferenceUsedError\nraise ReferenceUsedError({message!r})"
-                ).body
-                missing.discard(node.name)
-        if missing:  # the registry and the source disagree: never hand a kernel a reference by mistake
-            raise RuntimeError(f"{path}: no top-level definition of the references {sorted(missing)}")
-        path.write_text(ast.unparse(tree) + "\n", encoding="utf-8")
-    shell = (
-        '"""The checks run in the grader, never in a graded notebook\'s kernel: every name here only raises."""\n\n\n'
-        "def __getattr__(name):\n"
-        "    def unavailable(*args, **kwargs):\n"
-        "        raise RuntimeError(f'{name}: the checks run in the grader while a notebook is graded')\n"
-        "    return unavailable\n"
-    )
-    for path in (target / "checks").glob("*.py"):
-        path.write_text(shell, encoding="utf-8")
-    for path in [into, *into.rglob("*")]:  # readable by the kernel's own uid
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
-    return target
+    return build(into, assignment)
 
 
-STUB_ENV = "HEADS_AND_MASKS_STUB_PACKAGE"  # a stub made by the coordinator, shared by its workers
+def _stub_label(assignment: str | None) -> str:
+    return assignment or "any-notebook"
+
+
+STUB_ENV = (
+    "HEADS_AND_MASKS_STUB_PACKAGE"  # a stub made by the coordinator for its run's assignment, shared by its workers
+)
 
 
 @functools.cache
-def shared_stub_package() -> Path:
-    """:func:`stub_package` made once (by the coordinator, for all its workers, or else once per process),
-    then bound read-only into every kernel."""
+def shared_stub_package(assignment: str | None = None) -> Path:
+    """:func:`stub_package` of ``assignment`` made once (by the coordinator, for all its workers, or else once
+    per process and assignment), then bound read-only into every kernel of that assignment."""
     made = os.environ.get(STUB_ENV)
-    if made and (Path(made) / "__init__.py").is_file():
+    if made and (Path(made) / "__init__.py").is_file() and Path(made).parent.name == _stub_label(assignment):
         return Path(made)
     scratch = Path(tempfile.mkdtemp(prefix="hm-stub-"))
     os.chmod(scratch, 0o755)
     atexit.register(shutil.rmtree, scratch, True)
-    return stub_package(scratch, reference_functions())
+    return stub_package(scratch / _stub_label(assignment), assignment)
 
 
 def stub_fingerprint() -> str:
-    """What the stub package is made from: every file of the course package, and this module (which
-    makes it). Equal fingerprints, equal stubs."""
+    """What the stub packages are made from: every file of the course package, this module and the allowlist
+    (``kernel_package.py``), which make them. Equal fingerprints, equal stubs."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
+    digest.update(Path(__file__).with_name("kernel_package.py").read_bytes())
     package = REPO / "heads_and_masks"
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(b"\0" + str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:20]
 
 
-_KEPT_STUBS: dict[str, Path] = {}  # fingerprint -> a stub this process made or kept
+_KEPT_STUBS: dict[tuple[str, str], Path] = {}  # (fingerprint, assignment) -> a stub this process made or kept
 
 
-def kept_stub_package(folder: Path) -> Path:
-    """:func:`stub_package`, kept in ``folder`` (the course's own runtime folder) from one grading run to
-    the next while the course package is unchanged: a run then spends no time importing the course
-    package to make it (about 0.5 s of every grading command). Made under a temporary name and renamed
+def kept_stub_package(folder: Path, assignment: str | None = None) -> Path:
+    """:func:`stub_package` of ``assignment``, kept in ``folder`` (the course's own runtime folder) from one
+    grading run to the next while the course package is unchanged: a run then spends no time importing the
+    course package to make it (about 0.5 s of every grading command). Made under a temporary name and renamed
     into place when complete, so a run killed half way never leaves a partial stub to be used."""
-    fingerprint = stub_fingerprint()
-    kept = folder / f"stub-{fingerprint}"
+    fingerprint, label = stub_fingerprint(), _stub_label(assignment)
+    kept = folder / f"stub-{fingerprint}" / label
     if (kept / "heads_and_masks" / "__init__.py").is_file():
         return kept / "heads_and_masks"
     for old in [*folder.glob("stub-*"), *folder.glob(".stub-*")]:  # older course packages, or a killed run's
-        shutil.rmtree(old, ignore_errors=True)
-    building = Path(tempfile.mkdtemp(prefix=f".stub-{fingerprint}-", dir=folder))
-    made = _KEPT_STUBS.get(fingerprint)  # by this process for another course: copied, not made again
+        if old.name != f"stub-{fingerprint}":
+            shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(kept, ignore_errors=True)  # an incomplete one: never used as it is
+    kept.parent.mkdir(exist_ok=True)
+    os.chmod(kept.parent, 0o755)
+    building = Path(tempfile.mkdtemp(prefix=f".stub-{label}-", dir=folder))
+    made = _KEPT_STUBS.get((fingerprint, label))  # by this process for another course: copied, not made again
     if made is not None and (made / "__init__.py").is_file():
         shutil.copytree(made, building / "heads_and_masks")  # (modes kept: readable by the kernels' uids)
         os.chmod(building, 0o755)
     else:
-        stub_package(building, reference_functions())  # (modes: readable by the kernels' own uids)
+        stub_package(building, assignment)  # (modes: readable by the kernels' own uids)
     try:
         os.rename(building, kept)
     except OSError:  # made meanwhile by another process: use that one
         shutil.rmtree(building, ignore_errors=True)
-    _KEPT_STUBS[fingerprint] = kept / "heads_and_masks"
+    _KEPT_STUBS[(fingerprint, label)] = kept / "heads_and_masks"
     return kept / "heads_and_masks"
 
 
@@ -375,13 +350,16 @@ class StudentKernel:
     listens: ``PRELOAD``), :meth:`connect` waits until it answers and seals its socket folder.
     """
 
-    def __init__(self, memory_mb: int = 2048, cpu_seconds: int = 900, *, connect: bool = True):
+    def __init__(
+        self, memory_mb: int = 2048, cpu_seconds: int = 900, *, assignment: str | None = None, connect: bool = True
+    ):
         self.limits = (memory_mb, cpu_seconds)
+        self.assignment = assignment  # whose allowlist of the course package it imports (kernel_package.py)
         self.usable = False
         self.client = None
         self.meter: MemoryMeter | None = None
         self.manager = SandboxedKernelManager(kernel_name="python3")
-        self.manager.package = shared_stub_package()
+        self.manager.package = shared_stub_package(assignment)
         self.manager.memory_mb = memory_mb
         self.manager.cpu_seconds = cpu_seconds
         self.manager.preload = PRELOAD
@@ -620,16 +598,20 @@ class KernelSupply:
         self._outer: KernelSupply | None = None
         self._retiring: concurrent.futures.ThreadPoolExecutor | None = None  # shuts down used kernels
 
-    def take(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> StudentKernel:
+    def take(self, memory_mb: int = 2048, cpu_seconds: int = 900, assignment: str | None = None) -> StudentKernel:
         kernel, self.spare = self.spare, None
-        if kernel is not None and (kernel.limits != (memory_mb, cpu_seconds) or not kernel.manager.is_alive()):
+        if kernel is not None and (
+            kernel.limits != (memory_mb, cpu_seconds)
+            or kernel.assignment != assignment
+            or not kernel.manager.is_alive()
+        ):
             kernel.shutdown()
             kernel = None
         if kernel is None:
-            kernel = StudentKernel(memory_mb, cpu_seconds, connect=False)
+            kernel = StudentKernel(memory_mb, cpu_seconds, assignment=assignment, connect=False)
         if self.prestart and not self.no_spare_once:
             try:
-                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+                self.spare = StudentKernel(memory_mb, cpu_seconds, assignment=assignment, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the next take starts its own (and says why)
                 self.spare = None
         self.no_spare_once = False
@@ -639,13 +621,13 @@ class KernelSupply:
             kernel.shutdown()
             raise
 
-    def prepare(self, memory_mb: int = 2048, cpu_seconds: int = 900) -> None:
+    def prepare(self, memory_mb: int = 2048, cpu_seconds: int = 900, assignment: str | None = None) -> None:
         """Start the spare now, for a worker about to grade: its first ``take`` finds a kernel booting
         since then, not one it must wait for from the start (the limits its submissions will ask for:
-        ``kernel_limits``)."""
+        ``kernel_limits``) and the assignment they are of."""
         if self.prestart and self.spare is None:
             try:
-                self.spare = StudentKernel(memory_mb, cpu_seconds, connect=False)
+                self.spare = StudentKernel(memory_mb, cpu_seconds, assignment=assignment, connect=False)
             except Exception:  # noqa: BLE001 - no spare: the first take starts its own (and says why)
                 self.spare = None
 
@@ -1024,6 +1006,7 @@ def judge_notebook(
     cell_timeout: float = 60,
     budget_seconds: float = 480,
     memory_mb: int = 2048,
+    assignment: str | None = None,
 ) -> JudgeReport:
     """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
 
@@ -1051,7 +1034,7 @@ def judge_notebook(
     shown = 0  # characters of the student's printed output kept so far
     kernel = None
     try:
-        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds))
+        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds), assignment)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue
@@ -1204,6 +1187,7 @@ class Judge(NbGraderPreprocessor):
             cell_timeout=self.timeout,
             budget_seconds=self.budget,
             memory_mb=self.memory_mb,
+            assignment=assignment,
         )
         REPORTS[(assignment, student, name)] = report
         return nb, resources

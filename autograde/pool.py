@@ -249,6 +249,7 @@ def _grade(
                     course.runtime_dir("work"),
                     security,
                     submissions=submitted,
+                    assignment=assignment,
                 )
             )
         book = stack.enter_context(gradebook(course))  # open for the run's merges (each one is committed)
@@ -473,9 +474,16 @@ class GradingWorker(WorkerPlugin):
 
     name = "heads-and-masks-grading-worker"
 
-    def __init__(self, log: Path | None = None, kernel_limits: tuple[int, int] | None = None, pin: bool = False):
+    def __init__(
+        self,
+        log: Path | None = None,
+        kernel_limits: tuple[int, int] | None = None,
+        pin: bool = False,
+        assignment: str | None = None,
+    ):
         self.log = str(log) if log else None
         self.kernel_limits = kernel_limits  # the run's (judge.kernel_limits): its first kernel starts at once
+        self.assignment = assignment  # the run's: its kernels import that notebook's allowlist (kernel_package.py)
         self.kernels = None
         self.pin = pin
 
@@ -501,13 +509,13 @@ class GradingWorker(WorkerPlugin):
             os.dup2(descriptor, 1)
             os.dup2(descriptor, 2)
             os.close(descriptor)
-        shared_stub_package()
+        shared_stub_package(self.assignment)
         # Warm kernels: each submission's sandboxed kernel boots while the one before is graded. One
         # supply per worker process, for its lifetime (a worker grades one submission at a time).
         self.kernels = KernelSupply()
         self.kernels.__enter__()
         if self.kernel_limits:  # it boots while the worker receives its first submission and nbgrader starts
-            self.kernels.prepare(*self.kernel_limits)
+            self.kernels.prepare(*self.kernel_limits, self.assignment)
 
     def teardown(self, worker) -> None:
         import gc
@@ -564,11 +572,13 @@ def dask_client(
     stub_folder: Path | None = None,
     security=None,
     submissions: int | None = None,
+    assignment: str | None = None,
 ):
     """A Dask client: on an existing cluster at ``scheduler``, or on a local cluster of ``workers`` processes
     (whose workers print into ``log``); each worker starts a kernel with ``kernel_limits`` as it joins (on an
     existing cluster, only when the run's ``submissions`` are at least its worker threads).
-    The local workers' kernels import the stub package kept in ``stub_folder`` (else one made for this run).
+    The local workers' kernels import the stub package of ``assignment`` kept in ``stub_folder`` (else one made
+    for this run).
 
     Whoever can talk to a cluster's scheduler, nannies or workers runs code as the instructor (Dask runs the
     functions it is sent): the local cluster speaks only mutual TLS with a certificate made in memory for this
@@ -591,14 +601,14 @@ def dask_client(
             # submission to grade, not on a cluster of a hundred workers for a handful of submissions.
             slots = sum(client.nthreads().values())
             warm = submissions is None or submissions >= slots
-            client.register_plugin(GradingWorker(kernel_limits=kernel_limits if warm else None))
+            client.register_plugin(GradingWorker(kernel_limits=kernel_limits if warm else None, assignment=assignment))
             yield client
         return
     environment = tool_env(headless=True)
     env = {
         "PATH": environment["PATH"],
         "MPLBACKEND": environment["MPLBACKEND"],
-        STUB_ENV: str(kept_stub_package(stub_folder) if stub_folder else shared_stub_package()),
+        STUB_ENV: str(kept_stub_package(stub_folder, assignment) if stub_folder else shared_stub_package(assignment)),
     }  # the stub package made once here (or kept from the last run), for every worker
     # Dask's scratch folder, ours alone (mkdtemp: 0700, a name no one can guess). Dask's default is
     # <tmp>/dask-scratch-space, used as found when we may write there, and put on the module path of
@@ -652,7 +662,7 @@ def dask_client(
             dashboard_address=None,
             silence_logs=logging.ERROR,
             env=env,
-            plugins=(GradingWorker(log, kernel_limits, pin=one_per_core),),
+            plugins=(GradingWorker(log, kernel_limits, pin=one_per_core, assignment=assignment),),
         )
         with cluster, Client(cluster, set_as_default=False) as client:
             yield client
