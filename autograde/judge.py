@@ -5,8 +5,8 @@ student's code, which can then read them, rewrite them, or fake what they compar
 that step's place in ``Autograde.autograde_preprocessors`` and separates the roles:
 
 1. **The student's code runs in a sandboxed kernel** (``sandbox.py``): every code cell of the
-   notebook except the test cells, in order, each under a time limit. The course package there is a
-   stub copy without the reference implementations of the graded functions.
+   notebook except the test cells, in order, each under a time limit. Of the course package it has
+   only the notebook's allowlist (``kernel_package.py``): no graded function, nothing that computes one.
 2. **Every test cell runs here, in the grader's process**, with the real checks. Each name a test
    cell takes from the notebook is a proxy: a student function is called remotely on inputs sent as
    plain data (numbers, strings, numeric arrays, lists, tuples, dicts), and its result comes back as

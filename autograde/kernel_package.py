@@ -13,10 +13,11 @@ package it gets exactly what those cells use while they are graded, and nothing 
   calls one is told so, by name.
 
 What is on the list must not compute a graded answer, nor one a step from it (tests/test_kernel_package.py
-calls every callable a kernel can reach on the graded functions' inputs). A helper a notebook's cells use that
-does (:data:`WITHHELD`, each with why) is absent from that notebook's kernel: the demonstration cell that uses
-it fails while the notebook is graded, as cells that call a reference already do, and nothing of the grade
-depends on it. tests/test_kernel_package.py also checks that this list is what the notebooks' cells use.
+calls every callable a kernel can reach on the graded functions' inputs). A helper that does, which a notebook's
+cells use or which a listed function needs (:data:`WITHHELD`, each with why), is left off the list and, where a
+listed function refers to it, only raises: the demonstration cell that uses it fails while the notebook is
+graded, as cells that call a reference already do, and nothing of the grade depends on it.
+tests/test_kernel_package.py also checks that the list is what the notebooks' cells use.
 
 :func:`build` writes the package a kernel sees. Each module of the course package is cut down to the names
 wanted of it and what they need to run (a function's free names, the names imported from sibling modules,

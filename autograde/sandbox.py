@@ -5,8 +5,9 @@ bubblewrap with an **allowlist**, not a blocklist: it sees
 
 * the operating system read-only (``/usr``, ``/etc`` and the merged-usr links), the Python it runs on
   and the course's environment read-only;
-* the course package in a **stub copy** whose reference implementations of every graded function are
-  gone (``judge.stub_package``), and the course's ``data/``;
+* the course package **cut to the notebook's allowlist**: what its own cells use, every graded function a
+  function that only raises, nothing that computes a graded answer (``kernel_package.py``, made by
+  ``judge.stub_package``), and the course's ``data/``;
 * a private scratch folder as its working directory, a private ``/tmp`` and ``/dev/shm``: small
   tmpfs mounts with a size cap, thrown away with the kernel;
 * a private folder for the two unix sockets it talks to the grader through (no network at all: its

@@ -6,8 +6,8 @@ one list of graded functions; nothing else lists them:
 
 * while a check runs a learner's function, every registered reference is *locked*
   (:func:`locked`): calling one raises :class:`ReferenceUsedError`, and the check names the mistake;
-* the grader's copy of the package for grading kernels (``autograde/judge.py``, ``stub_package``)
-  leaves out the body of every reference in :func:`references`.
+* the package a grading kernel imports (``autograde/kernel_package.py``, an allowlist per notebook) has
+  every reference in :func:`references` as a function that only raises.
 
 Why every reference, whatever the exercise: no correct answer calls one. Each notebook builds on the
 learner's own earlier functions (``bring_answer``), and in a grading kernel no reference exists at

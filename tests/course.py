@@ -260,6 +260,7 @@ def _class_run_root(assignment: str, process: int) -> Path:
 def _graded_batch(assignment: str, process: int) -> ClassRun:
     from catalog import catalogs
     from catalog.attacks import ATTACKS, PROBE
+    from catalog.boundary import HELPER_ATTACKS
     from submissions import submission
 
     submissions: dict[str, object] = {"untouched": student_notebook(assignment), "solution": submission(assignment, {})}
@@ -270,6 +271,9 @@ def _graded_batch(assignment: str, process: int) -> ClassRun:
     for attack in ATTACKS:
         if attack.assignment == assignment:
             submissions[f"attack-{attack.name}"] = attack.submission()
+    for attack in HELPER_ATTACKS:  # tests/test_boundary.py reads these
+        if attack.assignment == assignment:
+            submissions[f"helper-{attack.name}"] = attack.submission()
     if assignment == "00_start_here":
         probe = submission(assignment, {})
         probe.cells.insert(1, nbformat.v4.new_code_cell(PROBE))

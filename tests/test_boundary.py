@@ -759,3 +759,19 @@ def test_a_kernel_writes_only_its_own_folders(grader):
     wrote = next((line for line in said if line.startswith("WROTE IN")), None)
     assert wrote is not None, f"the attack reported nothing (the test proves nothing): {said}"
     assert wrote == "WROTE IN []", wrote
+
+
+# ------------------------------------------------------------------ helpers of the package that answered (issue 36)
+@pytest.mark.parametrize("attack", boundary.HELPER_ATTACKS, ids=lambda a: f"{a.assignment}:{a.name}")
+def test_a_helper_of_the_package_answers_nothing(attack):
+    """Graded in its assignment's class run, beside the solution: the helper is not in the kernel (or only
+    raises), so the answer earns nothing on its exercise, and the honest solution keeps full marks."""
+    from course import graded_batch
+
+    run = graded_batch(attack.assignment)
+    result = run.results[f"helper-{attack.name}"]
+    attacked = [g for g in result.scores if g.startswith(f"test_{attack.exercise}")]
+    assert attacked, result.line()
+    earned = sum(result.scores[g] for g in attacked)
+    assert earned == 0, f"{attack.name} earned {earned} on {attack.exercise} ({result.scores}; {result.line()})"
+    assert _full_marks(run.results["solution"]), run.results["solution"].line()

@@ -34,8 +34,9 @@ def _causal(n):
     return np.tril(np.ones((n, n), bool))
 
 
-def _cases(rng) -> dict[str, tuple]:
-    """Valid inputs of every graded function, drawn from ``rng``: {name: positional arguments}."""
+def _cases(rng) -> dict[str, list[tuple]]:
+    """Valid inputs of every graded function, drawn from ``rng``: {name: [positional arguments of each case]}
+    (with and without a mask where the mask is optional, batched and not where both are valid)."""
     n, d = int(rng.integers(4, 9)), int(rng.integers(2, 6))
     b, h = int(rng.integers(1, 3)), 2
     width = h * d
@@ -46,46 +47,51 @@ def _cases(rng) -> dict[str, tuple]:
     lengths = rng.integers(1, n + 1, size=b)
     probabilities = rng.random((b, h, n, n))
     probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    mha = (a(b, n, width), *(a(width, width) for _ in range(4)), h)
+    gqa = (a(b, 4, n, d), a(b, 2, n, d), a(b, 2, n, d))
     return {
-        "attention": (a(b, n, d), a(b, n, d), a(b, n, d), _causal(n)),
-        "attention_weights": (a(b, n, d), a(b, n, d), _causal(n)),
-        "masked_softmax": (a(b, n, n), _causal(n)),
-        "row_entropy_bits": (probabilities,),
-        "split_heads": (a(b, n, width), h),
-        "merge_heads": (a(b, h, n, d),),
-        "mha_cost": (n, width * 8, h),
-        "multi_head_attention": (a(b, n, width), *(a(width, width) for _ in range(4)), h, _causal(n)),
-        "grouped_query_attention": (a(b, 4, n, d), a(b, 2, n, d), a(b, 2, n, d), _causal(n)),
-        "kv_cache_bytes": tuple(int(x) for x in rng.integers(2, 40, size=6)),
-        "causal_mask": (n,),
-        "padding_mask": (lengths, n),
-        "sliding_window_mask": (n, int(rng.integers(2, n))),
-        "attention_mask": (lengths, n, True, int(rng.integers(2, n))),
-        "causal_used_entries": (n,),
-        "causal_used_fraction": (n,),
-        "tile_kinds": (n * 3, int(rng.integers(2, 5))),
-        "tiled_computed_entries": (n * 3, int(rng.integers(2, 5))),
-        "full_causal_attention": (a(n, d), a(n, d), a(n, d)),
-        "blocked_causal_attention": (a(n, d), a(n, d), a(n, d), int(rng.integers(2, 4))),
-        "batched_attention": (a(b, n, d), a(b, n, d), a(b, n, d), lengths, True, None),
-        "retrieval_heads": (n, int(rng.integers(2, 5))),
-        "winning_rate": (int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), 8, 200, int(rng.integers(100))),
-        "win_probability": (int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), float(rng.uniform(0.5, 2)), 7),
-        "exact_winning_rate": (int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), 8),
-        "bank_partial_sums": (np.array([4, 8]), 4, 20, int(rng.integers(100))),
-        "decode_step": (a(b, h, 2, d), a(b, h, 2, d), a(b, h, 2, d), a(b, h, n, d), a(b, h, n, d)),
-        "bottom_right_causal_mask": (int(rng.integers(1, n)), n),
-        "rolling_cache_write": (a(b, 4, d), a(b, 2, d), int(rng.integers(0, 20))),
-        "sinks_window_mask": (n, int(rng.integers(2, n)), int(rng.integers(1, 3))),
-        "document_mask": (np.sort(rng.integers(0, 3, size=(b, n)), axis=-1),),
-        "mixed_cache_bytes": tuple(int(x) for x in rng.integers(2, 40, size=8)),
-        "attention_backward": (a(n, d), a(n, d), a(n, d), _causal(n), a(n, d)),
-        "rule_weights": (probabilities,),
+        "attention": [(a(b, n, d), a(b, n, d), a(b, n, d), _causal(n)), (a(n, d), a(n, d), a(n, d))],
+        "attention_weights": [(a(b, n, d), a(b, n, d), _causal(n)), (a(n, d), a(n, d))],
+        "masked_softmax": [(a(b, n, n), _causal(n)), (a(n, n), _causal(n))],
+        "row_entropy_bits": [(probabilities,)],
+        "split_heads": [(a(b, n, width), h)],
+        "merge_heads": [(a(b, h, n, d),)],
+        "mha_cost": [(n, width * 8, h)],
+        "multi_head_attention": [(*mha, _causal(n)), mha],
+        "grouped_query_attention": [(*gqa, _causal(n)), gqa],
+        "kv_cache_bytes": [tuple(int(x) for x in rng.integers(2, 40, size=6))],
+        "causal_mask": [(n,)],
+        "padding_mask": [(lengths, n)],
+        "sliding_window_mask": [(n, int(rng.integers(2, n)))],
+        "attention_mask": [(lengths, n, True, int(rng.integers(2, n)))],
+        "causal_used_entries": [(n,)],
+        "causal_used_fraction": [(n,)],
+        "tile_kinds": [(n * 3, int(rng.integers(2, 5)))],
+        "tiled_computed_entries": [(n * 3, int(rng.integers(2, 5)))],
+        "full_causal_attention": [(a(n, d), a(n, d), a(n, d))],
+        "blocked_causal_attention": [(a(n, d), a(n, d), a(n, d), int(rng.integers(2, 4)))],
+        "batched_attention": [(a(b, n, d), a(b, n, d), a(b, n, d), lengths, True, None)],
+        "retrieval_heads": [(n, int(rng.integers(2, 5)))],
+        "winning_rate": [(int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), 8, 200, int(rng.integers(100)))],
+        "win_probability": [(int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), float(rng.uniform(0.5, 2)), 7)],
+        "exact_winning_rate": [(int(rng.integers(4, 32)), float(rng.uniform(0.5, 2)), 8)],
+        "bank_partial_sums": [(np.array([4, 8]), 4, 20, int(rng.integers(100)))],
+        "decode_step": [(a(b, h, 2, d), a(b, h, 2, d), a(b, h, 2, d), a(b, h, n, d), a(b, h, n, d))],
+        "bottom_right_causal_mask": [(int(rng.integers(1, n)), n)],
+        "rolling_cache_write": [(a(b, 4, d), a(b, 2, d), int(rng.integers(0, 20)))],
+        "sinks_window_mask": [(n, int(rng.integers(2, n)), int(rng.integers(1, 3)))],
+        "document_mask": [(np.sort(rng.integers(0, 3, size=(b, n)), axis=-1),)],
+        "mixed_cache_bytes": [tuple(int(x) for x in rng.integers(2, 40, size=8))],
+        "attention_backward": [
+            (a(n, d), a(n, d), a(n, d), _causal(n), a(n, d)),
+            (a(n, d), a(n, d), a(n, d), None, a(n, d)),
+        ],
+        "rule_weights": [(probabilities,)],
     }
 
 
 def graded_cases(draws: int = DRAWS, seed: int = 36) -> list[tuple[str, list[tuple], list]]:
-    """[(graded name, [arguments of each draw], [its reference output of each draw])]."""
+    """[(graded name, [arguments of each draw], [its reference output of each draw])], one entry per case."""
     import importlib
 
     registry = references()
@@ -93,8 +99,9 @@ def graded_cases(draws: int = DRAWS, seed: int = 36) -> list[tuple[str, list[tup
     cases = []
     for name, ref in sorted(registry.items()):
         function = getattr(importlib.import_module(ref.module), name)
-        arguments = [draw[name] for draw in drawn]
-        cases.append((name, arguments, [function(*args) for args in arguments]))
+        for case in range(len(drawn[0][name])):
+            arguments = [draw[name][case] for draw in drawn]
+            cases.append((name, arguments, [function(*args) for args in arguments]))
     return cases
 
 

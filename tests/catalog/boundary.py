@@ -14,7 +14,9 @@ folder, and a variable set in the grader's environment.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
+import textwrap
 
 import numpy as np
 
@@ -350,3 +352,122 @@ raise RuntimeError("WROTE IN " + repr(_wrote))
 """
 )
 UID_ATTACKS["writes_its_view"] = WRITES_ITS_VIEW
+
+
+# ------------------------------------------------------------------ helpers of the package that answered
+# The red team's attacks of issue 36: a helper the grading kernel's package kept (not a registered reference)
+# computed a graded answer with the graded signature, or one step from it. Each is used by import and by the
+# short name a notebook's own first cell imported (``hm``, ``local``, ``training``), without an import the scan
+# could see. Graded in each assignment's class run (tests/course.py ``graded_batch``), beside the solution.
+@dataclasses.dataclass(frozen=True)
+class HelperAttack:
+    name: str
+    assignment: str
+    exercise: str  # the answer cell it fills; every test cell of that exercise must earn nothing
+    source: str
+    earned_before: int  # what it earned on that exercise when the kernel's package was the package minus references
+
+    def submission(self):
+        from submissions import submission
+
+        return submission(self.assignment, {self.exercise: textwrap.dedent(self.source).strip("\n")})
+
+
+_MHA_WITH = """
+def multi_head_attention(x, w_q, w_k, w_v, w_o, h, mask=None):
+    b, n, width = x.shape
+    if width % h:
+        raise ValueError("h must divide the width")
+    d = width // h
+    def split(t):
+        return t.reshape(b, n, h, d).transpose(0, 2, 1, 3)
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    heads = np.stack([np.stack([{call}(q[i, j], k[i, j], v[i, j]) for j in range(h)]) for i in range(b)])
+    return heads.transpose(0, 2, 1, 3).reshape(b, n, width) @ w_o
+"""
+
+HELPER_ATTACKS = [
+    HelperAttack(
+        "unmasked_yardstick_by_short_name",
+        "01_heads",
+        "multi_head_attention",
+        _MHA_WITH.format(call="hm.tiled.unmasked_full_attention"),
+        2,
+    ),
+    HelperAttack(
+        "unmasked_yardstick_by_import",
+        "01_heads",
+        "multi_head_attention",
+        "from heads_and_masks.tiled import unmasked_full_attention\n"
+        + _MHA_WITH.format(call="unmasked_full_attention"),
+        2,
+    ),
+    HelperAttack(
+        "top_left_mask",
+        "03_causal_mask",
+        "causal_mask",
+        """
+        from heads_and_masks.generation import top_left_causal_mask
+        def causal_mask(n):
+            return top_left_causal_mask(n, n)
+        """,
+        3,
+    ),
+    HelperAttack(
+        "training_causal",
+        "03_causal_mask",
+        "causal_mask",
+        """
+        from heads_and_masks import training
+        def causal_mask(n):
+            if n < 0:
+                raise ValueError("n must not be negative")
+            return training.causal(n)
+        """,
+        3,
+    ),
+    HelperAttack(
+        "xformers_window_by_short_name",
+        "05_other_masks",
+        "sliding_window_mask",
+        """
+        def sliding_window_mask(n, w):
+            return local.window_as_in_xformers(n, w)
+        """,
+        3,
+    ),
+    HelperAttack(
+        "mistral_window_by_import",
+        "05_other_masks",
+        "sliding_window_mask",
+        """
+        from heads_and_masks.local_attention import window_as_in_mistral_reference
+        def sliding_window_mask(n, w):
+            if w < 1:
+                raise ValueError("the window must be at least 1")
+            return window_as_in_mistral_reference(n, w - 1) if w > 1 else np.eye(n, dtype=bool)
+        """,
+        3,
+    ),
+    HelperAttack(
+        "slow_backward_by_short_name",
+        "08_learned_heads",
+        "attention_backward",
+        """
+        def attention_backward(q, k, v, mask, dout):
+            return training.attention_backward_slow(q, k, v, mask, dout)
+        """,
+        5,
+    ),
+    HelperAttack(
+        "slow_backward_by_import",
+        "08_learned_heads",
+        "attention_backward",
+        """
+        from heads_and_masks.training import attention_backward_slow
+        def attention_backward(q, k, v, mask, dout):
+            return attention_backward_slow(q, k, v, mask, dout)
+        """,
+        5,
+    ),
+]
