@@ -28,7 +28,17 @@ from pathlib import Path
 import nbformat
 import pytest
 from catalog import boundary
-from course import REPO, TEST_KEY, ClassRun, Symlink, grade_class, require_sandbox, solution_notebook, student_notebook
+from course import (
+    REPO,
+    TEST_KEY,
+    ClassRun,
+    Symlink,
+    grade_class,
+    graded_batch,
+    require_sandbox,
+    solution_notebook,
+    student_notebook,
+)
 from submissions import submission
 
 pytestmark = [
@@ -766,12 +776,12 @@ def test_a_kernel_writes_only_its_own_folders(grader):
 def test_a_helper_of_the_package_answers_nothing(attack):
     """Graded in its assignment's class run, beside the solution: the helper is not in the kernel (or only
     raises), so the answer earns nothing on its exercise, and the honest solution keeps full marks."""
-    from course import graded_batch
-
     run = graded_batch(attack.assignment)
     result = run.results[f"helper-{attack.name}"]
     attacked = [g for g in result.scores if g.startswith(f"test_{attack.exercise}")]
     assert attacked, result.line()
     earned = sum(result.scores[g] for g in attacked)
-    assert earned == 0, f"{attack.name} earned {earned} on {attack.exercise} ({result.scores}; {result.line()})"
+    assert earned == 0, (
+        f"{attack.name} earned {earned} on {attack.exercise} (before issue 36: {attack.earned_before}; {result.line()})"
+    )
     assert _full_marks(run.results["solution"]), run.results["solution"].line()
