@@ -441,7 +441,7 @@ HELPER_ATTACKS = [
         def sliding_window_mask(n, w):
             return window_as_in_mistral_reference(n, w - 1) if w > 1 else np.eye(n, dtype=bool)
         """,
-        3,
+        2,
     ),
     HelperAttack(
         "slow_backward_by_short_name",
