@@ -221,7 +221,10 @@ def wanted_names(assignment: str | None) -> dict[str, set[str]]:
     """{module: names} a kernel of ``assignment`` is given (before what those names need); None: any notebook's
     common part only (a kernel started for no notebook, as some tests do)."""
     if assignment is not None and assignment not in NOTEBOOK_NAMES:
-        raise ValueError(f"no kernel allowlist for the assignment {assignment!r}; known: {', '.join(assignments())}")
+        raise ValueError(
+            f"no allowlist of the course package for the assignment {assignment!r} in autograde/kernel_package.py "
+            f"(NOTEBOOK_NAMES: what its notebook's cells use); known: {', '.join(assignments())}"
+        )
     wanted: dict[str, set[str]] = {}
     for table in (EVERY_KERNEL, NOTEBOOK_NAMES.get(assignment, {})):
         for module, names in table.items():
