@@ -322,3 +322,8 @@ def test_the_allowlist_is_what_the_notebooks_cells_use(assignment):
     assert listed <= used, f"listed for {assignment} but used by none of its cells: {sorted(listed - used)}"
     left = used - listed - common - graded - set(kernel_package.WITHHELD)
     assert not left, f"{assignment}'s cells use names its kernel does not have: {sorted(left)}"
+
+
+def test_an_assignment_without_an_allowlist_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="no allowlist of the course package for the assignment '99_new'"):
+        kernel_package.build(tmp_path, "99_new")
