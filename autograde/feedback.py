@@ -8,18 +8,28 @@ nbgrader releases a page under a name made from the submission's secret (``submi
 the notebook's name, in a folder no student can list: whoever knows the secret fetches the page. The secret
 is collected only from the exchange, from a folder the student's own account owns (``collect.py``), so the
 page reaches that account; a secret two students share (read from a classmate's files) releases neither page.
+
+Each student's page is made in a process of its own, forked from the grading command's fork server,
+with a time and a memory limit (``bounds.FEEDBACK_SECONDS``, ``bounds.FEEDBACK_MEMORY_MB``): a page
+that needs more is not made, the student's result says which bound and what it cost, and the next
+student's page is made all the same.
 """
 
 from __future__ import annotations
 
 import html as html_module
+import multiprocessing
 import re
+import resource
 import shutil
+import time
 import zipfile
 from pathlib import Path
 
 import nbformat
 
+from . import fork_server
+from .bounds import FEEDBACK_MEMORY_MB, FEEDBACK_SECONDS
 from .course import Course
 from .feedback_filter import split_hidden
 from .results import read_results, write_result
@@ -40,14 +50,102 @@ def leaked_lines(html: str, hidden: set[str]) -> list[str]:
     return sorted(line for line in hidden if line in text)
 
 
+class FeedbackLimit(RuntimeError):
+    """A student's feedback page needed more time or memory than its bound: ``limit`` says which, with the cost."""
+
+    def __init__(self, note: str, limit: str):
+        super().__init__(note)
+        self.limit = limit
+
+
+PAGE_NOT_MADE = "its feedback page was not made"
+
+
+class PageFailed(RuntimeError):
+    """nbgrader could not make a student's feedback page (its message says why)."""
+
+
+def _make_page(course: Course, assignment: str, student: str, memory_mb: int, answer) -> None:
+    """In the page's own process: nbgrader's generate_feedback under the memory limit; what happened, to ``answer``."""
+    limit = memory_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        course.nbgrader("generate_feedback", assignment, student)
+        answer.send(("made", ""))
+    except Exception as error:  # noqa: BLE001 - said by the parent, in the student's result
+        # Memory refused surfaces as any error at all, wherever an allocation failed (nbgrader logs a
+        # SystemError, a MemoryError...): the process's peak address space says whether it was the limit.
+        answer.send(("memory" if _peak_bytes() > 0.9 * limit else "failed", f"{type(error).__name__}: {error}"[:300]))
+
+
+def _peak_bytes() -> int:
+    """The peak address space of this process (``VmPeak``)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmPeak:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def make_page(
+    course: Course,
+    assignment: str,
+    student: str,
+    seconds: float = FEEDBACK_SECONDS,
+    memory_mb: int = FEEDBACK_MEMORY_MB,
+) -> float:
+    """Make one student's feedback page in a process of its own, within ``seconds`` and ``memory_mb``; the
+    seconds it took. FeedbackLimit when it needed more (the process is ended), PageFailed when nbgrader failed."""
+    fork_server.start()  # (already running in a grading command: its children start with nbgrader imported)
+    context = multiprocessing.get_context("forkserver")
+    receive, send = context.Pipe(duplex=False)
+    started = time.monotonic()
+    process = context.Process(target=_make_page, args=(course, assignment, student, memory_mb, send), daemon=True)
+    process.start()
+    send.close()
+    try:
+        if not receive.poll(seconds):
+            process.kill()
+            took = time.monotonic() - started
+            raise FeedbackLimit(
+                f"{PAGE_NOT_MADE}: it took longer than {seconds:g} s",
+                f"feedback time: stopped after {took:.0f} s (the limit is {seconds:g} s)",
+            )
+        try:
+            outcome, detail = receive.recv()
+        except EOFError:  # the process ended without a word: killed by the kernel's memory accounting
+            outcome, detail = "memory", ""
+    finally:
+        process.join(5)
+        if process.is_alive():
+            process.kill()
+        receive.close()
+    took = time.monotonic() - started
+    if outcome == "memory":
+        raise FeedbackLimit(
+            f"{PAGE_NOT_MADE}: it needed more than {memory_mb} MiB of memory",
+            f"feedback memory: more than {memory_mb} MiB, after {took:.0f} s",
+        )
+    if outcome != "made":
+        raise PageFailed(detail)
+    return took
+
+
 def feedback(
-    course: Course, assignment: str, release_to_students: bool = False, students: list[str] | None = None
+    course: Course,
+    assignment: str,
+    release_to_students: bool = False,
+    students: list[str] | None = None,
+    *,
+    seconds: float = FEEDBACK_SECONDS,
+    memory_mb: int = FEEDBACK_MEMORY_MB,
 ) -> list[Path]:
     """Generate each student's feedback (HTML, hidden tests removed), check it, optionally release it.
 
-    One student at a time: a problem with one submission's feedback is a note in that student's
-    result, never the end of the run. Released through the exchange for students who submitted
-    there; for the others (an LMS zip, a folder) one zip to upload back: ``feedback/<assignment>-for-lms.zip``.
+    One student at a time, each page in a process of its own within ``seconds`` and ``memory_mb``
+    (``make_page``): a problem with one submission's feedback, or a page over its bound, is a note in
+    that student's result, never the end of the run nor a wait for the others. Released through the
+    exchange for students who submitted there; for the others (an LMS zip, a folder) one zip to upload
+    back: ``feedback/<assignment>-for-lms.zip``.
     """
     hidden = hidden_lines(course, assignment)
     results = read_results(course, assignment)
@@ -60,7 +158,7 @@ def feedback(
         folder = course.path("feedback", student, assignment)
         problem = None
         try:
-            course.nbgrader("generate_feedback", assignment, student)
+            make_page(course, assignment, student, seconds, memory_mb)
             made = sorted(folder.glob("*.html"))
             for path in made:
                 leaks = leaked_lines(path.read_text(encoding="utf-8", errors="replace"), hidden)
@@ -70,13 +168,23 @@ def feedback(
                 shutil.rmtree(folder, ignore_errors=True)
             else:
                 files += made
+                if any(line.startswith("feedback ") for line in result.limits):  # over its bound last time, not now
+                    result.limits = [line for line in result.limits if not line.startswith("feedback ")]
+                    result.notes = [note for note in result.notes if not note.startswith(PAGE_NOT_MADE)]
+                    write_result(course, result)
                 if (course.path("submitted", student, assignment) / "submission_secret.txt").is_file():
                     through_exchange.append(student)
+        except FeedbackLimit as bound:
+            problem = str(bound)
+            result.limits = [*(line for line in result.limits if not line.startswith("feedback ")), bound.limit]
+            shutil.rmtree(folder, ignore_errors=True)
         except Exception as error:  # noqa: BLE001
-            problem = f"no feedback could be made ({type(error).__name__}: {str(error)[:200]})"
+            why = str(error) if isinstance(error, PageFailed) else f"{type(error).__name__}: {str(error)[:200]}"
+            problem = f"no feedback could be made ({why})"
             shutil.rmtree(folder, ignore_errors=True)
         if problem and problem not in result.notes:
             result.notes.append(problem)
+        if problem:
             write_result(course, result)
     if release_to_students:
         through_exchange = released_alone(course, assignment, through_exchange, results)

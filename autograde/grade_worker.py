@@ -8,7 +8,7 @@
     job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp",
             "last" (one of the run's last submissions, one per worker: no kernel is started after it)}
 
-and returns plain data: ``{"student", "ok", "failure", "judge_status", "judge_notes", "grades" ...,
+and returns plain data: ``{"student", "ok", "failure", "judge_status", "judge_notes", "judge_limits", "grades" ...,
 "autograded" ({file name: bytes} written by nbgrader), "log", "seconds"}``. Statuses travel as their
 values (``results.Status``).
 
@@ -206,12 +206,14 @@ def grade_submission(run: dict, job: dict) -> dict:
         "log": log[-20000:],
         "stopped": watchdog.fired,
     }
-    notes, statuses = [], []
+    notes, statuses, limits = [], [], []
     for key in [k for k in judge.REPORTS if k[0] == assignment and k[1] == student]:
         report = judge.REPORTS.pop(key)
         notes += report.notes
         statuses.append(report.status)
+        limits += report.limits
     result["judge_notes"] = notes
+    result["judge_limits"] = limits
     judged = next((s for s in (Status.DIED, Status.TIMED_OUT) if s in statuses), None)
     result["judge_status"] = judged.value if judged else None  # statuses travel by value
     if watchdog.fired:

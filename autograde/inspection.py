@@ -16,6 +16,7 @@ from pathlib import Path
 
 import nbformat
 
+from .bounds import notebook_shape, structure_limits
 from .collect import collection_notes, read_regular
 from .course import Course, expected_notebooks, grade_id, is_answer, is_test
 from .results import Status
@@ -29,6 +30,7 @@ class Inspection:
     notes: list[str] = dataclasses.field(default_factory=list)
     rename: dict[str, str] = dataclasses.field(default_factory=dict)
     fingerprint: str = ""
+    limits: list[str] = dataclasses.field(default_factory=list)  # the bounds it passed (bounds.py), with its cost
 
 
 def submission_fingerprint(course: Course, assignment: str, student: str) -> str:
@@ -104,6 +106,15 @@ def inspect(
             result.status = Status.INVALID
             result.notes.append(
                 f"`{submitted_name}` is not valid JSON ({str(error)[:120]}): the file is damaged or not a notebook"
+            )
+            return result
+        passed = structure_limits(notebook_shape(raw))
+        if passed:  # refused before nbformat validates it, the judge runs it or nbconvert renders it
+            result.status = Status.INVALID
+            result.limits.append(f"notebook structure: `{submitted_name}` has " + "; ".join(passed))
+            result.notes.append(
+                f"`{submitted_name}` has {'; '.join(passed)}: it was not graded (every step after this one spends "
+                "time on each cell); remove the extra cells and submit again"
             )
             return result
         try:

@@ -75,6 +75,10 @@ MAX_MESSAGE_BYTES = 16 * 2**20  # the largest message a kernel may send the grad
 RECEIVE_QUEUE = 8  # messages of a kernel queued in the grader, unread (ZeroMQ's high-water mark; default 1000)
 MAX_NOTES = 12  # notes the judge keeps for one notebook
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
+# Characters of output a notebook's kernel may send the grader over its whole grading (its cells, and the
+# calls of its functions, replies included: bounds.py). An honest notebook of the course sends at most
+# HONEST_OUTPUT (measured, docs/security.md); past the limit the kernel is ended and the notebook with it.
+MAX_KERNEL_OUTPUT = 64 * 2**20
 
 
 # ------------------------------------------------------------------ plain data on the wire
@@ -319,10 +323,14 @@ class KernelGone(GradingStopped):
     """The kernel died, or is stuck in code it cannot be interrupted from."""
 
 
+class OutputLimit(GradingStopped):
+    """The kernel sent more output than the grader takes (bounds.py): it was ended."""
+
+
 @dataclasses.dataclass
 class CellRun:
     outputs: list[dict]
-    error: str | None = None  # exception name, "Timeout" or "KernelDied"
+    error: str | None = None  # exception name, "Timeout", "KernelDied", or "OutputLimit" (the kernel was ended)
     stdout: str = ""
 
 
@@ -358,6 +366,9 @@ class StudentKernel:
         self.usable = False
         self.client = None
         self.meter: MemoryMeter | None = None
+        self.received = 0  # characters of output the kernel sent the grader so far (MAX_KERNEL_OUTPUT)
+        self.over_limit = ""  # which output bound it passed, in words, once it did (the kernel is then ended)
+        self.monitors: list = []  # events of the grader's sockets to the kernel (a dropped connection)
         self.manager = SandboxedKernelManager(kernel_name="python3")
         self.manager.package = shared_stub_package(assignment)
         self.manager.memory_mb = memory_mb
@@ -378,6 +389,12 @@ class StudentKernel:
         context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         self.client = self.manager.client(context=context)
         self.client.start_channels()
+        # A message over MAX_MESSAGE_BYTES drops the connection it came on, for good: nothing the kernel sends
+        # on it arrives after that (every later cell would wait out its time). Its monitor says so at once.
+        self.monitors = [
+            channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            for channel in (self.client.iopub_channel, self.client.shell_channel)
+        ]
         self._wait_until_ready(timeout=60)
         self.manager.seal()
         self.usable = True
@@ -435,6 +452,7 @@ class StudentKernel:
 
         def on_output(message):
             kind, content = message["msg_type"], message["content"]
+            self.received += _output_size(content)
             if len(outputs) >= 50:  # a flood of output: the rest is dropped (a reply is always the last line)
                 if kind == "stream" and content.get("name") == "stdout" and REPLY_MARK in str(content.get("text", "")):
                     stdout.append(str(content.get("text", ""))[-2 * 2**20 :])
@@ -479,6 +497,9 @@ class StudentKernel:
             try:
                 message = self.client.get_iopub_msg(timeout=0.2)
             except queue.Empty:
+                if self._dropped() and self._outlives(seconds=1.0):  # not the drop of a kernel that exited
+                    self._end(f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB (one piece of output)")
+                    return CellRun(outputs, "OutputLimit", stdout.text())
                 if not self.manager.is_alive():
                     self.usable = False
                     return CellRun(outputs, "KernelDied", stdout.text())
@@ -491,6 +512,9 @@ class StudentKernel:
             if message["msg_type"] == "status" and message["content"].get("execution_state") == "idle":
                 break
             on_output(message)
+            if self.received > MAX_KERNEL_OUTPUT:  # cut as it arrives: neither kept nor waited out
+                self._end(f"it sent more than {MAX_KERNEL_OUTPUT // 2**20} MiB of output")
+                return CellRun(outputs, "OutputLimit", stdout.text())
             if time.monotonic() > deadline:  # a cell that prints without end
                 self._interrupt()
                 return CellRun(outputs, "Timeout", stdout.text())
@@ -507,6 +531,25 @@ class StudentKernel:
             self.usable = False
             return CellRun(outputs, "KernelDied", stdout.text())
         return CellRun(outputs, errors[0] if errors else None, stdout.text())
+
+    def _dropped(self) -> bool:
+        """Whether a connection to the kernel was dropped (a message over MAX_MESSAGE_BYTES came on it)."""
+        return any(monitor.poll(0) for monitor in self.monitors)
+
+    def _outlives(self, seconds: float) -> bool:
+        """Whether the kernel is still running ``seconds`` from now (a kernel that exits drops its connections
+        too: a crash is told apart from a message that was too large)."""
+        deadline = time.monotonic() + seconds
+        while self.manager.is_alive():
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def _end(self, why: str) -> None:
+        """End the kernel for passing an output bound (``why``, in words: ``over_limit``)."""
+        self.over_limit = self.over_limit or why
+        self.kill()
 
     def _interrupt(self) -> None:
         """Interrupt the running code; a kernel that does not come back within 10 s is given up."""
@@ -529,6 +572,10 @@ class StudentKernel:
             self.usable = False
             raise KernelGone("the kernel running your notebook has died or is stuck")
         run = self.run("__hm_rpc()", timeout, silent=True, request=json.dumps(payload))
+        if run.error == "OutputLimit":
+            raise OutputLimit(
+                f"your code was stopped while it was tested: {self.over_limit}, the most the grader takes"
+            )
         if run.error == "Timeout":
             raise CallTimedOut(f"your code did not finish within {timeout:.0f} seconds")
         if run.error == "KernelDied":
@@ -564,11 +611,29 @@ class StudentKernel:
         self.usable = False
         if self.meter is not None:
             self.meter.close()
+        for monitor in self.monitors:
+            with contextlib.suppress(Exception):
+                monitor.close(linger=0)
         if self.client is not None:
             with contextlib.suppress(Exception):
                 self.client.stop_channels()
         with contextlib.suppress(Exception):
             self.manager.shutdown_kernel(now=True)
+
+
+def _output_size(content: dict) -> int:
+    """Characters of output in a message's content (its text, error and data), counted without copying them."""
+    size = 0
+    for field in ("text", "evalue", "ename"):
+        value = content.get(field)
+        size += len(value) if isinstance(value, str) else 0
+    traceback = content.get("traceback")
+    if isinstance(traceback, list):
+        size += sum(len(line) for line in traceback if isinstance(line, str))
+    data = content.get("data")
+    if isinstance(data, dict):
+        size += sum(len(value) if isinstance(value, str) else len(str(value)) for value in data.values())
+    return size
 
 
 # What every grading kernel imports before it listens (``kernel_launch.py --preload``): what the
@@ -862,6 +927,8 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
             exec(compile(code, f"<test cell {grade_id}>", "exec"), namespace)  # noqa: S102 (the instructor's test code)
     except CheckFailed as error:
         return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "CheckFailed", error.misconception)
+    except OutputLimit as error:
+        return Verdict(grade_id, False, str(error)[:MAX_MESSAGE], "OutputLimit")
     except KernelGone as error:
         return Verdict(grade_id, False, str(error), "KernelDied")
     except CallTimedOut as error:
@@ -891,6 +958,7 @@ class JudgeReport:
     status: str | None = None  # "timed out" / "kernel died" when that happened
     verdicts: dict[str, Verdict] = dataclasses.field(default_factory=dict)
     sandboxed: bool = True
+    limits: list[str] = dataclasses.field(default_factory=list)  # the bounds it hit, with its cost (bounds.py)
 
 
 REPORTS: dict[tuple[str, str, str], JudgeReport] = {}  # (assignment, student, notebook) -> report
@@ -1032,6 +1100,7 @@ def judge_notebook(
     test_indices = {i for i, _ in tests}
     budget = Budget(budget_seconds, cell_timeout)
     shown = 0  # characters of the student's printed output kept so far
+    stopped = ""  # why grading stopped at an output bound (the kernel was ended): no test runs after it
     kernel = None
     try:
         kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds), assignment)
@@ -1046,6 +1115,7 @@ def judge_notebook(
                 report.notes.append(
                     f"the time for this notebook ({budget_seconds:g} s) ran out at {_label(cell, index)}"
                 )
+                report.limits.append(f"time: the notebook's {budget_seconds:g} s ran out at {_label(cell, index)}")
                 break
             run = kernel.run(cell.source, min(limit, cell_timeout))
             if not instructors[index]:  # the student's own code: keep what it printed
@@ -1069,6 +1139,11 @@ def judge_notebook(
                 if not kernel.usable:
                     report.notes.append("the kernel could not be interrupted: the cells after it were not run")
                     break
+            elif run.error == "OutputLimit":
+                stopped = f"grading stopped at {_label(cell, index)}: {kernel.over_limit}"
+                report.notes.append(f"{stopped}, the most the grader takes: the cells after it were not run")
+                report.limits.append(f"output: {_label(cell, index)}: {kernel.over_limit}")
+                break
             elif run.error == "KernelDied":
                 report.status = "kernel died"
                 report.notes.append(
@@ -1084,12 +1159,19 @@ def judge_notebook(
         with secret:
             for index, cell in tests:
                 grade_id = cell.metadata["nbgrader"]["grade_id"]
-                verdict = judge_cell(kernel, grade_id, tests_source[grade_id], budget)
+                if stopped:
+                    verdict = Verdict(grade_id, False, f"not tested: {stopped}", "OutputLimit")
+                else:
+                    verdict = judge_cell(kernel, grade_id, tests_source[grade_id], budget)
                 report.verdicts[grade_id] = verdict
                 cell.outputs = _verdict_outputs(verdict)
                 cell.metadata[VERDICT_KEY] = verdict_metadata(verdict)
                 cell.execution_count = None
-                if verdict.ename == "Timeout":
+                if verdict.ename == "OutputLimit" and not stopped:
+                    stopped = f"grading stopped at `{grade_id}`: {kernel.over_limit}"
+                    report.notes.append(f"{stopped}, the most the grader takes: the tests after it were not run")
+                    report.limits.append(f"output: `{grade_id}` (a call of your function): {kernel.over_limit}")
+                elif verdict.ename == "Timeout":
                     report.status = report.status or "timed out"
                     report.notes.append(f"`{grade_id}`: {verdict.message}")
                 elif verdict.ename == "KernelDied" and report.status != "kernel died":

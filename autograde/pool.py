@@ -285,6 +285,7 @@ def _grade(
                     0.0,
                     now(),
                     written=written,
+                    limits=found.limits,
                 )
             )
         if jobs:
@@ -361,6 +362,11 @@ def run_jobs(
             pending = []
         if not sandboxed:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {why_not_sandboxed}")
+        limits = [*found.limits, *(message or {}).get("judge_limits", [])]  # the bounds it hit (bounds.py)
+        if message and message.get("stopped"):
+            limits.append(
+                f"time: grading took {seconds:.0f} s and was stopped at the limit of {submission_timeout:g} s"
+            )
         finish(
             Result(
                 student,
@@ -375,6 +381,7 @@ def run_jobs(
                 ids.get(student, ""),
                 written=written,
                 pending=pending,  # what nbgrader left for a person
+                limits=limits,
             )
         )
 

@@ -2,7 +2,8 @@
 
 One line per assignment with the count of each status, a line for the written answers that wait for a
 person (formgrader), then a line for every student whose submission needs a look (a failure, a note),
-and a warning on top when grading ran unsandboxed.
+a line for every submission that hit a bound of the class run (bounds.py: which bound, and its cost,
+whatever its status), and a warning on top when grading ran unsandboxed.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def report(course: Course, assignment: str) -> str:
     everyone = roster(course, assignment)
     counts = {status: 0 for status in Status}
     lines = []
+    bounded = []  # every submission that hit a bound of the class run, whatever its status
     waiting: list = []  # results with written answers (pending ones kept below)
     for student in everyone:
         result = results.get(student)
@@ -43,6 +45,8 @@ def report(course: Course, assignment: str) -> str:
             waiting.append(result)
         if result.status != Status.GRADED:
             lines.append("  " + result.line())
+        if result.limits:
+            bounded.append(printable(f"  {student}: " + "; ".join(result.limits)))
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
     text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
     waiting = [r for r in waiting if r.pending]
@@ -54,7 +58,13 @@ def report(course: Course, assignment: str) -> str:
     sandboxed, why_not = sandbox_state()
     if not sandboxed:
         text.insert(0, f"WARNING: graded UNSANDBOXED ({why_not}): every grade below is unsandboxed")
-    text += lines if lines else ["  every submission was graded without trouble"]
+    text += lines
+    if bounded:
+        many = "submissions" if len(bounded) > 1 else "submission"
+        text.append(f"  {len(bounded)} {many} hit a bound of the class run (docs/instructors.md, Bounds):")
+        text += ["  " + line for line in bounded]
+    if not lines and not bounded:
+        text.append("  every submission was graded without trouble")
     out = "\n".join(text) + "\n"
     (course.runtime_dir("reports") / f"{assignment}.txt").write_text(out, encoding="utf-8")
     return out

@@ -56,6 +56,8 @@ class Result:
     # answer left as released is not pending: nbgrader itself gives it 0.
     written: list[str] = dataclasses.field(default_factory=list)
     pending: list[str] = dataclasses.field(default_factory=list)
+    # The bounds of a class run this submission hit (bounds.py): each says which bound, and what it cost.
+    limits: list[str] = dataclasses.field(default_factory=list)
     # The autograded notebook, when a caller loaded it (``load_notebook``); not part of the record.
     notebook: object = dataclasses.field(default=None, repr=False, compare=False)
 

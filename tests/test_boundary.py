@@ -141,6 +141,11 @@ def _hand_ins(canary: Path, course_root: Path) -> dict[str, object]:
     chatty.cells[1:1] = [nbformat.v4.new_code_cell(boundary.PRINTS_A_LOT) for _ in range(40)]
     chatty.cells[41:41] = [nbformat.v4.new_code_cell("raise MemoryError") for _ in range(40)]  # a note each
     hand_ins["prints_a_lot"] = chatty
+    crowded = json.loads(nbformat.writes(submission(ASSIGNMENT, {})))  # written as JSON: nbformat would validate
+    crowded["cells"][1:1] = [  # each cell it would validate
+        {"cell_type": "markdown", "id": f"m{i}", "metadata": {}, "source": "x"} for i in range(boundary.MANY_CELLS)
+    ]
+    hand_ins["many_cells"] = {f"{ASSIGNMENT}.ipynb": json.dumps(crowded).encode()}
     hand_ins["writes_raw_html"] = {f"{ASSIGNMENT}.ipynb": nbformat.writes(raw).encode(), boundary.FORMULA_FILE: b"x"}
     # the test cell's metadata turned so that it would look like the student's own code
     for flag, value in (("solution", True), ("grade", False), ("locked", False)):
@@ -424,10 +429,11 @@ def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():
     assert "ran out of memory" in " ".join(result.notes) and len(result.notes) <= MAX_NOTES + 3, result.notes
 
 
-def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
-    """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB, not all of it."""
+def test_a_flood_of_printed_lines_is_cut_as_it_arrives():
+    """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB of it, and ends the
+    kernel once it sent MAX_KERNEL_OUTPUT (instead of taking all it prints until the cell's time runs out)."""
     require_sandbox()
-    from autograde.judge import MAX_STDOUT, StudentKernel
+    from autograde.judge import MAX_KERNEL_OUTPUT, MAX_STDOUT, StudentKernel
 
     kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
     received = 0
@@ -445,7 +451,11 @@ def test_a_flood_of_printed_lines_is_not_kept_by_the_grader():
         run = kernel.run(boundary.PRINT_FLOOD, timeout=30)
     finally:
         kernel.shutdown()
-    assert received > 20 * MAX_STDOUT, f"only {received} characters arrived (the test proves nothing)"
+    assert run.error == "OutputLimit" and f"more than {MAX_KERNEL_OUTPUT // 2**20} MiB" in kernel.over_limit, (
+        run.error,
+        kernel.over_limit,
+    )
+    assert MAX_KERNEL_OUTPUT < received <= MAX_KERNEL_OUTPUT + 2 * 2**20, f"{received} characters arrived"
     assert len(run.stdout) <= MAX_STDOUT + 2 * 2**20, f"the grader kept {len(run.stdout)} characters of {received}"
 
 
@@ -471,6 +481,36 @@ def test_what_a_kernel_sends_unread_waits_in_the_kernels_memory():
     finally:
         kernel.shutdown()
     assert peak - before < 250, f"the grader grew by {peak - before:.0f} MiB"  # 90 MiB here; 661 MiB with 1000
+
+
+def test_one_huge_line_of_output_ends_its_notebook_at_once():
+    """120 MB printed as one line: the grader takes no message over its limit, and ends the kernel at that cell
+    instead of waiting out the time of every cell after it (what held a worker for its whole budget)."""
+    run, *_, report, _ = hostile_class()
+    from autograde.judge import MAX_MESSAGE_BYTES
+
+    result = run.results["prints_one_huge_line"]
+    limits = " ".join(result.limits)
+    assert f"larger than {MAX_MESSAGE_BYTES // 2**20} MiB" in limits and limits.startswith("output:"), result.limits
+    assert "grading stopped at" in " ".join(result.notes), result.notes
+    assert result.status != "timed out" and "ran longer than" not in " ".join(result.notes), result.line()
+    assert "prints_one_huge_line: output:" in report, report
+
+
+def test_a_hand_in_of_many_cells_is_refused_before_any_step_spends_on_it():
+    """150,000 tiny markdown cells under the size cap: refused at inspection with its cost, never graded, never
+    rendered as feedback; the report names the bound, and the honest classmates are graded as usual."""
+    run, _, _, feedback_files, _, rows, report, _ = hostile_class()
+    from autograde.bounds import MAX_CELLS
+
+    result = run.results["many_cells"]
+    assert result.status == "invalid notebook", result.line()
+    assert result.limits and result.limits[0].startswith("notebook structure:"), result.limits
+    assert f"{boundary.MANY_CELLS + 16:,} cells, over the limit of {MAX_CELLS:,}" in result.limits[0], result.limits
+    assert not (run.course.root / "autograde" / "autograded" / "many_cells").exists()
+    assert not [p for p in feedback_files if "many_cells" in p.parts]
+    assert "many_cells: notebook structure:" in report and "without trouble" not in report, report
+    assert "over the limit" in next(r["notes"] for r in rows if r["student"] == "many_cells")
 
 
 def test_a_borrowed_id_never_replaces_a_classmate():

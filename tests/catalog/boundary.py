@@ -161,7 +161,16 @@ def attention(q, k, v, mask=None):
     while True:
         pass
 """,
+    # one line of 120 MB: a message over the grader's limit drops the kernel's connection, and every later cell
+    # waited out its time (a worker held for the notebook's whole budget)
+    "prints_one_huge_line": WRONG
+    + """
+print("x" * 120_000_000)
+""",
 }
+# tiny markdown cells added to an honest notebook: the file stays under the size cap (15 MB), and each step
+# that spends per cell (nbgrader, the judge, the feedback page) spent minutes on it
+MANY_CELLS = 150_000
 
 
 def seed_table_attack(check, exercise_name: str = "attention") -> str:

@@ -1,0 +1,89 @@
+"""What one submission may cost a class run: the bounds, and how a bound that was hit is recorded.
+
+Every per-cell and per-file limit elsewhere (collect.py's file size, the judge's cell time) still lets one
+hand-in cost the class a lot in total: 150,000 tiny markdown cells under the size cap kept the feedback
+step busy for minutes on one student. So each step that spends on a submission has a bound of its own:
+
+* **structure** (inspection, before any step spends on the notebook): its cells, the characters of their
+  sources, its stored outputs and how deeply its JSON nests (``notebook_shape``, ``structure_limits``);
+* **output** (grading, as it arrives from the kernel): the characters one cell (or one call of the
+  student's function) sends, and the size of one message (``judge.MAX_CELL_OUTPUT``,
+  ``judge.MAX_MESSAGE_BYTES``): the cell, and the student's grading, end when either is passed;
+* **time**: the judge's per-cell and per-notebook time, the pool's per-submission time;
+* **feedback** (``feedback.py``): each student's page is made in a process of its own, with a time and a
+  memory limit (``FEEDBACK_SECONDS``, ``FEEDBACK_MEMORY_MB``): one student's page never holds the others'.
+
+A bound that was hit is a line in the student's result (``Result.limits``: which bound, and what the
+submission cost), in the report and the CSV: never "graded without trouble".
+
+The figures were chosen from the course's own notebooks (measured; docs/security.md gives the margins):
+the largest honest notebook has 73 cells, 33,000 characters of source, nesting 5 deep, and its grading
+receives well under a MiB of output from the kernel in any one cell or call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+MAX_CELLS = 1_000  # 14 times the largest notebook of the course (03: 73 cells)
+MAX_SOURCE_CHARS = 2 * 2**20  # characters of all cells' sources: 60 times the largest (03: 33,000)
+MAX_OUTPUTS = 5_000  # stored outputs (cleared before grading, but parsed, validated and rendered before that)
+MAX_DEPTH = 64  # nesting of the notebook's JSON: 5 in the course's notebooks, a dozen with widget outputs
+FEEDBACK_SECONDS = 60  # one student's feedback page: 1-2.5 s for an honest one here (on a loaded machine)
+FEEDBACK_MEMORY_MB = 1024  # the address space of the process making one page: an honest one peaks at 210 MiB
+
+
+@dataclasses.dataclass
+class NotebookShape:
+    """What a notebook's structure costs each step that reads it."""
+
+    cells: int = 0
+    source_chars: int = 0
+    outputs: int = 0
+    depth: int = 0
+
+    def describe(self) -> str:
+        return (
+            f"{self.cells:,} cells, {self.source_chars:,} characters of source, {self.outputs:,} stored outputs, "
+            f"nested {self.depth} deep"
+        )
+
+
+def notebook_shape(raw) -> NotebookShape:
+    """The shape of a notebook parsed from JSON (plain lists and dicts), measured without recursion: a
+    notebook of any nesting is measured, never a RecursionError."""
+    shape = NotebookShape()
+    stack = [(raw, 1)]
+    while stack:
+        value, depth = stack.pop()
+        shape.depth = max(shape.depth, depth)
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+    cells = raw.get("cells") if isinstance(raw, dict) else None
+    for cell in cells if isinstance(cells, list) else []:
+        if not isinstance(cell, dict):
+            continue
+        shape.cells += 1
+        source = cell.get("source", "")
+        shape.source_chars += sum(map(len, source)) if isinstance(source, list) else len(str(source))
+        outputs = cell.get("outputs")
+        shape.outputs += len(outputs) if isinstance(outputs, list) else 0
+    if isinstance(cells, list):  # whatever else a list of cells holds counts too
+        shape.cells = max(shape.cells, len(cells))
+    return shape
+
+
+def structure_limits(shape: NotebookShape) -> list[str]:
+    """Each structure bound the notebook passes, in words (empty: within every bound)."""
+    passed = []
+    if shape.cells > MAX_CELLS:
+        passed.append(f"{shape.cells:,} cells, over the limit of {MAX_CELLS:,}")
+    if shape.source_chars > MAX_SOURCE_CHARS:
+        passed.append(f"{shape.source_chars:,} characters of source, over the limit of {MAX_SOURCE_CHARS:,}")
+    if shape.outputs > MAX_OUTPUTS:
+        passed.append(f"{shape.outputs:,} stored outputs, over the limit of {MAX_OUTPUTS:,}")
+    if shape.depth > MAX_DEPTH:
+        passed.append(f"JSON nested {shape.depth:,} deep, over the limit of {MAX_DEPTH}")
+    return passed
