@@ -447,6 +447,9 @@ class StudentKernel:
         if not self.usable:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
+        if self._message_too_large():  # e.g. a reply too large, on the shell channel
+            self._end(f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB")
+            return CellRun(outputs, "OutputLimit")
         stdout = _Tail(MAX_STDOUT)  # a cell printing without end must not fill the grader's memory
         errors: list[str] = []
 
@@ -497,7 +500,7 @@ class StudentKernel:
             try:
                 message = self.client.get_iopub_msg(timeout=0.2)
             except queue.Empty:
-                if self._dropped() and self._outlives(seconds=1.0):  # not the drop of a kernel that exited
+                if self._message_too_large():
                     self._end(f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB (one piece of output)")
                     return CellRun(outputs, "OutputLimit", stdout.text())
                 if not self.manager.is_alive():
@@ -532,19 +535,21 @@ class StudentKernel:
             return CellRun(outputs, "KernelDied", stdout.text())
         return CellRun(outputs, errors[0] if errors else None, stdout.text())
 
-    def _dropped(self) -> bool:
-        """Whether a connection to the kernel was dropped (a message over MAX_MESSAGE_BYTES came on it)."""
-        return any(monitor.poll(0) for monitor in self.monitors)
-
-    def _outlives(self, seconds: float) -> bool:
-        """Whether the kernel is still running ``seconds`` from now (a kernel that exits drops its connections
-        too: a crash is told apart from a message that was too large)."""
-        deadline = time.monotonic() + seconds
-        while self.manager.is_alive():
-            if time.monotonic() > deadline:
-                return True
-            time.sleep(0.05)
-        return False
+    def _message_too_large(self) -> bool:
+        """Whether a connection to the kernel was dropped for a message over MAX_MESSAGE_BYTES: a connection
+        dropped while the kernel still answers its heartbeat at once (a kernel that exits, or is being
+        killed for its memory, drops its connections too, but answers nothing)."""
+        if not any(monitor.poll(0) for monitor in self.monitors):
+            return False
+        try:
+            heartbeat = self.manager.connect_hb()
+        except Exception:  # noqa: BLE001 - no heartbeat to ask: the kernel is taken to be gone
+            return False
+        try:
+            heartbeat.send(b"ping")
+            return bool(heartbeat.poll(3000))  # the heartbeat is a ZeroMQ device of its own: answers while code runs
+        finally:
+            heartbeat.close(linger=0)
 
     def _end(self, why: str) -> None:
         """End the kernel for passing an output bound (``why``, in words: ``over_limit``)."""

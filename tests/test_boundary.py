@@ -513,6 +513,32 @@ def test_a_hand_in_of_many_cells_is_refused_before_any_step_spends_on_it():
     assert "over the limit" in next(r["notes"] for r in rows if r["student"] == "many_cells")
 
 
+def test_a_feedback_page_over_its_bound_is_a_note_and_the_next_page_is_made_all_the_same():
+    """Each page is made in a process of its own within a time and a memory bound: a page over either is not made,
+    the student's result says which bound and what it cost, and the call goes on to the next student."""
+    import shutil
+
+    from autograde.course import Course
+    from autograde.feedback import feedback
+    from autograde.report import report as write_report
+    from autograde.results import read_results
+
+    run = hostile_class()[0]
+    course = Course(root=run.course.root.parent / "feedback-bounds")  # a copy: the class's own pages stay
+    shutil.copytree(run.course.root, course.root, symlinks=True)
+    students = ["honest1", "honest2"]
+    assert feedback(course, ASSIGNMENT, students=students, memory_mb=150) == []
+    assert feedback(course, ASSIGNMENT, students=students, seconds=0) == []
+    results = read_results(course, ASSIGNMENT)
+    for student in students:
+        notes = " ".join(results[student].notes)
+        assert "it needed more than 150 MiB of memory" in notes and "it took longer than 0 s" in notes, notes
+        assert results[student].limits[-1].startswith("feedback time: stopped after"), results[student].limits
+        assert f"{student}: feedback time:" in write_report(course, ASSIGNMENT)
+    assert len(feedback(course, ASSIGNMENT, students=students)) == 2  # within the bounds: made, the notes gone
+    assert not any(r.limits for s, r in read_results(course, ASSIGNMENT).items() if s in students)
+
+
 def test_a_borrowed_id_never_replaces_a_classmate():
     run = hostile_class()[0]
     from autograde.collect import safe_id
