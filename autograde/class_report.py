@@ -38,7 +38,7 @@ from .results import Status, read_results, read_verdicts
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
 # failures that are not about the answer's meaning: the judge stopped the code (status section says why)
-STOPPED = {"Timeout": "(timed out)", "KernelDied": "(kernel died)"}
+STOPPED = {"Timeout": "(timed out)", "KernelDied": "(kernel died)", "OutputLimit": "(output limit)"}
 PASSED, FAILED, NOT_ANSWERED, NOT_GRADED = "passed", "failed", "not answered", "not graded"
 OUTCOMES = (PASSED, FAILED, NOT_ANSWERED, NOT_GRADED)
 GRADED_BY_HAND, PENDING = "graded by hand", "pending"

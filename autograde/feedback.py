@@ -112,13 +112,16 @@ def make_page(
             )
         try:
             outcome, detail = receive.recv()
-        except EOFError:  # the process ended without a word: killed by the kernel's memory accounting
-            outcome, detail = "memory", ""
+        except EOFError:  # the process ended without a word: killed (SIGKILL: the system's OOM killer) or crashed
+            outcome, detail = "", ""
     finally:
         process.join(5)
         if process.is_alive():
             process.kill()
         receive.close()
+    if not outcome:
+        outcome = "memory" if process.exitcode == -9 else "failed"
+        detail = f"the process that made it ended with code {process.exitcode}"
     took = time.monotonic() - started
     if outcome == "memory":
         raise FeedbackLimit(

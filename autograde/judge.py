@@ -77,8 +77,9 @@ MAX_NOTES = 12  # notes the judge keeps for one notebook
 MAX_STDOUT = 8 * 2**20  # characters of a run's stdout the grader keeps (the last ones: a reply is the last line)
 # Characters of output a notebook's kernel may send the grader over its whole grading (its cells, and the
 # calls of its functions, replies included: bounds.py). An honest notebook of the course sends at most
-# HONEST_OUTPUT (measured, docs/security.md); past the limit the kernel is ended and the notebook with it.
+# 1.2 MB (04, measured); past the limit the kernel is ended, and the notebook's grading with it.
 MAX_KERNEL_OUTPUT = 64 * 2**20
+TOO_LARGE = f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB (one printed line, for example)"
 
 
 # ------------------------------------------------------------------ plain data on the wire
@@ -448,7 +449,7 @@ class StudentKernel:
             raise KernelGone("the kernel is no longer usable")
         outputs: list[dict] = []
         if self._message_too_large():  # e.g. a reply too large, on the shell channel
-            self._end(f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB")
+            self._end(TOO_LARGE)
             return CellRun(outputs, "OutputLimit")
         stdout = _Tail(MAX_STDOUT)  # a cell printing without end must not fill the grader's memory
         errors: list[str] = []
@@ -501,7 +502,7 @@ class StudentKernel:
                 message = self.client.get_iopub_msg(timeout=0.2)
             except queue.Empty:
                 if self._message_too_large():
-                    self._end(f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB (one piece of output)")
+                    self._end(TOO_LARGE)
                     return CellRun(outputs, "OutputLimit", stdout.text())
                 if not self.manager.is_alive():
                     self.usable = False
