@@ -53,9 +53,6 @@ def private_course(run: dict) -> Course:
                 folder.mkdir(parents=True)
                 for name, data in run[step].items():
                     (folder / name).write_bytes(data)
-            key = root / "grading-key"
-            key.touch(mode=0o600)
-            key.write_bytes(run["key"])
             _ROOTS[run["id"]] = root
     return Course(
         root=root,
@@ -190,7 +187,7 @@ def grade_submission(run: dict, job: dict) -> dict:
     settings = dict(
         run["config"],
         **{
-            "Judge.key_file": str(course.root / "grading-key"),
+            "Judge.key": run["key"],  # in memory: the worker writes no copy of the key on its disk
             "Judge.release_directory": str(course.path("release")),
             "Judge.source_directory": str(course.path("source")),
         },

@@ -58,7 +58,7 @@ import numpy as np
 import zmq
 from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
-from traitlets import Integer, Unicode
+from traitlets import Bytes, Integer, Unicode
 
 from .sandbox import REPO, MemoryMeter, SandboxedKernelManager, sandbox_available
 
@@ -1239,6 +1239,7 @@ class Judge(NbGraderPreprocessor):
     budget = Integer(480, help="seconds for a whole notebook, all cells and tests").tag(config=True)
     memory_mb = Integer(2048, help="memory of a grading kernel, MiB").tag(config=True)
     key_file = Unicode("", help="the grading key (grading_key.py); empty: the course's").tag(config=True)
+    key = Bytes(b"", help="the grading key itself (a worker's, in memory); empty: key_file's").tag(config=True)
     release_directory = Unicode("", help="where the released notebooks are (absolute)").tag(config=True)
     source_directory = Unicode("", help="where the instructor's notebooks are (absolute)").tag(config=True)
 
@@ -1248,7 +1249,8 @@ class Judge(NbGraderPreprocessor):
         info = resources.get("nbgrader", {})
         assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
         root = Path(self.config.CourseDirectory.get("root", REPO))
-        key = grading_key.load_or_create(Path(self.key_file) if self.key_file else grading_key.key_path(root))
+        key_file = Path(self.key_file) if self.key_file else grading_key.key_path(root)
+        key = self.key or grading_key.load_or_create(key_file)  # a worker's is in memory (grade_worker.py)
         source_dir = Path(
             self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
         )

@@ -24,7 +24,6 @@ import os
 import shutil
 import sqlite3
 import sys
-import tempfile
 import time
 import uuid
 import zlib
@@ -48,6 +47,7 @@ from .results import (
     write_result,
     written_answers,
 )
+from .run_folder import run_folder
 from .sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
@@ -617,15 +617,16 @@ def dask_client(
         "MPLBACKEND": environment["MPLBACKEND"],
         STUB_ENV: str(kept_stub_package(stub_folder, assignment) if stub_folder else shared_stub_package(assignment)),
     }  # the stub package made once here (or kept from the last run), for every worker
-    # Dask's scratch folder, ours alone (mkdtemp: 0700, a name no one can guess). Dask's default is
+    # Every temporary file of the run, in every process of the cluster, goes in one folder of this process's,
+    # removed when the run ends, however it ends (run_folder.py): the workers' temporary folder is in it.
+    # Dask's scratch folder is in it too, ours alone (0700, a name no one can guess). Dask's default is
     # <tmp>/dask-scratch-space, used as found when we may write there, and put on the module path of
     # every process of the cluster: a student who made it first, writable by all, runs code as us.
-    scratch = tempfile.mkdtemp(prefix="hm-dask-")
     with (
-        contextlib.ExitStack() as cleanup,
+        run_folder() as run_files,
         dask.config.set(
             {
-                "temporary-directory": scratch,
+                "temporary-directory": str(run_files / "dask"),
                 "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                 "distributed.scheduler.worker-saturation": 1.0,
                 "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
@@ -645,7 +646,7 @@ def dask_client(
             }
         ),
     ):
-        cleanup.callback(shutil.rmtree, scratch, True)  # when the cluster is gone
+        env["TMPDIR"] = str(run_files)  # (the workers' private course roots, with the key's hidden tests)
         # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
         # if it is not running yet (``fork_server.start``)
         get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)
