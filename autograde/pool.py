@@ -623,10 +623,10 @@ def dask_client(
     # <tmp>/dask-scratch-space, used as found when we may write there, and put on the module path of
     # every process of the cluster: a student who made it first, writable by all, runs code as us.
     with (
-        run_folder() as run_files,
+        run_folder() as run,
         dask.config.set(
             {
-                "temporary-directory": str(run_files / "dask"),
+                "temporary-directory": str(run.files / "dask"),
                 "distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                 "distributed.scheduler.worker-saturation": 1.0,
                 "distributed.worker.profile.enabled": False,  # no stack sampling next to the kernels
@@ -646,7 +646,7 @@ def dask_client(
             }
         ),
     ):
-        env["TMPDIR"] = str(run_files)  # (the workers' private course roots, with the key's hidden tests)
+        env.update(run.environ())  # (the workers' private course roots, with the hidden tests; kernels' sockets)
         # (after Dask's own choice, made on its first call) what the fork server imports as it starts,
         # if it is not running yet (``fork_server.start``)
         get_mp_context().set_forkserver_preload(fork_server.WORKER_PRELOAD)

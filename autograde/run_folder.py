@@ -8,6 +8,9 @@ a worker may make the stub package. They all live in one folder that the coordin
         dask/             Dask's scratch folder
         <anything>        what the local workers make: their temporary folder (TMPDIR) is this one
 
+and, for a root grader, the kernels' socket folders (``sandbox.py``) go in a folder of the run's too:
+``/run/heads-and-masks/hm-run-<the coordinator's pid>-<random>/kernel-*``.
+
 The coordinator removes it in a ``finally`` when the run ends: at its normal end, on an exception, on
 Ctrl-C, and on SIGTERM or SIGHUP (turned into an exit for the run's duration). A worker that is killed runs
 nothing as it dies, and need not: its files are in the folder. A coordinator that is killed (SIGKILL, a
@@ -19,6 +22,7 @@ folder of a run still going on (another course's, another grader's on this machi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
@@ -26,6 +30,8 @@ import stat
 import tempfile
 import threading
 from pathlib import Path
+
+from .sandbox import RUN_SOCKETS_ENV, _runtime_base
 
 PREFIX = "hm-run-"
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C (SIGINT) is already an exception
@@ -78,24 +84,43 @@ def sweep_stale(base: Path) -> list[str]:
     return removed
 
 
+@dataclasses.dataclass(frozen=True)
+class RunFolders:
+    files: Path  # every temporary file of the run
+    sockets: Path | None  # the kernels' socket folders (a root grader's), else None: they go in ``files``
+
+    def environ(self) -> dict[str, str]:
+        """What a local worker's environment needs to put its files in the run's folders."""
+        return {"TMPDIR": str(self.files), **({RUN_SOCKETS_ENV: str(self.sockets)} if self.sockets else {})}
+
+
 @contextlib.contextmanager
 def run_folder():
-    """A new run folder (after the stale ones are swept), removed when the ``with`` block ends, however it ends.
-
-    Enter it before starting the processes that write into it: it is removed after they are stopped."""
-    base = Path(tempfile.gettempdir())
-    sweep_stale(base)
-    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))  # 0700
+    """The run's folders (made after the stale ones are swept), removed when the ``with`` block ends, however it
+    ends. Enter it before starting the processes that write into it: it is removed after they are stopped."""
+    made = []
     try:
         with _stopped_by_signals():
-            yield folder
+            made.append(_new_folder(Path(tempfile.gettempdir()), 0o700))
+            sockets = _runtime_base()  # (a root grader's: None otherwise)
+            if sockets is not None:
+                made.append(_new_folder(Path(sockets), 0o755))  # as its base: each socket folder is sealed
+            yield RunFolders(made[0], made[1] if sockets is not None else None)
     finally:
-        # a second Ctrl-C (or SIGTERM) waits until the folder is gone, then takes effect
+        # a second Ctrl-C (or SIGTERM) waits until the folders are gone, then takes effect
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *STOPPING_SIGNALS})
         try:
-            shutil.rmtree(folder, ignore_errors=True)
+            for folder in made:
+                shutil.rmtree(folder, ignore_errors=True)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _new_folder(base: Path, mode: int) -> Path:
+    sweep_stale(base)
+    folder = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base))  # 0700, a name no one can guess
+    os.chmod(folder, mode)
+    return folder
 
 
 @contextlib.contextmanager

@@ -466,8 +466,12 @@ def zygote_module(command: list[str]) -> str | None:
     return None
 
 
+RUN_SOCKETS_ENV = "HEADS_AND_MASKS_RUN_SOCKETS"
+
+
 def _runtime_base() -> str | None:
-    """Where the kernels' socket folders go: a root-owned folder of their own when we are root."""
+    """Where the kernels' socket folders go: a root-owned folder of their own when we are root (in it, the
+    folder of the grading run this worker grades for, which the run removes as it ends)."""
     if os.geteuid() == 0:
         base = Path("/run/heads-and-masks")
         with contextlib.suppress(OSError):
@@ -478,7 +482,8 @@ def _runtime_base() -> str | None:
                 found = base.stat()
                 if found.st_uid == 0 and found.st_mode & 0o777 != 0o755:
                     os.chmod(base, 0o755)
-                return str(base)
+                run = os.environ.get(RUN_SOCKETS_ENV, "")  # a grading run's own folder in it (run_folder.py)
+                return run if os.path.dirname(run) == str(base) and os.path.isdir(run) else str(base)
     return None
 
 

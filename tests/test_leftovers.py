@@ -87,6 +87,11 @@ def _left_in(temporary: Path) -> list[str]:
     return sorted(str(p.relative_to(temporary)) for p in [*temporary.glob("*"), *temporary.glob("*/*")])
 
 
+def _sockets_of(process: subprocess.Popen) -> list[Path]:
+    """The run's folder of kernel socket folders (a root grader's, beside other runs' in the machine's folder)."""
+    return list(Path("/run/heads-and-masks").glob(f"{PREFIX}{process.pid}-*"))
+
+
 def _graded(course: Path) -> list[str]:
     return sorted(p.stem for p in (course / "autograde" / "results" / A).glob("*.json"))
 
@@ -97,7 +102,7 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     code, stderr = _finish(process)
     assert code == 0, stderr
     assert _graded(course) == list(STUDENTS)
-    assert _left_in(temporary) == []
+    assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
 def test_ctrl_c_leaves_nothing_in_the_temporary_folder(template, tmp_path):
@@ -105,13 +110,14 @@ def test_ctrl_c_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     process, course, temporary = _start(template, tmp_path)
     _grading_started(process, temporary)
     # while it grades: one folder of the run's, the grader's alone, and no copy of the grading key on disk
-    (run,) = temporary.iterdir()
+    # (beside it: the fork server's socket folder, Python's own, removed as the command exits)
+    (run,) = temporary.glob(f"{PREFIX}*")
     assert run.name.startswith(PREFIX) and run.stat().st_mode & 0o777 == 0o700
     assert not list(temporary.rglob("*grading-key*")), "a worker wrote the grading key on its disk"
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal: every process of the foreground group
     code, stderr = _finish(process)
     assert code != 0, "the run was not interrupted: nothing was tested"
-    assert _left_in(temporary) == []
+    assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
 def test_a_killed_worker_leaves_nothing_in_the_temporary_folder(template, tmp_path):
@@ -123,11 +129,13 @@ def test_a_killed_worker_leaves_nothing_in_the_temporary_folder(template, tmp_pa
     server = next(p for p in psutil.Process(process.pid).children() if "forkserver" in " ".join(p.cmdline()))
     workers = server.children()
     assert workers, "no worker process found: nothing was tested"
+    if os.geteuid() == 0:  # its kernels' socket folders are in the run's folder too
+        assert [folder.name for folder in _sockets_of(process)[0].glob("kernel-*")], "no kernel socket folder"
     workers[0].send_signal(signal.SIGKILL)
     code, stderr = _finish(process)
     assert code == 0, stderr  # its submission is graded again on a new worker
     assert _graded(course) == list(STUDENTS)
-    assert _left_in(temporary) == []
+    assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
 def test_a_crashed_command_leaves_nothing_in_the_temporary_folder(template, tmp_path):
@@ -139,7 +147,7 @@ def test_a_crashed_command_leaves_nothing_in_the_temporary_folder(template, tmp_
     records.write_text("not a folder")
     code, stderr = _finish(process)
     assert code != 0 and "Traceback" in stderr, f"the command did not crash: nothing was tested\n{stderr}"
-    assert _left_in(temporary) == []
+    assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
 # ------------------------------------------------------------------ what a killed coordinator leaves
@@ -181,12 +189,14 @@ def test_the_next_run_sweeps_only_folders_of_runs_whose_coordinator_is_gone(tmp_
 def test_a_run_folder_is_private_and_removed_on_an_exception(tmp_path, monkeypatch):
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
-    with pytest.raises(RuntimeError), run_folder() as folder:
+    with pytest.raises(RuntimeError), run_folder() as run:
+        folder = run.files
         assert folder.parent == tmp_path and folder.name.startswith(f"{PREFIX}{os.getpid()}-")
         assert folder.stat().st_mode & 0o777 == 0o700
         (folder / "hm-grading-x").mkdir()
         raise RuntimeError("the coordinator crashed")
     assert list(tmp_path.iterdir()) == []
+    assert run.sockets is None or not run.sockets.exists()
 
 
 def test_sigterm_ends_a_run_like_ctrl_c(tmp_path, monkeypatch):
