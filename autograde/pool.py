@@ -47,7 +47,7 @@ from .results import (
     write_result,
     written_answers,
 )
-from .run_folder import run_folder
+from .run_folder import run_folder, worker_folders
 from .sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
@@ -501,6 +501,7 @@ class GradingWorker(WorkerPlugin):
         from .judge import KernelSupply, shared_stub_package
 
         share_gradebook_engines()
+        worker_folders()  # a worker of an existing cluster: folders of its own, as a run's (run_folder.py)
         if self.pin and isinstance(worker.name, int):
             # A worker and its kernel take turns (one waits while the other computes): on a core of their own,
             # the pair neither migrates nor collides with the other pair (7 % less wall time on two cores).

@@ -21,8 +21,10 @@ folder of a run still going on (another course's, another grader's on this machi
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
+import functools
 import os
 import shutil
 import signal
@@ -114,6 +116,25 @@ def run_folder():
                 shutil.rmtree(folder, ignore_errors=True)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+@functools.cache
+def worker_folders() -> RunFolders | None:
+    """A worker of an existing cluster (``--scheduler``: started by the instructor, not by a run) has no run folder
+    around it: it makes folders of its own, named after itself, for its lifetime, and makes them its temporary
+    folder and its kernels' socket folder. Removed at its normal exit; if it is killed, by the next run folder made
+    on its machine (its replacement's, as its nanny restarts it). None for a local worker: it is in its run's."""
+    if coordinator_of(Path(tempfile.gettempdir()).name) is not None:
+        return None
+    files = _new_folder(Path(tempfile.gettempdir()), 0o700)
+    sockets = _runtime_base()
+    sockets = _new_folder(Path(sockets), 0o755) if sockets is not None else None
+    tempfile.tempdir = str(files)  # this process's own temporary files (private course roots, stub package)
+    os.environ.update(RunFolders(files, sockets).environ())  # what it starts, and its kernels' socket folders
+    for folder in (files, sockets):
+        if folder is not None:
+            atexit.register(shutil.rmtree, folder, True)
+    return RunFolders(files, sockets)
 
 
 def _new_folder(base: Path, mode: int) -> Path:

@@ -209,3 +209,40 @@ def test_sigterm_ends_a_run_like_ctrl_c(tmp_path, monkeypatch):
         time.sleep(5)  # (the signal's handler raises here)
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_a_killed_worker_of_an_existing_cluster_is_swept_by_its_replacement(tmp_path):
+    """A worker of a cluster the instructor started (``--scheduler``) has folders of its own: killed, it leaves
+    them; the next worker started on the machine (its nanny restarts it) removes them, and its own at its exit."""
+    program = (
+        "import os, sys\n"
+        "from autograde.run_folder import worker_folders\n"
+        "run = worker_folders()\n"
+        "(run.files / 'hm-grading-x').mkdir()\n"
+        "print(run.files, run.sockets, flush=True)\n"
+        "if sys.argv[1] == 'killed':\n"
+        "    os.kill(os.getpid(), 9)\n"
+    )
+    env = dict(os.environ, TMPDIR=str(tmp_path))
+
+    def worker(how: str) -> list[Path | None]:
+        done = subprocess.run([sys.executable, "-c", program, how], env=env, capture_output=True, text=True)
+        return [None if word == "None" else Path(word) for word in done.stdout.split()]
+
+    killed = worker("killed")
+    assert killed and all(folder is None or folder.is_dir() for folder in killed), "nothing to sweep was left"
+    replacement = worker("normal")
+    assert all(folder is None or not folder.exists() for folder in killed + replacement)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_local_worker_makes_no_folder_of_its_own(tmp_path, monkeypatch):
+    """A worker of the local cluster is in its run's folder already (its TMPDIR)."""
+    from autograde.run_folder import worker_folders
+
+    inside = tmp_path / f"{PREFIX}{os.getpid()}-abc"
+    inside.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(inside))
+    worker_folders.cache_clear()
+    assert worker_folders() is None
+    worker_folders.cache_clear()
