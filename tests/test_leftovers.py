@@ -96,6 +96,7 @@ def _graded(course: Path) -> list[str]:
     return sorted(p.stem for p in (course / "autograde" / "results" / A).glob("*.json"))
 
 
+@pytest.mark.slow
 def test_a_run_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     require_sandbox()
     process, course, temporary = _start(template, tmp_path)
@@ -105,6 +106,7 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
+@pytest.mark.slow
 def test_ctrl_c_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     require_sandbox()
     process, course, temporary = _start(template, tmp_path)
@@ -120,6 +122,7 @@ def test_ctrl_c_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
+@pytest.mark.slow
 def test_a_killed_worker_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     """A worker killed while it grades (the kernel's OOM killer, an administrator) runs nothing as it dies."""
     require_sandbox()
@@ -138,6 +141,7 @@ def test_a_killed_worker_leaves_nothing_in_the_temporary_folder(template, tmp_pa
     assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
+@pytest.mark.slow
 def test_a_crashed_command_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     """The coordinating process fails half way (here: a student's record cannot be written, its folder is a file)."""
     require_sandbox()
