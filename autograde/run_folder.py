@@ -124,6 +124,7 @@ def worker_folders() -> RunFolders | None:
     around it: it makes folders of its own, named after itself, for its lifetime, and makes them its temporary
     folder and its kernels' socket folder. Removed at its normal exit; if it is killed, by the next run folder made
     on its machine (its replacement's, as its nanny restarts it). None for a local worker: it is in its run's."""
+    tempfile.tempdir = None  # read again from the environment it was given (a fork may hold its server's choice)
     if coordinator_of(Path(tempfile.gettempdir()).name) is not None:
         return None
     files = _new_folder(Path(tempfile.gettempdir()), 0o700)
