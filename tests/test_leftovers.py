@@ -246,7 +246,8 @@ def test_a_local_worker_makes_no_folder_of_its_own(tmp_path, monkeypatch):
 
     inside = tmp_path / f"{PREFIX}{os.getpid()}-abc"
     inside.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(inside))
+    monkeypatch.setenv("TMPDIR", str(inside))  # what the coordinator gives its local workers
+    monkeypatch.setattr("tempfile.tempdir", None)
     worker_folders.cache_clear()
     assert worker_folders() is None
     worker_folders.cache_clear()
