@@ -140,6 +140,10 @@ def autograde_all(course, args) -> None:
         HiddenFromKernels,
     ) as refused:  # said plainly, before grading
         raise SystemExit(f"error: {refused}") from None
+    except KeyboardInterrupt:  # Ctrl-C: the run's folders are already removed; no traceback
+        from autograde.run_folder import stopped
+
+        raise SystemExit(stopped("Ctrl-C")) from None
     problems = sum(r.status != Status.GRADED for r in results.values())
     print(
         f"{len(results)} students, {problems} with something to look at "

@@ -43,6 +43,11 @@ class GradingStopped(SystemExit):
     """The run was stopped by a signal: it ends like Ctrl-C, cleaning up, and says so."""
 
 
+def stopped(how: str) -> str:
+    """What the instructor reads when a run is stopped (by Ctrl-C, SIGTERM...)."""
+    return f"grading was stopped ({how}): what was graded is kept; run the same command again to grade the rest."
+
+
 def coordinator_of(name: str) -> int | None:
     """The pid of the process that made the run folder called ``name`` (None: not a run folder's name)."""
     if not name.startswith(PREFIX):
@@ -154,10 +159,7 @@ def _stopped_by_signals():
         return
 
     def stop(signum, frame):
-        raise GradingStopped(
-            f"grading was stopped ({signal.Signals(signum).name}): what was graded is kept; "
-            "run the same command again to grade the rest."
-        )
+        raise GradingStopped(stopped(signal.Signals(signum).name))
 
     previous = {number: signal.signal(number, stop) for number in STOPPING_SIGNALS}
     try:

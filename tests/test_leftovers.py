@@ -119,6 +119,7 @@ def test_ctrl_c_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal: every process of the foreground group
     code, stderr = _finish(process)
     assert code != 0, "the run was not interrupted: nothing was tested"
+    assert "grading was stopped (Ctrl-C)" in stderr and "Traceback" not in stderr, stderr
     assert _left_in(temporary) == [] and _sockets_of(process) == []
 
 
