@@ -275,8 +275,10 @@ checks.check_sliding_window_mask_errors(sliding_window_mask, thorough=True)
 # real use, for the same model:
 #
 # * **Mistral's paper** describes the window as the positions from `i − W` to `i`, which is `W + 1` keys, and
-#   **Mistral's reference code** (`one_file_ref.py` of github.com/mistralai/mistral-src) builds it as
-#   `torch.triu(mask, diagonal=-sliding_window)`: `W + 1` keys too.
+#   **Mistral's reference code** as released (`one_file_ref.py`, at
+#   https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py)
+#   builds it as `torch.triu(mask, diagonal=-sliding_window)`: `W + 1` keys too. (A commit of March 2024,
+#   cad0f614499e04855035c6665903aff87498f68b, changed it to `W` keys; the file was removed in 2025.)
 # * **xformers**' local attention masks (`diagonal=-window_size + 1`), which Mistral's own inference code
 #   calls (`make_local_attention(sliding_window)`), **Hugging Face transformers**, and **FlashAttention**
 #   called with `window_size=(W − 1, 0)` keep **`W`** keys. This course does the same: `w` keys.

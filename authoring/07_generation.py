@@ -168,11 +168,22 @@ print(f"a whole generation of {n_tokens:,} tokens: {cached_total:.3g} vs {recomp
 # 0 … n_keys − n_new + i: the diagonal is aligned to the **bottom right**, and the last query sees every key.
 #
 # `np.tril` of the rectangle aligns it to the **top left** instead: query i sees keys 0 … i, as if the new
-# tokens came first. PyTorch documents exactly this for `scaled_dot_product_attention(..., is_causal=True)`:
-# its `torch.nn.attention.bias.causal_upper_left` "is equivalent to the is_causal=True argument", built as
-# `torch.tril(torch.ones(size))`, while `causal_lower_right` is the bottom-right variant; "these variants are
-# equivalent to each other when the sequence lengths of the query and key/value tensors are equal"
-# (PyTorch documentation, `torch.nn.attention.bias.CausalVariant`). A cache makes them unequal.
+# tokens came first. The two most used attention kernels disagree on this, and that is the trap:
+#
+# * **PyTorch**'s `scaled_dot_product_attention(..., is_causal=True)` is top-left. The documentation of
+#   `torch.nn.attention.bias.causal_upper_left` says: "This equivalent to the is_causal=True argument in
+#   scaled_dot_product_attention." The bottom-right variant is a separate bias, `causal_lower_right`, and the
+#   page of `torch.nn.attention.bias.CausalVariant` adds: "Note that these variants are equivalent to each
+#   other when the sequence lengths of the query and key/value tensors are equal since the triangular matrix
+#   is square."
+# * **FlashAttention**'s `flash_attn_func(..., causal=True)` is bottom-right since version 2.1. Its docstring
+#   (`flash_attn/flash_attn_interface.py`, and the README's "2.1: Change behavior of causal flag", at
+#   https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/README.md):
+#   "If causal=True, the causal mask is aligned to the bottom right corner of the attention matrix." Version
+#   2.0 was top-left.
+#
+# So code that is right with one kernel is wrong with the other as soon as the queries are fewer than the keys,
+# and a cache makes them fewer.
 
 # %%
 picture(decode_masks_figure(n_new=3, n_keys=8))
@@ -256,9 +267,17 @@ print("positions with a wrong output:", np.flatnonzero(error > 1e-12).tolist())
 # With a sliding window of w (notebook 05), a query sees itself and the w − 1 tokens before it. The cache
 # then never needs more than w tokens: Mistral 7B keeps a **rolling buffer** of w slots and writes position
 # p into slot **p mod w**, overwriting the token that just left the window. Memory is constant however long
-# the generation runs. The order of the slots does not matter to attention (a weighted average does not care
-# where its terms are stored, and the positions were already applied to the keys); what matters is that the
-# slot overwritten is the oldest one, and p mod w is exactly that.
+# the generation runs. The order of the slots does not matter to attention: a weighted average does not care
+# where its terms are stored, and in Mistral the rotary positions are applied to each key *before* it is
+# written into the buffer, so a key carries its own position wherever it sits. What matters is that the slot
+# overwritten is the oldest one, and p mod w is exactly that.
+#
+# Notebook 05's off-by-one reappears here. Mistral's reference code as released (`one_file_ref.py`, at
+# https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py)
+# bands the prompt's mask with `torch.triu(mask, diagonal=-sliding_window)`, `W + 1` keys per query at prefill,
+# while its rolling buffer has `sliding_window` slots, so a decoded token sees `W` keys, itself included: the
+# same model attended over one key more in the prompt than in the generation. A contributor's commit changed
+# the prefill band to `W` keys in March 2024 (commit cad0f614499e04855035c6665903aff87498f68b).
 
 # %%
 for p in range(10):
@@ -345,6 +364,15 @@ for tokens in (4096, 32768, 262144, 1048576):
 # window **OR** it is one of the first s tokens, and, as always, not in the future. The cache keeps the
 # s sinks plus a rolling buffer of w slots: still constant memory.
 #
+# The mask is the easy half. StreamingLLM gives positions *inside the cache*, not in the text: it caches keys
+# before the rotary rotation and rotates them when attending, by their place in the cache (the sinks at
+# 0 … s − 1, the window after them), so the distances the model sees never exceed what it was trained on. A
+# rolling buffer built as in section 3, with keys rotated by their text position before caching, gives the
+# sinks and the window their true, ever-growing distances instead, which soon exceed anything the model saw in
+# training: StreamingLLM's design exists to avoid exactly that (Xiao et al. 2023, arXiv:2309.17453, section
+# 3.2). The mask below and the widget at the end show *which* keys are kept, not where they are placed: a
+# sinks-plus-buffer cache needs both.
+#
 # A **prefix LM** grants too: the prompt reads itself in both directions (causal **OR** the key is in the
 # prompt). Masks compose with AND when each rule *forbids* (padding, causal, window) and with **OR** when a
 # rule *grants*; mixing them up gives a mask that looks plausible and is wrong.
@@ -395,9 +423,22 @@ print("entries kept: OR", int(gen.sinks_window_mask(n_small, 4, 2).sum()), "· A
 #
 # Training batches are rectangles too. Instead of padding every document to the longest (notebook 05), most
 # pre-training pipelines **pack** documents one after another into rows of fixed length. That wastes almost
-# nothing, but a plain causal mask would let a document read the documents packed before it. The right mask
-# is block-diagonal **and** causal: query i may see key j when both belong to the same document and j ≤ i.
-# Each token carries a document id: `[0, 0, 0, 1, 1, 2, 2, 2]`.
+# nothing, and it raises a question of design: with a plain causal mask a document reads the documents packed
+# before it. Whether to allow that has been decided both ways:
+#
+# * **GPT-3** allowed it. Its training rows were packed documents "not masked in any special way", delimited
+#   only by an end-of-text token from which the model is left to infer that what precedes is unrelated
+#   (Brown et al. 2020, arXiv:2005.14165, appendix B).
+# * **Megatron-LM**, the training code behind many large models, does the same by default: its attention mask
+#   is reset at each end-of-document token only when `--reset-attention-mask` is passed (off by default).
+# * **Llama 3** masks across documents, and reports that the mask had limited impact in standard
+#   pre-training but was important in continued pre-training on very long sequences (Llama Team 2024,
+#   arXiv:2407.21783, section 3.2).
+#
+# So cross-document attention is a choice with a cost that grows with the context, not a bug in itself; what
+# *is* a bug is to believe documents are isolated when they are not. The isolating mask is block-diagonal
+# **and** causal: query i may see key j when both belong to the same document and j ≤ i. Each token carries a
+# document id: `[0, 0, 0, 1, 1, 2, 2, 2]`.
 
 # %% [markdown]
 # ### Exercise 5: the document mask
@@ -445,11 +486,11 @@ picture(composed_masks_figure({
 }))
 
 # %% [markdown]
-# ### Forget it, and a document depends on its neighbours
+# ### Without it, a document depends on its neighbours
 #
-# The packing analogue of notebook 05's padding bug: pack the same document (5 tokens) after two different
-# neighbours. With the document mask its outputs are the same as when it is alone; with only the causal mask
-# they change with whatever was packed before it.
+# Pack the same document (5 tokens) after two different neighbours. With the document mask its outputs are the
+# same as when it is alone; with only the causal mask (GPT-3's choice) they change with whatever was packed
+# before it, which is what the end-of-text token asks the model to learn to ignore.
 
 # %%
 doc = rng.normal(size=(3, 1, 1, 5, d))  # q, k, v of one document
@@ -603,7 +644,8 @@ print(stepper.readouts_text())
 # * With a cache, each new token appends its own K and V and attends over all of them: the outputs are full
 #   causal attention's, at O(n·d) per step instead of O(n²·d).
 # * Several new queries against a cache need a **bottom-right** causal rectangle; `np.tril` (and PyTorch's
-#   `is_causal` on non-square inputs) aligns it top-left, which is right only for a square.
+#   `is_causal` on non-square inputs) aligns it top-left, which is right only for a square. FlashAttention's
+#   `causal=True` is bottom-right (since 2.1): the two kernels disagree.
 # * A rolling buffer writes position p into slot p mod w: constant memory, and exactly sliding-window
 #   attention.
 # * Rules that grant attention (sinks, a prompt read both ways) compose with **OR**; rules that forbid, with

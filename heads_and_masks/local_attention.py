@@ -26,14 +26,15 @@ MISTRAL_7B = {
 
 
 # The same window, as two codebases write it (NumPy transcriptions of their one line). Mistral's reference
-# implementation (github.com/mistralai/mistral-src, one_file_ref.py) bands the causal mask with
+# implementation as released (one_file_ref.py, at the commit below) bands the causal mask with
 # ``torch.triu(mask, diagonal=-sliding_window)``: keys i - w ... i, w + 1 of them, as the paper's
 # "positions between i - W and i". xformers' local attention masks, which Mistral's own inference code
 # uses (``make_local_attention(sliding_window)``), use ``diagonal=-window_size + 1``: w keys, as this course.
+# https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py
 
 
 def window_as_in_mistral_reference(n, w):
-    """(n, n) bool: ``triu(tril(ones), -w)``, the band of mistral-src's one_file_ref.py (w + 1 keys)."""
+    """(n, n) bool: ``triu(tril(ones), -w)``, the band of Mistral's released one_file_ref.py (w + 1 keys)."""
     return np.triu(np.tril(np.ones((n, n), dtype=bool)), -whole_number("window w", w, minimum=1))
 
 
