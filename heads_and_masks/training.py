@@ -389,16 +389,24 @@ def ablation_table(run: Run) -> np.ndarray:
     return np.array(rows)
 
 
-def compare_head_counts(head_counts=(1, 2, 4), seeds=(0, 1, 2, 3, 4), **train_options):
+SEEDS = (0, 1, 2, 3, 4)  # the seeds every comparison of notebook 08 runs over: one seed can be an outlier
+
+
+def runs_over_seeds(config: Config, seeds=SEEDS, **train_options) -> list[Run]:
+    """One training run of ``config`` per seed (two snapshots each: only the end is compared)."""
+    return [train(config, seed=s, snapshots=2, **train_options) for s in seeds]
+
+
+def final_losses(runs) -> np.ndarray:
+    """(len(runs),) the held-out loss at the end of each run."""
+    return np.array([run.evaluate()[0] for run in runs])
+
+
+def compare_head_counts(head_counts=(1, 2, 4), seeds=SEEDS, **train_options):
     """Final probe loss of the same width cut into different numbers of heads: {h: (len(seeds),) losses}."""
     base = train_options.pop("config", None) or Config()
     return {
-        h: np.array(
-            [
-                train(dataclasses.replace(base, heads=h), seed=s, snapshots=2, **train_options).evaluate()[0]
-                for s in seeds
-            ]
-        )
+        h: final_losses(runs_over_seeds(dataclasses.replace(base, heads=h), seeds, **train_options))
         for h in head_counts
     }
 

@@ -161,8 +161,13 @@ def test_rule_weights_against_a_loop():
 
 def test_the_d_h_bug_trains_from_scratch_but_breaks_loaded_weights(run):
     wrong = dataclasses.replace(run.config, split="(d h)")
-    scratch = training.train(wrong, seed=0)
-    assert scratch.evaluate()[0] < 0.01
+    runs = training.runs_over_seeds(wrong)  # the notebook's five seeds: one seed alone can be an outlier
+    losses = training.final_losses(runs)
+    assert len(losses) == 5 and (losses < 0.01 * training.chance_loss(run.config)).all(), (
+        "every seed learns the task with the (d h) split",
+        losses,
+    )
+    scratch = runs[0]
     loaded, _ = run.evaluate(config=wrong)
     assert loaded > training.chance_loss(run.config), loaded
     d, h = run.config.head_size, run.config.heads
