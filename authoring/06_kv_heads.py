@@ -377,13 +377,14 @@ picture(cache_per_token_figure(models))
 # $$\text{longest context} = \left\lfloor \frac{\text{GPU memory} - \text{weights}}{\text{cache per token}
 # \cdot \text{batch}} \right\rfloor .$$
 #
-# (Real servers fit somewhat less: activations, the framework and fragmentation also take memory, and
-# the driver reserves a little of it.)
+# (Real servers fit somewhat less: activations, the framework and fragmentation also take memory.)
 #
-# **Units.** Memory is built in powers of two, and GPU memory is sized that way: the "80 GB" of an H100
-# are 80 GiB, with 1 GiB = 2³⁰ bytes = 1,073,741,824 bytes. Counting them as 80 × 10⁹ bytes undercounts
-# every card, by enough to turn "fits" into "does not fit" (below: Llama-3.1-70B on an H200). This
-# notebook counts every size in binary units: GiB, and KiB = 2¹⁰ bytes.
+# **Units, and which memory.** Memory is built in powers of two: 1 GiB = 2³⁰ bytes = 1,073,741,824 bytes,
+# and this notebook counts every size in GiB (and KiB = 2¹⁰ bytes). The GPU memory it uses is what the
+# driver reports to programs (`nvidia-smi`'s total, in `data/gpus.csv`), not the size on the box, which no
+# program gets whole (printed first below). Both ways of misreading the box matter (below: Llama-3.1-70B on an
+# H200): the nominal size taken as GiB promises more than any program gets, and taken as 10⁹ bytes it promises
+# too little.
 #
 # **Two limits.** Memory is not the only limit on the context: a model handles at most the context it was
 # released with (the `context` column above; beyond it, its positions are untrained). The usable context is
@@ -391,10 +392,12 @@ picture(cache_per_token_figure(models))
 
 # %%
 gpus = model_configs.load_gpus()
+for name, memory in gpus.items():
+    print(f"{name}: sold as {model_configs.nominal_gb()[name]} GB, the driver reports {memory / GiB:.1f} GiB")
 shown = [name for name in gpus if name != "RTX 4090"]
 binds = {"weights": "the weights do not fit", "memory": "**memory**", "model": "model"}  # the limit that binds
 table = ("| model | weights (GiB) | cache per 1K tokens (GiB) | its own context | "
-         + " | ".join(f"{name} ({gpus[name] // GiB} GiB): memory allows | usable (binding limit)" for name in shown)
+         + " | ".join(f"{name} ({gpus[name] / GiB:.1f} GiB): memory allows | usable (binding limit)" for name in shown)
          + " |\n")
 table += "|---|---|---|---|" + "---|---|" * len(shown) + "\n"
 for m in models.values():
@@ -408,24 +411,26 @@ display(Markdown(table))
 
 # %% [markdown]
 # For one sequence the model's own context binds almost everywhere: a single cache is small. Memory binds
-# for the 70B models, whose weights leave little room. The H200 case in numbers, and what counting in
-# decimal gigabytes would have said:
+# for the 70B models, whose weights leave little room. The H200 case in numbers, and what each misreading of
+# its "141 GB" would have said:
 
 # %%
 llama31 = models["Llama-3.1-70B"]
 h200 = gpus["H200"]
-as_decimal = h200 // GiB * 10**9  # "141 GB" misread as 141 × 10⁹ bytes
 print(f"Llama-3.1-70B weights in bf16: {llama31.weights_bytes():,} bytes = {llama31.weights_bytes() / GiB:.1f} GiB")
-print(f"H200: {h200 // GiB} GiB = {h200:,} bytes; free beside the weights {(h200 - llama31.weights_bytes()) / GiB:.1f} GiB, "
-      f"a cache of {model_configs.longest_context(llama31, h200):,} tokens")
-misread = model_configs.longest_context(llama31, as_decimal)
-print(f"counted as {as_decimal:,} bytes (decimal GB): "
-      + ("the weights alone would not fit" if misread == 0 else f"a cache of {misread:,} tokens"))
+print(f"H200 as the driver reports it: {h200:,} bytes = {h200 / GiB:.1f} GiB; free beside the weights "
+      f"{(h200 - llama31.weights_bytes()) / GiB:.1f} GiB, a cache of {model_configs.longest_context(llama31, h200):,} tokens")
+nominal = model_configs.nominal_gb()["H200"]
+for reading, memory in ((f"{nominal} GiB (the box, in binary units)", nominal * GiB),
+                        (f"{nominal} × 10⁹ bytes (the box, in decimal units)", nominal * 10**9)):
+    misread = model_configs.longest_context(llama31, memory)
+    print(f"counted as {reading}: "
+          + ("the weights alone would not fit" if misread == 0 else f"a cache of {misread:,} tokens"))
 
 # %% [markdown]
 # Llama-2-70B and Llama-3.1-70B have the same attention shape, so the same cache per token; only the
 # context they were trained for differs (4K and 128K). Here is what GQA buys the 70B model, compared
-# with the MHA and MQA versions of the same shape, on two H100s (160 GiB):
+# with the MHA and MQA versions of the same shape, on two H100s:
 
 # %%
 picture(cache_vs_context_figure(llama70, memory_bytes=2 * gpus["H100"]))
@@ -457,7 +462,7 @@ for name in ["Llama-2-7B", "Llama-3-8B", "Falcon-7B"]:
 
 # %% [markdown]
 # And memory decides the **batch**: how many sequences one GPU can serve at once, which sets its
-# throughput. Llama-3-8B on one 80 GiB H100 at 8K tokens of context, as it is (g = 8) and as MHA or MQA
+# throughput. Llama-3-8B on one H100 at 8K tokens of context, as it is (g = 8) and as MHA or MQA
 # versions of the same shape would be:
 
 # %%

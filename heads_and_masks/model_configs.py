@@ -3,8 +3,9 @@ memory arithmetic of notebook 06: KV cache per token, weights, the longest conte
 
 Every number in the data files names its public source (a ``config.json`` on the Hugging Face hub
 or a paper) and the second source it was checked against. Sizes are in bytes and shown in binary
-units, as memory is built: ``GiB`` = 2³⁰ bytes, ``KiB`` = 2¹⁰ bytes. A GPU sold as "80 GB" holds
-80 GiB (its memory chips come in powers of two), which is 85.9 × 10⁹ bytes.
+units, as memory is built: ``GiB`` = 2³⁰ bytes, ``KiB`` = 2¹⁰ bytes. A GPU's memory is the total
+its driver reports to programs (``nvidia-smi``), a little under the nominal size printed on the box: an
+"80 GB" H100 shows 81,559 MiB = 79.6 GiB, a "141 GB" H200 143,771 MiB = 140.4 GiB.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .kv_heads import kv_cache_bytes
 
 GiB = 2**30
 KiB = 2**10
+MiB = 2**20
 BYTES_PER_VALUE = {"fp32": 4, "bf16": 2, "fp8": 1}  # the storage formats of the calculator
 
 
@@ -135,10 +137,20 @@ def model(name: str) -> ModelConfig:
 
 
 @functools.cache
-def load_gpus() -> dict[str, int]:
-    """{GPU name: memory in bytes} from ``data/gpus.csv`` (sizes given there in GiB)."""
+def _gpu_rows() -> tuple[dict[str, str], ...]:
     with open(data_dir() / "gpus.csv", newline="", encoding="utf-8") as file:
-        return {row["gpu"]: int(row["memory_gib"]) * GiB for row in csv.DictReader(file)}
+        return tuple(csv.DictReader(file))
+
+
+def load_gpus() -> dict[str, int]:
+    """{GPU name: memory in bytes that programs can use}: the total the driver reports (``visible_mib``
+    in ``data/gpus.csv``), not the nominal size, which no program ever gets."""
+    return {row["gpu"]: int(row["visible_mib"]) * MiB for row in _gpu_rows()}
+
+
+def nominal_gb() -> dict[str, int]:
+    """{GPU name: the size it is sold as, in GB}: "80 GB" for an H100 (``nominal_gb`` in ``data/gpus.csv``)."""
+    return {row["gpu"]: int(row["nominal_gb"]) for row in _gpu_rows()}
 
 
 def longest_context(

@@ -108,19 +108,24 @@ def test_longest_context_and_parameters_with_kv_heads():
     assert extra == 56 * 2 * 8192 * 128 * 80
 
 
-def test_gpu_memory_is_counted_in_binary_units():
-    """GPU memory is built and sized in powers of two: an "80 GB" H100 holds 80 GiB. Counted in decimal
-    gigabytes, Llama-3.1-70B's bf16 weights (131.5 GiB) would not fit on an H200; in GiB they do."""
+def test_gpu_memory_is_what_the_driver_reports():
+    """GPU memory is the total the driver reports (nvidia-smi), a little under the nominal size: an "80 GB"
+    H100 shows 79.6 GiB, a "141 GB" H200 140.4 GiB. Llama-3.1-70B's bf16 weights (131.5 GiB) fit on an H200
+    with room for about 29,150 tokens of cache; read as 141 GiB the card would promise 31,120, read as
+    141 × 10⁹ bytes not even the weights."""
     gpus = model_configs.load_gpus()
-    assert gpus == {"RTX 4090": 24 * 2**30, "H100": 80 * 2**30, "H200": 141 * 2**30}
+    assert gpus == {"RTX 4090": 24564 * 2**20, "H100": 81559 * 2**20, "H200": 143771 * 2**20}
+    assert model_configs.nominal_gb() == {"RTX 4090": 24, "H100": 80, "H200": 141}
+    assert round(gpus["H100"] / 2**30, 1) == 79.6 and round(gpus["H200"] / 2**30, 1) == 140.4
     llama31 = MODELS["Llama-3.1-70B"]
     assert 141 * 10**9 < llama31.weights_bytes() < gpus["H200"]
     assert model_configs.longest_context(llama31, 141 * 10**9) == 0
+    assert model_configs.longest_context(llama31, 141 * 2**30) == 31_120
     room = model_configs.longest_context(llama31, gpus["H200"])
-    assert room == (gpus["H200"] - llama31.weights_bytes()) // llama31.kv_bytes_per_token() > 30_000
+    assert room == (gpus["H200"] - llama31.weights_bytes()) // llama31.kv_bytes_per_token() == 29_158
     widget = KVCacheCalculator(model="Llama-3.1-70B", gpu="H200", batch=1, context=16384)
-    assert widget.readouts["fits"] and widget.readouts["GPU memory (GiB)"] == 141
-    assert "H200 · 141 GiB" in [label for label, _ in widget.controls["gpu"].options]
+    assert widget.readouts["fits"] and widget.readouts["GPU memory (GiB)"] == gpus["H200"] / 2**30
+    assert "H200 · 140.4 GiB" in [label for label, _ in widget.controls["gpu"].options]
 
 
 def test_both_limits_on_the_context_and_the_one_that_binds():

@@ -71,7 +71,7 @@ class KVCacheCalculator(CourseWidget):
             options=list(BYTES_PER_VALUE), value="bf16", description="format", style={"button_width": "4em"}
         )
         self.controls["gpu"] = widgets.Dropdown(
-            options=[(f"{name} · {memory // GiB} GiB", name) for name, memory in self.gpus.items()],
+            options=[(f"{name} · {memory / GiB:.1f} GiB", name) for name, memory in self.gpus.items()],
             value="H100",
             description="GPU",
         )
@@ -133,7 +133,7 @@ class KVCacheCalculator(CourseWidget):
         self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GiB))
         self.ax_memory.set_title(
             f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
-            f"\none {self.value('gpu')}: {memory / GiB:.0f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
+            f"\none {self.value('gpu')}: {memory / GiB:.1f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
             f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
             fontsize=9,
             color="black" if fits else "tab:red",
