@@ -69,6 +69,18 @@ def test_every_row_is_consistent(name):
         assert 0 < m.sliding_window <= m.context
 
 
+def test_falcon_7b_parameters_are_recounted_from_its_configuration():
+    """Falcon-7B's model page says 7.22B; its configuration gives 6.92B. The difference is exactly the
+    65024 × 4544 embedding, which the output layer shares (tied weights) and the page counts twice."""
+    falcon = MODELS["Falcon-7B"]
+    vocab, width, mlp = 65024, falcon.hidden, 4 * falcon.hidden  # config.json: vocab_size, hidden_size; MLP 4×
+    qkv = width * (falcon.query_heads + 2 * falcon.kv_heads) * falcon.head_dim  # fused, one K and one V head
+    layer = qkv + width * width + 2 * width * mlp + 2 * width  # + output projection, MLP, one LayerNorm
+    counted = vocab * width + falcon.layers * layer + 2 * width  # + the final LayerNorm; no biases elsewhere
+    assert falcon.parameters == counted == 6_921_720_704
+    assert round((counted + vocab * width) / 1e9, 2) == 7.22, "the model page's figure counts the tied matrix twice"
+
+
 def test_published_cache_per_token_is_reproduced():
     rows = [m for m in MODELS.values() if m.published_kv_bytes_per_token is not None]
     assert rows, "at least one published cache-per-token number to check the formula against"
