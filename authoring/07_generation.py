@@ -159,6 +159,29 @@ print(f"a whole generation of {n_tokens:,} tokens: {cached_total:.3g} vs {recomp
 # The ratio of one step is (n + 1)/2: the cache turns a square into a row. The price is memory, the subject of
 # notebook 06 and of section 6.
 #
+# That count is of attention alone, and attention is not most of a step. By notebook 01's split, every token
+# also goes through the four projections (4·D² multiply-adds per layer, D the model's width) and then the
+# MLP (8·D² with the usual hidden width of 4·D); for one new token attention costs 2·t·D, so until the
+# context reaches t = 6·D (where 2·t·D = 12·D²) the projections and the MLP are most of a step. Without a cache they too run again
+# for every earlier token, because its K and V must be recomputed in every layer. Counted for a whole layer of
+# width D = 4096 (Llama-2-7B's), the cache saves more than attention alone suggests:
+
+# %%
+width = 4096
+print(f"{'tokens':>8} {'cached step, whole layer':>25} {'attention share':>16} {'recomputed':>12} "
+      f"{'ratio':>7} {'attention only':>15}")
+for n_tokens in (1024, 8192, 32768):
+    layer = gen.layer_step_work(n_tokens - 1, width)
+    attention_only = gen.step_work(n_tokens - 1, width)
+    print(f"{n_tokens:>8,} {layer['with cache']:>25.3g} {layer['attention with cache'] / layer['with cache']:>16.0%} "
+          f"{layer['without cache']:>12.3g} {layer['without cache'] / layer['with cache']:>7,.0f} "
+          f"{attention_only['without cache'] / attention_only['with cache']:>15,.0f}")
+
+# %% [markdown]
+# At short contexts the whole layer's ratio is close to n, twice attention's alone: recomputing the
+# projections and the MLP of every earlier token is the larger part of what the cache avoids. Past t = 6·D
+# attention takes over the cached step, and the layer's ratio falls back towards attention's (n + 1)/2.
+#
 # ## 2 · The mask at decode time
 #
 # With one new query, nothing is masked. But servers often feed **several** new tokens at once: a long prompt

@@ -86,6 +86,24 @@ def step_work(n_cached: int, d: int, n_new: int = 1) -> dict[str, int]:
     return {"with cache": with_cache, "without cache": without_cache}
 
 
+
+def layer_step_work(n_cached: int, width: int, n_new: int = 1, mlp_ratio: int = 4) -> dict[str, int]:
+    """Multiply-adds of one generation step through a whole transformer layer of width D, all heads together.
+
+    Besides attention (:func:`step_work` with d = D, since the heads' widths add up to D), each token goes
+    through the four projections (4·D², notebook 01's count) and an MLP of two D × (mlp_ratio·D) matrices
+    (2·mlp_ratio·D²). With the cache only the new tokens do; without it every token so far does again, to
+    recompute its K and V in this layer. "attention with cache" is the attention part of the cached step."""
+    n_cached, width = whole_number("n_cached", n_cached), whole_number("width", width)
+    n_new, mlp_ratio = whole_number("n_new", n_new), whole_number("mlp_ratio", mlp_ratio, minimum=1)
+    per_token = (4 + 2 * mlp_ratio) * width**2  # projections + MLP, for one token
+    attention = step_work(n_cached, width, n_new)
+    return {
+        "with cache": n_new * per_token + attention["with cache"],
+        "without cache": (n_cached + n_new) * per_token + attention["without cache"],
+        "attention with cache": attention["with cache"],
+    }
+
 # ---------------------------------------------------------------------------- the mask at decode time
 @reference
 def bottom_right_causal_mask(n_new, n_keys):
