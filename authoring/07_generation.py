@@ -162,9 +162,10 @@ print(f"a whole generation of {n_tokens:,} tokens: {cached_total:.3g} vs {recomp
 # That count is of attention alone, and attention is not most of a step. By notebook 01's split, every token
 # also goes through the four projections (4·D² multiply-adds per layer, D the model's width) and then the
 # MLP (8·D² with the usual hidden width of 4·D); for one new token attention costs 2·t·D, so until the
-# context reaches t = 6·D (where 2·t·D = 12·D²) the projections and the MLP are most of a step. Without a cache they too run again
-# for every earlier token, because its K and V must be recomputed in every layer. Counted for a whole layer of
-# width D = 4096 (Llama-2-7B's), the cache saves more than attention alone suggests:
+# context reaches t = 6·D (where 2·t·D = 12·D²) the projections and the MLP are most of a step. Without a
+# cache they too run again for every earlier token, because its K and V must be recomputed in every layer.
+# Counted for a whole layer of width D = 4096 (Llama-2-7B's), the cache saves more than attention alone
+# suggests:
 
 # %%
 width = 4096
@@ -200,10 +201,11 @@ for n_tokens in (1024, 8192, 32768):
 #   other when the sequence lengths of the query and key/value tensors are equal since the triangular matrix
 #   is square."
 # * **FlashAttention**'s `flash_attn_func(..., causal=True)` is bottom-right since version 2.1. Its docstring
-#   (`flash_attn/flash_attn_interface.py`, and the README's "2.1: Change behavior of causal flag", at
-#   https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/README.md):
-#   "If causal=True, the causal mask is aligned to the bottom right corner of the attention matrix." Version
-#   2.0 was top-left.
+#   (in `flash_attn/flash_attn_interface.py`) says: "If causal=True, the causal mask is aligned to the bottom
+#   right corner of the attention matrix." The README's section "2.1: Change behavior of causal flag" shows
+#   the 2.0 mask, top-left, beside it (both files at
+#   https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/README.md
+#   and the same commit's `flash_attn/flash_attn_interface.py`).
 #
 # So code that is right with one kernel is wrong with the other as soon as the queries are fewer than the keys,
 # and a cache makes them fewer.
@@ -672,6 +674,7 @@ print(stepper.readouts_text())
 # * A rolling buffer writes position p into slot p mod w: constant memory, and exactly sliding-window
 #   attention.
 # * Rules that grant attention (sinks, a prompt read both ways) compose with **OR**; rules that forbid, with
-#   AND. Packed documents need same-document AND causal.
+#   AND. Packed documents are kept apart only by a same-document AND causal mask, a choice that GPT-3 made
+#   one way and Llama 3 the other.
 # * A cache's size depends on each layer: local layers stop growing at their window, and latent attention
 #   caches one small vector per token instead of K and V per head.

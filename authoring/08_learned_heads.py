@@ -339,7 +339,7 @@ split_runs = {split: training.runs_over_seeds(dataclasses.replace(config, split=
 for split, runs in split_runs.items():
     losses = training.final_losses(runs)
     print(f"{split} split: median {np.median(losses):.2g}, from {losses.min():.2g} to {losses.max():.2g}; "
-          "each seed as a fraction of knowing nothing: " + ", ".join(f"{x / chance:.2%}" for x in losses))
+          "each seed's loss over knowing nothing's: " + ", ".join(f"{x / chance:.1e}" for x in losses))
 # a model trained with (d h), its columns put back in (h d) order, gives the same loss with the right split
 scratch = split_runs["(d h)"][0]
 d = config.head_size
