@@ -86,7 +86,6 @@ def step_work(n_cached: int, d: int, n_new: int = 1) -> dict[str, int]:
     return {"with cache": with_cache, "without cache": without_cache}
 
 
-
 def layer_step_work(n_cached: int, width: int, n_new: int = 1, mlp_ratio: int = 4) -> dict[str, int]:
     """Multiply-adds of one generation step through a whole transformer layer of width D, all heads together.
 
@@ -103,6 +102,7 @@ def layer_step_work(n_cached: int, width: int, n_new: int = 1, mlp_ratio: int = 
         "without cache": (n_cached + n_new) * per_token + attention["without cache"],
         "attention with cache": attention["with cache"],
     }
+
 
 # ---------------------------------------------------------------------------- the mask at decode time
 @reference

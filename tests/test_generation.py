@@ -191,7 +191,6 @@ def test_step_work_counts():
     assert work["without cache"] == 2 * sum(range(1, 101)) * 64
 
 
-
 def test_layer_step_work_adds_the_projections_and_the_mlp():
     """A whole layer's step: 4·D² projections + 8·D² MLP per token processed, plus attention; without the
     cache every earlier token is processed again. Attention is half the cached step exactly at t = 6·D."""
@@ -204,7 +203,11 @@ def test_layer_step_work_adds_the_projections_and_the_mlp():
     assert 2 * at_six_d["attention with cache"] == at_six_d["with cache"]
     # at short contexts the whole layer's saving is about twice attention's alone
     attention_only = gen.step_work(t - 1, width)
-    assert work["without cache"] / work["with cache"] > 1.5 * attention_only["without cache"] / attention_only["with cache"]
+    assert (
+        work["without cache"] / work["with cache"]
+        > 1.5 * attention_only["without cache"] / attention_only["with cache"]
+    )
+
 
 def test_pictures_draw_legibly_within_a_laptop_notebook(artifacts):
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -21,8 +21,15 @@ COMMIT = re.compile(r"[0-9a-f]{40}")
 
 def cited_files():
     """The files where the course cites sources: its data, notebook sources, built notebooks, package, docs."""
-    patterns = ("data/*.csv", "authoring/*.py", "notebooks/**/*.ipynb", "solutions/**/*.ipynb",
-                "heads_and_masks/**/*.py", "docs/*.md", "README.md")
+    patterns = (
+        "data/*.csv",
+        "authoring/*.py",
+        "notebooks/**/*.ipynb",
+        "solutions/**/*.ipynb",
+        "heads_and_masks/**/*.py",
+        "docs/*.md",
+        "README.md",
+    )
     return sorted(path for pattern in patterns for path in ROOT.glob(pattern))
 
 
