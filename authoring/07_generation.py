@@ -629,7 +629,9 @@ picture(bytes_per_token_figure(layouts))
 # (and StreamingLLM's 4 sinks).
 #
 # Things to try: several tokens per step with the full cache (the bottom-right rectangle); the window at step
-# 3, 4, 5 (which slot is overwritten?); sinks + window: the two left columns stay dark forever.
+# 3, 4, 5 (which slot is overwritten?); sinks + window: the two left columns stay dark forever. The widget
+# shows which keys are kept, not the positions they are given: a working sinks-plus-buffer cache also needs
+# StreamingLLM's positions inside the cache (section 4).
 
 # %%
 stepper = GenerationStepper()

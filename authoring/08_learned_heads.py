@@ -11,7 +11,7 @@
 #
 # 1. watch two heads specialise during training, one on the previous token and one on the first token,
 #    and measure it;
-# 2. switch heads off one at a time (*ablation*) and see that they are not interchangeable;
+# 2. switch heads off one at a time (*zero-ablation*) and see that they are not interchangeable;
 # 3. train one head of size D against h heads of size D / h, at the same cost, over several seeds;
 # 4. meet notebook 01's `(d h)` bug again: harmless when a model is trained with it, fatal when trained
 #    weights are loaded with it.
@@ -412,7 +412,7 @@ print(widget.readouts_text())
 #   allowed key gets zero gradients.
 # * Trained on a task with two rules, two heads split the work: one becomes a previous-token head, the
 #   other a first-token head, and the weight each puts on its rule's position measures it.
-# * Ablation shows the heads are not interchangeable: each carries one rule alone.
+# * Zero-ablation shows the heads are not interchangeable: each carries one rule alone.
 # * At the same cost, one head of size D cannot do what two heads of size D / 2 do.
 # * The `(d h)` split only renumbers what a model learns from scratch, and breaks a model whose weights were
 #   trained with the right split.
