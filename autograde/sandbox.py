@@ -356,7 +356,9 @@ def bwrap_command(
     # Run by root, they are root's; run by an instructor without root, they are the instructor's, so the kernel's
     # (the same uid): it could fill memory through them, beyond every size cap and with no memory cgroup. Made
     # read-only once made (the kernel's own folders, /tmp, /dev/shm and scratch, are mounts of their own).
-    view += ["--remount-ro", "/", "--remount-ro", "/dev"]
+    # Its /proc too: without root, what the grader measures of a call (MemoryMeter: each process's peak resident
+    # set) is in /proc, and a process may reset its own peak there (/proc/self/clear_refs) before it returns.
+    view += ["--remount-ro", "/", "--remount-ro", "/dev", "--remount-ro", "/proc"]
     limits = [shutil.which("prlimit"), f"--cpu={cpu_seconds}", f"--fsize={max_file_mb * 2**20}", "--core=0"]
     if max_processes:
         limits.append(f"--nproc={max_processes}")

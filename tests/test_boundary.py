@@ -67,6 +67,7 @@ INSTRUCTOR_CLASS = [
     "reaches_the_instructor",
     "signals_every_process",
     "writes_its_view",
+    "resets_its_memory_peak",
     "holds_shared_memory",  # (no memory cgroup without root: what it holds is on the record, docs/security.md)
 ]
 
@@ -835,6 +836,20 @@ def test_a_kernel_writes_only_its_own_folders(grader):
     wrote = next((line for line in said if line.startswith("WROTE IN")), None)
     assert wrote is not None, f"the attack reported nothing (the test proves nothing): {said}"
     assert wrote == "WROTE IN []", wrote
+
+
+@pytest.mark.parametrize("grader", GRADERS)
+def test_a_kernel_cannot_reset_what_the_grader_measures(grader):
+    """A kernel's /proc is read-only to it: without root the grader measures a call's memory from the peak resident
+    set of the kernel's processes in /proc (``sandbox.MemoryMeter``), which a process could otherwise reset itself
+    (``/proc/self/clear_refs``) after building the whole score matrix, and be measured as a tiled kernel."""
+    run = graded_by(grader)[0]
+    said = [
+        o.get("evalue", "") for c in run.results["resets_its_memory_peak"].notebook.cells for o in c.get("outputs", [])
+    ]
+    reset = next((line for line in said if line.startswith("RESET")), None)
+    assert reset is not None, f"the attack reported nothing (the test proves nothing): {said}"
+    assert reset == "RESET []", reset
 
 
 # ------------------------------------------------------------------ helpers of the package that answered (issue 36)

@@ -361,6 +361,24 @@ raise RuntimeError("WROTE IN " + repr(_wrote))
 """
 )
 UID_ATTACKS["writes_its_view"] = WRITES_ITS_VIEW
+# Resets what the grader measures of it. Without root (no memory cgroup), the grader reads how far a kernel's
+# memory grew during a call from each of its processes' peak resident set (VmHWM), which a process may reset
+# itself through /proc/self/clear_refs: a kernel that built the whole n x n score matrix, freed it and reset its
+# peak before returning earned 04's count and memory tests (3 points) as a tiled one. It raises what it wrote.
+UID_ATTACKS["resets_its_memory_peak"] = (
+    WRONG
+    + """
+_reset = []
+for _name, _value in (("clear_refs", "5"), ("oom_score_adj", "1000")):
+    try:
+        with open("/proc/self/" + _name, "w") as _handle:
+            _handle.write(_value)
+        _reset.append(_name)
+    except OSError:
+        pass
+raise RuntimeError("RESET " + repr(_reset))
+"""
+)
 
 
 # ------------------------------------------------------------------ helpers of the package that answered
