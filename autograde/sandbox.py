@@ -212,11 +212,12 @@ class MemoryMeter:
     """How far a kernel's memory grows during one call, read by the grader from outside the kernel.
 
     Nothing of it runs in the kernel's process, so code there cannot tell whether (or when) it is measured,
-    and cannot stop or fool the measurement. With a memory cgroup: its usage when the call starts and its
-    peak since (every process of the kernel, its shared memory and tmpfs pages included). Without one (a
+    nor stop or reset the measurement (a kernel's /proc is read-only to it). With a memory cgroup: its usage
+    when the call starts and its peak since (every process of the kernel, its shared memory and tmpfs pages
+    included). Without one (a
     grader that is not root): the peak resident set of each of the kernel's processes (``VmHWM``, reset
     through ``/proc/<pid>/clear_refs``) against its resident set when the call starts. What it cannot see
-    (memory already held before the call began) is in docs/security.md.
+    (memory already held before the call began, or given back as it starts) is in docs/security.md.
     """
 
     def __init__(self, cgroups: Cgroups | None, pid: int | None):
