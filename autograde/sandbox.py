@@ -11,7 +11,8 @@ bubblewrap with an **allowlist**, not a blocklist: it sees
 * a private scratch folder as its working directory, a private ``/tmp`` and ``/dev/shm``: small
   tmpfs mounts with a size cap, thrown away with the kernel;
 * a private folder for the two unix sockets it talks to the grader through (no network at all: its
-  own empty network namespace). The folder is made read-only as soon as the kernel is up.
+  own empty network namespace). The folder is made read-only as soon as the kernel is up (without root,
+  where the kernel owns it, its mount in the kernel's view: :data:`READ_ONLY_IN_ITS_VIEW`).
 
 Nothing else exists for it: not the repository, the gradebook, the solutions, the exchange, other
 submissions, ``/root``, ``/home`` or ``/srv``. It runs
@@ -369,6 +370,26 @@ def bwrap_command(
     return [*view, "--", *limits, "--", *drop, *command]
 
 
+# Run by the grader in a process of its own (``seal``, without root; ``python -c``, arguments: a pid of the kernel's
+# sandbox and a folder). bubblewrap made the sandbox's mounts in a user namespace of our uid, then moved the kernel
+# into a second one, nested in it, where the kernel holds no capability. This process enters the first (the owner of
+# the kernel's mount namespace, in which our uid holds every capability, as its creator) and the mount namespace,
+# and makes the folder a read-only mount there: the kernel can then neither write into it, nor chmod it, nor mount it
+# again. One thread (as ``setns`` into a user namespace needs); nothing is imported after the switch.
+READ_ONLY_IN_ITS_VIEW = """
+import ctypes, fcntl, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+NS_GET_USERNS, CLONE_NEWUSER, CLONE_NEWNS = 0xB701, 0x10000000, 0x00020000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+mounts = os.open("/proc/%s/ns/mnt" % sys.argv[1], os.O_RDONLY)
+for namespace, kind in ((fcntl.ioctl(mounts, NS_GET_USERNS), CLONE_NEWUSER), (mounts, CLONE_NEWNS)):
+    if libc.setns(namespace, kind) != 0:
+        raise OSError(ctypes.get_errno(), "setns: " + os.strerror(ctypes.get_errno()))
+flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
+if libc.mount(None, sys.argv[2].encode(), None, flags, None) != 0:
+    raise OSError(ctypes.get_errno(), "remount: " + os.strerror(ctypes.get_errno()))
+"""
+
 # Folders every kernel forked from the zygote gets empty, of its own (zygote_server.private_mounts).
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm")
 
@@ -621,6 +642,29 @@ class SandboxedKernelManager(KernelManager):
     def seal(self) -> None:
         """Once the kernel is connected: its socket folder becomes read-only to it."""
         os.chmod(self.runtime, 0o550 if self.uid is not None else 0o500)
+        if self.uid is None and self.sandboxed and not self.forked:
+            # Without root the kernel has our uid: it owns the folder and could make it writable again, and the
+            # folder is on our disk, not a capped tmpfs (a kernel wrote 720 MiB there). Its mount in the kernel's
+            # view is made read-only instead, which the kernel cannot undo.
+            self._read_only_in_its_view(self.runtime)
+
+    def _read_only_in_its_view(self, folder: Path) -> None:
+        process = getattr(self.provisioner, "process", None)
+        try:
+            children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
+        except (AttributeError, OSError):
+            children = []
+        if not children:
+            raise RuntimeError("the kernel's sandbox ended before its socket folder could be sealed")
+        done = subprocess.run(
+            [sys.executable, "-c", READ_ONLY_IN_ITS_VIEW, children[0], str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or ["(nothing said)"])[-1]
+            raise RuntimeError(f"the kernel's socket folder could not be made read-only in its view: {said[:200]}")
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart)

@@ -68,6 +68,7 @@ INSTRUCTOR_CLASS = [
     "signals_every_process",
     "writes_its_view",
     "resets_its_memory_peak",
+    "fills_its_socket_folder",
     "holds_shared_memory",  # (no memory cgroup without root: what it holds is on the record, docs/security.md)
 ]
 
@@ -850,6 +851,19 @@ def test_a_kernel_cannot_reset_what_the_grader_measures(grader):
     reset = next((line for line in said if line.startswith("RESET")), None)
     assert reset is not None, f"the attack reported nothing (the test proves nothing): {said}"
     assert reset == "RESET []", reset
+
+
+@pytest.mark.parametrize("grader", GRADERS)
+def test_a_kernel_writes_nothing_into_its_socket_folder(grader):
+    """The kernel's socket folder is the one folder of its view on the grader's disk (not a capped tmpfs): once the
+    kernel is connected it is read-only to the kernel, which owns it when the grader is not root (the same uid)."""
+    run = graded_by(grader)[0]
+    said = [
+        o.get("evalue", "") for c in run.results["fills_its_socket_folder"].notebook.cells for o in c.get("outputs", [])
+    ]
+    wrote = next((line for line in said if line.startswith("WROTE MiB")), None)
+    assert wrote is not None, f"the attack reported nothing (the test proves nothing): {said}"
+    assert wrote == "WROTE MiB 0", wrote
 
 
 # ------------------------------------------------------------------ helpers of the package that answered (issue 36)

@@ -365,6 +365,31 @@ UID_ATTACKS["writes_its_view"] = WRITES_ITS_VIEW
 # memory grew during a call from each of its processes' peak resident set (VmHWM), which a process may reset
 # itself through /proc/self/clear_refs: a kernel that built the whole n x n score matrix, freed it and reset its
 # peak before returning earned 04's count and memory tests (3 points) as a tiled one. It raises what it wrote.
+# Fills the disk through its socket folder (JUPYTER_RUNTIME_DIR), the one folder of its view on the grader's disk
+# rather than a capped tmpfs. Without root the kernel owns it (the instructor's uid): a chmod undid the seal, and
+# files of up to 64 MiB each, as many as it liked, went onto the instructor's disk (720 MiB in one cell). It raises
+# how much it wrote.
+UID_ATTACKS["fills_its_socket_folder"] = (
+    WRONG
+    + """
+import os
+_runtime = os.environ["JUPYTER_RUNTIME_DIR"]
+_written = 0
+try:
+    os.chmod(_runtime, 0o700)
+except OSError:
+    pass
+for _i in range(4):
+    try:
+        with open(os.path.join(_runtime, "fill%d" % _i), "wb") as _handle:
+            for _j in range(16):
+                _handle.write(b"x" * 2**20)
+                _written += 2**20
+    except OSError:
+        break
+raise RuntimeError("WROTE MiB " + str(_written // 2**20))
+"""
+)
 UID_ATTACKS["resets_its_memory_peak"] = (
     WRONG
     + """
