@@ -107,10 +107,12 @@ HUB_OPTIONS = --instructor $(INSTRUCTOR) $(if $(STUDENTS),--students $(STUDENTS)
 
 hub-env: hub/env/.ready hub/node_modules/.package-lock.json
 
-hub/env/.ready: pyproject.toml requirements.lock
+# the course package is installed, not linked to this checkout: the grading sandbox shows kernels the environment
+hub/env/.ready: pyproject.toml requirements.lock $(shell find heads_and_masks -name '*.py')
 	@$(HUB_PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "The hub needs a Python 3.11 or newer that every user may run; found " + sys.version.split()[0] + ": set HUB_PYTHON")'
 	@test -x hub/env/bin/python || { echo "Creating the class's environment in hub/env (a few minutes, once)"; $(HUB_PYTHON) -m venv hub/env; }
-	hub/env/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[hub]'
+	hub/env/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock '.[hub]'
+	hub/env/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall .
 	@touch $@
 
 hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json

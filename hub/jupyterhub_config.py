@@ -42,7 +42,6 @@ c.Spawner.cmd = [str(ENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.ip = LOOPBACK
 c.Spawner.notebook_dir = "~"
 c.Spawner.default_url = "/lab"
-c.Spawner.args = ["--LabApp.news_url="]  # no "Jupyter news?" prompt in every student's first lab
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 

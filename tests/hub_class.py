@@ -38,7 +38,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-@dataclass
+@dataclass(frozen=True)
 class Person:
     name: str
     password: str
@@ -76,6 +76,11 @@ class HubClass:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def env(self) -> Path:
+        """The class's environment (`make hub-env`): the Python every server runs."""
+        return REPO / "hub" / "env"
 
     @property
     def course(self) -> Path:
@@ -177,6 +182,22 @@ class HubClass:
                 user = environ.get(b"JUPYTERHUB_USER", b"?").decode()
                 found.setdefault(user, []).append(os.stat(f"/proc/{entry}").st_uid)
         return found
+
+    def server_environment(self, person: Person) -> dict[str, str]:
+        """The environment the hub gave ``person``'s server: what a terminal of their lab has."""
+        for entry in os.listdir("/proc"):
+            with contextlib.suppress(OSError):
+                if not entry.isdigit() or os.stat(f"/proc/{entry}").st_uid != person.account.pw_uid:
+                    continue
+                if not any(
+                    p.endswith(b"jupyterhub-singleuser")
+                    for p in open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")
+                ):
+                    continue
+                pairs = open(f"/proc/{entry}/environ", "rb").read().decode().split("\0")
+                environment = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+                return {k: v for k, v in environment.items() if not k.startswith(("JUPYTERHUB_", "JPY_"))}
+        raise AssertionError(f"{person.name} has no server running")
 
     def as_person(self, person: Person, command: list[str], **kwargs) -> subprocess.CompletedProcess:
         """``command`` run as ``person`` (setpriv: their uid, gid and groups), in their home."""
