@@ -339,11 +339,12 @@ def test_a_term_on_the_hub(hub_class, browser, screenshots):
             score.wait_for(timeout=60_000)
             wait_until(lambda: page.evaluate(FORMGRADER_READY), 60, what="the formgrader's scripts", page=page)
             score.fill(points)
+            score.scroll_into_view_if_needed()
+            shot(page, f"formgrader_grading_{student.name[-1]}")
             score.press("Tab")  # the formgrader saves a score on change
             wait_until(
                 lambda s=student, p=points: written_score(hub, s) == float(p), 30, what="the score saved", page=page
             )
-            shot(page, f"formgrader_graded_{student.name[-1]}")
     make_as(hub, hub.instructor, "feedback", f"ASSIGNMENT={A}")
     make_as(hub, hub.instructor, "export")
     expected = {full.name: 13.0, partial.name: 5.0, hostile.name: 0.0}
