@@ -17,12 +17,14 @@ import html
 import json
 import os
 import re
+import shutil
 import time
 
 import nbformat
 import pytest
 from conftest import IN_CI
-from course import student_notebook
+from course import REPO, student_notebook
+from gallery import UPDATE_GALLERY
 from hub_class import HubClass
 from labdriver import new_browser_context, wait_until
 from submissions import grade_id, submission
@@ -67,6 +69,13 @@ def logged_in(browser, hub: HubClass, person):
         context.close()
 
 
+def keep_shot(page, path) -> None:
+    """A screenshot into test-artifacts/, and into docs/images with UPDATE_GALLERY=1 (docs/hub-gallery.md)."""
+    page.screenshot(path=str(path))
+    if UPDATE_GALLERY:
+        shutil.copy(path, REPO / "docs" / "images" / path.name)
+
+
 def nbgrader_menu(page) -> list[str]:
     """The items of the lab's Nbgrader menu, as a person sees them."""
     page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
@@ -90,7 +99,7 @@ def test_students_and_instructor_get_their_own_lab_with_their_tools(hub_class, b
         page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
         page.click(".lm-Menu-itemLabel:text-is('Assignment List')")
         page.wait_for_selector("#nbgrader-assignment-list", timeout=30_000)
-        page.screenshot(path=str(screenshots / "hub_student_lab.png"))
+        keep_shot(page, screenshots / "hub_student_lab.png")
         hidden = {f"@jupyter/nbgrader:{plugin}" for plugin in ("formgrader", "create-assignment", "course-list")}
         config = page_config(page)  # disabled, and locked: the student cannot turn them on in the Plugin Manager
         assert hidden <= set(config["disabledExtensions"]) and hidden <= set(config["lockedExtensions"]), config
@@ -104,7 +113,7 @@ def test_students_and_instructor_get_their_own_lab_with_their_tools(hub_class, b
         answer = page.goto(f"{hub.url}/user/{hub.instructor.name}/formgrader")
         assert answer.status == 200
         page.wait_for_selector("text=03_causal_mask", timeout=60_000)  # the course's assignments, from its gradebook
-        page.screenshot(path=str(screenshots / "hub_instructor_formgrader.png"))
+        keep_shot(page, screenshots / "hub_instructor_formgrader.png")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -145,6 +154,17 @@ HOSTILE = {
     "masked_softmax": "def masked_softmax(scores, mask):\n    return reach()\n",
     "row_entropy_bits": "def row_entropy_bits(weights):\n    return reach()\n",
     WRITTEN: "I read every other student's answer first.",
+}
+# the steps docs/hub-gallery.md shows (UPDATE_GALLERY=1 copies them into docs/images)
+HUB_GALLERY = {
+    "hub_01_typed_written_answer.png",
+    "hub_02_validated_a.png",
+    "hub_03_submitted_a.png",
+    "hub_04_validated_b.png",
+    "hub_06_validated_c.png",
+    "hub_08_formgrader_submissions.png",
+    "hub_09_formgrader_grading_a.png",
+    "hub_11_feedback_a.png",
 }
 MODEL_ANSWER = (
     "Softmax gives exp(score) / sum of exp(scores): a score of minus infinity becomes exp(-inf) = 0 exactly, "
@@ -272,7 +292,11 @@ def test_a_term_on_the_hub(hub_class, browser, screenshots):
 
     def shot(page, name: str) -> None:
         print(f"{time.monotonic() - started:6.1f} s  {name}")
-        page.screenshot(path=str(screenshots / f"hub_{next(shots):02d}_{name}.png"))
+        path = screenshots / f"hub_{next(shots):02d}_{name}.png"
+        if path.name in HUB_GALLERY:  # docs/hub-gallery.md shows them
+            keep_shot(page, path)
+        else:
+            page.screenshot(path=str(path))
 
     # 1. the instructor releases the assignment, from their course, as themselves
     with logged_in(browser, hub, hub.instructor):
@@ -326,7 +350,7 @@ def test_a_term_on_the_hub(hub_class, browser, screenshots):
 
     # 3. the instructor grades: the pipeline from the exchange, the written answers in the formgrader
     graded = make_as(hub, hub.instructor, "grade", f"ASSIGNMENT={A}", "SOURCE=exchange")
-    assert "collected from the exchange: 3 students" in graded, graded
+    assert re.search(r"collected from the exchange .*: 3 students have a submission", graded), graded
 
     with logged_in(browser, hub, hub.instructor) as page:
         server = f"{hub.url}/user/{hub.instructor.name}"
