@@ -6,6 +6,7 @@
 #   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
 #   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 #   make explore     every notebook's widget on a page without code (Voilà), e.g. for a lecture
+#   make hub         a class on this machine: the course's JupyterHub (as root; docs/jupyterhub.md)
 
 # The interpreter the environment is made from (tools/check_python.py says which ones do), and where it goes:
 # an active conda environment (environment.yml) is used as it is; otherwise a venv in the repo, .venv/ unless
@@ -14,11 +15,18 @@ PYTHON ?= python3
 ifndef VENV
 ifdef CONDA_PREFIX
 VENV := $(CONDA_PREFIX)
+else ifdef HEADS_AND_MASKS_ENV
+# The environment an administrator installed for everybody (the course's JupyterHub runs every server in
+# it): used as it is, never installed into; it is not the user's.
+VENV := $(HEADS_AND_MASKS_ENV)
 else
 VENV := .venv
 endif
 endif
 STAMP := $(VENV)/.heads-and-masks-ready
+ifdef HEADS_AND_MASKS_ENV
+STAMP :=
+endif
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
@@ -85,3 +93,36 @@ export: $(STAMP)
 
 report: $(STAMP)
 	$(GRADE) report $(ASSIGNMENT)
+
+# A class on one machine (docs/jupyterhub.md), as root. INSTRUCTOR=<their Unix account>; STUDENTS=<the
+# students' Unix group>; EXCHANGE as above; HUB_STATE=<the hub's own folder>; HUB_PORT=8000.
+# make hub-roster ROSTER=students.csv: the roster's Unix accounts, in the group and the gradebook.
+# Every person's server runs in hub/env, made from a Python every user may run (HUB_PYTHON; the course's
+# .venv may come from a Python in root's home), and the proxy comes from npm (hub/package-lock.json).
+HUB_PYTHON ?= /usr/bin/python3
+HUB := hub/env/bin/python tools/hub.py
+HUB_OPTIONS = --instructor $(INSTRUCTOR) $(if $(STUDENTS),--students $(STUDENTS))
+
+.PHONY: hub hub-roster hub-env
+
+hub-env: hub/env/.ready hub/node_modules/.package-lock.json
+
+# the course package is installed, not linked to this checkout: the grading sandbox shows kernels the environment
+hub/env/.ready: pyproject.toml requirements.lock $(shell find heads_and_masks -name '*.py')
+	@$(HUB_PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "The hub needs a Python 3.11 or newer that every user may run; found " + sys.version.split()[0] + ": set HUB_PYTHON")'
+	@test -x hub/env/bin/python || { echo "Creating the class's environment in hub/env (a few minutes, once)"; $(HUB_PYTHON) -m venv hub/env; }
+	hub/env/bin/python -m pip install --quiet --disable-pip-version-check -c requirements.lock '.[hub]'
+	hub/env/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall .
+	@touch $@
+
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	cd hub && npm ci --no-audit --no-fund --loglevel=error
+
+hub: hub-env
+	@test -n "$(INSTRUCTOR)" || { echo "Say whose course it is: make hub INSTRUCTOR=<their Unix account>"; exit 2; }
+	$(HUB) start $(HUB_OPTIONS) $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(HUB_STATE),--state $(HUB_STATE)) \
+		$(if $(HUB_PORT),--port $(HUB_PORT))
+
+hub-roster: hub-env
+	@test -n "$(INSTRUCTOR)" -a -n "$(ROSTER)" || { echo "make hub-roster INSTRUCTOR=<account> ROSTER=<file.csv>"; exit 2; }
+	$(HUB) roster $(HUB_OPTIONS) $(ROSTER) $(if $(PASSWORDS),--passwords $(PASSWORDS))
