@@ -248,7 +248,7 @@ class MemoryMeter:
         for pid in self._processes():
             with contextlib.suppress(OSError):
                 Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak resident set starts again here
-                self.start_resident[pid] = _status_kib(pid, "VmRSS") * 1024
+                self.start_resident[pid] = _resident_kib(pid, "VmRSS") * 1024
 
     def growth(self) -> int | None:
         """The most memory the kernel held beyond what it held at :meth:`start` (bytes), or None if unknown."""
@@ -267,7 +267,7 @@ class MemoryMeter:
         grown = 0
         for pid in self._processes():  # a process started during the call held nothing at its start
             try:
-                grown += max(0, _status_kib(pid, "VmHWM") * 1024 - self.start_resident.get(pid, 0))
+                grown += max(0, _resident_kib(pid, "VmHWM") * 1024 - self.start_resident.get(pid, 0))
             except (OSError, ValueError):
                 return None  # a process of the kernel hid its memory (made itself unreadable): not measured
         return grown
@@ -290,11 +290,13 @@ class MemoryMeter:
             self.peak_file = None
 
 
-def _status_kib(pid: int, field: str) -> int:
+def _resident_kib(pid: int, field: str) -> int:
+    """A memory field of ``/proc/<pid>/status`` in KiB. A process that has ended but is not yet reaped (a zombie)
+    has no memory fields: it holds no memory, so 0. A process that cannot be read raises OSError."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1])
-    raise ValueError(f"no {field} for process {pid}")
+    return 0
 
 
 def python_paths() -> list[Path]:

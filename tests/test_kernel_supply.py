@@ -176,6 +176,7 @@ def test_a_calls_memory_is_read_from_outside_and_memory_freed_earlier_does_not_h
         process = kernel.manager.provisioner.process  # and the meter of a grader without cgroups: /proc
         kernel.meter = MemoryMeter(None, process.pid)
         assert make(2_000_000) == 2_000_000.0
-        assert make.last_peak_bytes >= 15 * 2**20, f"/proc: a 16 MB array measured as {make.last_peak_bytes:,} bytes"
+        # resident pages, counted from the resident set at the call's start: a little under the array's 16 MB
+        assert make.last_peak_bytes >= 14 * 2**20, f"/proc: a 16 MB array measured as {make.last_peak_bytes:,} bytes"
     finally:
         kernel.shutdown()

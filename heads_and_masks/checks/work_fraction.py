@@ -405,23 +405,7 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
         n = q.shape[0]
         expected = _reference_computed(n, block)
         if computed != expected:
-            message = (
-                f"the count `computed` of {what} should be {expected} score entries "
-                f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}."
-            )
-            for wrong, explanation, misconception in _wrong_counts(n, block):
-                if computed == wrong:
-                    fail(message + f" Likely cause: {explanation}", misconception)
-            missing = _missing_diagonal_tiles(n, block, computed)
-            if missing:
-                fail(
-                    message
-                    + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
-                    + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
-                    + " Count every entry of every tile you compute.",
-                    "tiles.diagonal_skipped",
-                )
-            fail(message)
+            _fail_count(what, n, block, computed, expected)
     # The count is the learner's own report: at n = 2048 the memory of the same call says whether the tiles it
     # counts are all that was computed (the whole n × n matrix does not fit in a tiled kernel's memory).
     n, d, block = 2048, 16, 64
@@ -437,8 +421,30 @@ def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0
             "tiles.full_matrix_built",
         )
     if computed != expected:
-        fail(f"the count `computed` of {what} should be {expected} score entries, but it is {computed}.")
+        _fail_count(what, n, block, computed, expected)
     passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
+
+
+def _fail_count(what, n, block, computed, expected, after: str = "") -> None:
+    """Fail on a wrong count ``computed``, naming the mistake that gives exactly that count when one does."""
+    __tracebackhide__ = True
+    message = (
+        f"the count `computed` of {what} should be {expected} score entries "
+        f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}.{after}"
+    )
+    for wrong, explanation, misconception in _wrong_counts(n, block):
+        if computed == wrong:
+            fail(message + f" Likely cause: {explanation}", misconception)
+    missing = _missing_diagonal_tiles(n, block, computed)
+    if missing:
+        fail(
+            message
+            + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
+            + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
+            + " Count every entry of every tile you compute.",
+            "tiles.diagonal_skipped",
+        )
+    fail(message)
 
 
 class _MemoryProbe:
@@ -549,10 +555,7 @@ def check_blocked_causal_attention_memory(
         "output above names the likely mistake).",
     )
     if computed != expected_count:
-        fail(
-            f"the count `computed` of {what} should be {expected_count} score entries, but it is {computed}: "
-            "the memory is measured only for a correct count (the test of the count above names the likely mistake)."
-        )
+        _fail_count(what, n, block, computed, expected_count, after=" The memory is measured only for a correct count.")
     limit = _memory_limit(q, k, v, block)
     if peak > limit:
         fail(_full_matrix_message(what, peak, limit, n, block), "tiles.full_matrix_built")
