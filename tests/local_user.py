@@ -12,9 +12,9 @@ listening socket of the machine with its owner's uid. It prints a JSON report of
                         ``watching`` on stderr, then read the run's PID on stdin; for S seconds (or until PID ends),
                         the kernels PID starts (any user reads every process's parent and command line in /proc,
                         and lists the folder of a root grader's socket folders): can it create a file in a kernel's
-                        socket folder while the kernel boots? (A file where the kernel is about to bind a socket
-                        kills it.) The note is taken first so that no kernel of the run, however early it
-                        comes, is mistaken for an earlier run's.
+                        socket folder, or in the run's folder that holds them, while the kernel boots? (A file
+                        where the kernel is about to bind a socket kills it.) The note is taken first so that
+                        no kernel of the run, however early it comes, is mistaken for an earlier run's.
     --plant TMP         before the run: make TMP/dask-scratch-space, Dask's scratch folder when TMP is the
                         machine's temporary folder, its own and writable by all, with a module of the name Dask
                         tries to import as it starts (``gilknocker``, an optional package), which notes who ran it
@@ -156,15 +156,17 @@ KERNEL_FOLDERS = "/run/heads-and-masks"  # where a grader running as root makes 
 
 
 def watch_kernels(seconds: float) -> dict:
-    """Create a harmless file (a name no socket takes) in each socket folder of a kernel the run starts (its
-    PID read on stdin once the folders of earlier runs are noted)."""
-    seen, created, refused = set(), [], {}
-    left_before = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*"))  # by runs before this one (killed: not cleaned up)
+    """Create a harmless file (a name no socket takes) in each socket folder of a kernel the run starts, and in
+    the run's own folder that holds them (its PID read on stdin once the folders of earlier runs are noted).
+    A folder the attacker cannot list hides the kernels' folders in it: that is noted too."""
+    seen, created, refused, unlisted = set(), [], {}, {}
+    patterns = (f"{KERNEL_FOLDERS}/kernel-*", f"{KERNEL_FOLDERS}/hm-run-*", f"{KERNEL_FOLDERS}/hm-run-*/kernel-*")
+    left_before = {path for pattern in patterns for path in glob.glob(pattern)}  # by earlier runs (killed)
     print("watching", file=sys.stderr, flush=True)
     root = int(sys.stdin.readline())
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and os.path.exists(f"/proc/{root}"):
-        folders = set(glob.glob(f"{KERNEL_FOLDERS}/kernel-*")) - left_before  # a root grader's (forked kernels)
+        folders = {path for pattern in patterns for path in glob.glob(pattern)} - left_before  # a root grader's
         for pid in _descendants(root):  # or named on a kernel's command line (a kernel started on its own)
             try:
                 arguments = open(f"/proc/{pid}/cmdline").read().split("\0")
@@ -173,6 +175,10 @@ def watch_kernels(seconds: float) -> dict:
             folders |= {a for a in arguments if re.fullmatch(r"/\S*/kernel-[a-z0-9_]{8}", a)}
         for folder in folders - seen:
             seen.add(folder)
+            try:
+                os.listdir(folder)
+            except OSError as error:
+                unlisted[folder] = _name(error)
             path = os.path.join(folder, f"planted-{os.getpid()}")
             try:
                 os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
@@ -181,7 +187,7 @@ def watch_kernels(seconds: float) -> dict:
             except OSError as error:
                 refused[folder] = _name(error)
         time.sleep(0.05)
-    return {"seen": sorted(seen), "created": created, "refused": refused}
+    return {"seen": sorted(seen), "created": created, "refused": refused, "unlisted": unlisted}
 
 
 PLANTED = """import os

@@ -200,6 +200,11 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
         assert alive_after_the_attack, "the run ended while the attacker knocked: its refusals prove nothing"
         if report["uid"] != os.geteuid():  # (as ourselves: our own kernels' folders)
             holes += [f"a local user created {path} in a booting kernel's socket folder" for path in watched["created"]]
+            holes += [
+                f"a local user lists the run's folder {folder}"
+                for folder in watched["seen"]
+                if "/hm-run-" in folder and "/kernel-" not in folder and folder not in watched["unlisted"]
+            ]
 
         if report["uid"] != os.geteuid():  # the files: only another user's view says anything
             runtime = course / "autograde"

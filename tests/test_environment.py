@@ -64,25 +64,41 @@ def _locked() -> dict[str, str]:
 def test_every_locked_package_admits_every_python_of_the_range():
     """Each pinned package's Requires-Python (read from the installed copy, which must be the locked version)
     admits the oldest and the newest Python of the range: soupsieve 4.1.3 needs 3.11.5, and Debian 12's own
-    python3 is 3.11.2 (pip then stops with "ResolutionImpossible" about nbconvert)."""
+    python3 is 3.11.2 (pip then stops with "ResolutionImpossible" about nbconvert). The lock serves two
+    environments: this one (make env) and the class's hub/env (make hub-env: JupyterHub and what it needs),
+    read where it has been built (CI builds it)."""
     import importlib.metadata
+    import os
 
     import check_python
     from packaging.specifiers import SpecifierSet
 
+    hub_packages = sorted((REPO / "hub" / "env" / "lib").glob("python3.*/site-packages"))
+    hub_built = (REPO / "hub" / "env" / ".ready").exists() and bool(hub_packages)
+    assert hub_built or not os.environ.get("CI"), "CI builds hub/env (make hub-env) before the tests: it is missing"
+    installed = {}
+    for place in ([str(p) for p in hub_packages] if hub_built else []) + [None]:  # this environment's last: it wins
+        found = importlib.metadata.distributions(path=[place]) if place else importlib.metadata.distributions()
+        for distribution in found:
+            installed[re.sub(r"[-_.]+", "-", distribution.metadata["Name"].lower())] = distribution
+
     ends = [".".join(map(str, check_python.OLDEST)), ".".join(map(str, check_python.NEWEST_MINOR)) + ".99"]
-    stale, excluded = {}, {}
+    stale, excluded, nowhere = {}, {}, []
     for name, version in sorted(_locked().items()):
-        installed = importlib.metadata.distribution(name)
-        if installed.version != version:
-            stale[name] = (version, installed.version)
+        if name not in installed:
+            nowhere.append(name)
             continue
-        requires = installed.metadata.get("Requires-Python") or ""
+        if installed[name].version != version:
+            stale[name] = (version, installed[name].version)
+            continue
+        requires = installed[name].metadata.get("Requires-Python") or ""
         refused = [python for python in ends if python not in SpecifierSet(requires)]
         if refused:
             excluded[f"{name}=={version}"] = (requires, refused)
     assert not stale, f"this environment is not the lock's (run make env): (locked, installed) {stale}"
     assert not excluded, f"pinned packages that refuse a Python of the range (Requires-Python, refused): {excluded}"
+    if hub_built:  # (without hub/env, the hub's own packages are not here to read)
+        assert not nowhere, f"locked, but installed by neither make env nor make hub-env (a stale lock line?): {nowhere}"
 
 
 def test_lock_file_agrees_with_the_pins():
