@@ -47,7 +47,7 @@ from .results import (
     write_result,
     written_answers,
 )
-from .run_folder import run_folder, worker_folders
+from .run_folder import GradingStopped, run_folder, worker_folders
 from .sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
@@ -673,5 +673,16 @@ def dask_client(
             env=env,
             plugins=(GradingWorker(log, kernel_limits, pin=one_per_core, assignment=assignment),),
         )
-        with cluster, Client(cluster, set_as_default=False) as client:
-            yield client
+        dask_logger = logging.getLogger("distributed")
+        level = dask_logger.level
+        try:
+            with cluster, Client(cluster, set_as_default=False) as client:
+                try:
+                    yield client
+                except (KeyboardInterrupt, GradingStopped):
+                    # Stopped (Ctrl-C reaches the workers too): as the cluster closes, each nanny logs its worker's
+                    # end, cancelled half way, as an error with a traceback. The user is told what happened.
+                    dask_logger.setLevel(logging.CRITICAL)
+                    raise
+        finally:
+            dask_logger.setLevel(level)

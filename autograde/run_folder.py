@@ -9,7 +9,8 @@ a worker may make the stub package. They all live in one folder that the coordin
         <anything>        what the local workers make: their temporary folder (TMPDIR) is this one
 
 and, for a root grader, the kernels' socket folders (``sandbox.py``) go in a folder of the run's too:
-``/run/heads-and-masks/hm-run-<the coordinator's pid>-<random>/kernel-*``.
+``/run/heads-and-masks/hm-run-<the coordinator's pid>-<random>/kernel-*`` (the run's folder 0711: other users
+pass through it but cannot list it, so they never learn a kernel's folder's name; each kernel's is sealed too).
 
 The coordinator removes it in a ``finally`` when the run ends: at its normal end, on an exception, on
 Ctrl-C, and on SIGTERM or SIGHUP (turned into an exit for the run's duration). A worker that is killed runs
@@ -111,7 +112,8 @@ def run_folder():
             made.append(_new_folder(Path(tempfile.gettempdir()), 0o700))
             sockets = _runtime_base()  # (a root grader's: None otherwise)
             if sockets is not None:
-                made.append(_new_folder(Path(sockets), 0o755))  # as its base: each socket folder is sealed
+                # traversable, not listable: no other user learns its kernels' folders' names (each is sealed as well)
+                made.append(_new_folder(Path(sockets), 0o711))
             yield RunFolders(made[0], made[1] if sockets is not None else None)
     finally:
         # a second Ctrl-C (or SIGTERM) waits until the folders are gone, then takes effect
@@ -134,7 +136,7 @@ def worker_folders() -> RunFolders | None:
         return None
     files = _new_folder(Path(tempfile.gettempdir()), 0o700)
     sockets = _runtime_base()
-    sockets = _new_folder(Path(sockets), 0o755) if sockets is not None else None
+    sockets = _new_folder(Path(sockets), 0o711) if sockets is not None else None
     tempfile.tempdir = str(files)  # this process's own temporary files (private course roots, stub package)
     os.environ.update(RunFolders(files, sockets).environ())  # what it starts, and its kernels' socket folders
     for folder in (files, sockets):

@@ -77,10 +77,12 @@ def test_every_locked_package_admits_every_python_of_the_range():
     hub_built = (REPO / "hub" / "env" / ".ready").exists() and bool(hub_packages)
     assert hub_built or not os.environ.get("CI"), "CI builds hub/env (make hub-env) before the tests: it is missing"
     installed = {}
-    for place in ([str(p) for p in hub_packages] if hub_built else []) + [None]:  # this environment's last: it wins
+    # The first copy found wins, as for an import: this environment's site-packages before hub/env's, and before
+    # the copies setuptools vendors (it puts setuptools/_vendor, with their dist-info, at the end of sys.path).
+    for place in [None] + ([str(p) for p in hub_packages] if hub_built else []):
         found = importlib.metadata.distributions(path=[place]) if place else importlib.metadata.distributions()
         for distribution in found:
-            installed[re.sub(r"[-_.]+", "-", distribution.metadata["Name"].lower())] = distribution
+            installed.setdefault(re.sub(r"[-_.]+", "-", distribution.metadata["Name"].lower()), distribution)
 
     ends = [".".join(map(str, check_python.OLDEST)), ".".join(map(str, check_python.NEWEST_MINOR)) + ".99"]
     stale, excluded, nowhere = {}, {}, []
@@ -98,7 +100,9 @@ def test_every_locked_package_admits_every_python_of_the_range():
     assert not stale, f"this environment is not the lock's (run make env): (locked, installed) {stale}"
     assert not excluded, f"pinned packages that refuse a Python of the range (Requires-Python, refused): {excluded}"
     if hub_built:  # (without hub/env, the hub's own packages are not here to read)
-        assert not nowhere, f"locked, but installed by neither make env nor make hub-env (a stale lock line?): {nowhere}"
+        assert not nowhere, (
+            f"locked, but installed by neither make env nor make hub-env (a stale lock line?): {nowhere}"
+        )
 
 
 def test_lock_file_agrees_with_the_pins():
