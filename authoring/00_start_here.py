@@ -19,8 +19,9 @@
 #   those two lines with your code. Keep the function's name and arguments: the tests call it by name.
 # * **Check your answer.** The cell right after an exercise runs *visible tests*. Until you have written
 #   the function it says so in one line (`✗ attention is not written yet`). When it prints ✓ lines you
-#   pass them; when it fails, read the last line of the error: it says what was expected, what came back,
-#   by how much they differ and what the likely mistake is.
+#   pass them; when it fails it prints a message starting with ✗: what was expected, what came back,
+#   by how much they differ and what the likely mistake is. *Run All* goes on past it, so the rest of the
+#   notebook still runs; the test still counts as failed when you press *Validate*.
 # * **Hidden tests.** When a teacher grades the notebook with nbgrader, the same cells also run *hidden
 #   tests*: other inputs and edge cases. Passing the visible tests is a good sign, not a guarantee: write
 #   the function for every input its description allows, not for the examples.

@@ -915,7 +915,7 @@ def _resolve(kernel: StudentKernel, name: str, budget: Budget):
 
 def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget) -> Verdict:
     """Run one test cell here, with the student's names as proxies; its verdict."""
-    from heads_and_masks.checks.core import CheckFailed, take_unwritten
+    from heads_and_masks.checks.core import CheckFailed, failures_raise, take_unwritten
 
     take_unwritten()
     code = source.replace("### BEGIN HIDDEN TESTS", "").replace("### END HIDDEN TESTS", "")
@@ -928,7 +928,13 @@ def judge_cell(kernel: StudentKernel, grade_id: str, source: str, budget: Budget
     try:
         for name in names:
             namespace[name] = _resolve(kernel, name, budget)
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(complaints), warnings.catch_warnings():
+        # a failing check raises here whatever process this is (in a learner's notebook it would only report)
+        with (
+            failures_raise(),
+            contextlib.redirect_stdout(printed),
+            contextlib.redirect_stderr(complaints),
+            warnings.catch_warnings(),
+        ):
             warnings.simplefilter("ignore")
             exec(compile(code, f"<test cell {grade_id}>", "exec"), namespace)  # noqa: S102 (the instructor's test code)
     except CheckFailed as error:

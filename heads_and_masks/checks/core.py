@@ -83,6 +83,10 @@ def exercise_check(function):
     An exercise still holding its stub (``raise NotImplementedError()``) is not a wrong answer: the
     check prints one line to stderr (see :func:`not_written_yet`) and returns, so *Run All* goes on
     to the next cell, while nbgrader (and ``nbgrader validate``) count the cell as failed.
+
+    A wrong answer, in the learner's own notebook (:func:`reports_failures`), is reported the same way:
+    its message alone on stderr (no traceback of the checks' frames), and *Run All* goes on. Everywhere
+    else, and always in the grader, the check raises :class:`CheckFailed`.
     """
 
     key = f"{function.__module__}.{function.__qualname__}"
@@ -104,6 +108,11 @@ def exercise_check(function):
             print(not_written_yet(args[0] if args else None, error), file=sys.stderr)
             _unwritten.append(_name_of(args[0] if args else None))
             return None
+        except CheckFailed as failure:
+            if not (outer and reports_failures()):
+                raise
+            print(f"✗ {failure}", file=sys.stderr)
+            return None
         finally:
             if outer:
                 _report = None
@@ -115,6 +124,34 @@ def exercise_check(function):
         return result
 
     return quiet
+
+
+# How a failing check ends. In the learner's own notebook it prints its message on stderr and returns, as an
+# unwritten exercise does, so that Run All goes on to the widgets below; nbgrader scores a test cell that wrote to
+# stderr 0 exactly as one that raised, so the notebook's Validate still lists it. Everywhere else it raises.
+# No setting of the notebook's decides a grade: the grader runs every test cell in its own process, where no code of
+# the student's runs (autograde/judge.py), inside failures_raise(), and counts stderr as a failure besides.
+_raising = 0  # how many failures_raise() blocks are open
+
+
+@contextlib.contextmanager
+def failures_raise():
+    """Within the block a failing check raises :class:`CheckFailed`, wherever it runs (the grader's judge)."""
+    global _raising
+    _raising += 1
+    try:
+        yield
+    finally:
+        _raising -= 1
+
+
+def reports_failures() -> bool:
+    """True when a failing check reports instead of raising: in a Jupyter kernel (a notebook), outside failures_raise()."""
+    if _raising:
+        return False
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "kernel", None) is not None  # a notebook's kernel, not a terminal IPython or a script
 
 
 def _name_of(function) -> str:

@@ -304,6 +304,28 @@ def decode_step(q_new, k_new, v_new, k_cache, v_cache):
 """,
         "an output 4 % off, returned as float16 to be compared at float16's precision",
     ),
+    # In a learner's notebook a failing check reports on stderr instead of raising (checks.core.reports_failures), so
+    # that Run All goes on. A submission that switches that on, every way the package's source shows, still fails.
+    Attack(
+        "switches_on_the_labs_report",
+        "07_generation",
+        "decode_step",
+        """
+import os, sys
+os.environ.pop("HEADS_AND_MASKS_GRADING", None)
+try:
+    import heads_and_masks.checks.core as _core
+    _core.reports_failures = lambda: True
+    _core._raising = -1
+except Exception:
+    pass
+sys.modules.setdefault("IPython", __import__("IPython"))
+def decode_step(q_new, k_new, v_new, k_cache, v_cache):
+    return attention(q_new, k_cache, v_cache), k_cache, v_cache  # the new token forgotten
+""",
+        "a cache that forgets the new token, with every switch between the lab's report and the grader's failure "
+        "set to report",
+    ),
     Attack(
         "float16_loosens_the_tolerance",
         "08_learned_heads",
