@@ -355,6 +355,13 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
+def class_size(n_students: int, graded: int) -> str:
+    """The class report's count, for one student or several: two whole sentences (a translator sees both)."""
+    if n_students == 1:
+        return f"1 student, {graded} graded."
+    return f"{n_students} students, {graded} graded."
+
+
 def _students(names: list[str], limit: int = 30) -> str:
     shown = ", ".join(_e(n) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
@@ -377,7 +384,7 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
         s in (Status.MISSING, Status.NOT_GRADED) for s, _ in assignment.statuses.values()
     )
     parts.append(
-        f"<p>{len(assignment.students)} students, {graded} graded. Each exercise: how many passed, failed "
+        f"<p>{class_size(len(assignment.students), graded)} Each exercise: how many passed, failed "
         "or did not answer, the scores, and the misconceptions the checks named (by a stable id: the same id "
         "means the same mistake in every year and every language). <i>unrecognised</i> groups the failures "
         "no check names yet.</p>"

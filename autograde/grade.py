@@ -97,23 +97,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def collected_from_files(n_submissions: int, where: str) -> str:
+    """How many submissions were collected from a folder or the LMS's files."""
+    if n_submissions == 1:
+        return f"collected 1 submission from {where}"
+    return f"collected {n_submissions} submissions from {where}"
+
+
+def collected_from_exchange(where: str, n_students: int) -> str:
+    """One student and several are two whole sentences (a translator sees both)."""
+    if n_students == 1:
+        return f"collected from the exchange {where}: 1 student has a submission"
+    return f"collected from the exchange {where}: {n_students} students have a submission"
+
+
+def graded_summary(n_students: int, problems: int, assignment: str) -> str:
+    """The last line of a grading run, for one student or several."""
+    if n_students == 1:
+        return f"1 student, {problems} with something to look at (python -m autograde.grade report {assignment})"
+    return (
+        f"{n_students} students, {problems} with something to look at (python -m autograde.grade report {assignment})"
+    )
+
+
 def collect_submissions(course, args) -> None:
     from autograde import collect
 
     if args.zip:
         students = collect.collect_zip(course, args.assignment, args.zip, args.regexp)
-        print(f"collected {len(students)} submissions from {len(args.zip)} LMS file(s)")
+        print(collected_from_files(len(students), f"{len(args.zip)} LMS file(s)"))
     elif args.folder:
         students = collect.collect_folder(course, args.assignment, args.folder)
-        print(f"collected {len(students)} submissions from {args.folder}")
+        print(collected_from_files(len(students), str(args.folder)))
         if not students:  # most often a folder laid out another way: say which way is expected
             print(f"  nothing to collect: {collect.folder_layout_hint(args.assignment, args.folder)}")
     else:
         students = collect.collect_exchange(course, args.assignment)
-        print(
-            f"collected from the exchange {course.exchange_location.describe()}: "
-            f"{len(students)} students have a submission"
-        )
+        print(collected_from_exchange(course.exchange_location.describe(), len(students)))
 
 
 def autograde_all(course, args) -> None:
@@ -145,10 +165,7 @@ def autograde_all(course, args) -> None:
 
         raise SystemExit(stopped("Ctrl-C")) from None
     problems = sum(r.status != Status.GRADED for r in results.values())
-    print(
-        f"{len(results)} students, {problems} with something to look at "
-        f"(python -m autograde.grade report {args.assignment})"
-    )
+    print(graded_summary(len(results), problems, args.assignment))
 
 
 def main(argv: list[str] | None = None) -> int:

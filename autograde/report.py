@@ -20,6 +20,20 @@ def sandbox_state() -> tuple[bool, str]:
     return sandbox_available()
 
 
+def headline(assignment: str, n_students: int, summary: str) -> str:
+    """The report's first line; one student and several are two whole sentences (a translator sees both)."""
+    if n_students == 1:
+        return f"{assignment}: 1 student: {summary}"
+    return f"{assignment}: {n_students} students: {summary}"
+
+
+def pending_line(n_students: int, points: float) -> str:
+    """How many students' written answers wait for a person, and for how many points."""
+    if n_students == 1:
+        return f"  written answers pending: 1 student, {points:g} points to grade by hand in the formgrader"
+    return f"  written answers pending: {n_students} students, {points:g} points to grade by hand in the formgrader"
+
+
 def report(course: Course, assignment: str) -> str:
     """Everything that went wrong, per student, in plain words (also written to reports/)."""
     results = read_results(course, assignment)
@@ -48,13 +62,10 @@ def report(course: Course, assignment: str) -> str:
         if result.limits:
             bounded.append(printable(f"  {student}: " + "; ".join(result.limits)))
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n)
-    text = [f"{assignment}: {len(everyone)} students: {summary or 'nobody yet'}"]
+    text = [headline(assignment, len(everyone), summary or "nobody yet")]
     waiting = [r for r in waiting if r.pending]
     if waiting:
-        text.append(
-            f"  written answers pending: {len(waiting)} students, {sum(r.pending_max for r in waiting):g} points "
-            "to grade by hand in the formgrader"
-        )
+        text.append(pending_line(len(waiting), sum(r.pending_max for r in waiting)))
     sandboxed, why_not = sandbox_state()
     if not sandboxed:
         text.insert(0, f"WARNING: graded UNSANDBOXED ({why_not}): every grade below is unsandboxed")
