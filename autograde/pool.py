@@ -669,6 +669,11 @@ def dask_client(
             # every comm between the coordinator, the scheduler, the nannies and the workers needs them
             security=True,
             dashboard_address=None,
+            # The scheduler starts its HTTP server (serving nothing, routes above) even without a dashboard,
+            # on Dask's port 8787 when none is given: taken by another run or a notebook's cluster, that printed
+            # "Port 8787 is already in use" on the grading run's output. A port of the system's choosing, on
+            # loopback, asks for no port anyone else may hold; ``dashboard`` stays False.
+            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
             silence_logs=logging.ERROR,
             env=env,
             plugins=(GradingWorker(log, kernel_limits, pin=one_per_core, assignment=assignment),),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -104,6 +105,25 @@ def test_a_run_leaves_nothing_in_the_temporary_folder(template, tmp_path):
     assert code == 0, stderr
     assert _graded(course) == list(STUDENTS)
     assert _left_in(temporary) == [] and _sockets_of(process) == []
+
+
+@pytest.mark.slow
+def test_a_run_starts_no_dashboard_and_warns_of_no_busy_port(template, tmp_path):
+    """No dashboard (its pages name the students): with Dask's default port 8787 taken, as by another run or
+    a notebook's cluster, a run that started one would print "Port 8787 is already in use" (issue 43)."""
+    require_sandbox()
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", 8787))
+            taken.listen()
+        except OSError:  # someone else holds it already: the same situation
+            pass
+        process, course, _ = _start(template, tmp_path)
+        stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert _graded(course) == list(STUDENTS)
+    output = stdout + stderr
+    assert "already in use" not in output and "Port 8787" not in output, output
 
 
 @pytest.mark.slow
