@@ -66,6 +66,11 @@ def test_switching_a_head_off_costs_its_rule_and_blanks_its_map(widget, artifact
         assert readouts[rule] > training.chance_loss(run.config), "without its head the rule is lost"
         assert readouts[other] < 0.01, "the other rule does not need it"
         assert widget.controls[f"head {head}"].description == f"head {head} off"
+        # its map is blank, so the readouts give no weights for it: they say, in a sentence, that it is off
+        assert not any(name.startswith(f"head {head}: weight") for name in readouts), readouts
+        shown = widget.readouts_text()
+        assert f"Head {head} is switched off: its output is set to zero, so it attends to nothing." in shown, shown
+        assert f"head {1 - head}: weight on t − 1" in readouts, "the head still on keeps its weights"
         assert _map_pixels(widget, head).min() > 200, "a head that is off shows an empty map"
         if head == 0:
             (artifacts / "widget_08_learned_heads_head0_off.png").write_bytes(widget.png())

@@ -7,6 +7,8 @@ zero) and the readouts give the loss of each rule without them.
 
 from __future__ import annotations
 
+import html
+
 import ipywidgets as widgets
 import numpy as np
 
@@ -68,12 +70,12 @@ class LearnedHeadsWidget(CourseWidget):
         index = run.snapshot_steps.index(int(self.value("step")))
         keep = np.array([1.0 if self.value(f"head {i}") else 0.0 for i in range(h)])
         for i in range(h):
-            self.controls[f"head {i}"].description = f"head {i} {'on' if keep[i] else 'off'}"
+            self.controls[f"head {i}"].description = f"head {i} on" if keep[i] else f"head {i} off"
         maps = run.maps(index)  # (b, h, n, n)
         scores = rule_weights(maps)  # (h, 2)
         for i, image in enumerate(self.images):
             image.set_data(maps[:, i].mean(axis=0) * keep[i])  # an ablated head shows empty
-            self.titles[i].set_text(f"head {i}" + ("" if keep[i] else " (off)"))
+            self.titles[i].set_text(f"head {i}" if keep[i] else f"head {i} (off)")
         self.marker.set_xdata([max(run.snapshot_steps[index], 1)] * 2)
         loss, per_rule = run.evaluate(keep, params=run.snapshot_params[index])
         readouts = {
@@ -83,6 +85,18 @@ class LearnedHeadsWidget(CourseWidget):
             "loss, first token": per_rule[1],
         }
         for i in range(h):
-            readouts[f"head {i}: weight on t − 1"] = scores[i, 0]
-            readouts[f"head {i}: weight on 0"] = scores[i, 1]
+            if keep[i]:
+                readouts[f"head {i}: weight on t − 1"] = scores[i, 0]
+                readouts[f"head {i}: weight on 0"] = scores[i, 1]
+            else:  # its map is blank: weights it no longer uses would contradict the picture
+                readouts[f"head {i}"] = switched_off(i)
         return readouts
+
+    def format_value(self, value) -> str:
+        """Numbers as people read them; a sentence (a switched-off head) as it is, escaped."""
+        return html.escape(value) if isinstance(value, str) else super().format_value(value)
+
+
+def switched_off(head: int) -> str:
+    """What the readouts say of a head switched off: one whole sentence, for a translator and a screen reader."""
+    return f"Head {head} is switched off: its output is set to zero, so it attends to nothing."
