@@ -125,6 +125,8 @@ def _grade_on_an_existing_cluster(tmp_path, solved, cluster, client):
     assert f"died each of the {ALLOWED_FAILURES + 1} times" in poisoned.line()
     # one submission on a cluster of two: no worker booted a kernel it had nothing to grade with (the worker
     # that graded the last try starts no spare after it; the others were never asked to start one)
+    # (the last worker killed may still be coming back: wait for both, or client.run asks nobody)
+    client.wait_for_workers(2, timeout=120)
     spares = client.run(lambda: __import__("autograde.judge", fromlist=["*"]).kernel_supply().spare is not None)
     assert spares and not any(spares.values()), f"spare kernels held after a one-submission run: {spares}"
 
