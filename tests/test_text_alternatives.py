@@ -85,3 +85,16 @@ def test_a_widgets_picture_says_what_it_shows_and_follows_its_controls(cls):
     else:
         control.value = control.max if control.value != control.max else control.min
     assert widget.image.tooltip == describe_figure(widget.figure, widget.picture_lead)
+
+
+def test_a_picture_a_little_too_wide_is_drawn_to_fit_and_a_much_too_wide_one_is_refused():
+    from heads_and_masks.pictures import STATIC_PICTURE_WIDTH_PX
+
+    slightly = Figure(figsize=(6.57, 2), dpi=100)  # 657 px: as some of the course's figures are
+    slightly.subplots().set_title("a little too wide")
+    png = picture(slightly).data
+    assert int.from_bytes(png[16:20], "big") <= STATIC_PICTURE_WIDTH_PX
+    much = Figure(figsize=(8, 2), dpi=100)
+    much.subplots().set_title("far too wide")
+    with pytest.raises(ValueError, match="make it narrower"):
+        picture(much)

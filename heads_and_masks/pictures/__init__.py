@@ -6,6 +6,7 @@ import base64
 import html
 import io
 
+import matplotlib
 from matplotlib.figure import Figure
 
 from ..grading import IDLE, Idle, grading_mode
@@ -16,6 +17,12 @@ from ..text_alternative import describe_figure
 # size, so text drawn at LEGIBLE_TEXT_PX or more stays legible; a wider one is scaled down, text and all.
 NOTEBOOK_WIDTH_PX = 660
 LEGIBLE_TEXT_PX = 9.0
+# A static picture is an HTML output (an <img> with its text alternative, see Picture), and JupyterLab keeps
+# 20 px free on the right of every HTML output: it has 648 px there. A figure drawn a little wider is
+# rendered at a dpi that fits (crisp, where the browser would blur it scaling it down); more than
+# MOST_SHRINK narrower than designed is a design to mend, and is refused.
+STATIC_PICTURE_WIDTH_PX = 648
+MOST_SHRINK = 0.03
 
 
 def picture(figure: Figure, dpi: float | str | None = None, lead: str | None = None):
@@ -26,6 +33,17 @@ def picture(figure: Figure, dpi: float | str | None = None, lead: str | None = N
     """
     if grading_mode() or isinstance(figure, Idle):  # nothing is drawn while grading (heads_and_masks.grading)
         return IDLE
+    if dpi is None:
+        dpi = matplotlib.rcParams["savefig.dpi"]
+    dpi = figure.get_dpi() if dpi == "figure" else float(dpi)
+    width = figure.get_figwidth() * dpi
+    if width > STATIC_PICTURE_WIDTH_PX:
+        if width * (1 - MOST_SHRINK) > STATIC_PICTURE_WIDTH_PX:
+            raise ValueError(
+                f"the figure is {width:.0f} px wide at {dpi:g} dpi: a laptop's notebook shows "
+                f"{STATIC_PICTURE_WIDTH_PX} px; make it narrower"
+            )
+        dpi *= STATIC_PICTURE_WIDTH_PX / width
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return Picture(buffer.getvalue(), describe_figure(figure, lead))

@@ -77,34 +77,6 @@ def audit(page, surface: str, include: list[str] | None = None, exclude: list[st
     return violations
 
 
-# Violations in the course's part of a page that the course knows of and cannot yet mend, each with the
-# elements it concerns (a CSS selector the element must match) and why. They are printed on every run and
-# listed in docs/accessibility.md; a violation on any other element fails the test.
-KNOWN = {
-    "aria-input-field-name": (
-        ".widget-slider [role=slider]",
-        "ipywidgets' slider (noUiSlider) gives its handle role=slider but no accessible name; the label beside "
-        "it is not tied to it, and ipywidgets offers no way to name the handle",
-    ),
-}
-
-
-def split_known(page, violations: list[Violation]) -> tuple[list[Violation], list[Violation]]:
-    """(violations to mend, known ones): a violation is known when every element it names matches KNOWN."""
-    mend, known = [], []
-    for violation in violations:
-        selector = KNOWN.get(violation.rule, (None, ""))[0]
-        matches = selector is not None and all(
-            page.evaluate(
-                "([target, selector]) => { const e = document.querySelector(target); return !!e && e.matches(selector); }",
-                [target, selector],
-            )
-            for target in violation.targets
-        )
-        (known if matches else mend).append(violation)
-    return mend, known
-
-
 def blocking(violations: list[Violation]) -> list[Violation]:
     """The violations a page of this course may not have: impact serious or critical."""
     return [v for v in violations if v.impact in BLOCKING]
