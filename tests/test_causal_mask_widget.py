@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from heads_and_masks.sentence import KEYS, QUERIES, TOKENS
+from heads_and_masks.widgets import slider
 from heads_and_masks.widgets.causal_mask import LessonWidget
 
 READOUTS = ["score spread", "row entropy (bits)", "max weight", "gradient scale", "first row entropy (bits)"]
@@ -54,10 +55,10 @@ def test_controls_readouts_and_classes_are_those_the_browser_test_uses():
     assert widget.controls["scale_by_sqrt_d"].description == "divide by √d"
     assert widget.controls["causal"].description == "causal mask"
     size = widget.controls["head_size"]
-    assert isinstance(size, widgets.IntSlider) and (size.min, size.max, size.value) == (8, 512, 64)
+    assert isinstance(size, slider.IntSlider) and (size.min, size.max, size.value) == (8, 512, 64)
     assert size.description == "head size d"
     temperature = widget.controls["temperature"]
-    assert isinstance(temperature, widgets.FloatSlider) and temperature.description == "temperature T"
+    assert isinstance(temperature, slider.FloatSlider) and temperature.description == "temperature T"
     assert temperature.value == 1.0
     assert {"course-widget", "lesson-widget"} <= set(widget.widget._dom_classes)
     assert list(widget.readouts) == READOUTS

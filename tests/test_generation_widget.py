@@ -12,6 +12,7 @@ from PIL import Image
 
 from heads_and_masks.model_configs import KiB
 from heads_and_masks.pictures import LEGIBLE_TEXT_PX
+from heads_and_masks.widgets import slider
 from heads_and_masks.widgets.generation import PROMPT, SINKS, TOTAL, WINDOW, GenerationStepper
 
 POLICIES = {"full cache": None, "sliding window": WINDOW, "sinks + window": WINDOW}
@@ -43,7 +44,7 @@ def test_controls_are_those_the_notebook_describes():
     assert list(widget.controls) == ["policy", "chunk", "step"]
     assert isinstance(widget.controls["policy"], widgets.ToggleButtons)
     assert list(widget.controls["policy"].options) == list(POLICIES)
-    assert isinstance(widget.controls["chunk"], widgets.IntSlider)
+    assert isinstance(widget.controls["chunk"], slider.IntSlider)
     assert "course-widget-GenerationStepper" in widget.widget._dom_classes
 
 

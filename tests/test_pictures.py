@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 import heads_and_masks as hm
 from heads_and_masks import cost, local_attention, retrieval, score_noise
 from heads_and_masks.grading import GRADING_ENV, Idle
-from heads_and_masks.pictures import NOTEBOOK_WIDTH_PX
+from heads_and_masks.pictures import STATIC_PICTURE_WIDTH_PX
 from heads_and_masks.pictures import heads as heads_pictures
 from heads_and_masks.pictures import other_masks as mask_pictures
 
@@ -96,7 +96,9 @@ def test_each_picture_draws_outside_grading_and_nothing_while_grading(function, 
     png = importlib.import_module(function.__module__).picture(figure).data  # as the notebook shows it
     assert png.startswith(b"\x89PNG")
     width = int.from_bytes(png[16:20], "big")
-    assert width <= NOTEBOOK_WIDTH_PX, f"{function.__name__} is {width} px wide: a laptop's notebook would scale it"
+    assert width <= STATIC_PICTURE_WIDTH_PX, (
+        f"{function.__name__} is {width} px wide: a laptop's notebook would scale it"
+    )
     assert not clipped_text(figure), f"{function.__name__}: text cut by the picture's edge: {clipped_text(figure)}"
 
     monkeypatch.setenv(GRADING_ENV, "1")

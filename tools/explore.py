@@ -32,9 +32,10 @@ sys.path[:0] = [str(REPO), str(REPO / "tools")]
 from build_notebooks import KERNEL, read_source  # noqa: E402
 
 PORT = 8866
-# The only JupyterLab extensions the pages load: the widgets' (the environment's other extensions, e.g.
-# nbgrader's or Jupytext's, are for JupyterLab and fail to start in a Voilà page).
-EXTENSIONS = ("@voila-dashboards/widgets-manager8", "@jupyter-widgets/jupyterlab-manager")
+# The only JupyterLab extensions the pages load: the widgets', and anywidget's, which draws the course's
+# sliders (the environment's other extensions, e.g. nbgrader's or Jupytext's, are for JupyterLab and fail
+# to start in a Voilà page).
+EXTENSIONS = ("@voila-dashboards/widgets-manager8", "@jupyter-widgets/jupyterlab-manager", "anywidget")
 
 
 @dataclass

@@ -72,9 +72,9 @@ def show_blocks(ax, block, n_q, n_k):
 # Each returns a matplotlib Figure (drawn by heads_and_masks.pictures.picture); in grading mode none is built.
 
 
-def picture(figure: Figure):
+def picture(figure: Figure, lead: str | None = None):
     """The figure as a PNG image for the notebook, at 100 dpi (see heads_and_masks.pictures)."""
-    return _picture(figure, dpi=100)
+    return _picture(figure, dpi=100, lead=lead)
 
 
 def _keeps(title: str, mask) -> str:

@@ -12,9 +12,9 @@ from . import picture as _picture
 PRACTICAL = (32, 128)
 
 
-def picture(figure: Figure):
+def picture(figure: Figure, lead: str | None = None):
     """The figure as a PNG image for the notebook, at 100 dpi (see heads_and_masks.pictures)."""
-    return _picture(figure, dpi=100)
+    return _picture(figure, dpi=100, lead=lead)
 
 
 @idle_while_grading()

@@ -14,9 +14,9 @@ from ..tiled import causal_used_entries, causal_used_fraction, tiled_computed_en
 from . import picture as _picture
 
 
-def picture(figure: Figure):
+def picture(figure: Figure, lead: str | None = None):
     """The figure as a PNG image for the notebook, at 90 dpi (see heads_and_masks.pictures)."""
-    return _picture(figure, dpi=90)
+    return _picture(figure, dpi=90, lead=lead)
 
 
 @idle_while_grading()

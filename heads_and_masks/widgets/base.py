@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import time
@@ -13,11 +14,32 @@ from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_modul
 # Imported on first use: in grading mode no widget is built, so these are never imported there.
 widgets = lazy_module("ipywidgets")
 from ..readable import readable_number
+from ..text_alternative import describe_figure
 
 # Names and values never wrap; values line up on the right.
 READOUT_STYLE = (
     "<style>.course-readouts td{white-space:nowrap}.course-readouts td+td{text-align:right;padding-left:1em}</style>"
 )
+
+
+def described_image(**traits):
+    """An ipywidgets Image that can carry a text alternative (its ``tooltip``, the <img>'s title).
+
+    ipywidgets' view sets the title only when the model's ``description`` is empty, and an Image has no
+    ``description``: the view then fails to render at all (ipywidgets 8.1, ``updateTooltip`` reads its
+    length). An empty ``description``, synced, is all it needs.
+    """
+    return _described_image_class()(**traits)
+
+
+@functools.cache
+def _described_image_class():
+    from traitlets import Unicode
+
+    class DescribedImage(widgets.Image):
+        description = Unicode("").tag(sync=True)
+
+    return DescribedImage
 
 
 class CourseWidget:
@@ -34,6 +56,7 @@ class CourseWidget:
     """
 
     figsize = (6.0, 4.0)
+    picture_lead: str | None = None  # a sentence that says what to look for in the picture (its text alternative)
     dpi = 90
 
     def __init__(self, **initial):
@@ -54,7 +77,7 @@ class CourseWidget:
         # where picture and readouts do not fit side by side, the readouts move below it (the row wraps).
         # Only a notebook narrower than the picture itself scales it down (keeping its proportions). The
         # readouts never shrink, so their names and values always show in full.
-        self.image = widgets.Image(
+        self.image = described_image(
             format="png",
             layout=widgets.Layout(
                 flex="0 1 auto", min_width="0", max_width="100%", height="auto", object_fit="contain"
@@ -175,6 +198,8 @@ class CourseWidget:
         buffer = io.BytesIO()
         Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
         self.image.value = buffer.getvalue()
+        # the picture's text alternative (the <img>'s title: ipywidgets' Image has no alt), kept in step with it
+        self.image.tooltip = describe_figure(self.figure, self.picture_lead)
         self.last_update_seconds = time.perf_counter() - start
 
     def text_sizes_px(self) -> list[float]:

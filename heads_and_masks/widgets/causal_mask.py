@@ -16,6 +16,7 @@ from ..attention_stats import lesson_readouts, max_entropies, row_entropies
 from ..masks import causal_mask
 from ..sentence import MAX_HEAD_SIZE, TOKENS, sentence_logits
 from .base import CourseWidget
+from .slider import float_slider, int_slider
 from .fast_text import PathTextPainter, path_text_patch
 
 
@@ -31,15 +32,10 @@ class LessonWidget(CourseWidget):
         self.widget.add_class("lesson-widget")
 
     def setup(self):
-        style = {"description_width": "initial"}
         self.controls["scale_by_sqrt_d"] = widgets.Checkbox(value=True, description="divide by √d", indent=False)
         self.controls["causal"] = widgets.Checkbox(value=True, description="causal mask", indent=False)
-        self.controls["head_size"] = widgets.IntSlider(
-            value=64, min=8, max=MAX_HEAD_SIZE, step=8, description="head size d", style=style
-        )
-        self.controls["temperature"] = widgets.FloatSlider(
-            value=1.0, min=0.1, max=4.0, step=0.05, description="temperature T", style=style
-        )
+        self.controls["head_size"] = int_slider(value=64, min=8, max=MAX_HEAD_SIZE, step=8, description="head size d")
+        self.controls["temperature"] = float_slider(value=1.0, min=0.1, max=4.0, step=0.05, description="temperature T")
         n = len(TOKENS)
         self.ax_weights, self.ax_entropy = self.figure.subplots(1, 2, width_ratios=[1.6, 1])
 

@@ -10,6 +10,7 @@ from matplotlib.patches import Rectangle
 from ..generation import cache_tokens, cached_positions, generation_steps, step_mask
 from ..model_configs import KiB, model
 from .base import CourseWidget
+from .slider import int_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
 TOTAL, PROMPT, WINDOW, SINKS = 20, 4, 6, 2
@@ -34,10 +35,8 @@ class GenerationStepper(CourseWidget):
         self.controls["policy"] = widgets.ToggleButtons(
             options=list(POLICY_LABELS), value="sliding window", description="cache", style={"button_width": "10.5em"}
         )
-        self.controls["chunk"] = widgets.IntSlider(
-            value=1, min=1, max=4, description="new per step", style={"description_width": "initial"}
-        )
-        self.controls["step"] = widgets.IntSlider(value=4, min=0, max=TOTAL - PROMPT, description="step")
+        self.controls["chunk"] = int_slider(value=1, min=1, max=4, description="new per step")
+        self.controls["step"] = int_slider(value=4, min=0, max=TOTAL - PROMPT, description="step")
         self.mistral = model("Mistral-7B-v0.1")
         self.figure.set_layout_engine("none")
         self.ax_mask = self.figure.add_axes((0.07, 0.12, 0.43, 0.74))

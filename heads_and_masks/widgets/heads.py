@@ -10,6 +10,7 @@ from matplotlib.ticker import FuncFormatter
 from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
 from ..pictures.heads import HEAD_COLOURS
 from .base import CourseWidget
+from .slider import selection_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
 WIDTHS = [8, 12, 24, 48, 64, 96, 192, 384, 768]
@@ -60,7 +61,7 @@ class HeadSplitWidget(CourseWidget):
         self.controls["order"] = widgets.ToggleButtons(
             options=list(ORDERS), value="(h d)", description="split", style={"button_width": "60px"}
         )
-        self.controls["n"] = widgets.SelectionSlider(options=LENGTHS, value=1024, description="length n")
+        self.controls["n"] = selection_slider(options=LENGTHS, value=1024, description="length n")
         self._syncing = False
 
         grid = self.figure.add_gridspec(3, 1, height_ratios=[0.55, 0.55, 3.0])

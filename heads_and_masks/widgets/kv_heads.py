@@ -12,6 +12,7 @@ from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
 from ..readable import readable_number
 from .base import CourseWidget
+from .slider import selection_slider
 from .fast_text import PathLegend, PathTitle
 
 CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
@@ -61,12 +62,10 @@ class KVCacheCalculator(CourseWidget):
         self.models = load_models()
         self.gpus = load_gpus()
         self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
-        self.controls["context"] = widgets.SelectionSlider(
+        self.controls["context"] = selection_slider(
             options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context"
         )
-        self.controls["batch"] = widgets.SelectionSlider(
-            options=[(str(b), b) for b in BATCHES], value=8, description="batch"
-        )
+        self.controls["batch"] = selection_slider(options=[(str(b), b) for b in BATCHES], value=8, description="batch")
         self.controls["dtype"] = widgets.ToggleButtons(
             options=list(BYTES_PER_VALUE), value="bf16", description="format", style={"button_width": "4em"}
         )

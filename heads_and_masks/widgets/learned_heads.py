@@ -15,6 +15,7 @@ import numpy as np
 from ..pictures.learned_heads import RULE_COLOURS, draw_map
 from ..training import RULES, Run, chance_loss, notebook_run, rule_weights
 from .base import CourseWidget
+from .slider import selection_slider
 
 
 class LearnedHeadsWidget(CourseWidget):
@@ -34,11 +35,10 @@ class LearnedHeadsWidget(CourseWidget):
     def setup(self):
         self.run = self._run if self._run is not None else notebook_run()
         h = self.run.config.heads
-        self.controls["step"] = widgets.SelectionSlider(
+        self.controls["step"] = selection_slider(
             options=self.run.snapshot_steps,
             value=self.run.snapshot_steps[-1],
             description="step",
-            continuous_update=True,
         )
         for i in range(h):
             self.controls[f"head {i}"] = widgets.ToggleButton(

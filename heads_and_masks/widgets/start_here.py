@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 import numpy as np
 
 from ..attention import attention_weights, row_entropy_bits
 from .base import CourseWidget
+from .slider import float_slider, int_slider
 
 KEYS = np.array([[1.0, 0.2], [0.1, 1.0], [-1.0, 0.3], [0.2, -1.0]])  # four 2-D keys
 VALUES = np.array([[2.0, 0.5], [0.5, 2.0], [-2.0, 0.8], [0.4, -2.0]])  # what each key hands back
@@ -19,18 +19,14 @@ class QueryWidget(CourseWidget):
     figsize = (7.3, 3.4)
 
     def setup(self):
-        self.controls["angle"] = widgets.IntSlider(
+        self.controls["angle"] = int_slider(
             value=30,
             min=0,
             max=359,
             step=1,
             description="query angle°",
-            continuous_update=True,
-            style={"description_width": "initial"},
         )
-        self.controls["length"] = widgets.FloatSlider(
-            value=1.5, min=0.1, max=8.0, step=0.1, description="query length", style={"description_width": "initial"}
-        )
+        self.controls["length"] = float_slider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length")
         self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_space
         ax.set(xlim=(-2.6, 2.6), ylim=(-2.6, 2.6), aspect="equal", title="values (dots), query (arrow)")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.ticker import NullLocator
 
 from ..score_noise import ScoreBank, win_probability
 from .base import CourseWidget
+from .slider import float_slider, selection_slider
 
 D_VALUES = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768)
 N_KEYS = 16
@@ -31,10 +31,8 @@ class ScoreNoiseWidget(CourseWidget):
     figsize = (7.3, 3.6)
 
     def setup(self):
-        self.controls["d"] = widgets.SelectionSlider(
-            options=D_VALUES, value=8, description="head size d", continuous_update=True
-        )
-        self.controls["noise"] = widgets.FloatSlider(value=1.0, min=0.0, max=3.0, step=0.1, description="noise σ")
+        self.controls["d"] = selection_slider(options=D_VALUES, value=8, description="head size d")
+        self.controls["noise"] = float_slider(value=1.0, min=0.0, max=3.0, step=0.1, description="noise σ")
         self.bank = ScoreBank(D_VALUES, n_keys=N_KEYS, trials=TRIALS, seed=2)
         self.ax_hist, self.ax_rate = self.figure.subplots(1, 2, width_ratios=[1.15, 1])
 

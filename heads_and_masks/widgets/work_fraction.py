@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap
@@ -17,6 +16,7 @@ from ..tiled import (
     tiled_computed_entries,
 )
 from .base import CourseWidget
+from .slider import int_slider
 from .fast_text import PathTitle
 
 # The colour and the name of each kind of entry (tiled.SKIPPED, MASKED, USED_ON_DIAGONAL, USED).
@@ -37,10 +37,8 @@ class TileGridWidget(CourseWidget):
     max_block = 64
 
     def setup(self):
-        self.controls["n"] = widgets.IntSlider(value=48, min=1, max=self.max_n, step=1, description="n")
-        self.controls["block"] = widgets.IntSlider(
-            value=8, min=1, max=self.max_block, step=1, description="tile size B"
-        )
+        self.controls["n"] = int_slider(value=48, min=1, max=self.max_n, step=1, description="n")
+        self.controls["block"] = int_slider(value=8, min=1, max=self.max_block, step=1, description="tile size B")
         self.ax_grid, self.ax_curve = self.figure.subplots(1, 2, width_ratios=[1, 1.25])
 
         ax = self.ax_grid

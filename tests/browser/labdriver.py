@@ -7,7 +7,8 @@ The browser tests (``test_browser_*.py``) read like a learner's session; the mec
 * ``NotebookSession``: one notebook open in one browser page. Every request that does not go to
   127.0.0.1/localhost is aborted, and every JavaScript error on the page is recorded (the tests fail on it).
 * widget helpers: read a course widget's picture (``img`` src, PNG) and readouts (``table.course-readouts``),
-  move a slider by keyboard (focus ``.noUi-handle``, arrow key) or by dragging its handle with the mouse.
+  move a slider (the course's native ``<input type="range">``) by keyboard (focus it, arrow key) or by
+  dragging its thumb with the mouse.
 
 Facts this relies on: Debian's ``/usr/bin/chromium`` (Playwright cannot download
 its own browser offline), and waiting for "| Idle" in the status bar before Run All (the execution
@@ -603,7 +604,7 @@ def widget_caption(box) -> dict:
 
 def control_names(box) -> list[str]:
     """The descriptions of the widget's controls (not the options of its buttons)."""
-    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic')]
+    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic, .course-slider-label')]
         .map(e => e.innerText.replace(/\u200b/g, '').trim()).filter(t => t)""")
 
 
@@ -643,19 +644,22 @@ def settle(box, quiet: float = 0.6, timeout: float = 15.0) -> dict:
 
 
 def slider_handle(box):
-    """The noUiSlider handle of the first slider in ``box``."""
-    return box.locator(".widget-slider .noUi-handle").first
+    """The range input of the first slider in ``box`` (heads_and_masks/widgets/slider.py)."""
+    return box.locator("input.course-slider-input").first
 
 
 def handle_position(handle) -> tuple[float, float, float]:
-    """(value, min, max) of a slider handle, read from its ARIA attributes (index for selection sliders)."""
-    values = handle.evaluate("""h => ['aria-valuenow', 'aria-valuemin', 'aria-valuemax']
-        .map(a => parseFloat(h.getAttribute(a)))""")
-    return tuple(values)
+    """(position, first, last) of a slider: positions are 0 … k − 1 (see ``slider_text`` for what it shows)."""
+    return tuple(handle.evaluate("h => [h.value, h.min, h.max].map(Number)"))
+
+
+def slider_text(handle) -> str:
+    """What the slider says its value is (its aria-valuetext, the text beside it): "4,096", "1.50"."""
+    return handle.evaluate("h => h.getAttribute('aria-valuetext')")
 
 
 def press_slider_key(handle, towards_max: bool | None = None) -> str:
-    """Focus the handle and press one arrow key, towards whichever end is further away unless told."""
+    """Focus the slider and press one arrow key, towards whichever end is further away unless told."""
     value, low, high = handle_position(handle)
     if towards_max is None:
         towards_max = value < high
@@ -666,14 +670,17 @@ def press_slider_key(handle, towards_max: bool | None = None) -> str:
 
 
 def drag_slider(page, handle, fraction: float = 0.35, towards_max: bool | None = None) -> float:
-    """Drag the handle with the mouse by ``fraction`` of the track, towards the end further away unless told."""
-    track = handle.locator("xpath=ancestor::*[contains(@class, 'noUi-target')][1]")
-    track_box, handle_box = track.bounding_box(), handle.bounding_box()
-    x = handle_box["x"] + handle_box["width"] / 2
-    y = handle_box["y"] + handle_box["height"] / 2
+    """Drag the slider's thumb with the mouse by ``fraction`` of the track, towards the end further away
+    unless told. The thumb's centre is found from the value (the track runs between half a thumb from
+    each end; Chromium's thumb is about 16 px wide)."""
+    track = handle.bounding_box()
+    value, low, high = handle_position(handle)
+    thumb = 16.0
+    x = track["x"] + thumb / 2 + (track["width"] - thumb) * ((value - low) / (high - low) if high > low else 0.0)
+    y = track["y"] + track["height"] / 2
     if towards_max is None:
-        towards_max = track_box["x"] + track_box["width"] - x >= x - track_box["x"]
-    distance = fraction * track_box["width"] * (1 if towards_max else -1)
+        towards_max = track["x"] + track["width"] - x >= x - track["x"]
+    distance = fraction * track["width"] * (1 if towards_max else -1)
     page.mouse.move(x, y)
     page.mouse.down()
     page.mouse.move(x + distance, y, steps=10)

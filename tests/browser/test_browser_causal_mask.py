@@ -23,6 +23,7 @@ from labdriver import (
     REPO,
     drag_slider,
     handle_position,
+    slider_text,
     opened_notebook,
     settle,
     wait_for_change,
@@ -96,9 +97,9 @@ def _set_checkbox(box, description: str, checked: bool) -> None:
 
 def _slider_to_end(page, box, description: str, end: str) -> float:
     """Drag the slider's handle past the end of its track ("min" or "max"); return the value it reads."""
-    slider = box.locator(".widget-slider", has_text=description)
+    slider = box.locator(".course-slider", has_text=description)
     assert slider.count() == 1, f"the lesson widget has no slider {description!r}"
-    handle = slider.locator(".noUi-handle").first
+    handle = slider.locator("input[type=range]").first
     value, low, high = handle_position(handle)
     target = low if end == "min" else high
     if value != target:
@@ -107,7 +108,7 @@ def _slider_to_end(page, box, description: str, end: str) -> float:
         wait_for_change(box, before, f"after dragging {description!r} to its {end}", need=("src",))
     value = handle_position(handle)[0]
     assert value == target, f"dragging {description!r} past the end of its track left it at {value}, not {target}"
-    return value
+    return float(slider_text(handle).replace(",", ""))  # the value it shows, e.g. "512"
 
 
 @pytest.fixture(scope="module")

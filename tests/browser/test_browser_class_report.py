@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from accessibility import audit, blocking, described
 from course import graded_batch
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 
@@ -50,6 +51,9 @@ def test_class_report_in_chromium(browser, screenshots):
         hostile = [s for s in report.students if "<" in s]
         for student in hostile:
             assert student in text  # shown as text, not parsed as markup
+        # WCAG 2.2 AA (axe-core), the whole page: it is the course's own
+        found = blocking(audit(page, "class-report", include=["body"]))
+        assert not found, described("the class report", found)
         shot = screenshots / "class_report.png"
         page.set_viewport_size({"width": 1200, "height": 1400})
         page.screenshot(path=str(shot), full_page=False)

@@ -20,6 +20,7 @@ import time
 import urllib.request
 
 import pytest
+from accessibility import audit, blocking, described
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from labdriver import REPO, PageWatch, control_names, widget_state
 from test_browser_notebooks import check_widget
@@ -72,7 +73,7 @@ def test_every_notebook_with_a_widget_has_a_page():
     with_widgets = sorted(
         p.stem
         for p in (REPO / "heads_and_masks" / "widgets").glob("*.py")
-        if p.stem not in ("__init__", "base", "fast_text")
+        if p.stem not in ("__init__", "base", "fast_text", "slider")
     )
     assert sorted(page.slug for page in PAGES) == with_widgets
 
@@ -122,6 +123,11 @@ def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, brow
             clip={"x": 0, "y": 0, "width": page.viewport_size["width"], "height": bottom + 24},
         )
         assert not watch.page_errors, f"{label}: JavaScript errors: {watch.page_errors}"
+        # WCAG 2.2 AA (axe-core): the outputs and text are the course's; Voilà's frame is recorded
+        ours = [".jp-OutputArea-output", ".jp-MarkdownOutput"]
+        found = blocking(audit(page, f"explore-{entry.assignment}", include=ours))
+        audit(page, f"voila-around-{entry.assignment}", exclude=ours)
+        assert not found, described(label, found)
         off_machine = browser_context.blocked_requests[blocked_before:]
         assert not off_machine, f"{label}: the page asks the network for {off_machine[:3]}: offline it waits in vain"
         if UPDATE_GALLERY:
