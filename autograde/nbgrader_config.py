@@ -31,6 +31,7 @@ c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
 from autograde.feedback_filter import HideHiddenTests, SayPending  # noqa: E402
+from autograde.feedback_math import TypesetMath  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
 from autograde.sandbox import sandbox_available  # noqa: E402
 import nbgrader  # noqa: E402 (already imported: nbgrader is reading this file)
@@ -66,6 +67,8 @@ c.LimitOutput.max_traceback = 100
 # written answer nobody graded yet (nbgrader's says "Score: 0.0 / 2.0"): the course's feedback template, found
 # before nbgrader's own (its name stays "feedback": nbgrader's API and formgrader ask for that name). nbgrader's
 # folder stays on the list: the formgrader's own page template ("formgrade") is there.
-c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, SayPending, CSSHTMLHeaderPreprocessor]
+# Formulas are typeset into MathML as the page is made (autograde/feedback_math.py): the page loads no MathJax
+# from a CDN, and reads the same offline, from the file, or from JupyterLab's sandboxed /files/.
+c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, SayPending, TypesetMath, CSSHTMLHeaderPreprocessor]
 nbgrader_templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates")
 c.HTMLExporter.extra_template_basedirs = [os.path.join(here, "templates"), nbgrader_templates]

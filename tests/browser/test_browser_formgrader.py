@@ -26,6 +26,7 @@ import nbformat
 import pytest
 from course import REPO, grade_class
 from lab_process import LabProcess
+from accessibility import audit, blocking, described
 from labdriver import NOT_LOCAL, wait_until
 from submissions import submission
 
@@ -124,6 +125,47 @@ def _as_instructor_lab(root) -> None:
     shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates")  # the feedback page
 
 
+def _check_feedback_page(browser, path, screenshots) -> None:
+    """The feedback page as the student opens it, from its file with no network at all: its formulas are
+    MathML the browser draws (no TeX left, no MathJax, nothing requested), no script of the student's runs,
+    and axe finds no serious accessibility violation."""
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    requested, errors = [], []
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith(("file:", "data:"))
+            else (requested.append(route.request.url), route.abort())
+        ),
+    )
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)  # an onerror would have run by now
+        assert requested == [] and errors == [], f"offline, the feedback page asked for {requested} ({errors})"
+        assert page.evaluate("() => window.studentScript ?? null") is None, "a student's script ran in the feedback"
+        answer = page.locator(".cell", has_text="every term of the row is multiplied").first
+        formulas = answer.evaluate("""cell => [...cell.querySelectorAll('math')].map(m => {
+            const box = m.getBoundingClientRect();
+            return {display: m.getAttribute('display'), width: box.width, height: box.height};
+        })""")
+        # three formulas become MathML (one displayed); the hostile fourth, which the converter cannot read,
+        # stays as its TeX in a code span, as written
+        assert len(formulas) >= 3 and any(f["display"] == "block" for f in formulas), formulas
+        assert all(f["width"] > 5 and f["height"] > 5 for f in formulas), f"a formula is not drawn: {formulas}"
+        text = answer.inner_text()
+        assert "\\frac" not in text and "\\max" not in text and "$$" not in text, f"TeX shown as text: {text[:500]}"
+        assert page.evaluate("() => typeof window.MathJax") == "undefined"
+        answer.screenshot(path=str(screenshots / "feedback_written_answer.png"))
+        found = blocking(audit(page, "feedback-page", include=["body"]))
+        assert not found, described("the feedback page", found)
+    finally:
+        context.close()
+
+
 def _written_grade(course):
     with gradebook(course) as gb:
         notebook = gb.find_submission_notebook(A, A, "alice")
@@ -203,8 +245,10 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
         # feedback made from the formgrader (its "Generate Feedback") says the written answer is pending
         made = context.request.post(f"{lab.base_url}/formgrader/api/assignment/{A}/alice/generate_feedback")
         assert made.ok and made.json()["success"], made.text()
-        sent = (course.path("feedback", "alice", A) / f"{A}.html").read_text(encoding="utf-8")
+        sent_path = course.path("feedback", "alice", A) / f"{A}.html"
+        sent = sent_path.read_text(encoding="utf-8")
         assert "Score: pending / 2.0, not graded yet" in sent and "Written response</a> (Score: 0.0" not in sent
+        _check_feedback_page(browser, sent_path, screenshots)
 
         score.fill("1.5")
         score.press("Tab")  # formgrader saves a score on change, and moves to the next box
