@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import glob
 import os
 import time
@@ -37,7 +38,7 @@ import numpy as np
 
 from ._validate import whole_number
 from .grading import idle_while_grading
-from .tiled import blocked_causal_attention, causal_used_fraction, full_causal_attention, unmasked_full_attention
+from .tiled import UNMASKED_WAYS, blocked_causal_attention, causal_used_fraction, full_causal_attention, unmasked_way
 
 
 def _openblas():
@@ -108,7 +109,11 @@ def causal_attention_benchmark(
         full_seconds, unmasked_seconds, tiled_seconds   wall time of one call, the best of ``repeats``
         speedup                       full_seconds / tiled_seconds (against full-then-mask)
         speedup_over_unmasked         unmasked_seconds / tiled_seconds (against plain full attention)
+        unmasked_way                  which way of writing unmasked attention was fastest (the yardstick)
+        unmasked_seconds_by_way       the time of each way (tiled.UNMASKED_WAYS)
         theoretical_speedup           2n / (n + 1): all n² entries against the n(n+1)/2 that are used
+        tiling_ceiling                n² / the entries the tiled kernel computed: what skipping tiles can
+                                      save at this tile size (2 n_b / (n_b + 1) when B divides n)
         computed_fraction             entries the tiled kernel computed, over n²
         ideal_fraction                (n + 1) / (2n)
         causal_flops                  the arithmetic causal attention needs: 2(d + d_v) per used entry
@@ -181,7 +186,7 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
     a, b = (rng.standard_normal((MATMUL_SIZE, MATMUL_SIZE)).astype(dtype) for _ in range(2))
     versions = {
         "full": lambda: full_causal_attention(q, k, v),
-        "unmasked": lambda: unmasked_full_attention(q, k, v),
+        **{f"unmasked: {way}": functools.partial(unmasked_way(way, n), q, k, v) for way in UNMASKED_WAYS},
         "tiled": lambda: blocked_causal_attention(q, k, v, block),
         "matmul": lambda: a @ b,
     }
@@ -190,14 +195,18 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
 
     full_out, full_computed = full_causal_attention(q, k, v)  # warm-up, and the outputs to compare
     tiled_out, tiled_computed = blocked_causal_attention(q, k, v, block)
-    for version in ("unmasked", "matmul", "torch"):
-        if version in versions:
-            versions[version]()  # warm-up
+    for name, function in versions.items():
+        if name.startswith("unmasked") or name in ("matmul", "torch"):
+            function()  # warm-up
     times = {name: [] for name in versions}
     for _ in range(repeats):  # alternate, so all see the same machine
         for name, function in versions.items():
             times[name].append(_timed(function))
     seconds = {name: min(runs) for name, runs in times.items()}  # the run least disturbed by other work
+    # the yardstick: the fastest way of writing unmasked attention, on this machine, for this dtype and n
+    unmasked = {name.removeprefix("unmasked: "): t for name, t in seconds.items() if name.startswith("unmasked")}
+    yardstick = min(unmasked, key=unmasked.get)
+    seconds["unmasked"] = unmasked[yardstick]
 
     full_peak = peak_bytes(full_causal_attention, q, k, v)
     tiled_peak = peak_bytes(blocked_causal_attention, q, k, v, block)
@@ -217,7 +226,10 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
         "tiled_seconds": seconds["tiled"],
         "speedup": seconds["full"] / seconds["tiled"],
         "speedup_over_unmasked": seconds["unmasked"] / seconds["tiled"],
+        "unmasked_way": yardstick,
+        "unmasked_seconds_by_way": unmasked,
         "theoretical_speedup": 2 * n / (n + 1),
+        "tiling_ceiling": n * n / tiled_computed,
         "full_computed": int(full_computed),
         "tiled_computed": int(tiled_computed),
         "computed_fraction": tiled_computed / n**2,
@@ -236,19 +248,25 @@ def _measure(n, d, block, repeats, rng, threads, dtype, run_torch) -> dict:
 
 
 def format_benchmark(rows: list[dict]) -> str:
-    """The rows as a plain-text table (for the notebook and the bench command)."""
+    """The rows as a plain-text table (for the notebook and the bench command).
+
+    *vs unmasked* is the measured speedup over the fastest unmasked attention (*yardstick*: which way won);
+    *ceiling* is what this tiling can save at most, n² / computed entries; *2n/(n+1)* what any causal
+    kernel can save at most, were the diagonal tiles free.
+    """
     header = (
         f"{'dtype':>7} {'n':>5} {'full+mask':>10} {'unmasked':>9} {'tiled':>8} {'vs mask':>8} "
-        f"{'vs unmasked':>11} {'2n/(n+1)':>8} {'computed':>8} {'GFLOP/s':>7} {'of matmul':>9} "
-        f"{'tiled peak':>10} {'/ full':>7}"
+        f"{'vs unmasked':>11} {'ceiling':>8} {'2n/(n+1)':>8} {'computed':>8} {'GFLOP/s':>7} {'of matmul':>9} "
+        f"{'tiled peak':>10} {'/ full':>7}  yardstick"
     )
     lines = [header, f"{'':>13} {'(ms)':>10} {'(ms)':>9} {'(ms)':>8}"]
     for r in rows:
         lines.append(
             f"{r['dtype']:>7} {r['n']:>5} {r['full_seconds'] * 1e3:>10.1f} {r['unmasked_seconds'] * 1e3:>9.1f} "
             f"{r['tiled_seconds'] * 1e3:>8.1f} {r['speedup']:>7.2f}× {r['speedup_over_unmasked']:>10.2f}× "
-            f"{r['theoretical_speedup']:>7.3f}× {r['computed_fraction']:>8.1%} {r['tiled_gflops']:>7.1f} "
-            f"{r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB {r['memory_ratio']:>7.4f}"
+            f"{r['tiling_ceiling']:>7.3f}× {r['theoretical_speedup']:>7.3f}× {r['computed_fraction']:>8.1%} "
+            f"{r['tiled_gflops']:>7.1f} {r['roofline_fraction']:>9.0%} {r['tiled_peak_bytes'] / 2**20:>6.2f} MiB "
+            f"{r['memory_ratio']:>7.4f}  {r['unmasked_way']}"
         )
     return "\n".join(lines)
 

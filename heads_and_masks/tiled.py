@@ -8,6 +8,9 @@ softmax, so the n × n matrix never exists: memory is O(n · block).
 
 from __future__ import annotations
 
+import functools
+import time
+
 import numpy as np
 
 from ._guard import reference
@@ -81,33 +84,92 @@ def full_causal_attention(q, k, v):
     return (weights @ v).astype(dtype, copy=False), n * n
 
 
-def unmasked_full_attention(q, k, v):
+def unmasked_full_attention(q, k, v, exponent="exp", strip=None):
     """Plain attention with no mask, as fast as numpy does it: the yardstick a causal kernel must beat.
 
     Every query sees every key, so this is *not* causal attention; it is what a causal kernel saves
-    work against. One n × n score matrix in the inputs' float type, worked on in place (scale,
-    subtract the row maximum, exp), and the normalisation done on the (n, d_v) output, not on n².
+    work against, and it gets every trick the tiled kernel has. The scale 1/√d is folded into q (n × d
+    products, not a pass over n² scores); ``exponent="exp2"`` folds log2 e in as well and takes exp2,
+    as the tiled kernel does; ``strip`` (a number of queries) works on one strip of queries × all keys at
+    a time in one reused buffer, so the scores stay in the processor's cache, as the tiled kernel's
+    products do (None: the whole n × n matrix at once). Scores are worked on in place (row maximum,
+    exponent) and normalised on the (n, d_v) output, not on n². Which combination is fastest depends
+    on the processor (numpy's float32 exp is vectorised on some, its exp2 on others): the benchmark times
+    each (``UNMASKED_WAYS``) and compares the tiled kernel with the fastest.
     """
     q, k, v = _check_qkv(q, k, v)
     n, d = q.shape
     dtype = _common_float(q, k, v)
-    q, k, v = (x.astype(dtype, copy=False) for x in (q, k, v))
-    scores = q @ k.T  # (n, n)
-    scores *= dtype.type(1 / np.sqrt(d))
-    row_max = scores.max(axis=1, keepdims=True)  # (n, 1)
-    scores -= row_max
-    np.exp(scores, out=scores)  # unnormalised weights
-    row_sum = scores.sum(axis=1, keepdims=True)  # (n, 1)
-    out = scores @ v  # (n, d_v)
-    out /= row_sum
+    k, v = (x.astype(dtype, copy=False) for x in (k, v))
+    if exponent not in ("exp", "exp2"):
+        raise ValueError(f"exponent must be 'exp' or 'exp2', got {exponent!r}")
+    base_change = LOG2_E if exponent == "exp2" else 1.0  # exp(x) = 2 ** (x · log2 e)
+    q_scaled = q.astype(dtype, copy=False) * dtype.type(base_change / np.sqrt(d))  # (n, d)
+    power = np.exp2 if exponent == "exp2" else np.exp
+    rows = n if strip is None else whole_number("strip", strip, minimum=1)
+    out = np.empty((n, v.shape[1]), dtype=dtype)
+    scores_memory = np.empty(min(rows, n) * n, dtype=dtype)  # one strip of scores, reused
+    for start in range(0, n, rows):
+        end = min(start + rows, n)
+        scores = scores_memory[: (end - start) * n].reshape(end - start, n)  # (R, n)
+        np.matmul(q_scaled[start:end], k.T, out=scores)
+        scores -= scores.max(axis=1, keepdims=True)
+        power(scores, out=scores)  # unnormalised weights
+        row_sum = scores.sum(axis=1, keepdims=True)  # (R, 1)
+        np.matmul(scores, v, out=out[start:end])  # (R, d_v)
+        out[start:end] /= row_sum
     return out
+
+
+# The ways the yardstick can be written, all timed by the benchmark: (exponent, in strips of queries). The
+# fastest is the yardstick on that machine, for that float type and n.
+UNMASKED_WAYS = {
+    "exp": ("exp", False),
+    "exp2": ("exp2", False),
+    "exp, strips": ("exp", True),
+    "exp2, strips": ("exp2", True),
+}
+
+
+def unmasked_strip_rows(n: int) -> int:
+    """Queries per strip for the yardstick in strips: as many scores as one of the tiled kernel's products
+    at B = 128 (128 × KEY_CHUNK), so both keep about the same amount of scores in cache."""
+    return max(1, (128 * KEY_CHUNK) // max(n, 1))
+
+
+def unmasked_way(name: str, n: int):
+    """The function that computes unmasked attention the way called ``name`` (of UNMASKED_WAYS) at length n."""
+    exponent, in_strips = UNMASKED_WAYS[name]
+    strip = unmasked_strip_rows(n) if in_strips else None
+    return lambda q, k, v: unmasked_full_attention(q, k, v, exponent=exponent, strip=strip)
 
 
 # The kernel multiplies a strip of ``block`` queries by several key tiles at once, up to about this
 # many keys: one large matrix product runs far faster than many small ones (and one numpy call costs
 # microseconds of Python), while block × KEY_CHUNK scores still fit in the processor's cache.
 KEY_CHUNK = 1024
-LOG2_E = 1.4426950408889634  # exp(x) = 2 ** (x · log2 e); numpy's exp2 is about twice as fast as exp in float32
+LOG2_E = 1.4426950408889634  # exp(x) = 2 ** (x · log2 e)
+
+
+@functools.cache
+def fastest_exponent(dtype) -> str:
+    """ "exp" or "exp2": whichever numpy computes faster here for ``dtype``, timed once on a block of scores.
+
+    Which wins depends on the processor and the float type (numpy vectorises each with the instructions
+    it finds): float32 exp2 was 1.4-1.8× faster than exp on one machine, and exp 1.2× faster than exp2 on
+    another. The kernel takes the faster, as the yardstick does (``UNMASKED_WAYS``).
+    """
+    scores = -np.abs(np.random.default_rng(0).standard_normal((128, KEY_CHUNK))).astype(dtype)
+    work = np.empty_like(scores)
+    seconds = {}
+    for name, power in (("exp", np.exp), ("exp2", np.exp2)):
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            power(scores, out=work)
+            runs.append(time.perf_counter() - start)
+        seconds[name] = min(runs)
+    return min(seconds, key=seconds.get)
 
 
 @reference
@@ -130,7 +192,10 @@ def blocked_causal_attention(q, k, v, block):
     q, k, v = (x.astype(dtype, copy=False) for x in (q, k, v))
     out = np.empty((n, d_v), dtype=dtype)
     keys_per_product = block * max(1, KEY_CHUNK // block)  # whole tiles
-    scale = dtype.type(LOG2_E / np.sqrt(d))  # scores in base 2: exp2 of them is exp of the usual ones
+    exponent = fastest_exponent(dtype)
+    power = np.exp2 if exponent == "exp2" else np.exp
+    # the scale folded into q; for exp2 the scores are in base 2 (exp2 of them is exp of the usual ones)
+    scale = dtype.type((LOG2_E if exponent == "exp2" else 1.0) / np.sqrt(d))
     future = np.triu(np.ones((block, block), dtype=bool), k=1)  # inside a diagonal tile: key after query
     scores_memory = np.empty(min(block, n) * min(keys_per_product, n), dtype=dtype)  # reused by every product
     computed = 0
@@ -149,9 +214,9 @@ def blocked_causal_attention(q, k, v, block):
             if k_end == q_end:  # the group ends with the diagonal tile: hide the keys after each query
                 np.copyto(scores[:, q_start - k_start :], -np.inf, where=future[:rows, :rows])
             new_max = np.maximum(running_max, scores.max(axis=1, keepdims=True))  # finite: every row has a key
-            rescale = np.exp2(running_max - new_max)  # shrink what was summed under the old maximum
+            rescale = power(running_max - new_max)  # shrink what was summed under the old maximum
             scores -= new_max
-            probs = np.exp2(scores, out=scores)  # in place; exactly 0 where masked
+            probs = power(scores, out=scores)  # in place; exactly 0 where masked
             running_sum *= rescale
             running_sum += probs.sum(axis=1, keepdims=True)
             acc *= rescale

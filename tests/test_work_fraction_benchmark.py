@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import heads_and_masks as hm
+from heads_and_masks import tiled
 from heads_and_masks.benchmarks import (
     blas_threads,
     causal_attention_benchmark,
@@ -29,6 +30,9 @@ FIELDS = {
     "speedup",
     "speedup_over_unmasked",
     "theoretical_speedup",
+    "tiling_ceiling",
+    "unmasked_way",
+    "unmasked_seconds_by_way",
     "full_computed",
     "tiled_computed",
     "computed_fraction",
@@ -64,6 +68,10 @@ def test_times_and_speedup_are_consistent(rows):
         assert math.isclose(r["speedup"], r["full_seconds"] / r["tiled_seconds"])
         assert r["unmasked_seconds"] > 0
         assert math.isclose(r["speedup_over_unmasked"], r["unmasked_seconds"] / r["tiled_seconds"])
+        # the yardstick is the fastest of every way of writing unmasked attention, timed in the same run
+        assert set(r["unmasked_seconds_by_way"]) == set(tiled.UNMASKED_WAYS)
+        assert r["unmasked_seconds"] == min(r["unmasked_seconds_by_way"].values())
+        assert r["unmasked_seconds_by_way"][r["unmasked_way"]] == r["unmasked_seconds"]
         assert r["torch_seconds"] is None and r["tiled_over_torch"] is None  # not asked for
 
 
@@ -98,6 +106,10 @@ def test_work_fields_follow_the_formulas(rows):
     for r in rows:
         n = r["n"]
         assert math.isclose(r["theoretical_speedup"], 2 * n / (n + 1))
+        assert math.isclose(r["tiling_ceiling"], n * n / r["tiled_computed"])
+        n_b = n // r["block"]
+        if n % r["block"] == 0:  # whole tiles: the ceiling is 2 n_b / (n_b + 1), below 2n / (n + 1)
+            assert math.isclose(r["tiling_ceiling"], 2 * n_b / (n_b + 1)) and r["tiling_ceiling"] < 2 * n / (n + 1)
         assert math.isclose(r["ideal_fraction"], (n + 1) / (2 * n))
         assert r["full_computed"] == n * n
         assert r["tiled_computed"] == hm.tiled_computed_entries(n, r["block"])

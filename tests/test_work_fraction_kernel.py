@@ -88,6 +88,35 @@ def test_unmasked_full_attention_sees_every_key():
     assert np.allclose(unmasked[-1], causal_by_hand(q, k, v)[-1])  # the last query sees every key either way
 
 
+@pytest.mark.parametrize("way", list(tiled.UNMASKED_WAYS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_every_way_of_the_yardstick_is_plain_attention(way, dtype):
+    """Each way the benchmark may pick as its yardstick computes the same attention (n not a multiple of
+    the strip: the last strip is short)."""
+    n = 2 * tiled.unmasked_strip_rows(700) + 5
+    q, k, v = (RNG.normal(size=(n, 16)).astype(dtype) for _ in range(3))
+    expected = hm.attention(*(x.astype(np.float64) for x in (q, k, v)))
+    out = tiled.unmasked_way(way, n)(q, k, v)
+    assert out.dtype == dtype
+    assert np.allclose(out, expected, atol=2e-5 if dtype == np.float32 else 1e-12), way
+
+
+def test_the_yardstick_refuses_an_unknown_exponent():
+    q = RNG.normal(size=(4, 2))
+    with pytest.raises(ValueError, match="exp2"):
+        tiled.unmasked_full_attention(q, q, q, exponent="expm1")
+
+
+@pytest.mark.parametrize("exponent", ["exp", "exp2"])
+def test_the_tiled_kernel_agrees_whichever_exponent_is_faster_here(exponent, monkeypatch):
+    asked = []
+    monkeypatch.setattr(tiled, "fastest_exponent", lambda dtype: asked.append(dtype) or exponent)
+    q, k, v = (RNG.normal(size=(150, 8)).astype(np.float32) for _ in range(3))
+    out, _ = hm.blocked_causal_attention(q, k, v, 32)
+    assert asked == [np.float32]  # the kernel took the exponent from here
+    assert np.allclose(out, causal_by_hand(q, k, v), atol=2e-5)
+
+
 def test_mixed_and_integer_inputs_use_their_common_float_type():
     n = 10
     q32, k64, v = RNG.normal(size=(n, 4)).astype(np.float32), RNG.normal(size=(n, 4)), RNG.normal(size=(n, 2))

@@ -64,7 +64,9 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
     torch = torch_version()
     lines = [
         "Versions: *full-then-mask* (every score, then the mask), *unmasked* (plain full attention with no "
-        "mask, numpy's best: the yardstick), *tiled* (`blocked_causal_attention`, block = 128), each in the "
+        "mask, the yardstick: the fastest of its ways, each with the tiled kernel's tricks (scale folded into "
+        "q, exp or exp2, the whole matrix or strips of queries that stay in cache), timed in the same run; "
+        "*way* names the winner), *tiled* (`blocked_causal_attention`, block = 128), each in the "
         "inputs' float type; *matmul*: a plain square product of "
         f"{MATMUL_SIZE} × {MATMUL_SIZE} matrices of the same type, measured in the same run. GFLOP/s count the "
         "causal work, 2(d + d_v) per used entry n(n+1)/2. Each time is the fastest of "
@@ -76,9 +78,9 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
         ),
         "",
         "| dtype | n | full-then-mask (ms) | unmasked (ms) | tiled (ms) | torch (ms) | tiled vs full-then-mask | "
-        "tiled vs unmasked | theory 2n/(n+1) | computed fraction | tiled GFLOP/s | matmul GFLOP/s | "
-        "of matmul | tiled / torch | full peak (MB) | tiled peak (MB) | memory ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "tiled vs unmasked | way | tiling's ceiling n²/computed | any causal kernel's 2n/(n+1) | computed fraction | "
+        "tiled GFLOP/s | matmul GFLOP/s | of matmul | tiled / torch | full peak (MB) | tiled peak (MB) | memory ratio |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ok, every_row = [], []
     for dtype in ("float32", "float64"):
@@ -92,7 +94,8 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
             lines.append(
                 f"| {dtype} | {row['n']} | {row['full_seconds'] * 1000:.1f} | {row['unmasked_seconds'] * 1000:.1f} | "
                 f"{row['tiled_seconds'] * 1000:.1f} | {torch_ms} | {row['speedup']:.2f}× | "
-                f"{row['speedup_over_unmasked']:.2f}× | {row['theoretical_speedup']:.3f}× | "
+                f"{row['speedup_over_unmasked']:.2f}× | {row['unmasked_way']} | {row['tiling_ceiling']:.3f}× | "
+                f"{row['theoretical_speedup']:.3f}× | "
                 f"{row['computed_fraction']:.4f} | {row['tiled_gflops']:.1f} | {row['matmul_gflops']:.1f} | "
                 f"{row['roofline_fraction']:.2f} | {over_torch} | {row['full_peak_bytes'] / 1e6:.1f} | "
                 f"{row['tiled_peak_bytes'] / 1e6:.2f} | {row['memory_ratio']:.4f} |"
@@ -110,7 +113,8 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
             ),
             Check(
                 f"{where}: tiled speedup over unmasked full attention",
-                f"{last['speedup_over_unmasked']:.2f}×",
+                f"{last['speedup_over_unmasked']:.2f}× ({last['speedup_over_unmasked'] / last['tiling_ceiling']:.0%} "
+                f"of the tiling's ceiling {last['tiling_ceiling']:.3f}×; yardstick: {last['unmasked_way']})",
                 f"≥ {TARGETS['causal_speedup_over_unmasked']}×",
                 last["speedup_over_unmasked"] >= TARGETS["causal_speedup_over_unmasked"],
             ),
@@ -158,15 +162,18 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
     lines.append(
         "\nAgainst full-then-mask the speedup exceeds 2n/(n+1): that version also masks all n² entries "
         "(np.where, exp over the whole matrix) and allocates several n × n arrays. The honest comparison is "
-        "with unmasked full attention, which does only the arithmetic of attention, once: the tiled kernel "
-        "does a computed fraction of it, about half at large n."
+        "with unmasked full attention, which does only the arithmetic of attention, once, written as fast as "
+        "numpy allows. Two ceilings bound what the tiled kernel can gain over it: *the tiling's*, n² over the "
+        "entries it computes (2 n_b / (n_b + 1) for n_b tiles a side: the diagonal tiles are computed whole), "
+        "and *any causal kernel's*, 2n/(n+1) (only the n(n+1)/2 used entries computed). The first is the one "
+        "this kernel can reach; the gap to it is the cost of the online softmax's extra passes."
     )
-    beyond = [f"{r['dtype']} n = {r['n']}" for r in every_row if r["speedup_over_unmasked"] > r["theoretical_speedup"]]
+    beyond = [f"{r['dtype']} n = {r['n']}" for r in every_row if r["speedup_over_unmasked"] > r["tiling_ceiling"]]
     if beyond:
         lines.append(
-            f"\nWhere the tiled kernel beats unmasked full attention by more than 2n/(n+1) ({', '.join(beyond)}), "
-            "the difference is memory, not arithmetic: the unmasked version streams an n × n matrix through "
-            "memory several times, while the tiled kernel's scores stay in the processor's cache."
+            f"\nWhere the tiled kernel beats unmasked full attention by more than its tiling's ceiling "
+            f"({', '.join(beyond)}), the difference is memory, not arithmetic: even in strips, the yardstick "
+            "passes over its scores more times than the tiled kernel's cached blocks."
         )
     return lines, ok
 
