@@ -1,6 +1,7 @@
 """An exercise that still holds its stub (`raise NotImplementedError()`) is "not written yet".
 
-Every check says so in one line on stderr and returns without raising: JupyterLab's Run All goes on to
+Every check says so in one message on stderr, broken between words into lines that fit JupyterLab's column
+on a laptop (``OUTPUT_COLUMNS``), and returns without raising: JupyterLab's Run All goes on to
 the next cell (it stops only on an error), while nbgrader gives the test cell no points (it counts
 stderr as a failure). Functions are defined here as a notebook cell defines them, in a namespace
 called ``__main__``; the untouched notebooks themselves are run in test_notebooks.py.
@@ -18,6 +19,7 @@ import pytest
 
 import heads_and_masks.checks as checks_package
 from heads_and_masks.checks import CheckFailed
+from heads_and_masks.checks.core import OUTPUT_COLUMNS
 from heads_and_masks.checks.heads import check_multi_head_attention
 from heads_and_masks.checks.start_here import check_attention
 
@@ -42,12 +44,18 @@ def cell(source: str, **names) -> dict:
     return namespace
 
 
+def said(err: str) -> str:
+    """The one message a check wrote to stderr: each of its lines fits OUTPUT_COLUMNS; joined with spaces."""
+    assert err.endswith("\n") and all(len(line) <= OUTPUT_COLUMNS for line in err.splitlines()), err
+    return " ".join(err.split())
+
+
 def test_every_check_module_is_found():
     assert len(CHECKS) >= 30, [name for name, _ in CHECKS]
 
 
 @pytest.mark.parametrize(("name", "check"), CHECKS, ids=[name for name, _ in CHECKS])
-def test_a_stub_is_not_written_yet_in_one_line_on_stderr(name, check, capfd):
+def test_a_stub_is_not_written_yet_in_one_message_on_stderr(name, check, capfd):
     stub = cell("""
         def answer(*args, **kwargs):
             # YOUR CODE HERE
@@ -55,7 +63,7 @@ def test_a_stub_is_not_written_yet_in_one_line_on_stderr(name, check, capfd):
     """)["answer"]
     assert check(stub) is None, f"{name} raised instead of reporting the stub"
     out, err = capfd.readouterr()
-    assert err == f"✗ `answer` is not written yet: {REPLACE}\n"
+    assert said(err) == f"✗ `answer` is not written yet: {REPLACE}"
     assert out == "", f"{name} printed something for an unwritten exercise: {out!r}"
 
 
@@ -69,9 +77,9 @@ def test_a_function_calling_an_unwritten_one_names_the_one_to_write(capfd):
             return split_heads(x @ w_q, h)
     """)
     check_multi_head_attention(namespace["multi_head_attention"])
-    assert capfd.readouterr().err == (
+    assert said(capfd.readouterr().err) == (
         "✗ `multi_head_attention` cannot be checked yet: it calls `split_heads`, which is not written yet "
-        f"(in `split_heads`, {REPLACE})\n"
+        f"(in `split_heads`, {REPLACE})"
     )
 
 
@@ -81,8 +89,8 @@ def test_a_stub_raised_with_words_of_the_learner_is_not_finished(capfd):
             raise NotImplementedError("masks come later")
     """)["attention"]
     check_attention(attention)
-    err = capfd.readouterr().err
-    assert err.count("\n") == 1 and "`attention` is not finished" in err and "masks come later" in err, err
+    err = said(capfd.readouterr().err)
+    assert "`attention` is not finished" in err and "masks come later" in err, err
 
 
 def refuses_in_words(*args):

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import math
 import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -105,7 +106,7 @@ def exercise_check(function):
                 _simplefilter("ignore")
                 result = function(*args, **kwargs)
         except NotImplementedError as error:  # from the learner's code: call() reports a library's as a crash
-            print(not_written_yet(args[0] if args else None, error), file=sys.stderr)
+            print(_between_words(not_written_yet(args[0] if args else None, error)), file=sys.stderr)
             _unwritten.append(_name_of(args[0] if args else None))
             return None
         except CheckFailed as failure:
@@ -171,6 +172,18 @@ def _raised_by_a_library(error: NotImplementedError) -> bool:
     """A library refusing an input in words (not the learner's stub, which raises it bare in ``__main__``)."""
     frame = _raising_frame(error)
     return frame is not None and frame.f_globals.get("__name__") != "__main__" and bool(str(error))
+
+
+# JupyterLab shows stderr with `word-break: break-all`: a line longer than the output's column is cut at any
+# character ("your co / de"). At 1100 px with the file browser open the column holds 84 characters of output
+# (tests/browser/test_browser_not_written_yet.py), so the message is broken between words at 72.
+OUTPUT_COLUMNS = 72
+_wrap = textwrap.wrap
+
+
+def _between_words(message: str) -> str:
+    """``message`` broken into lines of at most OUTPUT_COLUMNS characters, only between words."""
+    return "\n".join(_wrap(message, OUTPUT_COLUMNS, break_long_words=False, break_on_hyphens=False))
 
 
 def not_written_yet(function, error: NotImplementedError) -> str:
