@@ -4,6 +4,7 @@
 # and, for authors and instructors:
 #   make notebooks   regenerate solutions/ and notebooks/ from authoring/ (deterministic)
 #   make bench       measure what the course promises (speed, memory, widget latency, grading throughput)
+#   make bench-torch  optional: PyTorch in the environment, so the bench compares with its causal SDPA
 #   make instructor-lab   JupyterLab with nbgrader's instructor tools (Formgrader, Create Assignment)
 #   make explore     every notebook's widget on a page without code (Voilà), e.g. for a lecture
 #   make hub         a class on this machine: the course's JupyterHub (as root; docs/jupyterhub.md)
@@ -30,7 +31,7 @@ endif
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: lab instructor-lab test notebooks bench env explore
+.PHONY: lab instructor-lab test notebooks bench bench-torch env explore
 
 env: $(STAMP)
 
@@ -68,6 +69,10 @@ notebooks: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py $(BENCH_ARGS)
+
+# Optional: PyTorch beside the course's packages, so `make bench` also compares with its causal SDPA.
+bench-torch: $(STAMP)
+	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-bench.txt
 
 # For instructors (docs/instructors.md). ASSIGNMENT=00_start_here; SOURCE=exchange, a .zip from the
 # LMS, or a folder <student>/<assignment>/...; the exchange is nbgrader's Exchange.root (its configuration,

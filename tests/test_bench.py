@@ -100,3 +100,30 @@ def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone()
     assert 0.75 <= shared <= 1.25, f"two processes on one core did {shared:.2f} cores' worth of work"
     alone = machine_capacity(1, seconds=0.5)
     assert 0.75 <= alone <= 1.25, f"one process did {alone:.2f} cores' worth of its own work"
+
+
+def test_a_section_measured_alone_replaces_only_its_own_section_and_rows(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "benchmarks.md").write_text(
+        "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n"
+        "| fast thing | 1.0× | ≥ 1.8× | MISSED |\n| other thing | 3 s | ≤ 5 s | met |\n\n"
+        "## Causal\n\nold table\n\n## Widgets\n\nwidget table\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "README.md").write_text(
+        f"intro\n{bench.README_BEGIN}\n| fast thing | 1.0× | ≥ 1.8× | MISSED |\n{bench.README_END}\nend\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    checks = [bench.Check("fast thing", "2.0×", "≥ 1.8×", True)]
+    bench.write_sections("Measured now.", ["Causal"], ["## Causal", "", "new table", ""], checks)
+    text = (docs / "benchmarks.md").read_text(encoding="utf-8")
+    assert "| fast thing | 2.0× | ≥ 1.8× | met |" in text and "| other thing | 3 s | ≤ 5 s | met |" in text
+    assert "new table" in text and "old table" not in text and "Re-measured alone: Measured now." in text
+    assert "## Widgets\n\nwidget table" in text  # the other sections stay as the last full run left them
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert (
+        "| fast thing | 2.0× | ≥ 1.8× | met |" in readme and readme.startswith("intro\n") and readme.endswith("end\n")
+    )
+    assert "Re-measured alone (Causal): Measured now." in readme  # the rows' date, where the block's differs

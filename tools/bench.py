@@ -1,7 +1,8 @@
 """Measure what the course promises, on this machine, in one run (what `make bench` runs).
 
     python tools/bench.py                  every section, prints a table, writes docs/benchmarks.md
-    python tools/bench.py --only causal    one section (causal, widgets, course, training, grading)
+    python tools/bench.py --only causal    one section (causal, widgets, course, training, grading); writes
+                                           its section and summary rows into docs/benchmarks.md
     python tools/bench.py --quick          fewer repetitions and smaller sizes (a smoke run)
     python tools/bench.py --only grading --grading-n 3 [--assignment 03_causal_mask]
                                            grading: plain nbgrader vs the pipeline, N submissions each
@@ -74,7 +75,7 @@ def section_causal(quick: bool) -> tuple[list[str], list[Check]]:
         + (
             f"*torch*: PyTorch {torch}'s causal `scaled_dot_product_attention` (one thread)."
             if torch
-            else "PyTorch is not installed here: the comparison with it is skipped."
+            else "PyTorch is not installed here: the comparison with it is skipped (`make bench-torch` installs it)."
         ),
         "",
         "| dtype | n | full-then-mask (ms) | unmasked (ms) | tiled (ms) | torch (ms) | tiled vs full-then-mask | "
@@ -515,6 +516,41 @@ def write_readme(header: str, checks: list[Check], path: Path = REPO / "README.m
     path.write_text(before + "\n".join(block) + after, encoding="utf-8")
 
 
+def _replace_rows(table_text: str, checks: list[Check]) -> str:
+    """``table_text`` with the summary row of each of ``checks`` (found by its promise) replaced by this run's."""
+    rows = {c.what: line for c, line in zip(checks, summary(checks)[2:], strict=True)}
+    lines = table_text.split("\n")
+    for index, line in enumerate(lines):
+        cells = line.split(" | ")
+        if line.startswith("| ") and cells[0][2:] in rows:
+            lines[index] = rows.pop(cells[0][2:])
+    return "\n".join(lines)
+
+
+def write_sections(header: str, titles: list[str], sections: list[str], checks: list[Check]) -> None:
+    """A run of some sections only (``--only``): each of its sections in docs/benchmarks.md, and its rows of
+    the summaries there and in README, replaced by this run's; the rest stays from the last full run. Each
+    section re-measured says when and how loaded the machine was, in its first line."""
+    docs = REPO / "docs" / "benchmarks.md"
+    text = docs.read_text(encoding="utf-8")
+    for title in titles:
+        start = text.index(f"## {title}\n")
+        end = text.find("\n## ", start + 1)
+        end = len(text) if end < 0 else end + 1
+        body = sections[sections.index(f"## {title}") + 2 :]
+        body = body[: next((i for i, line in enumerate(body) if line.startswith("## ")), len(body))]
+        text = text[:start] + "\n".join([f"## {title}", "", f"Re-measured alone: {header}", "", *body]) + text[end:]
+    docs.write_text(_replace_rows(text, checks), encoding="utf-8")
+    readme = REPO / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    before, rest = text.split(README_BEGIN, 1)
+    block, after = rest.split(README_END, 1)
+    block = _replace_rows(block, checks).rstrip("\n").split("\n")
+    block = [line for line in block if not line.startswith("Re-measured alone")]  # the last partial run's note
+    block += ["", f"Re-measured alone ({', '.join(titles)}): {header}", ""]
+    readme.write_text(before + README_BEGIN + "\n".join(block) + README_END + after, encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
@@ -558,7 +594,10 @@ def main() -> int:
         report = [
             "# Benchmarks",
             "",
-            "Printed by `make bench` (tools/bench.py), which also wrote this file.",
+            "Printed by `make bench` (tools/bench.py), which also wrote this file. The comparison with PyTorch's "
+            "causal `scaled_dot_product_attention` is optional: `make bench-torch` installs PyTorch "
+            "(`requirements-bench.txt`, from PyPI) beside the course's packages; learners and `make test` never "
+            "need it.",
             "",
             header,
             "",
@@ -571,6 +610,9 @@ def main() -> int:
         (REPO / "docs" / "benchmarks.md").write_text("\n".join(report), encoding="utf-8")
         write_readme(header, checks)
         print("\nwrote docs/benchmarks.md and the benchmark block of README.md")
+    elif not args.no_write and not args.quick:
+        write_sections(header, [SECTIONS[key][0] for key in chosen], sections, checks)
+        print("\nwrote this run's sections and summary rows into docs/benchmarks.md and README.md")
     all_ok = all(c.ok for c in checks if not c.skipped)
     if not checks:
         print("\nno target is checked by this selection (a quick run stops below n = 4096)", flush=True)
