@@ -14,9 +14,7 @@ instructor's Formgrader and Create Assignment are left out. The terminals of the
 environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
 
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
-run from ``autograde/`` so that they use the course's configuration (docs/instructors.md). Its
-layout (open tabs, the file browser's folder) is kept in ``autograde/lab-workspaces/``, apart from the
-learner's: it never reopens a learner's notebook, nor starts that notebook's kernel.
+run from ``autograde/`` so that they use the course's configuration (docs/instructors.md).
 """
 
 from __future__ import annotations
@@ -36,10 +34,6 @@ START = f"{WORK}/00_start_here/00_start_here.ipynb"
 LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
 # the instructor's: nbconvert templates for the formgrader (MathJax from this server, not a CDN)
 INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
-# The instructor's lab keeps its layout here, apart from the learner's (JupyterLab's workspaces folder, by
-# default one per user): sharing it, `make instructor-lab` reopened the learner's last notebook and started
-# its kernel. Runtime, never committed.
-INSTRUCTOR_WORKSPACES = REPO / "autograde" / "lab-workspaces"
 
 
 def copy_missing_notebooks(work: Path) -> list[str]:
@@ -90,8 +84,6 @@ def lab_command(extra: list[str], instructor: bool = False) -> list[str]:
             # "/" and the URLs JupyterLab prints open the first notebook, not the Launcher
             f"--LabApp.default_url={start_path()}",
         ]
-    else:
-        command.append(f"--LabApp.workspaces_dir={INSTRUCTOR_WORKSPACES}")
     command += [
         # this script opens the browser, once the server is up, at the URL it prints (see notebook_url)
         "--no-browser",
