@@ -16,6 +16,7 @@ What the learner sees in the browser is in browser/test_browser_lab.py.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -172,3 +173,64 @@ def test_the_instructors_lab_has_formgrader_on_the_course_configuration(tmp_path
         output = lab.stop()
     assert "No nbgrader_config.py" not in output, output[-3000:]
     assert not (root / "my-work").exists(), "the instructor's lab copied the student notebooks into my-work/"
+
+
+def test_the_instructors_lab_does_not_reopen_the_learners_notebook(tmp_path: Path):
+    """Issue 43, item 10: `make instructor-lab` restored the learner's last layout (same workspace), so it
+    reopened their notebook and started its kernel. JupyterLab's front end restores exactly the workspace
+    the server sends for /lab (``/lab/api/workspaces/default``): the instructor's must be its own."""
+    from jupyterlab_server.workspaces_handler import WorkspacesManager
+
+    learners_notebook = f"notebook:{START}"
+    learners_layout = {
+        "data": {
+            "layout-restorer:data": {
+                "main": {"dock": {"type": "tab-area", "currentIndex": 0, "widgets": [learners_notebook]}}
+            },
+            learners_notebook: {"data": {"path": START, "factory": "Notebook"}},
+        },
+        "metadata": {"id": "default"},
+    }
+    root = copy_repository_layout(tmp_path / "repo", instructor=True)
+    lab = LabProcess(root, runtime=tmp_path / "runtime", arguments=("--instructor",))
+    # where the learner's `make lab` keeps its workspaces (LabProcess gives both labs this user folder)
+    learners_workspaces = tmp_path / "jupyter-user" / "workspaces"
+    learners_workspaces.mkdir(parents=True)
+    WorkspacesManager(learners_workspaces).save("default", json.dumps(learners_layout))
+    lab.start()
+    try:
+        lab.wait_for_output("JupyterLab is running")
+        status, workspace = lab.api("/lab/api/workspaces/default")
+        assert status == 200, workspace
+        restored = json.dumps(workspace)
+        assert START not in restored, f"the instructor's lab would reopen the learner's notebook: {restored}"
+        status, sessions = lab.api("/api/sessions")
+        assert status == 200 and sessions == [], f"kernels started in the instructor's lab: {sessions}"
+    finally:
+        lab.stop()
+    learners_files = [path.read_text() for path in learners_workspaces.iterdir()]
+    assert any(START in text for text in learners_files), "the learner's workspace was changed"
+
+
+def test_the_learners_copies_say_what_their_kernel_will_say_of_its_language(tmp_path: Path):
+    """JupyterLab writes the kernel's ``language_info`` into a notebook's metadata as the kernel comes up, and a
+    notebook whose metadata changes opens marked modified, untouched. The copies `make lab` makes must already
+    hold, word for word, what a real kernel of this environment replies (tests/browser/test_browser_untouched.py
+    checks the tab itself)."""
+    from jupyter_client.manager import start_new_kernel
+
+    from lab import copy_missing_notebooks
+
+    copied = copy_missing_notebooks(tmp_path / "my-work")
+    assert sorted(copied) == sorted(ASSIGNMENTS)
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        reply = client.kernel_info(reply=True, timeout=60)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    replied = reply["content"]["language_info"]
+    for assignment in ASSIGNMENTS:
+        notebook = nbformat.read(tmp_path / "my-work" / assignment / f"{assignment}.ipynb", as_version=4)
+        written = notebook.metadata.get("language_info")
+        assert written == replied, f"{assignment}: the copy says {written}, the kernel replies {replied}"

@@ -14,7 +14,9 @@ instructor's Formgrader and Create Assignment are left out. The terminals of the
 environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
 
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
-run from ``autograde/`` so that they use the course's configuration (docs/instructors.md).
+run from ``autograde/`` so that they use the course's configuration (docs/instructors.md). Its
+layout (open tabs, the file browser's folder) is kept in ``autograde/lab-workspaces/``, apart from the
+learner's: it never reopens a learner's notebook, nor starts that notebook's kernel.
 """
 
 from __future__ import annotations
@@ -34,13 +36,43 @@ START = f"{WORK}/00_start_here/00_start_here.ipynb"
 LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
 # the instructor's: nbconvert templates for the formgrader (MathJax from this server, not a CDN)
 INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
+# The instructor's lab keeps its layout here, apart from the learner's (JupyterLab's workspaces folder, by
+# default one per user): sharing it, `make instructor-lab` reopened the learner's last notebook and started
+# its kernel. Runtime, never committed.
+INSTRUCTOR_WORKSPACES = REPO / "autograde" / "lab-workspaces"
+
+
+def kernel_language_info() -> dict:
+    """What this environment's kernel says of its language when JupyterLab connects to it, word for word.
+
+    JupyterLab writes the kernel's ``language_info`` into the notebook's metadata as soon as the kernel is
+    up, and a notebook whose metadata changes is marked modified: a copy carrying only what the committed
+    notebook says (``{"name": "python"}``: the repository cannot know which Python each machine has)
+    would open "modified", untouched, and ask to be saved on close. The lab's kernel is ipykernel on this
+    very Python, so its class attribute is what it will reply.
+    """
+    from ipykernel.ipkernel import IPythonKernel
+
+    return json.loads(json.dumps(IPythonKernel.language_info))  # a plain copy, as it travels in the reply
+
+
+def copy_assignment(source: Path, target: Path) -> None:
+    """One assignment's folder copied into the learner's work, its notebooks told of the kernel that runs them."""
+    import nbformat
+
+    shutil.copytree(source, target)
+    language_info = kernel_language_info()
+    for path in sorted(target.rglob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        notebook.metadata["language_info"] = language_info
+        nbformat.write(notebook, path)
 
 
 def copy_missing_notebooks(work: Path) -> list[str]:
     copied = []
     for assignment in sorted((REPO / "notebooks").iterdir()):
         if assignment.is_dir() and not (work / assignment.name).exists():
-            shutil.copytree(assignment, work / assignment.name)
+            copy_assignment(assignment, work / assignment.name)
             copied.append(assignment.name)
     return copied
 
@@ -84,6 +116,8 @@ def lab_command(extra: list[str], instructor: bool = False) -> list[str]:
             # "/" and the URLs JupyterLab prints open the first notebook, not the Launcher
             f"--LabApp.default_url={start_path()}",
         ]
+    else:
+        command.append(f"--LabApp.workspaces_dir={INSTRUCTOR_WORKSPACES}")
     command += [
         # this script opens the browser, once the server is up, at the URL it prints (see notebook_url)
         "--no-browser",

@@ -119,10 +119,13 @@ class LabServer:
         return self.root / kind / assignment / f"{assignment}.ipynb"
 
     def copy_course(self, assignments: dict[str, list[str]]) -> None:
+        from lab import copy_assignment  # the student's copy as `make lab` makes it in my-work/
+
         sources = {"student": self.repo / "notebooks", "solution": self.repo / "solutions"}
         for kind, names in assignments.items():
+            copy = copy_assignment if kind == "student" else shutil.copytree
             for name in names:
-                shutil.copytree(sources[kind] / name, self.root / kind / name)
+                copy(sources[kind] / name, self.root / kind / name)
 
     def start(self, timeout: float = 180.0) -> None:
         dirs = {name: self.folder / name for name in ("config", "data", "settings", "workspaces", "runtime", "ipython")}
