@@ -2,10 +2,50 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
+
+# ------------------------------------------------------------------ nothing left in the temporary folders
+_SESSION_STARTED = time.time()
+_TEMPORARY_FOLDERS = (Path(tempfile.gettempdir()), Path("/var/tmp"))
+
+
+def _left_behind() -> list[Path]:
+    """The course's scratch folders (``hm-*``) made or changed in a temporary folder since the session began."""
+    found = []
+    for folder in _TEMPORARY_FOLDERS:
+        for entry in folder.glob("hm-*") if folder.is_dir() else ():
+            try:
+                if entry.lstat().st_ctime >= _SESSION_STARTED:
+                    found.append(entry)
+            except FileNotFoundError:  # removed while we looked
+                pass
+    return sorted(found)
+
+
+def _check_nothing_left_behind() -> None:
+    """Runs last of all (``atexit`` runs handlers in reverse order, and this one is registered first): after
+    every fixture, ``finally`` and cleanup the suite registers. A test run that leaves a graded class or a
+    course copy in /tmp fills the disk of a shared machine, run after run. On CI, where nothing else runs
+    beside the suite, a leftover fails the run; elsewhere (other test runs may share /tmp) it is a warning."""
+    left = _left_behind()
+    if not left:
+        return
+    listing = "\n".join(f"  {entry}" for entry in left)
+    print(f"\nThe test run left {len(left)} folder(s) behind in the temporary folders:\n{listing}", file=sys.stderr)
+    if os.environ.get("CI"):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+atexit.register(_check_nothing_left_behind)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import course  # noqa: E402  (also puts autograde/, tools/ and tests/ on sys.path)

@@ -78,6 +78,7 @@ def hostile_class():
     """The whole hostile class, graded by us (root, in CI)."""
     require_sandbox()
     scratch = Path(tempfile.mkdtemp(prefix="hm-boundary-"))
+    atexit.register(shutil.rmtree, scratch, True)  # the graded class, its canary and hand-ins: none left in /tmp
     canary = _canary(scratch)
     canary_env = "canary-" + secrets.token_hex(8)
     os.environ["HEADS_AND_MASKS_TEST_CANARY"] = canary_env  # the grader's environment (workers inherit it)

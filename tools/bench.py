@@ -21,6 +21,7 @@ import inspect
 import os
 import pkgutil
 import platform
+import signal
 import statistics
 import sys
 import time
@@ -551,7 +552,20 @@ def write_sections(header: str, titles: list[str], sections: list[str], checks: 
     readme.write_text(before + README_BEGIN + "\n".join(block) + README_END + after, encoding="utf-8")
 
 
+def _end_on_signals() -> None:
+    """SIGTERM and SIGHUP end the bench as Ctrl-C does: the ``with`` and ``finally`` blocks run, so its
+    scratch folders (plain nbgrader's course in ``hm-bench-*``) go with it. Their default ends the process
+    at once and leaves them in the temporary folder."""
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, stop)
+
+
 def main() -> int:
+    _end_on_signals()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
     parser.add_argument("--quick", action="store_true")
