@@ -72,3 +72,8 @@ c.LimitOutput.max_traceback = 100
 c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, SayPending, TypesetMath, CSSHTMLHeaderPreprocessor]
 nbgrader_templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates")
 c.HTMLExporter.extra_template_basedirs = [os.path.join(here, "templates"), nbgrader_templates]
+
+# Validate in a learner's words (the instructor's lab and `nbgrader validate` here): autograde/validator.py.
+from autograde.validator import use_course_validator  # noqa: E402
+
+use_course_validator()

@@ -29,7 +29,11 @@ from course import ASSIGNMENTS
 
 START = "my-work/00_start_here/00_start_here.ipynb"
 NOT_WRITTEN = "✗ `attention` is not written yet: replace `raise NotImplementedError()` with your code"
-UNANSWERED = "You did not provide a response."  # nbgrader's words for a written answer left as it was
+# the course's Validate for the written answer left as it was (nbgrader's own: "You did not provide a response."
+# under "The following cell failed"): the question, what it asks, where to write (autograde/validator.py)
+UNANSWERED = "Your answer to the written question “Why subtract the largest score?” is still blank."
+UNANSWERED_ASKS = "Show why the weights do not change, and say what goes wrong without it."
+UNANSWERED_WHERE = "in place of YOUR ANSWER HERE"
 # nbgrader's tools a self-study learner has no use for (no course, no exchange) or must not see (instructor's)
 HIDDEN_PLUGINS = {
     "@jupyter/nbgrader:assignment-list",
@@ -132,7 +136,10 @@ def test_the_validate_button_reports_the_unwritten_exercise(lab):
     failed = result["value"].get("failed", [])
     # the exercise in the check's words, and the written answer (markdown, graded by a person) still empty
     # (the check's message is broken between words into lines that fit the lab's column: checks/core.py)
-    assert [" ".join(f["error"].split()) for f in failed] == [NOT_WRITTEN, UNANSWERED], result["value"]
+    errors = [" ".join(f["error"].split()) for f in failed]
+    assert len(errors) == 2 and errors[0] == NOT_WRITTEN, result["value"]
+    assert errors[1].startswith(UNANSWERED), f"the blank written answer is not named: {errors[1]}"
+    assert UNANSWERED_ASKS in errors[1] and UNANSWERED_WHERE in errors[1], f"nothing says what to write: {errors[1]}"
 
 
 def test_nbgrader_validate_works_in_the_labs_terminal(lab):
@@ -141,8 +148,10 @@ def test_nbgrader_validate_works_in_the_labs_terminal(lab):
     assert f"{lab.root / 'my-work'}\r\n" in printed, f"the terminal does not start in my-work/:\n{printed}"
     assert "command not found" not in printed, f"nbgrader is not on the terminal's PATH:\n{printed}"
     assert "VALIDATION FAILED ON 2 CELL(S)" in printed, printed  # the exercise and the written answer
-    words = " ".join(printed.split())  # (the check's message is broken between words: checks/core.py)
+    words = " ".join(printed.split())  # (the messages are broken between words: checks/core.py, the validator)
     assert NOT_WRITTEN in words and UNANSWERED in words, f"the failures are not shown in full:\n{printed}"
+    assert UNANSWERED_WHERE in words, f"nothing says where to write:\n{printed}"
+    assert "The following cell failed" not in printed, f"nbgrader's words, not the course's:\n{printed}"
     assert "No nbgrader_config.py" not in printed, printed
 
 
