@@ -25,6 +25,7 @@ import dataclasses
 import html
 import io
 from collections import Counter, defaultdict
+from gettext import ngettext
 from pathlib import Path
 
 import nbformat
@@ -356,10 +357,10 @@ def _e(text) -> str:
 
 
 def class_size(n_students: int, graded: int) -> str:
-    """The class report's count, for one student or several: two whole sentences (a translator sees both)."""
-    if n_students == 1:
-        return f"1 student, {graded} graded."
-    return f"{n_students} students, {graded} graded."
+    """The class report's count."""
+    return ngettext("{n} student, {graded} graded.", "{n} students, {graded} graded.", n_students).format(
+        n=n_students, graded=graded
+    )
 
 
 def _students(names: list[str], limit: int = 30) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from gettext import ngettext
 from pathlib import Path
 
 # Only the standard library here: a grading command starts the workers' fork server before it
@@ -99,25 +100,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def collected_from_files(n_submissions: int, where: str) -> str:
     """How many submissions were collected from a folder or the LMS's files."""
-    if n_submissions == 1:
-        return f"collected 1 submission from {where}"
-    return f"collected {n_submissions} submissions from {where}"
+    template = ngettext(
+        "collected {n} submission from {where}", "collected {n} submissions from {where}", n_submissions
+    )
+    return template.format(n=n_submissions, where=where)
 
 
 def collected_from_exchange(where: str, n_students: int) -> str:
-    """One student and several are two whole sentences (a translator sees both)."""
-    if n_students == 1:
-        return f"collected from the exchange {where}: 1 student has a submission"
-    return f"collected from the exchange {where}: {n_students} students have a submission"
+    """How many students handed in through the exchange."""
+    template = ngettext(
+        "collected from the exchange {where}: {n} student has a submission",
+        "collected from the exchange {where}: {n} students have a submission",
+        n_students,
+    )
+    return template.format(n=n_students, where=where)
 
 
 def graded_summary(n_students: int, problems: int, assignment: str) -> str:
-    """The last line of a grading run, for one student or several."""
-    if n_students == 1:
-        return f"1 student, {problems} with something to look at (python -m autograde.grade report {assignment})"
-    return (
-        f"{n_students} students, {problems} with something to look at (python -m autograde.grade report {assignment})"
+    """The last line of a grading run."""
+    template = ngettext(
+        "{n} student, {problems} with something to look at (python -m autograde.grade report {assignment})",
+        "{n} students, {problems} with something to look at (python -m autograde.grade report {assignment})",
+        n_students,
     )
+    return template.format(n=n_students, problems=problems, assignment=assignment)
 
 
 def collect_submissions(course, args) -> None:

@@ -27,6 +27,7 @@ import sys
 import time
 import uuid
 import zlib
+from gettext import ngettext
 from pathlib import Path
 from typing import Callable
 
@@ -74,10 +75,11 @@ class Progress:
         filled = round(width * self.done / max(self.total, 1))
         bar = "#" * filled + "." * (width - filled)
         rate = self.done / max(time.monotonic() - self.started, 1e-9) * 60
-        text = (
-            f"[{bar}] {self.done}/{self.total} students, {self.failures} "
-            f"failure{'s' if self.failures != 1 else ''} so far, {rate:.0f}/min"
-        )
+        text = ngettext(
+            "[{bar}] {done}/{total} students, {failures} failure so far, {rate:.0f}/min",
+            "[{bar}] {done}/{total} students, {failures} failures so far, {rate:.0f}/min",
+            self.failures,
+        ).format(bar=bar, done=self.done, total=self.total, failures=self.failures, rate=rate)
         if self.tty:
             self.stream.write("\r" + text + ("\n" if self.done == self.total else ""))
         else:

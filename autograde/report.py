@@ -8,6 +8,8 @@ whatever its status), and a warning on top when grading ran unsandboxed.
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 from .collect import printable
 from .course import Course, roster
 from .results import Status, pending_from_gradebook, read_results
@@ -21,17 +23,19 @@ def sandbox_state() -> tuple[bool, str]:
 
 
 def headline(assignment: str, n_students: int, summary: str) -> str:
-    """The report's first line; one student and several are two whole sentences (a translator sees both)."""
-    if n_students == 1:
-        return f"{assignment}: 1 student: {summary}"
-    return f"{assignment}: {n_students} students: {summary}"
+    """The report's first line."""
+    template = ngettext("{assignment}: {n} student: {summary}", "{assignment}: {n} students: {summary}", n_students)
+    return template.format(assignment=assignment, n=n_students, summary=summary)
 
 
 def pending_line(n_students: int, points: float) -> str:
     """How many students' written answers wait for a person, and for how many points."""
-    if n_students == 1:
-        return f"  written answers pending: 1 student, {points:g} points to grade by hand in the formgrader"
-    return f"  written answers pending: {n_students} students, {points:g} points to grade by hand in the formgrader"
+    template = ngettext(
+        "  written answers pending: {n} student, {points:g} points to grade by hand in the formgrader",
+        "  written answers pending: {n} students, {points:g} points to grade by hand in the formgrader",
+        n_students,
+    )
+    return template.format(n=n_students, points=points)
 
 
 def report(course: Course, assignment: str) -> str:

@@ -24,3 +24,20 @@ def test_one_student_is_singular_and_several_plural(one, several):
     assert " 1 student has" in one or " has " not in one, one
     assert "3 students" in several or "3 submissions" in several, several
     assert " has a " not in several, several
+
+
+def test_the_progress_line_counts_one_failure_and_several():
+    """The grading run's progress line: '1 failure so far', then '2 failures so far' (whole sentences)."""
+    import io
+    from types import SimpleNamespace
+
+    from autograde.pool import Progress
+
+    stream = io.StringIO()
+    progress = Progress(3, stream=stream)
+    for student, failed in (("ann", 1), ("ben", 0), ("cat", 1)):
+        progress.update(SimpleNamespace(student=student, status=SimpleNamespace(failed=failed)))
+    lines = stream.getvalue().splitlines()
+    assert "1/3 students, 1 failure so far" in lines[0], lines
+    assert "2/3 students, 1 failure so far" in lines[1], lines
+    assert "3/3 students, 2 failures so far" in lines[2], lines
