@@ -142,8 +142,8 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
             row["notes"] = "; ".join(result.notes) if result else ""
             rows.append(row)
     header = ["student", "student_as_submitted", "assignment", "status", *columns, "total", "max_total", "notes"]
-    rows = [{k: v if isinstance(v, Points) else spreadsheet_safe(v) for k, v in row.items()} for row in rows]
-    _write(path, header, rows, quoting=csv.QUOTE_NONNUMERIC)
+    rows = [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
+    _write(path, header, rows)
     return rows
 
 

@@ -177,6 +177,8 @@ def test_a_written_answer_nobody_graded_is_empty(course, files, lms):
     course_csv = {(r["student"], r["assignment"]): r for r in export_grades(course, course.root / "grades.csv")}
     assert course_csv[("ada", B)]["written_cost_without_h"] == "pending"
     assert course_csv[("ada", A)]["written_largest_score"] == "1.5"
+    quoted = (course.root / "grades.csv").read_text(encoding="utf-8")  # and quotes every cell, as before
+    assert re.search(r'(^|,)[^",\n]', quoted, re.MULTILINE) is None, quoted
 
 
 @pytest.mark.parametrize("lms", ["canvas", "moodle"])
