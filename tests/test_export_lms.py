@@ -1,7 +1,8 @@
 """The grades for the LMS: `make export FORMAT=canvas` and `FORMAT=moodle` (autograde/export.py).
 
-A small class is written straight into a course's gradebook, the way grading and the formgrader write it
-(``merge_into_gradebook``, a result record, a manual score), with no grading run: the files are read back with
+A small class is written straight into a course's gradebook, the way the roster import, grading and the
+formgrader write it (``nbgrader db student import``, ``merge_into_gradebook`` and a result record, a manual
+score), with no grading run: the files are read back with
 ``csv.DictReader`` and checked against the layouts docs/instructors.md names (Canvas's and Moodle's gradebook
 import), with a written answer nobody graded yet (empty), a student with no submission (empty), and a name
 a spreadsheet would run as a formula (text).
@@ -12,6 +13,7 @@ from __future__ import annotations
 import csv
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,12 +31,12 @@ from autograde.export import (
 from autograde.results import Result, Status, grade_cells, merge_into_gradebook, write_result
 
 A, B = "00_start_here", "01_heads"
-# The roster: nbgrader's student table, as `nbgrader db student import` (make hub-roster) fills it.
+# The roster: nbgrader's CSV, which `nbgrader db student import` (make hub-roster) puts in the gradebook.
 ROSTER = {
     "ada": {"first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.org", "lms_user_id": "4711"},
-    "bob": {"first_name": "Bob", "last_name": "=SUM(A1:A9)", "email": "", "lms_user_id": None},
+    "bob": {"first_name": "Bob", "last_name": "=SUM(A1:A9)", "email": "", "lms_user_id": ""},
     "cy": {"first_name": "Cy", "last_name": "Young", "email": "cy@example.org", "lms_user_id": "4713"},
-    "dee": {"first_name": "Dee", "last_name": "Dee", "email": "", "lms_user_id": None},
+    "dee": {"first_name": "Dee", "last_name": "Dee", "email": "", "lms_user_id": ""},
 }
 NUMBER = re.compile(r"\d+(\.\d+)?")  # a plain number: no sign, exponent, thousands mark or text
 
@@ -67,9 +69,17 @@ def course(tmp_path_factory):
     course = make_course_copy(tmp_path_factory.mktemp("lms-export"))
     for assignment in (A, B):
         setup(course, assignment)
-    with gradebook(course) as gb:
-        for student, details in ROSTER.items():
-            gb.add_student(student, **details)
+    roster = course.root / "roster.csv"  # imported as make hub-roster does, with nbgrader's own command
+    with open(roster, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, ["id", "first_name", "last_name", "email", "lms_user_id"])
+        writer.writeheader()
+        writer.writerows({"id": student} | details for student, details in ROSTER.items())
+    subprocess.run(
+        [Path(sys.executable).parent / "nbgrader", "db", "student", "import", roster, f"--db={course.db_url}"],
+        cwd=course.root,
+        check=True,
+        capture_output=True,
+    )
     _autograde(course, A, "ada", {"test_attention": 4.0})
     _grade_by_hand(course, A, "ada", "written_largest_score", 1.5)
     full = {name: points for name, points in grade_cells(course, B).items() if not name.startswith("written_")}
