@@ -230,8 +230,7 @@ def export_for_lms(
     written after the header (Canvas's "Points Possible" row first)."""
     if lms not in ("canvas", "moodle"):
         raise ValueError(f"no LMS layout {lms!r}: canvas or moodle")
-    columns: list[tuple[str, str | None]] = []  # (assignment, exercise or None)
-    maxima: dict[tuple[str, str | None], float] = {}
+    maxima: dict[tuple[str, str | None], float] = {}  # (assignment, exercise or None) -> its points, in order
     grades: dict[str, dict[str, Grades]] = {}  # student -> assignment -> grades
     for assignment in assignments or graded_assignments(course):
         for found in read_grades(course, assignment):
@@ -240,7 +239,7 @@ def export_for_lms(
                 maxima.update({(assignment, e): m for e, m in found.maxima.items()})
             else:
                 maxima[(assignment, None)] = found.max_total
-        columns += [c for c in maxima if c not in columns]
+    columns = list(maxima)
     known = people(course)
     rows = []
     if lms == "canvas":
