@@ -14,7 +14,7 @@ Run as root (JupyterHub starts each person's server as that person's Unix accoun
 * the hub's own state (its database, cookie secret) in a folder only root reads.
 
 ``roster`` adds the students of a CSV in nbgrader's format (a column ``id``; ``first_name``, ``last_name``,
-``email`` if present): a Unix account for each new one (home 0700, a random password written to the
+``email``, ``lms_user_id`` if present: the LMS exports use the last, docs/instructors.md): a Unix account for each new one (home 0700, a random password written to the
 passwords file, root's alone), every one in the students' group (who may log in), and the same CSV into
 the instructor's gradebook (``nbgrader db student import``, as the instructor).
 """
