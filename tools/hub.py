@@ -3,7 +3,8 @@
 Run as root (JupyterHub starts each person's server as that person's Unix account):
 
     python tools/hub.py start  --instructor lee [--students GROUP] [--exchange DIR] [--state DIR] [--port 8000]
-    python tools/hub.py roster --instructor lee [--students GROUP] ROSTER.csv [--passwords FILE]
+                               [--lti lti.json]
+    python tools/hub.py roster --instructor lee [--students GROUP] [--state DIR] ROSTER.csv [--passwords FILE]
 
 ``start`` makes what the class needs, then runs JupyterHub (hub/jupyterhub_config.py) in the foreground:
 
@@ -13,10 +14,15 @@ Run as root (JupyterHub starts each person's server as that person's Unix accoun
   (home 0700): the gradebook, the grading key and every submission stay there;
 * the hub's own state (its database, cookie secret) in a folder only root reads.
 
+With ``--lti lti.json`` (the LMS's settings, hub/lms_login.py) students arrive from the LMS by LTI 1.3
+instead of with a password.
+
 ``roster`` adds the students of a CSV in nbgrader's format (a column ``id``; ``first_name``, ``last_name``,
-``email`` if present): a Unix account for each new one (home 0700, a random password written to the
+``email``, ``lms_user_id`` if present): a Unix account for each new one (home 0700, a random password written to the
 passwords file, root's alone), every one in the students' group (who may log in), and the same CSV into
-the instructor's gradebook (``nbgrader db student import``, as the instructor).
+the instructor's gradebook (``nbgrader db student import``, as the instructor). Each ``lms_user_id`` (the
+person's id in the LMS) goes to the hub's map of LMS users (``lms_users.csv`` in its state folder), read at
+every LTI launch: an LMS id keeps the account it was first given.
 """
 
 from __future__ import annotations
@@ -149,11 +155,26 @@ def start(args: argparse.Namespace) -> None:
         HUB_PORT=str(args.port),
         HUB_PROXY=str(proxy),
     )
+    if args.lti:
+        os.environ["HUB_LTI"] = str(lti_settings(args.lti))
+        print(f"Students arrive from the LMS: login initiation URL http://127.0.0.1:{args.port}/hub/lti13/oauth_login")
     print(f"The class's hub: http://127.0.0.1:{args.port} (instructor {instructor.pw_name}, course {course})")
     os.execv(
         str(ENV / "bin" / "jupyterhub"),
         ["jupyterhub", "-f", str(HUB / "jupyterhub_config.py")],
     )
+
+
+def lti_settings(path: Path) -> Path:
+    """lti.json, checked before the hub starts (hub/lms_login.py reads it again in the hub's configuration)."""
+    sys.path.insert(0, str(HUB))
+    from lms_login import SettingsError, read_settings
+
+    try:
+        read_settings(path)
+    except SettingsError as error:
+        raise HubError(str(error)) from None
+    return path.resolve()
 
 
 def read_roster(path: Path) -> list[dict[str, str]]:
@@ -170,6 +191,35 @@ def read_roster(path: Path) -> list[dict[str, str]]:
     return rows
 
 
+def record_lms_users(rows: list[dict[str, str]], state: Path) -> int:
+    """The roster's LMS user ids into the hub's map (``state/lms_users.csv``, root's), merged with earlier rosters.
+
+    An LMS id already given to one account is never moved to another: that would let one LMS user into another
+    person's account. Returns how many of the roster's people have an LMS id.
+    """
+    sys.path.insert(0, str(HUB))
+    from lms_login import LMS_USERS_FIELDS, read_lms_users
+
+    path = state / "lms_users.csv"
+    accounts = read_lms_users(path)
+    given = {row["id"]: (row.get("lms_user_id") or "").strip() for row in rows}
+    given = {name: lms_user_id for name, lms_user_id in given.items() if lms_user_id}
+    for name, lms_user_id in given.items():
+        owner = accounts.get(lms_user_id, name)
+        if owner != name:
+            raise HubError(
+                f"The LMS user id {lms_user_id!r} of {name} already belongs to {owner}: one LMS user, one account."
+            )
+        accounts = {key: account for key, account in accounts.items() if account != name}  # a changed id
+        accounts[lms_user_id] = name
+    state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(LMS_USERS_FIELDS)
+        writer.writerows(sorted(accounts.items()))
+    return len(given)
+
+
 def roster(args: argparse.Namespace) -> None:
     require_root()
     instructor = account(args.instructor)
@@ -178,6 +228,8 @@ def roster(args: argparse.Namespace) -> None:
         grp.getgrnam(args.students)
     except KeyError:
         subprocess.run(["groupadd", args.students], check=True)
+    if any("lms_user_id" in row for row in rows):
+        record_lms_users(rows, args.state)
     new_passwords = []
     for row in rows:
         name = row["id"]
@@ -227,13 +279,19 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--instructor", required=True, help="the instructor's Unix account")
         command.add_argument("--students", default=DEFAULT_STUDENTS, help="the Unix group of the students")
     commands.choices["start"].add_argument("--exchange", type=Path, default=DEFAULT_EXCHANGE)
-    commands.choices["start"].add_argument("--state", type=Path, default=DEFAULT_STATE)
+    for name in ("start", "roster"):
+        commands.choices[name].add_argument("--state", type=Path, default=DEFAULT_STATE, help="the hub's own folder")
     commands.choices["start"].add_argument("--port", type=int, default=8000)
+    commands.choices["start"].add_argument(
+        "--lti", type=Path, help="the LMS's LTI 1.3 settings (a JSON file): students arrive from the LMS"
+    )
     commands.choices["roster"].add_argument("roster", type=Path, help="CSV with a column id (nbgrader's format)")
     commands.choices["roster"].add_argument(
-        "--passwords", type=Path, default=DEFAULT_STATE / "passwords.csv", help="where new accounts' passwords go"
+        "--passwords", type=Path, help="where new accounts' passwords go (default: passwords.csv in the state folder)"
     )
     args = parser.parse_args(argv)
+    if args.command == "roster" and args.passwords is None:
+        args.passwords = args.state / "passwords.csv"
     try:
         {"start": start, "roster": roster}[args.command](args)
     except HubError as error:

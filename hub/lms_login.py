@@ -1,0 +1,122 @@
+"""Students who arrive from the LMS (LTI 1.3): each launch lands in the Unix account the roster gives that person.
+
+``make hub LTI=lti.json`` (docs/jupyterhub.md). jupyterhub-ltiauthenticator's LTI13Authenticator does the
+protocol: the login initiation, the redirect to the platform's authorization URL, and every check of the
+id_token the platform posts back (its signature against the platform's JWKS, the issuer, the audience, which
+must be our client id, its expiry and age, the nonce and the state). This module adds the class's rule: the
+id the LMS gives the person (the claim ``sub`` unless lti.json's ``user_id_claim`` names another) must be on
+the roster, which maps it to the person's Unix account, the same one on every launch. ``tools/hub.py
+roster`` records that map from the roster's ``lms_user_id`` column (nbgrader's own column for it). A person
+the roster does not list is refused with a page that says so: no account is ever made from a launch.
+"""
+
+from __future__ import annotations
+
+import csv
+import grp
+import json
+from pathlib import Path
+
+from ltiauthenticator.lti13.auth import LTI13Authenticator
+from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
+from tornado import web
+from traitlets import Unicode
+
+# lti.json: what the LMS administrator gives back after registering the hub (docs/jupyterhub.md)
+REQUIRED_SETTINGS = {
+    "issuer": "the platform's issuer, e.g. https://canvas.instructure.com",
+    "client_id": "the client id the platform gave the hub when it was registered",
+    "authorize_url": "the platform's OIDC authorization URL, e.g. https://moodle.example.edu/mod/lti/auth.php",
+    "jwks_url": "the platform's public keys (JWKS), e.g. https://moodle.example.edu/mod/lti/certs.php",
+}
+OPTIONAL_SETTINGS = {
+    "user_id_claim": "the id_token claim that identifies a person (default sub)",
+    "instructor_lms_user_id": "the instructor's own LMS user id, if they too arrive from the LMS",
+}
+LMS_USERS_FIELDS = ["lms_user_id", "account"]  # the roster's map, one line per person (tools/hub.py roster)
+
+
+class SettingsError(Exception):
+    """An lti.json the hub cannot use; the message says what to change."""
+
+
+def read_settings(path: Path) -> dict:
+    """lti.json, checked: every required setting present and a non-empty string, nothing unknown."""
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SettingsError(f"{path}: not a JSON file the hub can read ({error}).") from None
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{path}: expected a JSON object of settings, found {type(settings).__name__}.")
+    missing = [f"{name} ({meaning})" for name, meaning in REQUIRED_SETTINGS.items() if not settings.get(name)]
+    if missing:
+        raise SettingsError(f"{path}: these LTI settings are missing: {'; '.join(missing)}.")
+    unknown = sorted(set(settings) - set(REQUIRED_SETTINGS) - set(OPTIONAL_SETTINGS))
+    if unknown:
+        known = ", ".join([*REQUIRED_SETTINGS, *OPTIONAL_SETTINGS])
+        raise SettingsError(f"{path}: unknown LTI settings {', '.join(unknown)}; the known ones are {known}.")
+    not_text = [name for name, value in settings.items() if not isinstance(value, str)]
+    if not_text:
+        raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    return settings
+
+
+def read_lms_users(path: Path) -> dict[str, str]:
+    """{LMS user id: Unix account} as tools/hub.py roster recorded it (empty before any roster had the column)."""
+    if not path.exists():
+        return {}
+    with open(path, newline="", encoding="utf-8") as table:
+        return {row["lms_user_id"]: row["account"] for row in csv.DictReader(table)}
+
+
+class RosterLTI13Authenticator(LTI13Authenticator):
+    """LTI 1.3 launches, each mapped through the roster to a Unix account of the class, or refused."""
+
+    lms_users = Unicode(config=True, help="The roster's map of LMS user ids to Unix accounts (a CSV).")
+    user_id_claim = Unicode("sub", config=True, help="The id_token claim read as the person's LMS user id.")
+    instructor = Unicode(config=True, help="The instructor's Unix account.")
+    instructor_lms_user_id = Unicode("", config=True, help="The instructor's LMS user id, if they launch too.")
+    students_group = Unicode(config=True, help="The Unix group of the class's students.")
+
+    def accounts(self) -> dict[str, str]:
+        """Read at every launch: ``make hub-roster`` may add late students while the hub runs."""
+        accounts = read_lms_users(Path(self.lms_users))
+        if self.instructor_lms_user_id:
+            accounts[self.instructor_lms_user_id] = self.instructor
+        return accounts
+
+    def lms_user_id(self, id_token: dict) -> str:
+        """The claim named ``user_id_claim`` (``custom_x`` is ``x`` of the LTI custom claim, as upstream reads it).
+
+        Unlike upstream's username_key, a missing claim is refused rather than replaced by ``sub``: a roster
+        keyed by one id must never be searched with another.
+        """
+        claims, name = id_token, self.user_id_claim
+        if name.startswith("custom_"):
+            claims, name = id_token.get(LTI13_CUSTOM_CLAIM, {}), name.removeprefix("custom_")
+        value = claims.get(name)
+        if not isinstance(value, (str, int)) or str(value) == "":
+            raise web.HTTPError(
+                403,
+                f"The LMS sent no user id in the claim “{self.user_id_claim}”, which this hub reads to find "
+                "you on the class's roster. Ask your LMS administrator to check the hub's LTI settings.",
+            )
+        return str(value)
+
+    def check_allowed(self, username: str, authentication=None) -> bool:
+        """The instructor and the students' group, as with passwords (PAM): the class's accounts, nobody else's."""
+        return username == self.instructor or username in grp.getgrnam(self.students_group).gr_mem
+
+    async def authenticate(self, handler, data=None) -> dict:
+        """``data`` is the id_token, already verified by LTI13CallbackHandler; the answer is a roster account."""
+        lms_user_id = self.lms_user_id(data or {})
+        account = self.accounts().get(lms_user_id)
+        if account is None or not self.check_allowed(account):
+            self.log.warning("LTI launch refused: LMS user id %r is not on the roster", lms_user_id)
+            raise web.HTTPError(
+                403,
+                f"You arrived from the LMS as the user with id “{lms_user_id}”, but the class's roster has no "
+                "student with that LMS user id, so this hub has no account for you and has not made one. "
+                "Ask your instructor to add your LMS user id to the roster.",
+            )
+        return {"name": account}
