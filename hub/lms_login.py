@@ -100,6 +100,7 @@ class RosterLTI13Authenticator(LTI13Authenticator):
                 403,
                 f"The LMS sent no user id in the claim “{self.user_id_claim}”, which this hub reads to find "
                 "you on the class's roster. Ask your LMS administrator to check the hub's LTI settings.",
+                reason="No LMS user id",  # the page's heading; the sentence is its text
             )
         return str(value)
 
@@ -118,5 +119,6 @@ class RosterLTI13Authenticator(LTI13Authenticator):
                 f"You arrived from the LMS as the user with id “{lms_user_id}”, but the class's roster has no "
                 "student with that LMS user id, so this hub has no account for you and has not made one. "
                 "Ask your instructor to add your LMS user id to the roster.",
+                reason="Not on the class roster",  # the page's heading; the sentence is its text
             )
         return {"name": account}

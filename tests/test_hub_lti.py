@@ -167,7 +167,7 @@ def open_lab(hub: HubClass, browser: requests.Session, answer: requests.Response
 
 def assert_refused(hub: HubClass, browser: requests.Session, answer: requests.Response, status: int, why: str):
     assert answer.status_code == status, f"expected {status}, the hub answered {answer.status_code}: {answer.text}"
-    page = html.unescape(answer.text)
+    page = html.unescape(answer.content.decode())  # UTF-8, as the page's meta element says
     assert why in page, f"the page does not say {why!r}:\n{page[-2000:]}"
     assert LOGIN_COOKIE not in browser.cookies, "the hub logged the browser in"
 
@@ -208,6 +208,7 @@ def test_an_lms_user_not_on_the_roster_is_refused_and_given_no_account(hub_class
     accounts = {account.pw_name for account in pwd.getpwall()}
     browser, answer = launch(hub_class, platform, stranger)
     assert_refused(hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id")
-    assert stranger in answer.text  # the page says which LMS id it received
+    assert f"“{stranger}”" in answer.content.decode()  # the page says which LMS id it received
+    assert "Not on the class roster" in answer.text  # as its heading
     assert {account.pw_name for account in pwd.getpwall()} == accounts, "a Unix account was made"
     assert hub_class.roster[1].name not in hub_class.servers()
