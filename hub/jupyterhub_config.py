@@ -31,7 +31,8 @@ c.PAMAuthenticator.admin_users = set()  # nobody manages others' servers through
 # by the roster's lms_user_id to their Unix account; nobody else, and no account is made for anybody.
 if os.environ.get("HUB_LTI"):
     sys.path.insert(0, str(HERE))
-    from lms_login import RosterLTI13Authenticator, read_settings
+    from lms_login import RosterLTI13Authenticator
+    from lms_users import read_settings
 
     lti = read_settings(Path(os.environ["HUB_LTI"]))
     c.JupyterHub.authenticator_class = RosterLTI13Authenticator

@@ -6,67 +6,21 @@ id_token the platform posts back (its signature against the platform's JWKS, the
 must be our client id, its expiry and age, the nonce and the state). This module adds the class's rule: the
 id the LMS gives the person (the claim ``sub`` unless lti.json's ``user_id_claim`` names another) must be on
 the roster, which maps it to the person's Unix account, the same one on every launch. ``tools/hub.py
-roster`` records that map from the roster's ``lms_user_id`` column (nbgrader's own column for it). A person
+roster`` records that map from the roster's ``lms_user_id`` column (nbgrader's own column for it; the
+settings and the map are read by hub/lms_users.py). A person
 the roster does not list is refused with a page that says so: no account is ever made from a launch.
 """
 
 from __future__ import annotations
 
-import csv
 import grp
-import json
 from pathlib import Path
 
+from lms_users import read_lms_users
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
 from tornado import web
-from traitlets import Unicode
-
-# lti.json: what the LMS administrator gives back after registering the hub (docs/jupyterhub.md)
-REQUIRED_SETTINGS = {
-    "issuer": "the platform's issuer, e.g. https://canvas.instructure.com",
-    "client_id": "the client id the platform gave the hub when it was registered",
-    "authorize_url": "the platform's OIDC authorization URL, e.g. https://moodle.example.edu/mod/lti/auth.php",
-    "jwks_url": "the platform's public keys (JWKS), e.g. https://moodle.example.edu/mod/lti/certs.php",
-}
-OPTIONAL_SETTINGS = {
-    "user_id_claim": "the id_token claim that identifies a person (default sub)",
-    "instructor_lms_user_id": "the instructor's own LMS user id, if they too arrive from the LMS",
-}
-LMS_USERS_FIELDS = ["lms_user_id", "account"]  # the roster's map, one line per person (tools/hub.py roster)
-
-
-class SettingsError(Exception):
-    """An lti.json the hub cannot use; the message says what to change."""
-
-
-def read_settings(path: Path) -> dict:
-    """lti.json, checked: every required setting present and a non-empty string, nothing unknown."""
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise SettingsError(f"{path}: not a JSON file the hub can read ({error}).") from None
-    if not isinstance(settings, dict):
-        raise SettingsError(f"{path}: expected a JSON object of settings, found {type(settings).__name__}.")
-    missing = [f"{name} ({meaning})" for name, meaning in REQUIRED_SETTINGS.items() if not settings.get(name)]
-    if missing:
-        raise SettingsError(f"{path}: these LTI settings are missing: {'; '.join(missing)}.")
-    unknown = sorted(set(settings) - set(REQUIRED_SETTINGS) - set(OPTIONAL_SETTINGS))
-    if unknown:
-        known = ", ".join([*REQUIRED_SETTINGS, *OPTIONAL_SETTINGS])
-        raise SettingsError(f"{path}: unknown LTI settings {', '.join(unknown)}; the known ones are {known}.")
-    not_text = [name for name, value in settings.items() if not isinstance(value, str)]
-    if not_text:
-        raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
-    return settings
-
-
-def read_lms_users(path: Path) -> dict[str, str]:
-    """{LMS user id: Unix account} as tools/hub.py roster recorded it (empty before any roster had the column)."""
-    if not path.exists():
-        return {}
-    with open(path, newline="", encoding="utf-8") as table:
-        return {row["lms_user_id"]: row["account"] for row in csv.DictReader(table)}
+from traitlets import Unicode, default
 
 
 class RosterLTI13Authenticator(LTI13Authenticator):
@@ -103,6 +57,10 @@ class RosterLTI13Authenticator(LTI13Authenticator):
                 reason="No LMS user id",  # the page's heading; the sentence is its text
             )
         return str(value)
+
+    @default("any_allow_config")
+    def _check_allowed_is_the_allow_list(self) -> bool:
+        return True  # (no "nobody can log in" warning at start: check_allowed below decides)
 
     def check_allowed(self, username: str, authentication=None) -> bool:
         """The instructor and the students' group, as with passwords (PAM): the class's accounts, nobody else's."""

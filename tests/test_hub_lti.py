@@ -19,6 +19,7 @@ import html
 import json
 import os
 import pwd
+import sys
 import threading
 import time
 import uuid
@@ -29,7 +30,11 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
+from course import REPO
 from hub_class import HubClass, Person
+
+sys.path.insert(0, str(REPO / "hub"))  # the hub's own modules, as tools/hub.py and its configuration import them
+from lms_users import SettingsError, merge_lms_users, read_settings  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -212,3 +217,50 @@ def test_an_lms_user_not_on_the_roster_is_refused_and_given_no_account(hub_class
     assert "Not on the class roster" in answer.text  # as its heading
     assert {account.pw_name for account in pwd.getpwall()} == accounts, "a Unix account was made"
     assert hub_class.roster[1].name not in hub_class.servers()
+
+
+def test_an_lms_user_id_is_never_moved_to_another_account():
+    first = merge_lms_users({}, [{"id": "ada", "lms_user_id": "42"}, {"id": "bob", "lms_user_id": ""}])
+    assert first == {"42": "ada"}  # bob has no LMS id: he is not in the map
+    assert merge_lms_users(first, [{"id": "ada", "lms_user_id": "43"}]) == {"43": "ada"}  # ada's id changed
+    for roster in (
+        [{"id": "bob", "lms_user_id": "42"}],
+        [{"id": "cy", "lms_user_id": "7"}, {"id": "di", "lms_user_id": "7"}],
+    ):
+        with pytest.raises(SettingsError, match="already belongs to"):
+            merge_lms_users(first, roster)
+
+
+def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
+    settings = {
+        "issuer": "https://lms.example.test",
+        "client_id": "10000000000042",
+        "authorize_url": "https://lms.example.test/authorize",
+        "jwks_url": "https://lms.example.test/jwks",
+    }
+    path = tmp_path / "lti.json"
+    path.write_text(json.dumps(settings))
+    assert read_settings(path) == settings
+    for changed, complaint in [
+        ({"jwks_url": ""}, "missing: jwks_url"),
+        ({"jwks": "https://lms.example.test/jwks"}, "unknown LTI settings jwks;"),
+        ({"client_id": 10000000000042}, "must be strings: client_id"),
+    ]:
+        path.write_text(json.dumps({**settings, **changed}))
+        with pytest.raises(SettingsError, match=complaint):
+            read_settings(path)
+
+
+def test_the_gradebook_holds_each_students_lms_user_id(hub_class):
+    """The roster's lms_user_id column is nbgrader's own: the instructor's gradebook records it too."""
+    listing = hub_class.as_person(
+        hub_class.instructor,
+        ["sh", "-c", f"cd {hub_class.course / 'autograde'} && {hub_class.env / 'bin' / 'nbgrader'} db student list"],
+        capture_output=True,
+        text=True,
+    )
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    # nbgrader's lines: "id (last_name, first_name) -- email, lms_user_id"
+    students = {line.split(" ")[0]: line for line in listing.stdout.splitlines() if " -- " in line}
+    for student in hub_class.roster:
+        assert students[student.name].endswith(f", {student.lms_user_id}"), listing.stdout

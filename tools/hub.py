@@ -42,6 +42,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 HUB = REPO / "hub"
+sys.path.insert(0, str(HUB))
+import lms_users  # noqa: E402 (the hub's own module: lti.json and the map of LMS users)
+
 ENV = Path(sys.prefix)  # the course's environment: every server of the hub runs in it, as it is
 COURSE_FOLDER = "heads-and-masks"  # the instructor's course, in their home
 DEFAULT_EXCHANGE = Path("/srv/nbgrader/exchange")  # nbgrader's default
@@ -166,13 +169,10 @@ def start(args: argparse.Namespace) -> None:
 
 
 def lti_settings(path: Path) -> Path:
-    """lti.json, checked before the hub starts (hub/lms_login.py reads it again in the hub's configuration)."""
-    sys.path.insert(0, str(HUB))
-    from lms_login import SettingsError, read_settings
-
+    """lti.json, checked before the hub starts (the hub's configuration reads it again)."""
     try:
-        read_settings(path)
-    except SettingsError as error:
+        lms_users.read_settings(path)
+    except lms_users.SettingsError as error:
         raise HubError(str(error)) from None
     return path.resolve()
 
@@ -191,33 +191,17 @@ def read_roster(path: Path) -> list[dict[str, str]]:
     return rows
 
 
-def record_lms_users(rows: list[dict[str, str]], state: Path) -> int:
-    """The roster's LMS user ids into the hub's map (``state/lms_users.csv``, root's), merged with earlier rosters.
+def record_lms_users(rows: list[dict[str, str]], state: Path) -> None:
+    """The roster's LMS user ids into the hub's map (``state/lms_users.csv``, root's), merged with earlier ones.
 
-    An LMS id already given to one account is never moved to another: that would let one LMS user into another
-    person's account. Returns how many of the roster's people have an LMS id.
+    An LMS id already given to one account is never moved to another (hub/lms_users.py).
     """
-    sys.path.insert(0, str(HUB))
-    from lms_login import LMS_USERS_FIELDS, read_lms_users
-
     path = state / "lms_users.csv"
-    accounts = read_lms_users(path)
-    given = {row["id"]: (row.get("lms_user_id") or "").strip() for row in rows}
-    given = {name: lms_user_id for name, lms_user_id in given.items() if lms_user_id}
-    for name, lms_user_id in given.items():
-        owner = accounts.get(lms_user_id, name)
-        if owner != name:
-            raise HubError(
-                f"The LMS user id {lms_user_id!r} of {name} already belongs to {owner}: one LMS user, one account."
-            )
-        accounts = {key: account for key, account in accounts.items() if account != name}  # a changed id
-        accounts[lms_user_id] = name
-    state.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(LMS_USERS_FIELDS)
-        writer.writerows(sorted(accounts.items()))
-    return len(given)
+    try:
+        merged = lms_users.merge_lms_users(lms_users.read_lms_users(path), rows)
+    except lms_users.SettingsError as error:
+        raise HubError(f"{error} Nothing was changed.") from None
+    lms_users.write_lms_users(path, merged)
 
 
 def roster(args: argparse.Namespace) -> None:
