@@ -138,6 +138,7 @@ def make_course(instructor: pwd.struct_passwd) -> Path:
 def start(args: argparse.Namespace) -> None:
     require_root()
     instructor = account(args.instructor)
+    lti = lti_settings(args.lti) if args.lti else None  # before anything is made
     try:
         grp.getgrnam(args.students)
     except KeyError:
@@ -158,8 +159,8 @@ def start(args: argparse.Namespace) -> None:
         HUB_PORT=str(args.port),
         HUB_PROXY=str(proxy),
     )
-    if args.lti:
-        os.environ["HUB_LTI"] = str(lti_settings(args.lti))
+    if lti:
+        os.environ["HUB_LTI"] = str(lti)
         print(f"Students arrive from the LMS: login initiation URL http://127.0.0.1:{args.port}/hub/lti13/oauth_login")
     print(f"The class's hub: http://127.0.0.1:{args.port} (instructor {instructor.pw_name}, course {course})")
     os.execv(
