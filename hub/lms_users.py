@@ -10,6 +10,7 @@ import csv
 import json
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 # lti.json: what the LMS administrator gives back after registering the hub (docs/jupyterhub.md)
 REQUIRED_SETTINGS = {
@@ -47,7 +48,19 @@ def read_settings(path: Path) -> dict:
     not_text = [name for name, value in settings.items() if not isinstance(value, str)]
     if not_text:
         raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    # the keys that decide who a launch is must not be replaceable on the way: HTTPS, or this machine itself
+    in_clear = [name for name in ("authorize_url", "jwks_url") if not secure(settings[name])]
+    if in_clear:
+        raise SettingsError(
+            f"{path}: {', '.join(in_clear)} must be https:// addresses (plain http only on 127.0.0.1): "
+            "the platform's keys fetched in clear could be replaced on the network by anyone's."
+        )
     return settings
+
+
+def secure(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))
 
 
 def read_lms_users(path: Path) -> dict[str, str]:

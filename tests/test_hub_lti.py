@@ -245,6 +245,7 @@ def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
         ({"jwks_url": ""}, "missing: jwks_url"),
         ({"jwks": "https://lms.example.test/jwks"}, "unknown LTI settings jwks;"),
         ({"client_id": 10000000000042}, "must be strings: client_id"),
+        ({"jwks_url": "http://lms.example.test/jwks"}, "jwks_url must be https://"),
     ]:
         path.write_text(json.dumps({**settings, **changed}))
         with pytest.raises(SettingsError, match=complaint):
