@@ -19,12 +19,40 @@ from pathlib import Path
 from lms_users import read_lms_users
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
+from ltiauthenticator.lti13.error import InvalidAudienceError, ValidationError
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado import web
 from traitlets import Unicode, default
 
 
+LAUNCH_REFUSED = (
+    "The hub could not accept this launch from the LMS: {why}. Open the course's link in the LMS again; if this "
+    "page comes back, show it to your instructor, who can have the hub's LTI settings checked."
+)
+
+
+class LaunchHandler(LTI13CallbackHandler):
+    """The platform's launch, checked by ltiauthenticator as it is; a refusal also says what to do next.
+
+    Upstream's page says only why (PyJWT's "Signature has expired"); the status codes stay upstream's.
+    """
+
+    def decode_and_validate_launch_request(self) -> dict:
+        try:
+            return super().decode_and_validate_launch_request()
+        except InvalidAudienceError as error:  # a token meant for another tool
+            raise web.HTTPError(401, LAUNCH_REFUSED.format(why=error), reason="Launch refused") from error
+        except ValidationError as error:  # signature, issuer, expiry, age, required claims
+            raise web.HTTPError(400, LAUNCH_REFUSED.format(why=error), reason="Launch refused") from error
+        except web.HTTPError as error:  # state or nonce: the browser's cookies from the login initiation
+            why = error.log_message or error.reason
+            raise web.HTTPError(error.status_code, LAUNCH_REFUSED.format(why=why), reason="Launch refused") from error
+
+
 class RosterLTI13Authenticator(LTI13Authenticator):
     """LTI 1.3 launches, each mapped through the roster to a Unix account of the class, or refused."""
+
+    callback_handler = LaunchHandler
 
     lms_users = Unicode(config=True, help="The roster's map of LMS user ids to Unix accounts (a CSV).")
     user_id_claim = Unicode("sub", config=True, help="The id_token claim read as the person's LMS user id.")
