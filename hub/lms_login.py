@@ -7,8 +7,8 @@ must be our client id, its expiry and age, the nonce and the state). This module
 id the LMS gives the person (the claim ``sub`` unless lti.json's ``user_id_claim`` names another) must be on
 the roster, which maps it to the person's Unix account, the same one on every launch. ``tools/hub.py
 roster`` records that map from the roster's ``lms_user_id`` column (nbgrader's own column for it; the
-settings and the map are read by hub/lms_users.py). A person
-the roster does not list is refused with a page that says so: no account is ever made from a launch.
+settings and the map are read by hub/lms_users.py). A person the roster does not list is refused with a page
+that says so: no account is ever made from a launch.
 """
 
 from __future__ import annotations
