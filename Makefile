@@ -93,8 +93,11 @@ grade: $(STAMP)
 feedback: $(STAMP)
 	$(GRADE) feedback $(ASSIGNMENT) --release
 
+# make export: autograde/grades.csv. FORMAT=canvas or FORMAT=moodle: the file that LMS's gradebook import
+# reads (autograde/grades-canvas.csv, ...), one column per assignment; PER_EXERCISE=1: one per exercise.
+FORMAT ?= csv
 export: $(STAMP)
-	$(GRADE) export
+	$(GRADE) export --format $(FORMAT) $(if $(filter 1 yes true,$(PER_EXERCISE)),--per-exercise)
 
 report: $(STAMP)
 	$(GRADE) report $(ASSIGNMENT)

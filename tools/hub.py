@@ -18,11 +18,12 @@ With ``--lti lti.json`` (the LMS's settings, hub/lms_login.py) students arrive f
 instead of with a password.
 
 ``roster`` adds the students of a CSV in nbgrader's format (a column ``id``; ``first_name``, ``last_name``,
-``email``, ``lms_user_id`` if present): a Unix account for each new one (home 0700, a random password written to the
-passwords file, root's alone), every one in the students' group (who may log in), and the same CSV into
-the instructor's gradebook (``nbgrader db student import``, as the instructor). Each ``lms_user_id`` (the
-person's id in the LMS) goes to the hub's map of LMS users (``lms_users.csv`` in its state folder), read at
-every LTI launch: an LMS id keeps the account it was first given.
+``email``, ``lms_user_id`` if present): a Unix account for each new one (home 0700, a random password
+written to the passwords file, root's alone), every one in the students' group (who may log in), and the same
+CSV into the instructor's gradebook (``nbgrader db student import``, as the instructor). Each
+``lms_user_id`` (the person's id in the LMS) is used twice: by the LMS exports (docs/instructors.md), and by
+the hub's map of LMS users (``lms_users.csv`` in its state folder), read at every LTI launch: an LMS id keeps
+the account it was first given.
 """
 
 from __future__ import annotations
