@@ -34,15 +34,19 @@ never stops the comparison of the others.
 from __future__ import annotations
 
 import ast
+import base64
 import builtins
 import copy
+import csv
 import dataclasses
 import hashlib
+import html
 import io
 import keyword
 import math
 import statistics
 import tokenize
+from collections import Counter
 from itertools import combinations
 from pathlib import Path
 
@@ -53,6 +57,8 @@ MIN_TOKENS = 16  # an answer of fewer of the student's own tokens is too short t
 FLOOR = 0.5  # the lowest threshold, for long answers; shorter ones get more (threshold)
 SPREAD = 4.0  # how many robust standard deviations above the class's median a flagged pair lies at least
 MIN_DEVIATION = 0.05  # a class whose scores hardly vary still needs a margin above its median
+COMMON_SHARE = 0.05  # a fingerprint in more than this share of the class's answers is common to the class
+COMMON_MIN = 3  # ... and in more answers than this: two copies and a third are never "common"
 MIN_CLASS = 10  # fewer answers to an exercise: too few pairs to measure the class's level (the floor alone)
 
 STRUCTURE = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER}
@@ -248,8 +254,7 @@ BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
 
 def normalised_units(tree: ast.Module, given: set[str], imports: set[str]) -> list[tuple[list[str], int, int]]:
     """The normalised statements of ``tree``: (tokens, first line, last line) each, in source order; a compound
-    statement gives its header (``for v1 in range(v2):``) and then its body's statements."""
-    tree = copy.deepcopy(tree)
+    statement gives its header (``for v1 in range(v2):``) and then its body's statements. ``tree`` is changed."""
     strip_given(tree, imports)
     rename(tree, given)
     tree = ast.fix_missing_locations(SortCommutative().visit(tree))
@@ -314,35 +319,36 @@ def tokens_as_written(source: str, release: Release) -> Tokens:
     return found
 
 
-def normalise(source: str, release: Release) -> tuple[Tokens, str]:
-    """The student's own code in ``source`` as normalised tokens, and why it is listed ("" if it is not)."""
-    problem = ""
-    size = len(source.encode("utf-8", "replace"))
-    if size > MAX_CELL_BYTES:
-        source = source.encode("utf-8", "replace")[:MAX_CELL_BYTES].decode("utf-8", "ignore")
-        problem = f"enormous ({size // 1000} kB, the bound is {MAX_CELL_BYTES // 1000} kB a cell): its first {MAX_CELL_BYTES // 1000} kB are compared"
+def normalise(source: str, release: Release) -> tuple[Tokens | None, str]:
+    """The student's own code in ``source`` as normalised tokens, or None when it cannot be parsed; and the
+    reason it is listed, or ""."""
     try:
-        tree = ast.parse(source)
+        units = normalised_units(ast.parse(source), release.given_names, release.imports)
     except (SyntaxError, ValueError) as error:  # ValueError: a null byte
         where = f"line {error.lineno}: " if getattr(error, "lineno", None) else ""
-        reason = f"cannot be parsed ({where}{getattr(error, 'msg', error)}): compared on its tokens as written"
-        return tokens_as_written(source, release), "; ".join(filter(None, [problem, reason]))
+        return None, f"cannot be parsed ({where}{getattr(error, 'msg', error)}): compared on its tokens as written"
     except RecursionError:
-        return tokens_as_written(source, release), "; ".join(filter(None, [problem, "nested too deeply to parse"]))
+        return None, "nested too deeply to parse: compared on its tokens as written"
     found = Tokens()
-    try:
-        units = normalised_units(tree, release.given_names, release.imports)
-    except RecursionError:
-        return tokens_as_written(source, release), "; ".join(filter(None, [problem, "nested too deeply to parse"]))
     for tokens, first, last in units:
         if tuple(tokens) in release.statements or tokens == ["pass"]:
             continue  # the template's statements, kept as released
         for token in tokens:
             found.text.append(token)
             found.lines.append((first, last))
-    if not found.text and not problem:
-        problem = "empty: nothing of the student's own (the cell is as released, or blank)"
-    return found, problem
+    return found, "" if found.text else "empty: nothing of the student's own (the cell is as released, or blank)"
+
+
+def bounded(source: str) -> tuple[str, str]:
+    """``source`` cut to MAX_CELL_BYTES, and the reason it is listed when it was cut ("" if not)."""
+    data = source.encode("utf-8", "replace")
+    if len(data) <= MAX_CELL_BYTES:
+        return source, ""
+    limit = MAX_CELL_BYTES // 1000
+    return (
+        data[:MAX_CELL_BYTES].decode("utf-8", "ignore"),
+        f"enormous ({len(data) // 1000} kB, the bound is {limit} kB a cell): its first {limit} kB are compared",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,20 +376,18 @@ def fingerprints(tokens: list[str]) -> dict[int, list[int]]:
 
 
 @dataclasses.dataclass
-class Answer:
-    """One student's answer to one exercise, ready to compare."""
+class View:
+    """One reading of an answer: its tokens (each with its lines), their fingerprints, and of those the ones
+    not common to the class (set by compare_exercise)."""
 
-    student: str
-    exercise: str
-    source: str
     tokens: Tokens
     prints: dict[int, list[int]]
-    problem: str = ""
+    kept: frozenset[int] = frozenset()
 
     @classmethod
-    def of(cls, student: str, exercise: str, source: str, release: Release) -> Answer:
-        tokens, problem = normalise(source, release)
-        return cls(student, exercise, source, tokens, fingerprints(tokens.text), problem)
+    def of(cls, tokens: Tokens) -> View:
+        prints = fingerprints(tokens.text)
+        return cls(tokens, prints, frozenset(prints))
 
     def matched_lines(self, shared: set[int]) -> set[int]:
         """The lines of the source that the shared fingerprints came from."""
@@ -395,12 +399,52 @@ class Answer:
         return lines
 
 
-def score(a: Answer, b: Answer) -> float:
-    """The share of the smaller answer's fingerprints that the other answer has too (0 to 1)."""
-    smaller = min(len(a.prints), len(b.prints))
+@dataclasses.dataclass
+class Answer:
+    """One student's answer to one exercise, ready to compare: normalised when it parses; as written (names
+    as ``V``) when it, or the answer it is compared with, does not."""
+
+    student: str
+    exercise: str
+    source: str  # as handed in, cut to MAX_CELL_BYTES
+    release: Release
+    normalised: View | None  # None: it cannot be parsed
+    problem: str = ""
+    _as_written: View | None = None
+
+    @classmethod
+    def of(cls, student: str, exercise: str, source: str, release: Release) -> Answer:
+        source, too_big = bounded(source)
+        tokens, problem = normalise(source, release)
+        problem = "; ".join(filter(None, [too_big, problem]))
+        return cls(student, exercise, source, release, View.of(tokens) if tokens is not None else None, problem)
+
+    @property
+    def parsed(self) -> bool:
+        return self.normalised is not None
+
+    @property
+    def as_written(self) -> View:
+        if self._as_written is None:
+            self._as_written = View.of(tokens_as_written(self.source, self.release))
+        return self._as_written
+
+    def view(self, normalised: bool) -> View:
+        return self.normalised if normalised else self.as_written
+
+    @property
+    def size(self) -> int:
+        """Tokens of the student's own code."""
+        return len((self.normalised or self.as_written).tokens.text)
+
+
+def score(a: View, b: View) -> float:
+    """The share of the smaller answer's fingerprints that the other answer has too (0 to 1), of those that are
+    not common to the class."""
+    smaller = min(len(a.kept), len(b.kept))
     if not smaller:
         return 0.0
-    return len(a.prints.keys() & b.prints.keys()) / smaller
+    return len(a.kept & b.kept) / smaller
 
 
 def size_floor(n_tokens: int) -> float:
@@ -424,7 +468,7 @@ class Pair:
 
     @property
     def size(self) -> int:
-        return min(len(self.a.tokens.text), len(self.b.tokens.text))
+        return min(self.a.size, self.b.size)
 
 
 @dataclasses.dataclass
@@ -438,6 +482,7 @@ class ExerciseResult:
     class_level: float  # median + SPREAD x deviation (0 when the class is too small to measure it)
     flagged: list[Pair]
     compared: int  # answers compared
+    median_tokens: float = 0.0  # the size of the median answer, in tokens of the student's own
 
 
 def threshold(class_level: float, n_tokens: int) -> float:
@@ -445,22 +490,45 @@ def threshold(class_level: float, n_tokens: int) -> float:
     return max(size_floor(n_tokens), class_level)
 
 
+def common_fingerprints(views: list[View]) -> set[int]:
+    """The fingerprints found in more answers than COMMON_SHARE of the class (and more than COMMON_MIN): the
+    natural way of writing that part of the exercise, not evidence (as MOSS ignores passages found in many
+    submissions). A one-line answer that a fifth of the class writes alike is no reason to look at any pair."""
+    counts = Counter(value for view in views for value in view.prints)
+    limit = max(COMMON_MIN, COMMON_SHARE * len(views))
+    return {value for value, count in counts.items() if count > limit}
+
+
 def compare_exercise(name: str, answers: list[Answer]) -> ExerciseResult:
-    """Every pair of ``answers`` (one exercise), scored; the pairs at or above their threshold kept."""
-    compared = [a for a in answers if a.prints]
-    scored = [(a, b, score(a, b)) for a, b in combinations(compared, 2)]
-    scores = [s for _, _, s in scored]
+    """Every pair of ``answers`` (one exercise), scored; the pairs at or above their threshold kept. A pair
+    with an answer that cannot be parsed is compared on both answers' tokens as written."""
+    readings = [True] + ([False] if any(not a.parsed for a in answers) else [])
+    for normalised in readings:
+        views = [a.view(normalised) for a in answers if normalised is False or a.parsed]
+        common = common_fingerprints(views)
+        for view in views:
+            view.kept = frozenset(view.prints.keys() - common)
+    compared = [a for a in answers if (a.normalised or a.as_written).kept]
+    scored = []
+    for a, b in combinations(compared, 2):
+        normalised = a.parsed and b.parsed
+        scored.append((a, b, normalised, score(a.view(normalised), b.view(normalised))))
+    scores = [s for *_, s in scored]
     median = statistics.median(scores) if scores else 0.0
     deviation = 1.4826 * statistics.median([abs(s - median) for s in scores]) if scores else 0.0
     level = median + SPREAD * max(deviation, MIN_DEVIATION) if len(compared) >= MIN_CLASS else 0.0
     flagged = []
-    for a, b, value in scored:
-        limit = threshold(level, min(len(a.tokens.text), len(b.tokens.text)))
+    for a, b, normalised, value in scored:
+        limit = threshold(level, min(a.size, b.size))
         if value >= limit:
-            shared = a.prints.keys() & b.prints.keys()
-            flagged.append(Pair(name, a, b, value, limit, a.matched_lines(shared), b.matched_lines(shared)))
+            first, second = a.view(normalised), b.view(normalised)
+            shared = first.kept & second.kept
+            flagged.append(Pair(name, a, b, value, limit, first.matched_lines(shared), second.matched_lines(shared)))
     flagged.sort(key=lambda p: (-p.score, p.a.student, p.b.student))
-    return ExerciseResult(name, scores, median, deviation, level, flagged, len(compared))
+    sizes = [a.size for a in compared]
+    return ExerciseResult(
+        name, scores, median, deviation, level, flagged, len(compared), statistics.median(sizes) if sizes else 0.0
+    )
 
 
 def compare(
@@ -544,3 +612,263 @@ def submissions(course, assignment: str) -> tuple[dict[str, dict[str, str]], lis
                 listed.append((student, path.name, f"the notebook cannot be read: {error}"))
         found[student] = answers
     return found, listed
+
+
+# ---------------------------------------------------------------------------------------------
+# The report: a CSV, one HTML page, one PNG (for the instructor alone: reports/, never the feedback)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Report:
+    assignment: str
+    exercises: list[ExerciseResult]
+    listed: list[tuple[str, str, str]]  # (student, exercise or notebook, reason)
+    n_students: int
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [pair for exercise in self.exercises for pair in exercise.flagged]
+
+
+def run(course, assignment: str) -> Report:
+    """Compare every pair of submissions of ``assignment`` (``submitted/``), exercise by exercise."""
+    given = releases(course, assignment)
+    handed_in, unreadable = submissions(course, assignment)
+    results, listed = compare(handed_in, given)
+    unread = {student for student, _, _ in unreadable}
+    listed = unreadable + [row for row in listed if not (row[0] in unread and row[2].startswith("no answer cell"))]
+    return Report(assignment, results, listed, len(handed_in))
+
+
+CSV_HEADER = ["assignment", "exercise", "student", "other_student", "score", "threshold", "note"]
+
+
+def csv_rows(report: Report) -> list[dict]:
+    """One row per flagged pair (score and threshold), then one per listed answer (its reason)."""
+    from .export import spreadsheet_safe
+
+    rows = [
+        {
+            "assignment": report.assignment,
+            "exercise": pair.exercise,
+            "student": pair.a.student,
+            "other_student": pair.b.student,
+            "score": f"{pair.score:.3f}",
+            "threshold": f"{pair.threshold:.3f}",
+            "note": "",
+        }
+        for pair in report.flagged
+    ]
+    rows += [
+        {"assignment": report.assignment, "exercise": exercise, "student": student, "note": reason}
+        for student, exercise, reason in report.listed
+    ]
+    return [{k: spreadsheet_safe(row.get(k, "")) for k in CSV_HEADER} for row in rows]
+
+
+def distribution_picture(report: Report) -> tuple[bytes, str]:
+    """The class's pair scores per exercise, with the class's level and the size floor drawn: PNG bytes and
+    the picture said in words (its alt text)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    shown = report.exercises or [ExerciseResult("(no exercise)", [], 0.0, 0.0, 0.0, [], 0)]
+    columns = min(3, len(shown))
+    rows = math.ceil(len(shown) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.9 * rows), squeeze=False)
+    words = []
+    for axis, exercise in zip(axes.flat, shown, strict=False):
+        counts, _, _ = axis.hist(exercise.scores, bins=np.linspace(0, 1, 21), color="#577590", edgecolor="white")
+        axis.set_yscale("log")  # a class of 300 has 44,850 pairs, nearly all low: the few high ones stay visible
+        axis.set_ylim(0.5, max(2.0, counts.max() * 2 if len(counts) else 2.0))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.yaxis.set_minor_formatter(NullFormatter())
+        floor = typical_floor(exercise)
+        if math.isfinite(floor) and floor <= 1:
+            axis.axvline(floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f}")
+        if 0 < exercise.class_level <= 1:
+            axis.axvline(exercise.class_level, color="#c8553d", linestyle="--", linewidth=1.5, label="class level")
+        for pair in exercise.flagged:  # each flagged pair as a tick under the axis: seen without colour
+            axis.plot(
+                [pair.score],
+                [0],
+                marker="^",
+                color="#c8553d",
+                markersize=8,
+                clip_on=False,
+                transform=axis.get_xaxis_transform(),
+            )
+        axis.set_xlim(0, 1)
+        axis.set_title(exercise.name, fontsize=10)
+        axis.set_xlabel("score (share of fingerprints in common)", fontsize=8)
+        axis.set_ylabel("pairs", fontsize=8)
+        axis.tick_params(labelsize=8)
+        axis.spines[["top", "right"]].set_visible(False)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=7, frameon=False, loc="upper right")
+        words.append(describe_exercise(exercise))
+    for axis in list(axes.flat)[len(shown) :]:
+        axis.set_axis_off()
+    figure.suptitle(
+        f"{report.assignment}: scores of every pair of answers, per exercise (triangles: flagged pairs)", fontsize=10
+    )
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    alt = (
+        f"Histograms of the scores of every pair of answers of {report.assignment}, one per exercise, "
+        "with the size floor as a dotted line, the class level as a dashed line and flagged pairs as triangles. "
+        + " ".join(words)
+    )
+    return buffer.getvalue(), alt
+
+
+def typical_floor(exercise: ExerciseResult) -> float:
+    """The size floor for the exercise's median answer (each pair has its own: the figure only shows one)."""
+    return size_floor(int(exercise.median_tokens)) if exercise.compared else math.inf
+
+
+def describe_exercise(exercise: ExerciseResult) -> str:
+    """One exercise's numbers in a sentence (the picture's alt text, the page's table)."""
+    flagged = len(exercise.flagged)
+    pairs = "1 pair flagged" if flagged == 1 else f"{flagged} pairs flagged"
+    level = f"class level {exercise.class_level:.2f}" if exercise.class_level else "class too small for a class level"
+    return f"{exercise.name}: {len(exercise.scores)} pairs, median score {exercise.median:.2f}, {level}, {pairs}."
+
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
+h3 { font-size: 1.05em; margin-top: 1.5em; } h4 { font-size: 1em; margin: 0.3em 0; }
+table { border-collapse: collapse; margin: 0.5em 0 1em; } td, th { padding: 0.15em 0.6em; text-align: left;
+ vertical-align: top; border-bottom: 1px solid #eee; } th { background: #f4f4f4; } td.n { text-align: right; }
+.sides { display: flex; gap: 1em; align-items: flex-start; } .side { flex: 1; min-width: 0; overflow-x: auto; }
+table.code td { font-family: ui-monospace, monospace; font-size: 0.85em; white-space: pre; border: none;
+ padding: 0 0.4em; } table.code td.line { color: #555; text-align: right; } table.code td.mark { font-weight: bold; }
+tr.match td { background: #fff1b8; } img { max-width: 100%; } .muted { color: #555; }
+"""
+
+MATCH_MARKER = "match"  # the text that marks a matched line, beside its shading: nothing is said by colour alone
+MAX_LINES_SHOWN = 400
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def side_html(answer: Answer, matched: set[int]) -> str:
+    """One answer as a table of lines: number, the marker on a matched line, the code."""
+    lines = answer.source.splitlines()
+    rows = [
+        f"<tr class='match'><td class='line'>{n}</td><td class='mark'>{MATCH_MARKER}</td><td>{_e(line)}</td></tr>"
+        if n in matched
+        else f"<tr><td class='line'>{n}</td><td class='mark'></td><td>{_e(line)}</td></tr>"
+        for n, line in enumerate(lines[:MAX_LINES_SHOWN], start=1)
+    ]
+    more = len(lines) - MAX_LINES_SHOWN
+    caption = f"{_e(answer.student)}: {len(matched)} of {len(lines)} lines match"
+    return (
+        f"<div class='side'><h4>{_e(answer.student)}</h4><table class='code'><caption class='muted'>{caption}"
+        "</caption><tr><th>line</th><th>marker</th><th>code</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + (f"<p class='muted'>{more} more lines not shown.</p>" if more > 0 else "")
+        + "</div>"
+    )
+
+
+def render_html(report: Report, picture: bytes, alt: str) -> str:
+    """The page: what the score means, the class's distribution, the flagged pairs side by side, the listed
+    answers. Self-contained (the picture inside), no script, every student text escaped."""
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
+        f"<title>Similar submissions: {_e(report.assignment)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Similar submissions: {_e(report.assignment)}</h1>",
+        f"<p>{len(report.flagged)} pairs of answers above their threshold, among {report.n_students} submissions "
+        "compared exercise by exercise. For the instructor only: nothing here reaches students' feedback.</p>",
+        "<h2>What the score means, and what it does not</h2>",
+        "<p>The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of "
+        f"{K} tokens of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
+        "comments, docstrings, blank lines, the course's imports and what the released cell already held) that "
+        "the other answer has too. A pair is listed when its score reaches the larger of two figures: a floor that "
+        f"rises as the shorter answer gets shorter ({FLOOR:g} + 2/&radic;tokens; never below {MIN_TOKENS} tokens: "
+        f"a short exercise has few ways to be right) and the class's level for that exercise, its median score "
+        f"plus {SPREAD:g} robust standard deviations (from {MIN_CLASS} answers on).</p>",
+        "<p>A listed pair is a reason to read two answers side by side, not a finding: students who worked "
+        "together as allowed, a hint given in class, or an exercise with one natural answer make answers alike. "
+        "A number accuses nobody.</p>",
+        "<h2>The class's scores</h2>",
+        f"<img alt='{_e(alt)}' src='data:image/png;base64,{base64.b64encode(picture).decode('ascii')}'>",
+        "<table><tr><th>exercise</th><th>answers compared</th><th>pairs</th><th>median score</th>"
+        "<th>robust spread</th><th>class level</th><th>median size (tokens)</th><th>pairs flagged</th></tr>",
+    ]
+    for exercise in report.exercises:
+        level = f"{exercise.class_level:.2f}" if exercise.class_level else "class too small"
+        parts.append(
+            f"<tr><td><code>{_e(exercise.name)}</code></td><td class='n'>{exercise.compared}</td>"
+            f"<td class='n'>{len(exercise.scores)}</td><td class='n'>{exercise.median:.2f}</td>"
+            f"<td class='n'>{exercise.deviation:.2f}</td><td class='n'>{level}</td>"
+            f"<td class='n'>{exercise.median_tokens:g}</td><td class='n'>{len(exercise.flagged)}</td></tr>"
+        )
+    parts.append("</table>")
+    parts.append("<h2>Pairs above their threshold</h2>")
+    parts.append(
+        f"<p>Lines that share a fingerprint with the other answer are marked <b>{MATCH_MARKER}</b> (and shaded).</p>"
+    )
+    for exercise in report.exercises:
+        parts.append(f"<h3 id='{_e(exercise.name)}'>Exercise {_e(exercise.name)}</h3>")
+        if not exercise.flagged:
+            parts.append("<p>No pair above its threshold.</p>")
+        for pair in exercise.flagged:
+            parts.append(
+                f"<h4>{_e(pair.a.student)} and {_e(pair.b.student)}: score {pair.score:.2f}, threshold "
+                f"{pair.threshold:.2f}, {pair.size} tokens in the shorter answer</h4>"
+                f"<div class='sides'>{side_html(pair.a, pair.lines_a)}{side_html(pair.b, pair.lines_b)}</div>"
+            )
+    parts.append("<h2>Answers listed with a reason</h2>")
+    if report.listed:
+        parts.append("<p>Compared as far as possible; none of them stopped the comparison of the others.</p>")
+        parts.append("<table><tr><th>student</th><th>exercise or notebook</th><th>reason</th></tr>")
+        for student, exercise, reason in report.listed:
+            parts.append(f"<tr><td>{_e(student)}</td><td><code>{_e(exercise)}</code></td><td>{_e(reason)}</td></tr>")
+        parts.append("</table>")
+    else:
+        parts.append("<p>Every answer was compared in full.</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def write(course, assignment: str) -> tuple[Report, dict[str, Path]]:
+    """Compare the class and write ``reports/ASSIGNMENT-similarity.{csv,html,png}`` (the instructor's alone)."""
+    report = run(course, assignment)
+    folder = course.runtime_dir("reports")
+    paths = {kind: folder / f"{assignment}-similarity.{kind}" for kind in ("csv", "html", "png")}
+    picture, alt = distribution_picture(report)
+    paths["png"].write_bytes(picture)
+    paths["html"].write_text(render_html(report, picture, alt), encoding="utf-8")
+    with open(paths["csv"], "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=CSV_HEADER, quoting=csv.QUOTE_ALL)  # see export.spreadsheet_safe
+        writer.writeheader()
+        writer.writerows(csv_rows(report))
+    return report, paths
+
+
+def summary(report: Report) -> str:
+    """What the command says: the assignment, the pairs flagged per exercise, the listed answers."""
+    flagged = len(report.flagged)
+    lines = [
+        f"{report.assignment}: {report.n_students} submissions compared; "
+        + ("1 pair above its threshold" if flagged == 1 else f"{flagged} pairs above their threshold")
+    ]
+    lines += ["  " + describe_exercise(exercise) for exercise in report.exercises]
+    if report.listed:
+        many = "answers" if len(report.listed) > 1 else "answer"
+        lines.append(f"  {len(report.listed)} {many} listed with a reason (empty, unparseable, enormous, unreadable)")
+    return "\n".join(lines)
