@@ -40,7 +40,7 @@ def measure(assignments=ASSIGNMENTS, disguises=(None, *DISGUISES)) -> dict:
                     ]
                 for pair in test_class.planted.get(result.name, ()):
                     sources = [test_class.submissions[s][result.name] for s in pair]
-                    if min(similarity.Answer.of("", "", s, given[result.name]).size for s in sources) < 16:
+                    if min(similarity.Answer.of("", "", s, given[result.name]).size for s in sources) < similarity.MIN_TOKENS:
                         counts["too short"] += 1
                         assert pair not in flagged, "an answer under MIN_TOKENS tokens is never flagged"
                         continue
