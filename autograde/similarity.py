@@ -58,7 +58,7 @@ FLOOR = 0.5  # the lowest threshold, for long answers; shorter ones get more (th
 SPREAD = 4.0  # how many robust standard deviations above the class's median a flagged pair lies at least
 MIN_DEVIATION = 0.05  # a class whose scores hardly vary still needs a margin above its median
 COMMON_SHARE = 0.05  # a fingerprint in more than this share of the class's answers is common to the class
-COMMON_MIN = 3  # ... and in more answers than this: two copies and a third are never "common"
+COMMON_MIN = 5  # ... and in more answers than this: a ring of five copies is never "common"
 MIN_CLASS = 10  # fewer answers to an exercise: too few pairs to measure the class's level (the floor alone)
 
 STRUCTURE = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING, tokenize.ENDMARKER}
@@ -508,7 +508,7 @@ def compare_exercise(name: str, answers: list[Answer]) -> ExerciseResult:
         common = common_fingerprints(views)
         for view in views:
             view.kept = frozenset(view.prints.keys() - common)
-    compared = [a for a in answers if (a.normalised or a.as_written).kept]
+    compared = [a for a in answers if (a.normalised or a.as_written).prints]  # the class: who wrote code
     scored = []
     for a, b in combinations(compared, 2):
         normalised = a.parsed and b.parsed
@@ -745,7 +745,7 @@ def describe_exercise(exercise: ExerciseResult) -> str:
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1300px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; }
-h3 { font-size: 1.05em; margin-top: 1.5em; } h4 { font-size: 1em; margin: 0.3em 0; }
+h3 { font-size: 1.1em; margin-top: 1.5em; } h4 { font-size: 1em; margin: 1em 0 0.3em; } h5 { font-size: 0.95em; margin: 0.3em 0; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; } td, th { padding: 0.15em 0.6em; text-align: left;
  vertical-align: top; border-bottom: 1px solid #eee; } th { background: #f4f4f4; } td.n { text-align: right; }
 .sides { display: flex; gap: 1em; align-items: flex-start; } .side { flex: 1; min-width: 0; overflow-x: auto; }
@@ -755,7 +755,8 @@ tr.match td { background: #fff1b8; } img { max-width: 100%; } .muted { color: #5
 """
 
 MATCH_MARKER = "match"  # the text that marks a matched line, beside its shading: nothing is said by colour alone
-MAX_LINES_SHOWN = 400
+LONG_ANSWER = 60  # lines: a longer answer shows only its matched lines, with CONTEXT lines around them
+CONTEXT = 3
 
 
 def _e(text) -> str:
@@ -763,24 +764,37 @@ def _e(text) -> str:
 
 
 def side_html(answer: Answer, matched: set[int]) -> str:
-    """One answer as a table of lines: number, the marker on a matched line, the code."""
+    """One answer as a table of lines: number, the marker on a matched line, the code. A long answer shows its
+    matched lines with CONTEXT lines around them; the lines left out are counted."""
     lines = answer.source.splitlines()
-    rows = [
-        f"<tr class='match'><td class='line'>{n}</td><td class='mark'>{MATCH_MARKER}</td><td>{_e(line)}</td></tr>"
-        if n in matched
-        else f"<tr><td class='line'>{n}</td><td class='mark'></td><td>{_e(line)}</td></tr>"
-        for n, line in enumerate(lines[:MAX_LINES_SHOWN], start=1)
-    ]
-    more = len(lines) - MAX_LINES_SHOWN
-    caption = f"{_e(answer.student)}: {len(matched)} of {len(lines)} lines match"
+    shown = set(range(1, len(lines) + 1))
+    if len(lines) > LONG_ANSWER:
+        shown = {n for m in matched for n in range(m - CONTEXT, m + CONTEXT + 1)} | set(range(1, CONTEXT + 1))
+    rows, skipped = [], 0
+    for n, line in enumerate(lines, start=1):
+        if n not in shown:
+            skipped += 1
+            continue
+        if skipped:
+            rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
+            skipped = 0
+        marker, row_class = (MATCH_MARKER, " class='match'") if n in matched else ("", "")
+        rows.append(f"<tr{row_class}><td class='line'>{n}</td><td class='mark'>{marker}</td><td>{_e(line)}</td></tr>")
+    if skipped:
+        rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
+    heading = f"{_e(answer.student)}: {matched_count(len(matched & set(range(1, len(lines) + 1))), len(lines))}"
     return (
-        f"<div class='side'><h4>{_e(answer.student)}</h4><table class='code'><caption class='muted'>{caption}"
-        "</caption><tr><th>line</th><th>marker</th><th>code</th></tr>"
-        + "".join(rows)
-        + "</table>"
-        + (f"<p class='muted'>{more} more lines not shown.</p>" if more > 0 else "")
-        + "</div>"
+        f"<div class='side'><h5>{heading}</h5><table class='code'>"
+        "<tr><th>line</th><th>marker</th><th>code</th></tr>" + "".join(rows) + "</table></div>"
     )
+
+
+def lines_left_out(n: int) -> str:
+    return "1 line without a match, not shown" if n == 1 else f"{n} lines without a match, not shown"
+
+
+def matched_count(matched: int, total: int) -> str:
+    return f"1 of {total} lines matches" if matched == 1 else f"{matched} of {total} lines match"
 
 
 def render_html(report: Report, picture: bytes, alt: str) -> str:
