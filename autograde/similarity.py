@@ -136,18 +136,20 @@ def imported_names(node: ast.stmt) -> list[str]:
     return []
 
 
-def strip_given(tree: ast.Module, course_imports: set[str]) -> None:
+def strip_given(tree: ast.AST, course_imports: set[str]) -> None:
     """Drop what is not the student's own: docstrings (any statement that is a bare string) and the course's
-    imports; a body left empty gets ``pass``."""
-    for node in ast.walk(tree):
-        for field in ("body", "orelse", "finalbody"):
-            body = getattr(node, field, None)
-            if not isinstance(body, list) or not body or not isinstance(body[0], ast.stmt):
-                continue
+    imports; a body left empty gets ``pass``. Only statements are visited (expressions hold none)."""
+    for field in BLOCKS:
+        body = getattr(tree, field, None)
+        if not isinstance(body, list) or not body:
+            continue
+        if isinstance(body[0], ast.stmt):
             kept = [s for s in body if not _given(s, course_imports)]
             if not kept and field == "body":
                 kept = [ast.copy_location(ast.Pass(), body[0])]
-            setattr(node, field, kept)
+            setattr(tree, field, kept)
+        for inner in getattr(tree, field):  # statements, or a try's handlers and a match's cases
+            strip_given(inner, course_imports)
 
 
 def _given(statement: ast.stmt, course_imports: set[str]) -> bool:
@@ -158,10 +160,11 @@ def _given(statement: ast.stmt, course_imports: set[str]) -> bool:
     return bool(names) and set(names) <= course_imports
 
 
-def bound_names(node: ast.AST) -> set[str]:
-    """Every name ``node`` binds: arguments, assignment and loop targets, inner functions, ``as`` names."""
+def bound_names(node: ast.AST, inside: list[ast.AST] | None = None) -> set[str]:
+    """Every name ``node`` binds: arguments, assignment and loop targets, inner functions, ``as`` names
+    (``inside``: its nodes, when they are already listed)."""
     names = set()
-    for inner in ast.walk(node):
+    for inner in ast.walk(node) if inside is None else inside:
         if isinstance(inner, ast.arg):
             names.add(inner.arg)
         elif isinstance(inner, ast.Name) and isinstance(inner.ctx, (ast.Store, ast.Del)):
@@ -187,21 +190,17 @@ def rename(tree: ast.Module, given: set[str]) -> None:
             top_level |= bound_names(statement)
     top_level -= given
     for statement in tree.body:
+        nodes = list(ast.walk(statement))
+        named = [(node, name) for node in nodes for name in [_name_of(node)] if name is not None]
         is_function = isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        local = bound_names(statement) - given if is_function else set()
+        local = bound_names(statement, nodes) - given if is_function else set()
         occurrences = sorted(
-            (n.lineno, n.col_offset, name)
-            for n in ast.walk(statement)
-            for name in [_name_of(n)]
-            if name in local and n is not statement
+            (node.lineno, node.col_offset, name) for node, name in named if name in local and node is not statement
         )
         numbers: dict[str, str] = {}
         for _, _, name in occurrences:
             numbers.setdefault(name, f"v{len(numbers) + 1}")
-        for node in ast.walk(statement):
-            name = _name_of(node)
-            if name is None:
-                continue
+        for node, name in named:
             new = numbers.get(name) if node is not statement else None
             new = new or ("F" if name in top_level else None)
             if new:
@@ -257,7 +256,7 @@ def normalised_units(tree: ast.Module, given: set[str], imports: set[str]) -> li
     statement gives its header (``for v1 in range(v2):``) and then its body's statements. ``tree`` is changed."""
     strip_given(tree, imports)
     rename(tree, given)
-    tree = ast.fix_missing_locations(SortCommutative().visit(tree))
+    tree = SortCommutative().visit(tree)  # its new nodes take their locations from the old (copy_location)
     units: list[tuple[list[str], int, int]] = []
 
     def visit(statement: ast.AST) -> None:

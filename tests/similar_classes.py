@@ -16,10 +16,9 @@ from pathlib import Path
 
 import nbformat
 from catalog import catalogs
-from course import REPO
 
 from autograde import similarity
-from autograde.course import Course, grade_id
+from autograde.course import REPO, Course, grade_id
 
 
 def releases(assignment: str) -> dict[str, similarity.Release]:

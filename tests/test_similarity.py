@@ -30,7 +30,8 @@ def measure(assignments=ASSIGNMENTS, disguises=(None, *DISGUISES)) -> dict:
         given = releases(assignment)
         for disguise in disguises:
             test_class = build_class(assignment, disguise)
-            results, _ = similarity.compare(test_class.submissions, {e: given[e] for e in test_class.independent})
+            compared = test_class.independent if disguise is None else test_class.planted
+            results, _ = similarity.compare(test_class.submissions, {e: given[e] for e in compared})
             for result in results:
                 flagged = {frozenset((p.a.student, p.b.student)) for p in result.flagged}
                 if disguise is None:
@@ -39,8 +40,12 @@ def measure(assignments=ASSIGNMENTS, disguises=(None, *DISGUISES)) -> dict:
                         (assignment, result.name, sorted(p)) for p in test_class.independent[result.name] & flagged
                     ]
                 for pair in test_class.planted.get(result.name, ()):
-                    sources = [test_class.submissions[s][result.name] for s in pair]
-                    if min(similarity.Answer.of("", "", s, given[result.name]).size for s in sources) < similarity.MIN_TOKENS:
+                    original = next(s for s in pair if s.startswith("style-"))  # the copy has as many tokens
+                    source = test_class.submissions[original][result.name]
+                    if (
+                        similarity.Answer.of(original, result.name, source, given[result.name]).size
+                        < similarity.MIN_TOKENS
+                    ):
                         counts["too short"] += 1
                         assert pair not in flagged, "an answer under MIN_TOKENS tokens is never flagged"
                         continue
