@@ -543,7 +543,11 @@ def compare(
             if source is None:
                 listed.append((student, exercise, "no answer cell with this grade id in the submission"))
                 continue
-            answer = Answer.of(student, exercise, source, release)
+            try:
+                answer = Answer.of(student, exercise, source, release)
+            except Exception as error:  # noqa: BLE001 - one answer never stops the comparison of the others
+                listed.append((student, exercise, f"could not be compared ({type(error).__name__}): left out"))
+                continue
             if answer.problem:
                 listed.append((student, exercise, answer.problem))
             answers.append(answer)

@@ -128,6 +128,25 @@ def test_an_answer_most_of_the_class_writes_alike_is_not_evidence():
     assert result.class_level > 0, "twelve answers: the class's level is measured"
 
 
+def test_an_answer_the_comparison_fails_on_is_listed_and_the_others_compared(monkeypatch):
+    test_class = build_class("01_heads", "renamed variables")
+    test_class.submissions["breaks-it"] = {
+        "split_heads": "def split_heads(x, h):\n    return 'BREAKS THE NORMALISER'\n"
+    }
+    normalise = similarity.normalise
+
+    def failing_on_one(source, release):
+        if "BREAKS THE NORMALISER" in source:
+            raise MemoryError("as if the answer were too much for it")
+        return normalise(source, release)
+
+    monkeypatch.setattr(similarity, "normalise", failing_on_one)
+    results, listed = similarity.compare(test_class.submissions, releases("01_heads"))
+    assert ("breaks-it", "split_heads", "could not be compared (MemoryError): left out") in listed
+    flagged = {frozenset((p.a.student, p.b.student)) for r in results if r.name == "split_heads" for p in r.flagged}
+    assert test_class.planted["split_heads"] <= flagged
+
+
 # ---------------------------------------------------------------- make similarity, on notebooks on disk
 
 
