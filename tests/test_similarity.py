@@ -16,7 +16,7 @@ import pytest
 from catalog import catalogs
 from similar_classes import DISGUISES, build_class, releases, write_class
 
-from autograde import grade, similarity
+from autograde import class_report, grade, similarity
 
 ASSIGNMENTS = sorted(catalogs())
 
@@ -190,3 +190,8 @@ def test_make_similarity_writes_its_report_and_lists_what_it_cannot_compare(tmp_
     assert "<img alt='Histograms of the scores of every pair of answers of 01_heads" in page
     assert (reports / "01_heads-similarity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not course.path("feedback").exists(), "nothing of it reaches the students' feedback"
+    flagged = sum(1 for r in rows if r["score"])
+    assert class_report.similar_pairs(reports, "01_heads") == flagged  # what the class report says of it
+    assert f"The last comparison flagged {flagged} pairs of answers" in class_report.render_html(
+        class_report.Assignment("01_heads", [], [], [], {}), [], flagged
+    )
