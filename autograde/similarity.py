@@ -693,7 +693,9 @@ def distribution_picture(report: Report) -> tuple[bytes, str]:
         axis.yaxis.set_minor_formatter(NullFormatter())
         floor = typical_floor(exercise)
         if math.isfinite(floor) and floor <= 1:
-            axis.axvline(floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f}")
+            axis.axvline(
+                floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f} (median answer)"
+            )
         if 0 < exercise.class_level <= 1:
             axis.axvline(exercise.class_level, color="#c8553d", linestyle="--", linewidth=1.5, label="class level")
         for pair in exercise.flagged:  # each flagged pair as a tick under the axis: seen without colour
@@ -787,7 +789,9 @@ def side_html(answer: Answer, matched: set[int]) -> str:
         rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
     heading = f"{_e(answer.student)}: {matched_count(len(matched & set(range(1, len(lines) + 1))), len(lines))}"
     return (
-        f"<div class='side'><h5>{heading}</h5><table class='code'>"
+        # a region of its own that scrolls sideways: focusable, so that a keyboard scrolls it too
+        f"<div class='side' tabindex='0' role='region' aria-label='{_e(answer.student)}: code'>"
+        f"<h5>{heading}</h5><table class='code'>"
         "<tr><th>line</th><th>marker</th><th>code</th></tr>" + "".join(rows) + "</table></div>"
     )
 
@@ -814,7 +818,9 @@ def render_html(report: Report, picture: bytes, alt: str) -> str:
         "<p>The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of "
         f"{K} tokens of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
         "comments, docstrings, blank lines, the course's imports and what the released cell already held) that "
-        "the other answer has too. A pair is listed when its score reaches the larger of two figures: a floor that "
+        "the other answer has too; fingerprints found in more than "
+        f"{COMMON_SHARE:.0%} of the class's answers (and more than {COMMON_MIN}) are the natural way of writing "
+        "that part and are left out. A pair is listed when its score reaches the larger of two figures: a floor that "
         f"rises as the shorter answer gets shorter ({FLOOR:g} + 2/&radic;tokens; never below {MIN_TOKENS} tokens: "
         f"a short exercise has few ways to be right) and the class's level for that exercise, its median score "
         f"plus {SPREAD:g} robust standard deviations (from {MIN_CLASS} answers on).</p>",
