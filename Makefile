@@ -82,7 +82,7 @@ ASSIGNMENT ?= 00_start_here
 GRADE := $(BIN)/python -m autograde.grade $(if $(EXCHANGE),--exchange $(EXCHANGE))
 GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-collect,$(if $(filter %.zip,$(SOURCE)),--zip $(SOURCE),--folder $(SOURCE))))
 
-.PHONY: release grade feedback export report
+.PHONY: release grade feedback export report similarity
 
 release: $(STAMP)
 	$(GRADE) release $(ASSIGNMENT)
@@ -101,6 +101,10 @@ export: $(STAMP)
 
 report: $(STAMP)
 	$(GRADE) report $(ASSIGNMENT)
+
+# After grading: pairs of submissions alike beyond the class's usual, side by side (instructor only).
+similarity: $(STAMP)
+	$(GRADE) similarity $(ASSIGNMENT)
 
 # A class on one machine (docs/jupyterhub.md), as root. INSTRUCTOR=<their Unix account>; STUDENTS=<the
 # students' Unix group>; EXCHANGE as above; HUB_STATE=<the hub's own folder>; HUB_PORT=8000.

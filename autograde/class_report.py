@@ -368,8 +368,9 @@ def _students(names: list[str], limit: int = 30) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def render_html(assignment: Assignment, others: list[Assignment]) -> str:
-    """The whole report as one self-contained HTML page (no script, no external resource)."""
+def render_html(assignment: Assignment, others: list[Assignment], similar_pairs: int | None = None) -> str:
+    """The whole report as one self-contained HTML page (no script, no external resource). ``similar_pairs``:
+    the pairs the last ``make similarity`` flagged (None: it has not run)."""
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
@@ -446,6 +447,19 @@ def render_html(assignment: Assignment, others: list[Assignment]) -> str:
         parts.append("</table>")
     else:
         parts.append("<p>Every submission was graded without trouble.</p>")
+    parts.append("<h2>Similar submissions</h2>")
+    page = f"autograde/reports/{_e(assignment.name)}-similarity.html"
+    if similar_pairs is None:
+        parts.append(
+            f"<p class='muted'>Not compared yet: <code>make similarity ASSIGNMENT={_e(assignment.name)}</code> "
+            f"compares every pair of submissions, exercise by exercise, and writes <code>{page}</code>.</p>"
+        )
+    else:
+        pairs = "1 pair of answers" if similar_pairs == 1 else f"{similar_pairs} pairs of answers"
+        parts.append(
+            f"<p>The last comparison flagged {pairs} above their threshold, shown side by side in "
+            f"<code>{page}</code> (a reason to read them, not a finding; docs/instructors.md, section 7).</p>"
+        )
     parts.append("<h2>Across assignments: misconceptions that persist</h2>")
     rows = persistence(others)
     if rows:
@@ -472,6 +486,15 @@ def graded_assignments(course: Course) -> list[str]:
     return [a for a in course.assignments() if read_results(course, a)]
 
 
+def similar_pairs(folder: Path, assignment: str) -> int | None:
+    """How many pairs the last ``make similarity`` flagged (its CSV's rows with a score), or None."""
+    table = folder / f"{assignment}-similarity.csv"
+    if not table.exists():
+        return None
+    with open(table, newline="", encoding="utf-8") as handle:
+        return sum(1 for row in csv.DictReader(handle) if row.get("score"))
+
+
 def write(course: Course, assignment: str) -> tuple[Path, Path]:
     """Write ``reports/ASSIGNMENT.html`` and ``reports/ASSIGNMENT.csv``; return their paths."""
     this = read_assignment(course, assignment)
@@ -481,7 +504,7 @@ def write(course: Course, assignment: str) -> tuple[Path, Path]:
     ]
     folder = course.runtime_dir("reports")
     page, table = folder / f"{assignment}.html", folder / f"{assignment}.csv"
-    page.write_text(render_html(this, others), encoding="utf-8")
+    page.write_text(render_html(this, others, similar_pairs(folder, assignment)), encoding="utf-8")
     with open(table, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_HEADER, quoting=csv.QUOTE_ALL)  # see export.spreadsheet_safe
         writer.writeheader()

@@ -1,4 +1,5 @@
-"""The instructor's command line: every step of the pipeline, by name (release, collect, autograde, feedback, export, report).
+"""The instructor's command line: every step of the pipeline, by name (release, collect, autograde, feedback, export, report,
+similarity).
 
     python -m autograde.grade setup     ASSIGNMENT            record it in the gradebook (once)
     python -m autograde.grade release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
@@ -9,6 +10,7 @@
     python -m autograde.grade feedback  ASSIGNMENT [--release]
     python -m autograde.grade export    [ASSIGNMENT ...] [--format csv|canvas|moodle] [--per-exercise] [--output F]
     python -m autograde.grade report    ASSIGNMENT            statuses; class report (HTML + CSV, class_report.py)
+    python -m autograde.grade similarity ASSIGNMENT           similar submissions (CSV, HTML, PNG, similarity.py)
     python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
     python -m autograde.grade bench     [--submissions 40] [--workers N]
 
@@ -40,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--course-id", default="heads-and-masks")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    for name in ("setup", "release", "report"):
+    for name in ("setup", "release", "report", "similarity"):
         commands.add_parser(name).add_argument("assignment")
 
     def add_collect_options(p):
@@ -241,6 +243,12 @@ def run_command(args) -> int:
         print(report.report(course, args.assignment), end="")
         page, table = class_report.write(course, args.assignment)
         print(f"class report: {page} (open it in a browser), the same numbers in {table}")
+    elif args.command == "similarity":
+        from autograde import similarity
+
+        found, paths = similarity.write(course, args.assignment)
+        print(similarity.summary(found))
+        print(f"side by side: {paths['html']} (open it in a browser); the pairs in {paths['csv']}; {paths['png']}")
     elif args.command == "all":
         if args.zip or args.folder or args.exchange_collect:
             collect_submissions(course, args)

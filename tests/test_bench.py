@@ -127,3 +127,28 @@ def test_a_section_measured_alone_replaces_only_its_own_section_and_rows(tmp_pat
         "| fast thing | 2.0× | ≥ 1.8× | met |" in readme and readme.startswith("intro\n") and readme.endswith("end\n")
     )
     assert "Re-measured alone (Causal): Measured now." in readme  # the rows' date, where the block's differs
+
+
+def test_a_section_measured_for_the_first_time_is_added_with_its_rows(tmp_path, monkeypatch):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "benchmarks.md").write_text(
+        "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n| other thing | 3 s | ≤ 5 s | met |\n\n"
+        "## Causal\n\nold table\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "README.md").write_text(
+        f"intro\n{bench.README_BEGIN}\n| promise | measured | target | |\n|---|---|---|---|\n"
+        f"| other thing | 3 s | ≤ 5 s | met |\n{bench.README_END}\nend\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    checks = [bench.Check("new thing", "20 s", "≤ 60 s", True)]
+    bench.write_sections("Measured now.", ["New"], ["## New", "", "new table", ""], checks)
+    text = (docs / "benchmarks.md").read_text(encoding="utf-8")
+    assert "| other thing | 3 s | ≤ 5 s | met |\n| new thing | 20 s | ≤ 60 s | met |\n" in text
+    assert "## Causal\n\nold table" in text and text.rstrip().endswith(
+        "## New\n\nRe-measured alone: Measured now.\n\nnew table"
+    )
+    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
+    assert "| other thing | 3 s | ≤ 5 s | met |\n| new thing | 20 s | ≤ 60 s | met |\n" in readme

@@ -1,7 +1,7 @@
 """Measure what the course promises, on this machine, in one run (what `make bench` runs).
 
     python tools/bench.py                  every section, prints a table, writes docs/benchmarks.md
-    python tools/bench.py --only causal    one section (causal, widgets, course, training, grading); writes
+    python tools/bench.py --only causal    one section (causal, widgets, course, training, grading, similarity); writes
                                            its section and summary rows into docs/benchmarks.md
     python tools/bench.py --quick          fewer repetitions and smaller sizes (a smoke run)
     python tools/bench.py --only grading --grading-n 3 [--assignment 03_causal_mask]
@@ -56,6 +56,7 @@ TARGETS = {
     "grading_over_plain": 1.0,  # pipeline with 1 worker / plain `nbgrader autograde`, seconds per notebook
     "grading_speedup": 1.7,  # 2 workers vs 1 worker, every assignment
     "grading_class_hours": 1.0,  # 300 students x every assignment, 2 workers, extrapolated
+    "similarity_class_seconds": 60.0,  # make similarity on a class of 300, one assignment (issue 39)
 }
 
 
@@ -473,12 +474,86 @@ def section_grading(
     return lines, ok
 
 
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of the finished child processes so far: what a command cost, whatever the
+    machine's load made its wall time."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def section_similarity(quick: bool, assignment: str = "01_heads") -> tuple[list[str], list[Check]]:
+    """make similarity on a class of 300 (60 quick) for one assignment: the command's time, notebooks on disk."""
+    import random
+    import subprocess
+    import tempfile
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from catalog import catalogs
+    from similar_classes import DISGUISES, TestClass, write_class
+
+    n_students, n_copies = (60, 3) if quick else (300, 10)
+    draw = random.Random(39)
+    answers = [a for a in catalogs()[assignment] if not a.untouched]  # every style and every mistake
+    exercises = sorted({g for a in answers for g in a.cells})
+    submissions = {}
+    for i in range(n_students - n_copies):
+        chosen = {}
+        for exercise in exercises:  # a style or a mistake, under a disguise, with a comment of its own
+            source = draw.choice([a for a in answers if exercise in a.cells]).source(exercise)
+            source = DISGUISES[draw.choice(list(DISGUISES))](source) or source
+            chosen[exercise] = f"# student {i}\n{source}"
+        submissions[f"student-{i:03d}"] = chosen
+    for j in range(n_copies):  # a copy of another student's notebook, its variables renamed
+        original = submissions[f"student-{draw.randrange(n_students - n_copies):03d}"]
+        renamed = DISGUISES["renamed variables"]
+        submissions[f"copier-{j:02d}"] = {e: renamed(s) or s for e, s in original.items()}
+    with tempfile.TemporaryDirectory() as scratch:
+        course = write_class(Path(scratch), TestClass(assignment, submissions, {}, {}))
+        command = [sys.executable, "-m", "autograde.grade", "--root", str(course.root), "similarity", assignment]
+        start, cpu = time.perf_counter(), _children_cpu()
+        run = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=True)
+        seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
+    pairs = n_students * (n_students - 1) // 2
+    ok = [
+        Check(
+            f"similar submissions: make similarity on a class of {n_students}, {assignment} "
+            f"({len(exercises)} exercises, {pairs:,} pairs each)",
+            f"{seconds:.1f} s",
+            f"≤ {TARGETS['similarity_class_seconds']:.0f} s",
+            seconds <= TARGETS["similarity_class_seconds"],
+        )
+    ]
+    lines = [
+        f"A class of {n_students} on {assignment}: each student's answer to each of its {len(exercises)} exercises "
+        "is one of the catalog's answers (every style and every mistake, tests/catalog/), under one of the "
+        "disguises of tests/similar_classes.py, with a comment of its own; "
+        f"{n_copies} students hand in a copy of another's notebook with its variables renamed. The time is "
+        "the whole command, `python -m autograde.grade similarity` in a process of its own: its imports, "
+        "reading the notebooks from disk, normalising and fingerprinting every answer, scoring every pair of "
+        "every exercise, and writing the CSV, the page and the picture. (The catalog has a dozen answers or so "
+        "per exercise, so this class has many identical answers: what it flags says nothing of the rates, "
+        "which tests/test_similarity.py measures on independent answers.)",
+        "",
+        "| students | exercises | pairs per exercise | seconds | its CPU seconds | target |",
+        "|---|---|---|---|---|---|",
+        f"| {n_students} | {len(exercises)} | {pairs:,} | {seconds:.1f} | {cpu:.1f} "
+        f"| ≤ {TARGETS['similarity_class_seconds']:.0f} s |",
+        "",
+        f"Target: ≤ {TARGETS['similarity_class_seconds']:.0f} s for a class of 300 on one assignment "
+        f"({verdict(ok[0].ok)}). The command said: " + " ".join(run.stdout.splitlines()[:1]),
+    ]
+    return lines, ok
+
+
 SECTIONS = {
     "causal": ("Causal attention: full-then-mask vs tiled (d = 64, block = 128)", section_causal),
     "widgets": ("Widget responsiveness (one update: compute and redraw, headless)", section_widgets),
     "course": ("The whole course: executing every solution notebook (nbclient)", section_course),
     "training": ("Notebook 08: training the attention-only model in NumPy", section_training),
     "grading": ("Grading throughput (real nbgrader autograde)", section_grading),
+    "similarity": ("Similar submissions: make similarity on a class of 300", section_similarity),
 }
 
 
@@ -518,13 +593,19 @@ def write_readme(header: str, checks: list[Check], path: Path = REPO / "README.m
 
 
 def _replace_rows(table_text: str, checks: list[Check]) -> str:
-    """``table_text`` with the summary row of each of ``checks`` (found by its promise) replaced by this run's."""
+    """``table_text`` with the summary row of each of ``checks`` (found by its promise) replaced by this run's;
+    a promise measured for the first time is added at the end of the first table."""
     rows = {c.what: line for c, line in zip(checks, summary(checks)[2:], strict=True)}
     lines = table_text.split("\n")
     for index, line in enumerate(lines):
         cells = line.split(" | ")
         if line.startswith("| ") and cells[0][2:] in rows:
             lines[index] = rows.pop(cells[0][2:])
+    if rows:
+        end = next(i for i, line in enumerate(lines) if line.startswith("|---"))
+        while end + 1 < len(lines) and lines[end + 1].startswith("| "):
+            end += 1
+        lines[end + 1 : end + 1] = list(rows.values())
     return "\n".join(lines)
 
 
@@ -535,6 +616,8 @@ def write_sections(header: str, titles: list[str], sections: list[str], checks: 
     docs = REPO / "docs" / "benchmarks.md"
     text = docs.read_text(encoding="utf-8")
     for title in titles:
+        if f"## {title}\n" not in text:  # a section measured for the first time: added at the end
+            text = text.rstrip("\n") + f"\n\n## {title}\n"
         start = text.index(f"## {title}\n")
         end = text.find("\n## ", start + 1)
         end = len(text) if end < 0 else end + 1
