@@ -152,3 +152,22 @@ def test_a_section_measured_for_the_first_time_is_added_with_its_rows(tmp_path, 
     )
     readme = (tmp_path / "README.md").read_text(encoding="utf-8")
     assert "| other thing | 3 s | ≤ 5 s | met |\n| new thing | 20 s | ≤ 60 s | met |\n" in readme
+
+
+def test_a_section_measured_alone_keeps_the_notes_of_the_others(tmp_path, monkeypatch):
+    """README's note of an earlier partial run says when its rows were measured: another section's run keeps it,
+    a new run of the same section replaces it."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "benchmarks.md").write_text("# Benchmarks\n\n## Causal\n\nold\n\n## New\n\nold\n")
+    (tmp_path / "README.md").write_text(
+        f"{bench.README_BEGIN}\n| a | b | c | met |\n\nRe-measured alone (Causal): Measured then.\n{bench.README_END}\n"
+    )
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    bench.write_sections("Measured now.", ["New"], ["## New", "", "new table", ""], [])
+    readme = (tmp_path / "README.md").read_text()
+    assert "Re-measured alone (Causal): Measured then." in readme, readme
+    assert "Re-measured alone (New): Measured now." in readme, readme
+    bench.write_sections("Measured again.", ["Causal"], ["## Causal", "", "newer table", ""], [])
+    readme = (tmp_path / "README.md").read_text()
+    assert "Measured then." not in readme and "Re-measured alone (Causal): Measured again." in readme, readme
+    assert "Re-measured alone (New): Measured now." in readme, readme

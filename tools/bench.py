@@ -630,7 +630,10 @@ def write_sections(header: str, titles: list[str], sections: list[str], checks: 
     before, rest = text.split(README_BEGIN, 1)
     block, after = rest.split(README_END, 1)
     block = _replace_rows(block, checks).rstrip("\n").split("\n")
-    block = [line for line in block if not line.startswith("Re-measured alone")]  # the last partial run's note
+    # an earlier partial run's note stays, unless it named a section this run measured again
+    block = [line for line in block if not (line.startswith("Re-measured alone") and any(t in line for t in titles))]
+    while block and not block[-1].strip():
+        block.pop()
     block += ["", f"Re-measured alone ({', '.join(titles)}): {header}", ""]
     readme.write_text(before + README_BEGIN + "\n".join(block) + README_END + after, encoding="utf-8")
 
