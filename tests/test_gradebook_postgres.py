@@ -127,15 +127,26 @@ def postgres():
 # ---------------------------------------------------------------------------------------------
 
 
+def score(student: str, revision: int) -> float:
+    """What the first grader gives a written answer (out of 2), at their first reading or on revising it."""
+    return SCORES[student] if revision == 1 else 2.0 - SCORES[student]
+
+
+def comment_text(student: str, cell: str, revision: int) -> str:
+    return f"The second grader read {student}'s {cell} (reading {revision})."
+
+
 class Grader(threading.Thread):
-    """A grader at work in their own formgrader: for each student announced, the written answer's score
-    (``what="scores"``) or a comment on every answer (``what="comments"``), through the formgrader's API."""
+    """A grader at work in their own formgrader, through its REST API (the calls its page makes): for each
+    (student, revision) handed to it, the written answer's score (``what="scores"``) or a comment on every
+    answer (``what="comments"``)."""
 
     def __init__(self, lab: LabProcess, what: str):
         super().__init__(daemon=True)
         self.lab, self.what = lab, what
-        self.students: queue.Queue[str | None] = queue.Queue()
-        self.written: dict[tuple[str, str], object] = {}  # (student, cell) -> what the server said it saved
+        self.work: queue.Queue[tuple[str, int] | None] = queue.Queue()
+        self.ready = threading.Event()  # its formgrader answers
+        self.written: dict[tuple[str, str], object] = {}  # (student, cell) -> what the server last said it saved
         self.error: BaseException | None = None
 
     def call(self, path: str, body: dict | None = None):
@@ -151,8 +162,30 @@ class Grader(threading.Thread):
     def run(self) -> None:
         try:
             self.lab.request("/formgrader/api/status", deadline=time.monotonic() + WAIT)
-            while (student := self.students.get()) is not None:
-                self.grade(student)
+            self.ready.set()
+            while (task := self.work.get()) is not None:
+                try:
+                    if self.error is None:
+                        self.grade(*task)
+                finally:
+                    self.work.task_done()
+        except BaseException as error:  # noqa: BLE001 - said by the test
+            self.error = error
+
+    def grade(self, student: str, revision: int) -> None:
+        try:
+            notebook = self.submission_id(student)
+            if self.what == "scores":
+                for grade in self.call(f"grades?submission_id={notebook}"):
+                    if grade["name"] == WRITTEN:
+                        given = {"manual_score": score(student, revision), "extra_credit": None}
+                        self.written[student, WRITTEN] = self.call(f"grade/{grade['id']}", given)["manual_score"]
+            else:
+                for comment in self.call(f"comments?submission_id={notebook}"):
+                    given = {"manual_comment": comment_text(student, comment["name"], revision)}
+                    self.written[student, comment["name"]] = self.call(f"comment/{comment['id']}", given)[
+                        "manual_comment"
+                    ]
         except BaseException as error:  # noqa: BLE001 - said by the test
             self.error = error
 
@@ -166,22 +199,13 @@ class Grader(threading.Thread):
             assert time.monotonic() < deadline, f"{student}'s submission never reached this formgrader: {listed}"
             time.sleep(0.2)
 
-    def grade(self, student: str) -> None:
-        notebook = self.submission_id(student)
-        if self.what == "scores":
-            for grade in self.call(f"grades?submission_id={notebook}"):
-                if grade["name"] == WRITTEN:
-                    saved = self.call(f"grade/{grade['id']}", {"manual_score": SCORES[student], "extra_credit": None})
-                    self.written[student, WRITTEN] = saved["manual_score"]
-        else:
-            for comment in self.call(f"comments?submission_id={notebook}"):
-                text = comment_text(student, comment["name"])
-                saved = self.call(f"comment/{comment['id']}", {"manual_comment": text})
-                self.written[student, comment["name"]] = saved["manual_comment"]
-
-
-def comment_text(student: str, cell: str) -> str:
-    return f"The second grader read {student}'s {cell}."
+    def finish(self, timeout: float = WAIT * 2) -> None:
+        """Wait until it has done all it was given; fail with what went wrong."""
+        deadline = time.monotonic() + timeout
+        while self.work.unfinished_tasks and self.error is None and self.is_alive():
+            assert time.monotonic() < deadline, f"the {self.what} grader did not finish:\n{self.lab.output[-3000:]}"
+            time.sleep(0.05)
+        assert self.error is None, f"the {self.what} grader failed: {self.error!r}\n{self.lab.output[-3000:]}"
 
 
 def _as_instructor_lab(root: Path) -> None:
@@ -204,82 +228,85 @@ def _as_instructor_lab(root: Path) -> None:
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_two_graders_and_the_autograder_share_one_gradebook(backend, request, tmp_path, monkeypatch):
+    """First grading: each grader reads a student as soon as the autograder has merged them, while the next
+    ones are graded and merged. Then the instructor grades the class again (``--force``, as after fixing a
+    test) and the graders revise every student meanwhile: after the run has started (its copy of the gradebook
+    for the workers is taken) and before the later students' autogrades are merged, the merges of the
+    students the graders just revised. The merge writes the autograder's columns only: every revision stays."""
+    from autograde import pool
+    from autograde.export import export_grades, exercises
+
     require_sandbox()
     server = request.getfixturevalue("postgres") if backend == "postgresql" else None
     database = server.url if server else None
-    # the formgrader's servers read it as make sets it (DB=...): autograde/nbgrader_config.py
+    # the formgraders read it as make sets it (DB=...): autograde/nbgrader_config.py
     if database:
         monkeypatch.setenv(GRADEBOOK_URL_VARIABLE, database)
     else:
         monkeypatch.delenv(GRADEBOOK_URL_VARIABLE, raising=False)
     answers = {s: submission(A, {WRITTEN: f"{s.title()} writes: the largest score is subtracted."}) for s in STUDENTS}
     graders: list[Grader] = []
-    labs: list[LabProcess] = []
 
     def start_graders(course) -> None:
-        """The instructor sets the assignment up (its tables made once), then two graders open their formgraders."""
+        """The instructor sets the assignment up (nbgrader's tables made once), then two graders open their
+        formgraders; the class is graded once both answer."""
         setup(course, A)
         _as_instructor_lab(course.root)
         for number, what in enumerate(("scores", "comments")):
             lab = LabProcess(course.root, runtime=tmp_path / f"runtime-{number}", arguments=("--instructor",))
-            labs.append(lab.start())
-            graders.append(Grader(lab, what))
+            graders.append(Grader(lab.start(), what))
             graders[-1].start()
-
-    def announce(result) -> None:  # each student's autograde, merged: both graders go to it at once
         for grader in graders:
-            grader.students.put(result.student)
+            assert grader.ready.wait(WAIT) or grader.error, f"no formgrader:\n{grader.lab.output[-3000:]}"
+
+    def first_reading(result) -> None:  # a student's autograde is merged: both graders go to it at once
+        for grader in graders:
+            grader.work.put((result.student, 1))
+
+    second_run: list[str] = []  # the students in the order the second run merged them, and when the graders revised
+
+    def revise_after_the_first_merge(result) -> None:
+        second_run.append(result.student)
+        if len(second_run) == 1:  # the run's copy for the workers is taken, one student is merged: revise everyone
+            for grader in graders:
+                for student in STUDENTS:
+                    grader.work.put((student, 2))
+            for grader in graders:
+                grader.finish()
+            second_run.append("(revised)")
 
     try:
         run = grade_class(
-            A, answers, tmp_path, workers=1, database=database, before_grading=start_graders, on_result=announce
+            A, answers, tmp_path, workers=1, database=database, before_grading=start_graders, on_result=first_reading
         )
         for grader in graders:
-            grader.students.put(None)
-            grader.join(timeout=WAIT * 2)
-            assert not grader.is_alive(), f"the {grader.what} grader did not finish:\n{grader.lab.output[-3000:]}"
-            assert grader.error is None, (
-                f"the {grader.what} grader failed: {grader.error!r}\n{grader.lab.output[-3000:]}"
-            )
+            grader.finish()
         course = run.course
         assert course.db_url == (database or f"sqlite:///{course.gradebook_path}")
-
-        # what each grader's server answered it saved
-        assert graders[0].written == {(s, WRITTEN): SCORES[s] for s in STUDENTS}
-        comments = {key: value for key, value in graders[1].written.items()}
-        assert {s for s, _ in comments} == set(STUDENTS) and all(v == comment_text(*k) for k, v in comments.items())
-
-        # every grade is in the course's gradebook: the autograder's, the first grader's, the second's
-        expected_auto = {s: run.results[s].autograded_total for s in STUDENTS}
-        assert all(run.results[s].status.value == "graded" for s in STUDENTS), {
+        assert all(r.status.value == "graded" and r.autograded_total == 4.0 for r in run.results.values()), {
             s: r.line() for s, r in run.results.items()
         }
-        with gradebook(course) as gb:
-            for student in STUDENTS:
-                notebook = gb.find_submission_notebook(A, A, student)
-                grades = {g.name: g for g in notebook.grades}
-                assert grades[WRITTEN].manual_score == SCORES[student] and not grades[WRITTEN].needs_manual_grade
-                assert grades["test_attention"].auto_score == expected_auto[student] == 4.0
-                assert {c.name: c.manual_comment for c in notebook.comments} == {
-                    cell: text for (who, cell), text in comments.items() if who == student
-                }
-                assert notebook.score == SCORES[student] + expected_auto[student]
+        _check_every_grade(course, graders, revision=1)
+
+        again = pool.grade(course, A, workers=1, force=True, progress=False, on_result=revise_after_the_first_merge)
+        assert all(r.status.value == "graded" and r.autograded_total == 4.0 for r in again.values())
+        # two students' autogrades were merged after the graders had revised them (the order is Dask's)
+        assert second_run[1] == "(revised)" and sorted(second_run[:1] + second_run[2:]) == sorted(STUDENTS), second_run
+        _check_every_grade(course, graders, revision=2)
 
         # each formgrader shows what the other grader wrote (one database, not two)
-        for grader, other in ((graders[0], graders[1]), (graders[1], graders[0])):
+        for grader in graders:
             for student in STUDENTS:
                 notebook = grader.submission_id(student)
                 shown = {g["name"]: g["manual_score"] for g in grader.call(f"grades?submission_id={notebook}")}
                 said = {c["name"]: c["manual_comment"] for c in grader.call(f"comments?submission_id={notebook}")}
-                assert shown[WRITTEN] == SCORES[student], (grader.what, student, shown)
-                assert said == {cell: text for (who, cell), text in comments.items() if who == student}, said
+                assert shown[WRITTEN] == score(student, 2), (grader.what, student, shown)
+                assert said == {cell: comment_text(student, cell, 2) for cell in said} and len(said) == 2, said
 
         # the rows are where the URL says: read from that database itself, not through the course's code
-        assert _rows_in(database, course) == {s: SCORES[s] for s in STUDENTS}
+        assert _rows_in(database, course) == {s: score(s, 2) for s in STUDENTS}
 
         # the exported CSV says the same
-        from autograde.export import export_grades, exercises
-
         written_column = next(e for e, cells in exercises(course, A).items() if WRITTEN in cells)
         export_grades(course, tmp_path / "grades.csv", [A])
         with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as handle:
@@ -287,14 +314,31 @@ def test_two_graders_and_the_autograder_share_one_gradebook(backend, request, tm
         assert set(rows) == set(STUDENTS), rows
         for student in STUDENTS:
             row = rows[student]
-            assert row["status"] == "graded" and row[written_column] == f"{SCORES[student]:g}", row
-            assert row["total"] == f"{SCORES[student] + expected_auto[student]:g}" and row["max_total"] == "6", row
+            assert row["status"] == "graded" and row[written_column] == f"{score(student, 2):g}", row
+            assert row["total"] == f"{score(student, 2) + 4:g}" and row["max_total"] == "6", row
     finally:
         for grader in graders:
-            grader.students.put(None)
-        for lab in labs:
-            if lab.process is not None:
-                lab.stop()
+            grader.work.put(None)
+            grader.lab.stop()
+
+
+def _check_every_grade(course, graders: list[Grader], revision: int) -> None:
+    """Each grader's last writes, as its server said it saved them, are all in the gradebook, beside the
+    autograder's scores."""
+    scores, comments = graders
+    assert scores.written == {(s, WRITTEN): score(s, revision) for s in STUDENTS}, scores.written
+    assert len(comments.written) == 2 * len(STUDENTS), comments.written  # the code answer and the written one
+    assert all(text == comment_text(s, cell, revision) for (s, cell), text in comments.written.items())
+    with gradebook(course) as gb:
+        for student in STUDENTS:
+            notebook = gb.find_submission_notebook(A, A, student)
+            grades = {g.name: g for g in notebook.grades}
+            assert grades[WRITTEN].manual_score == score(student, revision), (student, revision)
+            assert grades["test_attention"].auto_score == 4.0, (student, revision)
+            assert {(student, c.name): c.manual_comment for c in notebook.comments} == {
+                key: text for key, text in comments.written.items() if key[0] == student
+            }
+            assert notebook.score == score(student, revision) + 4.0
 
 
 def _rows_in(database: str | None, course) -> dict[str, float]:
@@ -307,7 +351,6 @@ def _rows_in(database: str | None, course) -> dict[str, float]:
     )
     if database:
         import psycopg
-
         from sqlalchemy.engine import make_url
 
         url = make_url(database)
