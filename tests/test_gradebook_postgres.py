@@ -60,15 +60,13 @@ class PostgresServer:
     user: str
     sockets: Path
     port: int
+    passwords: Path  # a ~/.pgpass for the course's role (docs/instructors.md), read by libpq through PGPASSFILE
 
     @property
     def url(self) -> str:
-        """The gradebook's URL, as an instructor gives it (DB=...): the course's role, over TCP on 127.0.0.1."""
-        from sqlalchemy.engine import URL
-
-        return URL.create("postgresql+psycopg", ROLE, PASSWORD, "127.0.0.1", self.port, DATABASE).render_as_string(
-            hide_password=False
-        )
+        """The gradebook's URL, as an instructor gives it (DB=...): the course's role, over TCP on 127.0.0.1, with
+        no password in it (libpq finds it in the password file)."""
+        return f"postgresql+psycopg://{ROLE}@127.0.0.1:{self.port}/{DATABASE}"
 
     def psql(self, *statements: str) -> None:
         """Run SQL as the cluster's superuser, over its private socket (as ``sudo -u postgres psql``)."""
@@ -99,7 +97,7 @@ def postgres():
         os.chown(folder, account.pw_uid, account.pw_gid)
         data, sockets = folder / "data", folder / "sockets"
         unix_users.run_as(user, ["mkdir", "-m", "700", str(sockets)])
-        server = PostgresServer(binaries, user, sockets, free_port())
+        server = PostgresServer(binaries, user, sockets, free_port(), folder / "pgpass")
         try:
             # the superuser reaches it through the socket folder only its account may open; every other
             # connection comes over TCP with a password
@@ -114,6 +112,8 @@ def postgres():
             )
             # docs/instructors.md, "Several graders": the course's role and its database
             server.psql(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'", f"CREATE DATABASE {DATABASE} OWNER {ROLE}")
+            server.passwords.write_text(f"127.0.0.1:{server.port}:{DATABASE}:{ROLE}:{PASSWORD}\n")
+            server.passwords.chmod(0o600)  # (libpq ignores a password file others may read)
             yield server
         finally:
             unix_users.run_as(
@@ -242,6 +242,7 @@ def test_two_graders_and_the_autograder_share_one_gradebook(backend, request, tm
     # the formgraders read it as make sets it (DB=...): autograde/nbgrader_config.py
     if database:
         monkeypatch.setenv(GRADEBOOK_URL_VARIABLE, database)
+        monkeypatch.setenv("PGPASSFILE", str(server.passwords))  # each grader's ~/.pgpass
     else:
         monkeypatch.delenv(GRADEBOOK_URL_VARIABLE, raising=False)
     answers = {s: submission(A, {WRITTEN: f"{s.title()} writes: the largest score is subtracted."}) for s in STUDENTS}
@@ -354,9 +355,7 @@ def _rows_in(database: str | None, course) -> dict[str, float]:
         from sqlalchemy.engine import make_url
 
         url = make_url(database)
-        with psycopg.connect(
-            host=url.host, port=url.port, user=url.username, password=url.password, dbname=url.database
-        ) as connection:
+        with psycopg.connect(host=url.host, port=url.port, user=url.username, dbname=url.database) as connection:
             return dict(connection.execute(query, (WRITTEN,)).fetchall())
     import sqlite3
 
