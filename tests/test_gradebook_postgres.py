@@ -364,3 +364,37 @@ def _rows_in(database: str | None, course) -> dict[str, float]:
         return dict(connection.execute(query.replace("%s", "?"), (WRITTEN,)).fetchall())
     finally:
         connection.close()
+
+
+def test_the_database_setting_reaches_every_reader_of_the_gradebook(monkeypatch):
+    """One setting, read the same by the grading commands (grade.py, from DB= or --db) and by nbgrader's own
+    commands and the formgrader (autograde/nbgrader_config.py); unset, both use the SQLite file. A message
+    names the server without the password."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograde.course import Course
+    from autograde.grade import build_parser
+
+    url = "postgresql+psycopg://heads_grader:secret@127.0.0.1:5432/heads_and_masks"
+
+    def nbgrader_db_url() -> str:
+        config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "autograde")).load_config()
+        return config.CourseDirectory.db_url
+
+    def graded_course(*arguments: str) -> Course:
+        from autograde.course import configured_gradebook_url
+
+        args = build_parser().parse_args([*arguments, "report", A])
+        return Course(root=REPO, database=args.db or configured_gradebook_url())
+
+    monkeypatch.delenv(GRADEBOOK_URL_VARIABLE, raising=False)
+    assert nbgrader_db_url() == graded_course().db_url == f"sqlite:///{REPO / 'autograde' / 'gradebook.db'}"
+    assert graded_course().gradebook_in_file and graded_course("--db", url).db_url == url
+
+    monkeypatch.setenv(GRADEBOOK_URL_VARIABLE, url)
+    course = graded_course()
+    assert nbgrader_db_url() == course.db_url == course.config().CourseDirectory.db_url == url
+    assert not course.gradebook_in_file and course.has_gradebook()
+    assert (
+        "secret" not in course.describe_gradebook() and "127.0.0.1:5432/heads_and_masks" in course.describe_gradebook()
+    )
