@@ -161,7 +161,8 @@ class Grader(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.lab.request("/formgrader/api/status", deadline=time.monotonic() + WAIT)
+            status, body = self.lab.request("/formgrader/api/status", deadline=time.monotonic() + WAIT)
+            assert status == 200, f"the formgrader answered {status}: {body[:500]}"
             self.ready.set()
             while (task := self.work.get()) is not None:
                 try:
@@ -249,14 +250,14 @@ def test_two_graders_and_the_autograder_share_one_gradebook(backend, request, tm
     graders: list[Grader] = []
 
     def start_graders(course) -> None:
-        """The instructor sets the assignment up (nbgrader's tables made once), then two graders open their
-        formgraders; the class is graded once both answer."""
-        setup(course, A)
+        """Two graders open their formgraders while the instructor sets the assignment up (nbgrader's tables made
+        once, before any formgrader opens the gradebook: on its first call); the class is graded once both answer."""
         _as_instructor_lab(course.root)
         for number, what in enumerate(("scores", "comments")):
             lab = LabProcess(course.root, runtime=tmp_path / f"runtime-{number}", arguments=("--instructor",))
             graders.append(Grader(lab.start(), what))
             graders[-1].start()
+        setup(course, A)
         for grader in graders:
             assert grader.ready.wait(WAIT) or grader.error, f"no formgrader:\n{grader.lab.output[-3000:]}"
 
