@@ -98,8 +98,11 @@ grade: $(STAMP)
 feedback: $(STAMP)
 	$(GRADE) feedback $(ASSIGNMENT) --release
 
+# make export: autograde/grades.csv. FORMAT=canvas or FORMAT=moodle: the file that LMS's gradebook import
+# reads (autograde/grades-canvas.csv, ...), one column per assignment; PER_EXERCISE=1: one per exercise.
+FORMAT ?= csv
 export: $(STAMP)
-	$(GRADE) export
+	$(GRADE) export --format $(FORMAT) $(if $(filter 1 yes true,$(PER_EXERCISE)),--per-exercise)
 
 report: $(STAMP)
 	$(GRADE) report $(ASSIGNMENT)
@@ -107,6 +110,7 @@ report: $(STAMP)
 # A class on one machine (docs/jupyterhub.md), as root. INSTRUCTOR=<their Unix account>; STUDENTS=<the
 # students' Unix group>; EXCHANGE as above; HUB_STATE=<the hub's own folder>; HUB_PORT=8000.
 # make hub-roster ROSTER=students.csv: the roster's Unix accounts, in the group and the gradebook.
+# make hub LTI=lti.json: students arrive from the LMS (LTI 1.3) by the roster's lms_user_id, not by password.
 # Every person's server runs in hub/env, made from a Python every user may run (HUB_PYTHON; the course's
 # .venv may come from a Python in root's home), and the proxy comes from npm (hub/package-lock.json).
 HUB_PYTHON ?= /usr/bin/python3
@@ -131,8 +135,8 @@ hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
 hub: hub-env
 	@test -n "$(INSTRUCTOR)" || { echo "Say whose course it is: make hub INSTRUCTOR=<their Unix account>"; exit 2; }
 	$(HUB) start $(HUB_OPTIONS) $(if $(EXCHANGE),--exchange $(EXCHANGE)) $(if $(HUB_STATE),--state $(HUB_STATE)) \
-		$(if $(HUB_PORT),--port $(HUB_PORT))
+		$(if $(HUB_PORT),--port $(HUB_PORT)) $(if $(LTI),--lti $(LTI))
 
 hub-roster: hub-env
 	@test -n "$(INSTRUCTOR)" -a -n "$(ROSTER)" || { echo "make hub-roster INSTRUCTOR=<account> ROSTER=<file.csv>"; exit 2; }
-	$(HUB) roster $(HUB_OPTIONS) $(ROSTER) $(if $(PASSWORDS),--passwords $(PASSWORDS))
+	$(HUB) roster $(HUB_OPTIONS) $(ROSTER) $(if $(PASSWORDS),--passwords $(PASSWORDS)) $(if $(HUB_STATE),--state $(HUB_STATE))

@@ -11,7 +11,7 @@
          every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
     4. results: one record per student, statuses, the gradebook .........  results.py
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
-    6. export: the grades CSV ...........................................  export.py
+    6. export: the grades CSV, and the files Canvas and Moodle import ...  export.py
     7. the report, in plain words .......................................  report.py
        and what the class misunderstood, per misconception ..............  class_report.py
     what one submission may cost each step (structure, output, time) ....  bounds.py

@@ -13,6 +13,12 @@ Standard library only, and no import of the package: it runs inside the sandbox,
   and ``clone3`` (whose flags a filter cannot read) fails with ENOSYS, after which the C library uses
   ``clone`` (threads and processes start as before). Calls of another ABI (32-bit or x32 on x86_64),
   which a filter on the native numbers would not see, all fail.
+
+  With ``new_processes=False`` the same filter also refuses every new process: ``fork`` and ``vfork``, and
+  ``clone`` without ``CLONE_THREAD`` fail with EPERM; threads still start. A grader without root has no
+  memory cgroup, and its meter reads each of the kernel's processes from /proc at the end of a call: a child
+  started and ended within the call (an n × n matrix built there, the answer sent back through a pipe) was
+  never seen. Such a kernel now has no child to hide anything in (``sandbox.SandboxedKernelManager``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ SYSCALLS = {
     "x86_64": (0xC000003E, 250, 272, 56, 435, 308),
     "aarch64": (0xC00000B7, 219, 97, 220, 435, 268),
 }
+# machine: the calls that start a process and nothing else (aarch64 has only clone and clone3)
+PROCESS_SYSCALLS = {"x86_64": (57, 58), "aarch64": ()}  # fork, vfork
+CLONE_THREAD = 0x00010000
 SYS_KEYCTL = SYSCALLS[os.uname().machine][1] if os.uname().machine in SYSCALLS else None  # the keeper's too
 X32_BIT = 0x40000000  # x86_64's x32 ABI: the same numbers with this bit set
 
@@ -81,11 +90,11 @@ def join_new_session_keyring() -> None:
         raise OSError(ctypes.get_errno(), "the kernel's session keyring could not be made")
 
 
-def user_namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
+def kernel_filter(machine: str, new_processes: bool = True) -> list[tuple[int, int, int, int]]:
     """The filter's instructions (code, jump if true, jump if false, constant): jumps count the instructions
-    skipped, so each block reads top to bottom."""
+    skipped, so each block reads top to bottom. ``new_processes=False``: threads only (see the module's text)."""
     arch, _, unshare, clone, clone3, setns = SYSCALLS[machine]
-    return [
+    program = [
         (LOAD_WORD, 0, 0, ARCH),
         (JUMP_EQUAL, 1, 0, arch),  # another ABI (int 0x80 on x86_64...):
         (RETURN, 0, 0, refuse(errno.EPERM)),  # refused whole
@@ -96,26 +105,52 @@ def user_namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
         (RETURN, 0, 0, refuse(errno.ENOSYS)),  # the C library falls back to clone
         (JUMP_EQUAL, 0, 1, setns),
         (RETURN, 0, 0, refuse(errno.EPERM)),
-        (JUMP_EQUAL, 1, 0, unshare),  # unshare(flags) and clone(flags, ...): flags come first
-        (JUMP_EQUAL, 0, 3, clone),
+    ]
+    if not new_processes:
+        for number in PROCESS_SYSCALLS[machine]:  # fork, vfork
+            program += [(JUMP_EQUAL, 0, 1, number), (RETURN, 0, 0, refuse(errno.EPERM))]
+    program += [  # unshare(flags): no user namespace
+        (JUMP_EQUAL, 0, 4, unshare),
         (LOAD_WORD, 0, 0, FIRST_ARGUMENT),
         (JUMP_ANY_BIT, 0, 1, CLONE_NEWUSER),
         (RETURN, 0, 0, refuse(errno.EPERM)),
         (RETURN, 0, 0, ALLOW),
     ]
+    if new_processes:
+        program += [  # clone(flags, ...): no user namespace
+            (JUMP_EQUAL, 0, 3, clone),
+            (LOAD_WORD, 0, 0, FIRST_ARGUMENT),
+            (JUMP_ANY_BIT, 0, 1, CLONE_NEWUSER),
+            (RETURN, 0, 0, refuse(errno.EPERM)),
+        ]
+    else:
+        program += [  # clone(flags, ...): a thread, and no user namespace
+            (JUMP_EQUAL, 0, 4, clone),
+            (LOAD_WORD, 0, 0, FIRST_ARGUMENT),
+            (JUMP_ANY_BIT, 1, 0, CLONE_NEWUSER),
+            (JUMP_ANY_BIT, 1, 0, CLONE_THREAD),
+            (RETURN, 0, 0, refuse(errno.EPERM)),  # a user namespace, or a new process
+        ]
+    return [*program, (RETURN, 0, 0, ALLOW)]
+
+
+def user_namespace_filter(machine: str) -> list[tuple[int, int, int, int]]:
+    """The filter of a kernel that may start processes (a memory cgroup counts them)."""
+    return kernel_filter(machine, new_processes=True)
 
 
 class _Program(ctypes.Structure):  # struct sock_fprog
     _fields_ = [("length", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-def forbid_new_user_namespaces() -> None:
+def forbid_new_user_namespaces(new_processes: bool = True) -> None:
     """Install the filter on this process and everything it starts (it cannot be removed). Sets no_new_privs,
-    which an unprivileged process needs for a filter of its own (and which grading kernels have anyway)."""
+    which an unprivileged process needs for a filter of its own (and which grading kernels have anyway).
+    ``new_processes=False`` also refuses every new process (threads still start)."""
     machine = os.uname().machine
     if machine not in SYSCALLS:
         return  # no numbers for this machine: the sandbox's other layers only (docs/security.md)
-    instructions = user_namespace_filter(machine)
+    instructions = kernel_filter(machine, new_processes)
     code = b"".join(struct.pack("HBBI", *instruction) for instruction in instructions)
     program = _Program(len(instructions), code)
     c = libc()

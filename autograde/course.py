@@ -158,12 +158,13 @@ class Course:
 
     def make_private(self) -> None:
         """What grading keeps, readable by the instructor alone: the gradebook (every grade, every hidden
-        test), the exported grades, and the folders of submissions, graded notebooks, feedback, results,
-        reports, logs and grading's work files (folders 0700, files 0600; nbgrader writes its notebooks 0644,
-        so the folders are what hides them). On a shared JupyterHub host the course folder may be in reach of
+        test), the exported grades (the CSV and the LMS files), and the folders of submissions, graded notebooks,
+        feedback, results, reports, logs and grading's work files (folders 0700, files 0600; nbgrader writes its
+        notebooks 0644, so the folders are what hides them). On a shared JupyterHub host the course folder may be in reach of
         every student. The grading key is made 0600 (grading_key.py)."""
         runtime = self.root / self.runtime
-        kept = [self.gradebook_path, runtime / "grades.csv"]  # (no file for a gradebook on a database server)
+        # the gradebook's file (none when it is on a database server), the CSV, the LMS files
+        kept = [self.gradebook_path, runtime / "grades.csv", *runtime.glob("grades-*.csv")]
         kept += [runtime / name for name in ("results", "reports", "logs", "work")]
         kept += [self.path(step) for step in ("submitted", "autograded", "feedback", "solution")]
         for path in kept:

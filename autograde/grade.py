@@ -7,7 +7,7 @@
     python -m autograde.grade collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
     python -m autograde.grade autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--force] [--cell-timeout S]
     python -m autograde.grade feedback  ASSIGNMENT [--release]
-    python -m autograde.grade export    [ASSIGNMENT ...] [--output grades.csv]
+    python -m autograde.grade export    [ASSIGNMENT ...] [--format csv|canvas|moodle] [--per-exercise] [--output F]
     python -m autograde.grade report    ASSIGNMENT            statuses; class report (HTML + CSV, class_report.py)
     python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
     python -m autograde.grade bench     [--submissions 40] [--workers N]
@@ -90,7 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     export_parser = commands.add_parser("export")
     export_parser.add_argument("assignments", nargs="*")
-    export_parser.add_argument("--output", type=Path, default=None, help="default: autograde/grades.csv")
+    export_parser.add_argument(
+        "--format",
+        choices=("csv", "canvas", "moodle"),
+        default="csv",
+        help="csv: the course's CSV (default); canvas, moodle: the file that LMS's gradebook import reads",
+    )
+    export_parser.add_argument(
+        "--per-exercise", action="store_true", help="canvas, moodle: one column per exercise, not per assignment"
+    )
+    export_parser.add_argument(
+        "--output", type=Path, default=None, help="default: autograde/grades.csv, autograde/grades-canvas.csv, ..."
+    )
 
     everything_parser = commands.add_parser("all", help="collect, autograde, feedback, export, report")
     everything_parser.add_argument("assignment")
@@ -237,9 +248,7 @@ def run_command(args) -> int:
         files = feedback.feedback(course, args.assignment, release_to_students=args.release)
         print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))
     elif args.command == "export":
-        output = args.output or course.root / course.runtime / "grades.csv"
-        rows = export.export_grades(course, output, args.assignments or None)
-        print(f"wrote {len(rows)} rows to {output}")
+        export_command(course, args)
     elif args.command == "report":
         from autograde import class_report
 
@@ -263,6 +272,27 @@ def run_command(args) -> int:
             )
         )
     return 0
+
+
+def export_command(course, args) -> None:
+    """``export``: the course's CSV, or the file an LMS's gradebook import reads (docs/instructors.md, 5)."""
+    from autograde import export
+
+    if args.format == "csv":
+        if args.per_exercise:
+            raise SystemExit(
+                "error: the course's CSV always has one column per exercise: --per-exercise is for canvas and moodle"
+            )
+        output = args.output or course.root / course.runtime / "grades.csv"
+        rows = export.export_grades(course, output, args.assignments or None)
+        print(f"wrote {len(rows)} rows to {output}")
+        return
+    name = f"grades-{args.format}" + ("-per-exercise" if args.per_exercise else "") + ".csv"
+    output = args.output or course.root / course.runtime / name
+    rows = export.export_for_lms(course, output, args.format, args.assignments or None, args.per_exercise)
+    students = len(rows) - (args.format == "canvas")  # Canvas's file starts with its row of points possible
+    lms = {"canvas": "Canvas", "moodle": "Moodle"}[args.format]
+    print(f"wrote {students} students to {output}, for {lms}'s gradebook import (docs/instructors.md, section 5)")
 
 
 def end_without_teardown(status: list) -> None:

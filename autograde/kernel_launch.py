@@ -12,6 +12,8 @@ them imported when its submission comes (``judge.KernelSupply``).
                      mappings, which is where numpy arrays live). An allocation beyond it fails
                      with MemoryError inside the student's cell instead of taking the machine down.
     --max-processes  how many processes the grading user may have (RLIMIT_NPROC), 0 = unchanged
+    --no-new-processes  the kernel may start threads but no process (``confine.py``): given when no
+                     memory cgroup counts the kernel's children, whose memory the meter would not see
     --threads N      BLAS/OpenMP threads of the kernel (parallel grading: one kernel per core)
     --preload A,B    modules to import before the kernel starts (e.g. numpy,heads_and_masks)
     --no-debugger    the kernel finds no debugpy, so ipykernel starts no debugger: a grading kernel
@@ -47,6 +49,7 @@ def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memory-mb", type=int, default=0, help="memory limit in MiB (0: none)")
     parser.add_argument("--max-processes", type=int, default=0, help="RLIMIT_NPROC (0: unchanged)")
+    parser.add_argument("--no-new-processes", action="store_true", help="threads only, no child process")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (0: unchanged)")
     parser.add_argument("--preload", default="", help="modules to import first, comma-separated")
     parser.add_argument("--no-debugger", action="store_true", help="hide debugpy from the kernel")
@@ -62,7 +65,7 @@ def main(argv: list[str]) -> None:
         limit(resource.RLIMIT_NPROC, args.max_processes)
     limit(resource.RLIMIT_CORE, 0)
     confine.join_new_session_keyring()  # the grader's (its login's: Kerberos tickets...) is out of reach
-    confine.forbid_new_user_namespaces()  # for the kernel and every process it starts
+    confine.forbid_new_user_namespaces(new_processes=not args.no_new_processes)  # for the kernel and its processes
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):

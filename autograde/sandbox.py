@@ -558,20 +558,24 @@ class SandboxedKernelManager(KernelManager):
         if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
             self.kernel_spec.interrupt_mode = "message"
         command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
+        name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
+        self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
+        # Without a memory cgroup the meter reads the kernel's processes at the end of a call (judge.py): a
+        # child started and ended within it would go unseen, so the kernel may start none (threads only).
+        new_processes = self.cgroups.memory_files() is not None
         launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER
         launch = [
             sys.executable,
             str(launcher),
             f"--memory-mb={self.memory_mb}",
             "--threads=1",
+            *([] if new_processes else ["--no-new-processes"]),
             *([f"--preload={','.join(self.preload)}", "--no-debugger"] if self.preload else []),
             "--",
         ]
         if self.uid is not None:
             os.chown(self.connection_file, self.uid, self.uid)
         os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
-        name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
-        self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
         env = kernel_environment(self.runtime, self.extra_env)
         if self.forked and zygote_module(command) == "ipykernel_launcher":
             self._request = {
@@ -583,6 +587,7 @@ class SandboxedKernelManager(KernelManager):
                 "cpu_seconds": self.cpu_seconds,
                 "max_file_mb": self.max_file_mb,
                 "max_processes": 0 if self.cgroups.caps_processes else self.max_processes,
+                "new_processes": new_processes,
                 "env": {**env, **THREAD_LIMITS},
                 "module": command[2],
                 "args": command[3:],

@@ -275,6 +275,8 @@ def kernel(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     limit(resource.RLIMIT_DATA, request["memory_mb"] * 2**20)
+    if not request.get("new_processes", True):  # no memory cgroup counts a child: the kernel may start none
+        confine.forbid_new_user_namespaces(new_processes=False)  # a second filter: the stricter answer holds
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
     numpy = sys.modules.get("numpy")
     if numpy is not None:

@@ -6,6 +6,7 @@
 #   HUB_STATE       the hub's database and cookie secret (root's alone)
 #   HUB_PORT        where the hub listens, on 127.0.0.1 (HUB_API_PORT, HUB_PROXY_API_PORT: its two internal ports)
 #   HUB_PROXY       configurable-http-proxy, installed from hub/package-lock.json by npm ci
+#   HUB_LTI         (if set) the LMS's settings, lti.json: students arrive from the LMS (LTI 1.3), not by password
 import os
 import sys
 from pathlib import Path
@@ -25,6 +26,26 @@ c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.allowed_users = {INSTRUCTOR}
 c.PAMAuthenticator.allowed_groups = {STUDENTS}
 c.PAMAuthenticator.admin_users = set()  # nobody manages others' servers through the hub
+
+# Or, with make hub LTI=lti.json: the same people arrive from the LMS (LTI 1.3, hub/lms_login.py), each mapped
+# by the roster's lms_user_id to their Unix account; nobody else, and no account is made for anybody.
+if os.environ.get("HUB_LTI"):
+    sys.path.insert(0, str(HERE))
+    from lms_login import RosterLTI13Authenticator
+    from lms_users import read_settings
+
+    lti = read_settings(Path(os.environ["HUB_LTI"]))
+    c.JupyterHub.authenticator_class = RosterLTI13Authenticator
+    c.RosterLTI13Authenticator.issuer = lti["issuer"]
+    c.RosterLTI13Authenticator.client_id = {lti["client_id"]}
+    c.RosterLTI13Authenticator.authorize_url = lti["authorize_url"]
+    c.RosterLTI13Authenticator.jwks_endpoint = lti["jwks_url"]
+    c.RosterLTI13Authenticator.user_id_claim = lti.get("user_id_claim", "sub")
+    c.RosterLTI13Authenticator.instructor = INSTRUCTOR
+    c.RosterLTI13Authenticator.instructor_lms_user_id = lti.get("instructor_lms_user_id", "")
+    c.RosterLTI13Authenticator.students_group = STUDENTS
+    c.RosterLTI13Authenticator.lms_users = str(STATE / "lms_users.csv")
+    c.RosterLTI13Authenticator.admin_users = set()
 
 c.JupyterHub.bind_url = f"http://{LOOPBACK}:{os.environ.get('HUB_PORT', '8000')}"
 c.JupyterHub.hub_ip = LOOPBACK

@@ -1,10 +1,12 @@
 """A class on this machine's JupyterHub, as `make hub` starts it: real Unix accounts, unique to each run.
 
-Used by browser/test_browser_hub.py. The instructor is an ordinary account (no root, no sudo) made here; the
+Used by browser/test_browser_hub.py and test_hub_lti.py. The instructor is an ordinary account (no root, no sudo) made here; the
 students come from a roster CSV through `make hub-roster` (Unix accounts with random passwords, the
 students' group, the instructor's gradebook). `make hub` then runs the hub as root on 127.0.0.1, with an
 exchange and a state folder of this run's own. ``close`` stops the hub (which stops every server), ends
 any process left by the run's accounts, and removes the accounts, their homes, the group and the folders.
+With ``lti`` (the LMS's settings, as lti.json holds them) each student of the roster has an LMS user id and
+the hub is started with ``make hub LTI=...``: students arrive from the LMS, not with passwords.
 
 Creating Unix accounts needs root: CI runs as root, and without it the test fails there (skips elsewhere).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import json
 import os
 import pwd
 import secrets
@@ -42,6 +45,7 @@ def free_port() -> int:
 class Person:
     name: str
     password: str
+    lms_user_id: str = ""  # the person's id in the LMS (the roster's lms_user_id), with lti
 
     @property
     def account(self) -> pwd.struct_passwd:
@@ -64,6 +68,7 @@ class HubClass:
     roster: list[Person] = field(default_factory=list)
     process: subprocess.Popen | None = None
     log: Path | None = None
+    lti: dict | None = None
 
     @property
     def group(self) -> str:
@@ -105,11 +110,12 @@ class HubClass:
     def _add_roster(self) -> None:
         names = [f"hms{self.suffix}{chr(ord('a') + i)}" for i in range(self.students)]
         roster = self.folder / "roster.csv"
+        lms_user_ids = {name: f"lms-{secrets.token_hex(8)}" for name in names} if self.lti else {}
         with open(roster, "w", newline="") as out:
             writer = csv.writer(out)
-            writer.writerow(["id", "first_name", "last_name", "email"])
+            writer.writerow(["id", "first_name", "last_name", "email"] + (["lms_user_id"] if self.lti else []))
             for i, name in enumerate(names):
-                writer.writerow([name, f"Student{i}", "Tester", ""])
+                writer.writerow([name, f"Student{i}", "Tester", ""] + ([lms_user_ids[name]] if self.lti else []))
         passwords = self.folder / "passwords.csv"
         made = self.make(
             "hub-roster",
@@ -117,17 +123,24 @@ class HubClass:
             f"STUDENTS={self.group}",
             f"ROSTER={roster}",
             f"PASSWORDS={passwords}",
+            f"HUB_STATE={self.folder / 'state'}",
             capture_output=True,
             text=True,
         )
         assert made.returncode == 0, made.stdout + made.stderr
         with open(passwords, newline="") as given:
-            self.roster = [Person(row["id"], row["password"]) for row in csv.DictReader(given)]
+            self.roster = [
+                Person(row["id"], row["password"], lms_user_ids.get(row["id"], "")) for row in csv.DictReader(given)
+            ]
         assert [p.name for p in self.roster] == names
 
     def _start(self) -> None:
         self.log = self.folder / "hub.log"
         env = dict(os.environ, HUB_API_PORT=str(free_port()), HUB_PROXY_API_PORT=str(free_port()))
+        settings = []
+        if self.lti:
+            (self.folder / "lti.json").write_text(json.dumps(self.lti))
+            settings = [f"LTI={self.folder / 'lti.json'}"]
         for name in ("HEADS_AND_MASKS_ENV", "VIRTUAL_ENV", "CONDA_PREFIX"):
             env.pop(name, None)
         with open(self.log, "w") as log:
@@ -141,6 +154,7 @@ class HubClass:
                     f"EXCHANGE={self.exchange}",
                     f"HUB_STATE={self.folder / 'state'}",
                     f"HUB_PORT={self.port}",
+                    *settings,
                 ],
                 cwd=REPO,
                 env=env,

@@ -70,6 +70,7 @@ INSTRUCTOR_CLASS = [
     "resets_its_memory_peak",
     "fills_its_socket_folder",
     "holds_shared_memory",  # (no memory cgroup without root: what it holds is on the record, docs/security.md)
+    "hides_in_a_child",
 ]
 
 
@@ -852,6 +853,32 @@ def test_a_kernel_cannot_reset_what_the_grader_measures(grader):
     reset = next((line for line in said if line.startswith("RESET")), None)
     assert reset is not None, f"the attack reported nothing (the test proves nothing): {said}"
     assert reset == "RESET []", reset
+
+
+@pytest.mark.parametrize("grader", GRADERS)
+def test_a_kernel_starts_a_child_only_where_a_memory_cgroup_counts_it(grader):
+    """Without root the meter reads the kernel's processes from /proc at the end of a call: a child started and
+    ended within it (the whole score matrix built there, the answer sent back through a pipe) goes unseen. Such a
+    kernel starts no process at all, by any call (threads still work: the class's honest students keep full
+    marks). As root a memory cgroup counts every child, and a kernel may start them (up to its pids limit)."""
+    run = graded_by(grader)[0]
+    said = [o.get("evalue", "") for c in run.results["hides_in_a_child"].notebook.cells for o in c.get("outputs", [])]
+    children = next((line for line in said if line.startswith("CHILDREN")), None)
+    assert children is not None, f"the attack reported nothing (the test proves nothing): {said}"
+    if grader == "root" and _root_has_a_memory_cgroup():
+        assert "fork" in children, f"a root grader's kernels may start processes (a cgroup counts them): {children}"
+    else:
+        assert children == "CHILDREN []", f"a kernel no memory cgroup counts started processes: {children}"
+
+
+def _root_has_a_memory_cgroup() -> bool:
+    from autograde.sandbox import Cgroups
+
+    probe = Cgroups(f"probe-{os.getpid()}", 2**30, 64)
+    try:
+        return probe.memory_files() is not None
+    finally:
+        probe.remove()
 
 
 @pytest.mark.parametrize("grader", GRADERS)

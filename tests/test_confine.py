@@ -66,9 +66,42 @@ def test_the_filter_refuses_user_namespaces_and_nothing_a_kernel_needs(machine):
     assert not wrong, f"decided otherwise than expected: {wrong}"
 
 
-def test_every_jump_lands_inside_the_program():
+@pytest.mark.parametrize("machine", sorted(confine.SYSCALLS))
+def test_the_filter_without_new_processes_lets_threads_start_and_nothing_else(machine):
+    """A kernel no memory cgroup counts (a grader without root) starts threads, never a process: glibc's fork()
+    and posix_spawn go through clone without CLONE_THREAD, the raw fork and vfork calls exist on x86_64."""
+    arch, keyctl, unshare, clone, clone3, setns = confine.SYSCALLS[machine]
+    program = confine.kernel_filter(machine, new_processes=False)
+    allow, refused, absent = confine.ALLOW, confine.refuse(errno.EPERM), confine.refuse(errno.ENOSYS)
+    CLONE_VFORK = 0x00004000
+    thread = CLONE_VM | 0x00000200 | 0x00000400 | 0x00000800 | CLONE_THREAD  # | FS | FILES | SIGHAND (pthreads)
+    cases = {
+        "clone of a thread (pthread_create)": (arch, clone, thread, allow),
+        "fork (clone with SIGCHLD)": (arch, clone, SIGCHLD, refused),
+        "posix_spawn (clone with CLONE_VM | CLONE_VFORK)": (arch, clone, CLONE_VM | CLONE_VFORK | SIGCHLD, refused),
+        "clone of a thread into a user namespace": (arch, clone, thread | CLONE_NEWUSER, refused),
+        "clone3, whose flags a filter cannot read": (arch, clone3, 0, absent),
+        "unshare(CLONE_NEWUSER)": (arch, unshare, CLONE_NEWUSER, refused),
+        "unshare(CLONE_NEWNS) (refused by Linux itself without privileges)": (arch, unshare, CLONE_NEWNS, allow),
+        "setns": (arch, setns, 0, refused),
+        "keyctl": (arch, keyctl, 1, allow),
+        "read": (arch, 0 if machine == "x86_64" else 63, 0, allow),
+        "another ABI's fork (32-bit)": (0x40000003, 2, 0, refused),
+    }
+    for number in confine.PROCESS_SYSCALLS[machine]:
+        cases[f"system call {number} (fork or vfork)"] = (arch, number, 0, refused)
+    wrong = {
+        name: hex(decide(program, call_arch, number, argument))
+        for name, (call_arch, number, argument, expected) in cases.items()
+        if decide(program, call_arch, number, argument) != expected
+    }
+    assert not wrong, f"decided otherwise than expected: {wrong}"
+
+
+@pytest.mark.parametrize("new_processes", [True, False])
+def test_every_jump_lands_inside_the_program(new_processes):
     for machine in confine.SYSCALLS:
-        program = confine.user_namespace_filter(machine)
+        program = confine.kernel_filter(machine, new_processes)
         assert program[-1] == (confine.RETURN, 0, 0, confine.ALLOW)
         for at, (code, if_true, if_false, _) in enumerate(program):
             if code not in (confine.LOAD_WORD, confine.RETURN):

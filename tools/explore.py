@@ -1,6 +1,6 @@
 """The explore page (what `make explore` runs): every notebook's widget, served by Voilà, without code.
 
-    python tools/explore.py                 serve on http://127.0.0.1:8866/ (the list of pages)
+    python tools/explore.py                 serve on http://127.0.0.1:8866/ (the index of pages)
     python tools/explore.py --port 9000     another port; any further argument goes to Voilà
     python tools/explore.py --build DIR     only write the pages into DIR
 
@@ -8,6 +8,7 @@ One page per notebook, ``NN_slug.ipynb``: the notebook's title, what its widget 
 module's and class's own docstrings) and the widget itself, made exactly as the notebook makes it
 (the same call, found in ``authoring/NN_slug.py``) on the course's reference implementations. Voilà
 runs each page in a kernel of this environment and shows only the outputs: no code, no editor.
+The index (``/``) lists the pages in the course's order, each by its title with what its widget shows.
 Nothing is fetched from the network (the widgets' scripts come with Voilà and ipywidgets), so it
 works offline, e.g. projected in a lecture hall.
 """
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import html
 import importlib
 import inspect
 import os
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -105,16 +108,23 @@ def _paragraphs(docstring: str | None) -> str:
     return inspect.cleandoc(docstring or "").replace("sqrt(d)", "√d")
 
 
-def page_notebook(page: Page) -> nbformat.NotebookNode:
-    module = importlib.import_module(page.widget_module)
-    what = _paragraphs(module.__doc__).split("\n\n")[0]  # its first paragraph: "Notebook 01's widget: …"
+def what_it_shows(page: Page) -> str:
+    """What the page's widget shows: its module's first paragraph, e.g. "Notebook 01's widget: …" without
+    the notebook's name (the page says it)."""
+    what = _paragraphs(importlib.import_module(page.widget_module).__doc__).split("\n\n")[0]
     what = what.split(": ", 1)[1] if what.startswith("Notebook") and ": " in what else what
-    try_this, *more = _paragraphs(getattr(module, page.widget_class).__doc__).split("\n\n")
+    return what[:1].upper() + what[1:]
+
+
+def page_notebook(page: Page) -> nbformat.NotebookNode:
+    what = what_it_shows(page)
+    widget = getattr(importlib.import_module(page.widget_module), page.widget_class)
+    try_this, *more = _paragraphs(widget.__doc__).split("\n\n")
     text = "\n\n".join(
         [
             f"# {page.title}",
             f"*The widget of notebook `{page.assignment}`, which explains it step by step.*",
-            what[:1].upper() + what[1:],
+            what,
             f"**{try_this}**",
             *more,
         ]
@@ -164,8 +174,55 @@ def offline_templates(into: Path) -> Path:
     return into
 
 
+INDEX_TITLE = "Heads & Masks: the widgets of the course"
+INDEX_LEAD = (
+    "Each page shows one notebook's widget, without code, ready to explore: move its sliders and read what "
+    "changes. The notebook of the same name explains it step by step."
+)
+
+
+INDEX_STYLE = """
+  body { font-family: system-ui, sans-serif; font-size: 16px; line-height: 1.5; color: #1a1a1a;
+         background: #ffffff; margin: 0; }
+  main { max-width: 46rem; margin: 0 auto; padding: 2rem 1.25rem 3rem; }
+  h1 { font-size: 1.75rem; margin: 0 0 0.5rem; }
+  ol { list-style: none; padding: 0; margin: 1.5rem 0 0; }
+  li { border-top: 1px solid #8a8a8a; padding: 0.9rem 0; }
+  h2 { font-size: 1.2rem; margin: 0 0 0.25rem; }
+  a { color: #0b4f9c; text-decoration: underline; }
+  a:focus-visible { outline: 3px solid #0b4f9c; outline-offset: 2px; }
+  p { margin: 0; }
+"""
+
+
+def index_template(found: list[Page]) -> str:
+    """The explore page's index (Voilà's "tree" page, shadowed): each page's title, linked, and what its widget
+    shows, in the course's order. A list of file names told a lecture hall nothing, and Voilà's own page asks a
+    CDN for icons. A Jinja template: Voilà fills in only ``base_url``; every course text is escaped and kept
+    out of Jinja's reach (``raw``), whatever braces it holds."""
+
+    def text(value: str) -> str:
+        return "{% raw %}" + html.escape(" ".join(value.split())) + "{% endraw %}"
+
+    items = "\n".join(
+        f'    <li>\n      <h2><a href="{{{{ base_url }}}}voila/render/{urllib.parse.quote(page.assignment)}.ipynb">'
+        f"{text(page.title)}</a></h2>\n      <p>{text(what_it_shows(page))}</p>\n    </li>"
+        for page in found
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n  <meta charset="utf-8">\n'
+        '  <meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"  <title>{text(INDEX_TITLE)}</title>\n  <style>{INDEX_STYLE}  </style>\n</head>\n<body>\n<main>\n"
+        f"  <h1>{text(INDEX_TITLE)}</h1>\n  <p>{text(INDEX_LEAD)}</p>\n  <ol>\n{items}\n  </ol>\n"
+        "</main>\n</body>\n</html>\n"
+    )
+
+
 def voila_environment(scratch: Path) -> dict[str, str]:
-    paths = [str(offline_templates(scratch / "jupyter")), os.environ.get("JUPYTER_PATH", "")]
+    templates = offline_templates(scratch / "jupyter")
+    tree = templates / "voila" / "templates" / "lab" / "tree.html"
+    tree.write_text(index_template(pages()), encoding="utf-8")
+    paths = [str(templates), os.environ.get("JUPYTER_PATH", "")]
     return {**os.environ, "JUPYTER_PATH": os.pathsep.join(p for p in paths if p)}
 
 
@@ -180,6 +237,7 @@ def voila_command(folder: Path, port: int, extra: list[str]) -> list[str]:
         "--Voila.ip=127.0.0.1",
         "--theme=light",
         "--VoilaConfiguration.strip_sources=True",
+        "--VoilaConfiguration.classic_tree=True",  # the index is a template (index_template), not a script
         "--VoilaConfiguration.show_tracebacks=True",
         *(f"--VoilaConfiguration.extension_allowlist={name}" for name in EXTENSIONS),
         *extra,

@@ -3,7 +3,8 @@
 Run as root (JupyterHub starts each person's server as that person's Unix account):
 
     python tools/hub.py start  --instructor lee [--students GROUP] [--exchange DIR] [--state DIR] [--port 8000]
-    python tools/hub.py roster --instructor lee [--students GROUP] ROSTER.csv [--passwords FILE]
+                               [--lti lti.json]
+    python tools/hub.py roster --instructor lee [--students GROUP] [--state DIR] ROSTER.csv [--passwords FILE]
 
 ``start`` makes what the class needs, then runs JupyterHub (hub/jupyterhub_config.py) in the foreground:
 
@@ -13,10 +14,16 @@ Run as root (JupyterHub starts each person's server as that person's Unix accoun
   (home 0700): the gradebook, the grading key and every submission stay there;
 * the hub's own state (its database, cookie secret) in a folder only root reads.
 
+With ``--lti lti.json`` (the LMS's settings, hub/lms_login.py) students arrive from the LMS by LTI 1.3
+instead of with a password.
+
 ``roster`` adds the students of a CSV in nbgrader's format (a column ``id``; ``first_name``, ``last_name``,
-``email`` if present): a Unix account for each new one (home 0700, a random password written to the
-passwords file, root's alone), every one in the students' group (who may log in), and the same CSV into
-the instructor's gradebook (``nbgrader db student import``, as the instructor).
+``email``, ``lms_user_id`` if present): a Unix account for each new one (home 0700, a random password
+written to the passwords file, root's alone), every one in the students' group (who may log in), and the same
+CSV into the instructor's gradebook (``nbgrader db student import``, as the instructor). Each
+``lms_user_id`` (the person's id in the LMS) is used twice: by the LMS exports (docs/instructors.md), and by
+the hub's map of LMS users (``lms_users.csv`` in its state folder), read at every LTI launch: an LMS id keeps
+the account it was first given.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 HUB = REPO / "hub"
+sys.path.insert(0, str(HUB))
+import lms_users  # noqa: E402 (the hub's own module: lti.json and the map of LMS users)
+
 ENV = Path(sys.prefix)  # the course's environment: every server of the hub runs in it, as it is
 COURSE_FOLDER = "heads-and-masks"  # the instructor's course, in their home
 DEFAULT_EXCHANGE = Path("/srv/nbgrader/exchange")  # nbgrader's default
@@ -129,6 +139,7 @@ def make_course(instructor: pwd.struct_passwd) -> Path:
 def start(args: argparse.Namespace) -> None:
     require_root()
     instructor = account(args.instructor)
+    lti = lti_settings(args.lti) if args.lti else None  # before anything is made
     try:
         grp.getgrnam(args.students)
     except KeyError:
@@ -149,11 +160,23 @@ def start(args: argparse.Namespace) -> None:
         HUB_PORT=str(args.port),
         HUB_PROXY=str(proxy),
     )
+    if lti:
+        os.environ["HUB_LTI"] = str(lti)
+        print(f"Students arrive from the LMS: login initiation URL http://127.0.0.1:{args.port}/hub/lti13/oauth_login")
     print(f"The class's hub: http://127.0.0.1:{args.port} (instructor {instructor.pw_name}, course {course})")
     os.execv(
         str(ENV / "bin" / "jupyterhub"),
         ["jupyterhub", "-f", str(HUB / "jupyterhub_config.py")],
     )
+
+
+def lti_settings(path: Path) -> Path:
+    """lti.json, checked before the hub starts (the hub's configuration reads it again)."""
+    try:
+        lms_users.read_settings(path)
+    except lms_users.SettingsError as error:
+        raise HubError(str(error)) from None
+    return path.resolve()
 
 
 def read_roster(path: Path) -> list[dict[str, str]]:
@@ -170,6 +193,19 @@ def read_roster(path: Path) -> list[dict[str, str]]:
     return rows
 
 
+def record_lms_users(rows: list[dict[str, str]], state: Path) -> None:
+    """The roster's LMS user ids into the hub's map (``state/lms_users.csv``, root's), merged with earlier ones.
+
+    An LMS id already given to one account is never moved to another (hub/lms_users.py).
+    """
+    path = state / "lms_users.csv"
+    try:
+        merged = lms_users.merge_lms_users(lms_users.read_lms_users(path), rows)
+    except lms_users.SettingsError as error:
+        raise HubError(f"{error} Nothing was changed.") from None
+    lms_users.write_lms_users(path, merged)
+
+
 def roster(args: argparse.Namespace) -> None:
     require_root()
     instructor = account(args.instructor)
@@ -178,6 +214,8 @@ def roster(args: argparse.Namespace) -> None:
         grp.getgrnam(args.students)
     except KeyError:
         subprocess.run(["groupadd", args.students], check=True)
+    if any("lms_user_id" in row for row in rows):
+        record_lms_users(rows, args.state)
     new_passwords = []
     for row in rows:
         name = row["id"]
@@ -227,13 +265,19 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--instructor", required=True, help="the instructor's Unix account")
         command.add_argument("--students", default=DEFAULT_STUDENTS, help="the Unix group of the students")
     commands.choices["start"].add_argument("--exchange", type=Path, default=DEFAULT_EXCHANGE)
-    commands.choices["start"].add_argument("--state", type=Path, default=DEFAULT_STATE)
+    for name in ("start", "roster"):
+        commands.choices[name].add_argument("--state", type=Path, default=DEFAULT_STATE, help="the hub's own folder")
     commands.choices["start"].add_argument("--port", type=int, default=8000)
+    commands.choices["start"].add_argument(
+        "--lti", type=Path, help="the LMS's LTI 1.3 settings (a JSON file): students arrive from the LMS"
+    )
     commands.choices["roster"].add_argument("roster", type=Path, help="CSV with a column id (nbgrader's format)")
     commands.choices["roster"].add_argument(
-        "--passwords", type=Path, default=DEFAULT_STATE / "passwords.csv", help="where new accounts' passwords go"
+        "--passwords", type=Path, help="where new accounts' passwords go (default: passwords.csv in the state folder)"
     )
     args = parser.parse_args(argv)
+    if args.command == "roster" and args.passwords is None:
+        args.passwords = args.state / "passwords.csv"
     try:
         {"start": start, "roster": roster}[args.command](args)
     except HubError as error:

@@ -26,7 +26,7 @@ from labdriver import REPO, PageWatch, control_names, widget_state
 from test_browser_notebooks import check_widget
 
 sys.path.insert(0, str(REPO / "tools"))
-from explore import pages  # noqa: E402
+from explore import pages, what_it_shows  # noqa: E402
 
 pytestmark = pytest.mark.browser
 PAGES = pages()
@@ -79,14 +79,27 @@ def test_every_notebook_with_a_widget_has_a_page():
 
 
 def test_the_index_lists_every_page(explore, browser_context, screenshots):
+    """The index names each page by its notebook's title, in the course's order, with what its widget shows,
+    and its links open the pages; it asks nothing of the network and passes the accessibility audit."""
     page = browser_context.new_page()
+    blocked_before = len(browser_context.blocked_requests)
     try:
-        page.goto(explore + "/", wait_until="domcontentloaded")
-        items = page.locator(".jp-DirListing-itemText")
-        items.first.wait_for(timeout=60_000)  # the list is drawn by a script
-        page.screenshot(path=str(screenshots / "explore-index.png"))
-        links = items.evaluate_all("items => items.map(item => item.textContent.trim())")
-        assert sorted(links) == sorted(f"{p.assignment}.ipynb" for p in PAGES), links
+        page.goto(explore + "/", wait_until="load")
+        page.screenshot(path=str(screenshots / "explore-index.png"), full_page=True)
+        links = page.locator("main li h2 a")
+        titles = links.evaluate_all("links => links.map(link => link.textContent.trim())")
+        assert titles == [p.title for p in PAGES], titles
+        descriptions = page.locator("main li p").evaluate_all("ps => ps.map(p => p.textContent.trim())")
+        assert descriptions == [" ".join(what_it_shows(p).split()) for p in PAGES], descriptions
+        assert all(len(d.split()) >= 5 for d in descriptions), descriptions
+        hrefs = links.evaluate_all("links => links.map(link => link.href)")
+        assert hrefs == [f"{explore}/voila/render/{p.assignment}.ipynb" for p in PAGES], hrefs
+        with urllib.request.urlopen(hrefs[0], timeout=120) as response:  # noqa: S310 (localhost)
+            assert response.status == 200 and PAGES[0].title.split(" · ")[-1] in response.read().decode()
+        found = blocking(audit(page, "explore-index"))
+        assert not found, described("explore index", found)
+        off_machine = browser_context.blocked_requests[blocked_before:]
+        assert not off_machine, f"the index asks the network for {off_machine[:3]}: offline it waits in vain"
     finally:
         page.close()
 

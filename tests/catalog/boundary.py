@@ -405,6 +405,46 @@ raise RuntimeError("RESET " + repr(_reset))
 """
 )
 
+# Without root no memory cgroup counts a kernel's children, and the meter reads the kernel's processes at the end
+# of a call: a child that builds the whole score matrix and sends the answer back through a pipe, started and
+# ended within the call, was never seen (red team: 3 points on 04). Every way of starting a process is tried;
+# the kernel reports each one that made a child.
+UID_ATTACKS["hides_in_a_child"] = (
+    WRONG
+    + """
+import ctypes as _ctypes, multiprocessing as _multiprocessing, os as _os, subprocess as _subprocess
+def _forked():
+    pid = _os.fork()
+    if pid == 0:
+        _os._exit(0)
+    _os.waitpid(pid, 0)
+def _spawned():
+    pid = _os.posix_spawn("/bin/true", ["true"], {})
+    _os.waitpid(pid, 0)
+def _raw_forked():  # the fork system call itself (x86_64): glibc's fork() goes through clone, this one does not
+    libc = _ctypes.CDLL(None, use_errno=True)
+    pid = libc.syscall(57 if _os.uname().machine == "x86_64" else -1)
+    if pid == 0:
+        libc._exit(0)
+    if pid < 0:
+        raise OSError(_ctypes.get_errno(), "fork")
+    _os.waitpid(pid, 0)
+def _pooled():
+    process = _multiprocessing.get_context("fork").Process(target=int)
+    process.start()
+    process.join()
+_children = []
+for _name, _start in (("fork", _forked), ("posix_spawn", _spawned), ("the fork system call", _raw_forked), ("multiprocessing", _pooled),
+                      ("subprocess", lambda: _subprocess.run(["/bin/true"], check=True))):
+    try:
+        _start()
+        _children.append(_name)
+    except Exception:
+        pass
+raise RuntimeError("CHILDREN " + repr(_children))
+"""
+)
+
 
 # ------------------------------------------------------------------ helpers of the package that answered
 # The red team's attacks of issue 36: a helper the grading kernel's package kept (not a registered reference)

@@ -1,0 +1,107 @@
+"""The LMS's settings (lti.json) and the roster's map of LMS user ids to Unix accounts (``lms_users.csv``).
+
+Plain Python, shared by ``tools/hub.py`` (which checks lti.json before the hub starts and writes the map from
+a roster's ``lms_user_id`` column) and by the hub's LTI authenticator (hub/lms_login.py, which reads both).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+# lti.json: what the LMS administrator gives back after registering the hub (docs/jupyterhub.md)
+REQUIRED_SETTINGS = {
+    "issuer": "the platform's issuer, e.g. https://canvas.instructure.com",
+    "client_id": "the client id the platform gave the hub when it was registered",
+    "authorize_url": "the platform's OIDC authorization URL, e.g. https://moodle.example.edu/mod/lti/auth.php",
+    "jwks_url": "the platform's public keys (JWKS), e.g. https://moodle.example.edu/mod/lti/certs.php",
+}
+OPTIONAL_SETTINGS = {
+    "user_id_claim": "the id_token claim that identifies a person (default sub)",
+    "instructor_lms_user_id": "the instructor's own LMS user id, if they too arrive from the LMS",
+}
+FIELDS = ["lms_user_id", "account"]  # lms_users.csv, one line per person
+
+
+class SettingsError(Exception):
+    """An lti.json or a roster the hub cannot use; the message says what to change."""
+
+
+def read_settings(path: Path) -> dict:
+    """lti.json, checked: every required setting present and a non-empty string, nothing unknown."""
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise SettingsError(f"{path}: not a JSON file the hub can read ({error}).") from None
+    if not isinstance(settings, dict):
+        raise SettingsError(f"{path}: expected a JSON object of settings, found {type(settings).__name__}.")
+    missing = [f"{name} ({meaning})" for name, meaning in REQUIRED_SETTINGS.items() if not settings.get(name)]
+    if missing:
+        raise SettingsError(f"{path}: these LTI settings are missing: {'; '.join(missing)}.")
+    unknown = sorted(set(settings) - set(REQUIRED_SETTINGS) - set(OPTIONAL_SETTINGS))
+    if unknown:
+        known = ", ".join([*REQUIRED_SETTINGS, *OPTIONAL_SETTINGS])
+        raise SettingsError(f"{path}: unknown LTI settings {', '.join(unknown)}; the known ones are {known}.")
+    not_text = [name for name, value in settings.items() if not isinstance(value, str)]
+    if not_text:
+        raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    # the keys that decide who a launch is must not be replaceable on the way: HTTPS, or this machine itself
+    in_clear = [name for name in ("authorize_url", "jwks_url") if not secure(settings[name])]
+    if in_clear:
+        raise SettingsError(
+            f"{path}: {', '.join(in_clear)} must be https:// addresses (plain http only on 127.0.0.1): "
+            "the platform's keys fetched in clear could be replaced on the network by anyone's."
+        )
+    return settings
+
+
+def secure(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in ("127.0.0.1", "localhost", "::1"))
+
+
+def read_lms_users(path: Path) -> dict[str, str]:
+    """{LMS user id: Unix account}, as rosters recorded it (empty before any roster had the column)."""
+    if not path.exists():
+        return {}
+    with open(path, newline="", encoding="utf-8") as table:
+        return {row["lms_user_id"]: row["account"] for row in csv.DictReader(table)}
+
+
+def merge_lms_users(accounts: dict[str, str], rows: list[dict[str, str]]) -> dict[str, str]:
+    """``accounts`` with a roster's ``lms_user_id`` column added (each row's ``id`` is its Unix account).
+
+    A person whose LMS id changed keeps one entry, the new one. An LMS id already given to one account is never
+    moved to another, by this roster or an earlier one: that would let one LMS user into another person's
+    account. A row with no LMS id leaves that person as they were.
+    """
+    merged = dict(accounts)
+    for row in rows:
+        name, lms_user_id = row["id"], (row.get("lms_user_id") or "").strip()
+        if not lms_user_id:
+            continue
+        owner = merged.get(lms_user_id, name)
+        if owner != name:
+            raise SettingsError(
+                f"The LMS user id {lms_user_id!r} of {name} already belongs to {owner}: one LMS user, one account."
+            )
+        merged = {key: account for key, account in merged.items() if account != name}
+        merged[lms_user_id] = name
+    return merged
+
+
+def write_lms_users(path: Path, accounts: dict[str, str]) -> None:
+    """The map, root's alone (0600): who may enter which account."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def private(name: str, flags: int) -> int:
+        return os.open(name, flags, 0o600)
+
+    with open(path.with_suffix(".new"), "w", newline="", encoding="utf-8", opener=private) as table:
+        writer = csv.writer(table)
+        writer.writerow(FIELDS)
+        writer.writerows(sorted(accounts.items()))
+    path.with_suffix(".new").replace(path)  # a launch reading it meanwhile sees the old map or the new one
