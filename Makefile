@@ -80,7 +80,7 @@ bench-torch: $(STAMP)
 # every target alike.
 ASSIGNMENT ?= 00_start_here
 # DB=<SQLAlchemy URL>: the gradebook on a database server instead of autograde/gradebook.db, for every target
-# (grading, export, the formgrader of instructor-lab), e.g. DB=postgresql+psycopg:///heads_and_masks
+# (grading, export, the formgrader of instructor-lab), e.g. DB=postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks
 ifdef DB
 export HEADS_AND_MASKS_GRADEBOOK_URL := $(DB)
 endif

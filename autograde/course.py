@@ -26,7 +26,7 @@ REPO = HERE.parent
 STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
 EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of those the pipeline runs
 # The gradebook's database, when it is not the SQLite file autograde/gradebook.db: a SQLAlchemy URL such as
-# postgresql+psycopg:///heads_and_masks, so that several graders (formgrader) and the autograder share one
+# postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks, so that several graders (formgrader) and the autograder share one
 # database server (docs/instructors.md). Read by autograde/grade.py (every make target) and by
 # autograde/nbgrader_config.py (nbgrader's own commands, the formgrader).
 GRADEBOOK_URL_VARIABLE = "HEADS_AND_MASKS_GRADEBOOK_URL"

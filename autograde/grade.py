@@ -13,12 +13,12 @@
     python -m autograde.grade bench     [--submissions 40] [--workers N]
 
 Every command works on the course root (the repository, or ``--root``) with the layout of
-``autograde/nbgrader_config.py``. The gradebook is the SQLite file autograde/gradebook.db, or the database
-``--db URL`` names (default: $HEADS_AND_MASKS_GRADEBOOK_URL, which ``make ... DB=URL`` sets), e.g.
-``postgresql+psycopg:///heads_and_masks`` for several graders at once (docs/instructors.md). The exchange is where nbgrader's configuration puts it (``Exchange.root``,
-as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. ``autograde``
-is safe to run again: what is already graded from the same files is skipped, and a run that was
-interrupted resumes. See docs/instructors.md.
+``autograde/nbgrader_config.py``. The exchange is where nbgrader's configuration puts it (``Exchange.root``,
+as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. The gradebook is the
+SQLite file autograde/gradebook.db, or the database ``--db URL`` names (default: $HEADS_AND_MASKS_GRADEBOOK_URL,
+which ``make ... DB=URL`` sets), e.g. ``postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks`` for
+several graders at once (docs/instructors.md). ``autograde`` is safe to run again: what is already graded
+from the same files is skipped, and a run that was interrupted resumes. See docs/instructors.md.
 """
 
 from __future__ import annotations

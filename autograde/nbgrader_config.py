@@ -25,7 +25,7 @@ c.CourseDirectory.autograded_directory = "autograde/autograded"
 c.CourseDirectory.feedback_directory = "autograde/feedback"
 c.CourseDirectory.solution_directory = "autograde/solution"
 # The gradebook: the SQLite file beside this one, or the database server the instructor named for every grader
-# (HEADS_AND_MASKS_GRADEBOOK_URL, e.g. postgresql+psycopg:///heads_and_masks), read as the grading commands read it.
+# (HEADS_AND_MASKS_GRADEBOOK_URL, e.g. postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks), read as the grading commands read it.
 from autograde.course import configured_gradebook_url  # noqa: E402
 
 c.CourseDirectory.db_url = configured_gradebook_url() or "sqlite:///" + os.path.join(here, "gradebook.db")

@@ -113,17 +113,18 @@ def snapshot_gradebook(course: Course) -> bytes:
 def copy_gradebook(source_url: str, target_url: str) -> None:
     """Copy every row of nbgrader's tables, and its schema version, from one gradebook to a new, empty one.
 
-    The rows are read in one transaction that sees the database as it was when it began (REPEATABLE READ on a
-    server, SQLite's own: SERIALIZABLE): graders writing meanwhile (formgrader) change nothing of the copy half way."""
+    From a database server the rows are read in one REPEATABLE READ transaction, which sees the database as it
+    was when it began: graders writing meanwhile (formgrader) change nothing of the copy half way. (A SQLite
+    source is read as it is; the course's own file is copied with sqlite's backup API instead.)"""
     from nbgrader.api import Base
     from sqlalchemy import create_engine, text
 
     source, target = create_engine(source_url), create_engine(target_url)
-    snapshot = "SERIALIZABLE" if source.dialect.name == "sqlite" else "REPEATABLE READ"
+    snapshot = {} if source.dialect.name == "sqlite" else {"isolation_level": "REPEATABLE READ"}
     try:
         Base.metadata.create_all(bind=target)
         with (
-            source.connect().execution_options(isolation_level=snapshot) as reading,
+            source.connect().execution_options(**snapshot) as reading,
             target.begin() as writing,
         ):
             for table in Base.metadata.sorted_tables:  # a table after those its rows refer to
