@@ -1,17 +1,25 @@
 """Several graders, one gradebook (issue 38, section 3): the course's gradebook on a PostgreSQL server.
 
 A class of three is autograded while two graders, each in their own formgrader (the instructor's lab,
-``tools/lab.py --instructor``, as each teaching assistant runs it), write manual grades through nbgrader's
-formgrader REST API, the calls its page makes: one gives the written answer its score, the other writes a
-comment on every answer, each as soon as a student's autograde is in the gradebook, while the next students
-are still being graded and merged. Afterwards every grade is there (the autograder's, both graders'), none
-lost or overwritten, each formgrader shows what the other wrote, and the exported CSV says the same.
+``tools/lab.py --instructor``, as each teaching assistant runs it), write manual grades through the formgrader's
+REST API, the calls its page makes: one gives the written answer its score, the other writes a comment on
+every answer, each as soon as a student's autograde is merged, while the next students are still being graded
+and merged. Then the instructor grades the class again (``--force``) and the graders revise every student
+after the run has taken its copy of the gradebook for the workers and before it merges the later students.
+Afterwards every grade is there (the autograder's, both graders' last), none lost or overwritten, each
+formgrader shows what the other wrote, the rows read from the database itself agree, and so does the CSV.
+
+Why the formgrader's API and not nbgrader's Gradebook from two processes: a formgrader server starts in a few
+seconds here, and through it the graders write as they do in practice, with nbgrader's own handlers and the
+one long-lived gradebook session each server keeps.
 
 The same test runs on the course's default SQLite file. On PostgreSQL the server is Debian's, started by the
 session's fixture on 127.0.0.1 as an unprivileged account (the server refuses to run as root) with a cluster
 of its own in a temporary folder, and removed at the end; the role and the database are made with the
-commands docs/instructors.md gives. The rows are also read from the server itself (psycopg, not through the
-course's code): a course that ignored the URL and wrote its SQLite file would be caught there.
+commands docs/instructors.md gives, and the password comes from a password file, as there. The test fails
+when the course ignores the URL (the graders' formgraders, on the server, never see a submission) and when a
+merge writes back the workers' stale copy of a grade row (the graders' revision of the students merged
+after it is lost: 0.5 where 1.5 was saved), on both databases.
 """
 
 from __future__ import annotations
@@ -27,7 +35,6 @@ import shutil
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.request
 from pathlib import Path
 
