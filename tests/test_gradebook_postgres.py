@@ -15,8 +15,9 @@ one long-lived gradebook session each server keeps.
 
 The same test runs on the course's default SQLite file. On PostgreSQL the server is Debian's, started by the
 session's fixture on 127.0.0.1 as an unprivileged account (the server refuses to run as root) with a cluster
-of its own in a temporary folder, and removed at the end; the role and the database are made with the
-commands docs/instructors.md gives, and the password comes from a password file, as there. The test fails
+of its own in a temporary folder, and removed at the end; the role and the database are the ones
+docs/instructors.md makes (the role by SQL rather than createuser's password prompt), and the password
+comes from a password file, as there. The test fails
 when the course ignores the URL (the graders' formgraders, on the server, never see a submission) and when a
 merge writes back the workers' stale copy of a grade row (the graders' revision of the students merged
 after it is lost: 0.5 where 1.5 was saved), on both databases.
@@ -117,7 +118,7 @@ def postgres():
                 [str(binaries / "pg_ctl"), "-D", str(data), "-l", str(folder / "server.log"), "-w", "-t", "60"]
                 + ["-o", options, "start"],
             )
-            # docs/instructors.md, "Several graders": the course's role and its database
+            # docs/instructors.md, "Several graders": the course's role (createuser --pwprompt there) and its database
             server.psql(f"CREATE ROLE {ROLE} LOGIN PASSWORD '{PASSWORD}'", f"CREATE DATABASE {DATABASE} OWNER {ROLE}")
             server.passwords.write_text(f"127.0.0.1:{server.port}:{DATABASE}:{ROLE}:{PASSWORD}\n")
             server.passwords.chmod(0o600)  # (libpq ignores a password file others may read)
