@@ -79,6 +79,11 @@ bench-torch: $(STAMP)
 # e.g. /etc/jupyter/nbgrader_config.py, else /usr/local/share/nbgrader/exchange), or EXCHANGE=/path for
 # every target alike.
 ASSIGNMENT ?= 00_start_here
+# DB=<SQLAlchemy URL>: the gradebook on a database server instead of autograde/gradebook.db, for every target
+# (grading, export, the formgrader of instructor-lab), e.g. DB=postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks
+ifdef DB
+export HEADS_AND_MASKS_GRADEBOOK_URL := $(DB)
+endif
 GRADE := $(BIN)/python -m autograde.grade $(if $(EXCHANGE),--exchange $(EXCHANGE))
 GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-collect,$(if $(filter %.zip,$(SOURCE)),--zip $(SOURCE),--folder $(SOURCE))))
 

@@ -25,6 +25,16 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
 EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of those the pipeline runs
+# The gradebook's database, when it is not the SQLite file autograde/gradebook.db: a SQLAlchemy URL such as
+# postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks, so that several graders (formgrader) and the autograder share one
+# database server (docs/instructors.md). Read by autograde/grade.py (every make target) and by
+# autograde/nbgrader_config.py (nbgrader's own commands, the formgrader).
+GRADEBOOK_URL_VARIABLE = "HEADS_AND_MASKS_GRADEBOOK_URL"
+
+
+def configured_gradebook_url(environ=os.environ) -> str | None:
+    """The gradebook URL the instructor set (``make ... DB=``, or the variable), or None: the SQLite file."""
+    return environ.get(GRADEBOOK_URL_VARIABLE) or None
 
 
 def share_gradebook_engines() -> None:
@@ -86,6 +96,7 @@ class Course:
     feedback: str = "autograde/feedback"
     solution: str = "autograde/solution"
     runtime: str = "autograde"  # gradebook.db, results/, reports/, work/, logs/
+    database: str | None = None  # the gradebook's SQLAlchemy URL (None: the SQLite file runtime/gradebook.db)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
@@ -118,7 +129,25 @@ class Course:
 
     @property
     def db_url(self) -> str:
-        return f"sqlite:///{self.gradebook_path}"
+        return self.database or f"sqlite:///{self.gradebook_path}"
+
+    @property
+    def gradebook_in_file(self) -> bool:
+        """Whether the gradebook is the course's SQLite file (not a database server's)."""
+        return self.database is None
+
+    def has_gradebook(self) -> bool:
+        """Whether there is a gradebook to read: the SQLite file exists, or a database server is named
+        (opening it there makes nbgrader's tables if the database is still empty)."""
+        return not self.gradebook_in_file or self.gradebook_path.exists()
+
+    def describe_gradebook(self) -> str:
+        """Where the gradebook is, for a message: the file, or the server's URL without its password."""
+        if self.gradebook_in_file:
+            return str(self.gradebook_path)
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.database).render_as_string(hide_password=True)
 
     def runtime_dir(self, *parts: str) -> Path:
         folder = self.root / self.runtime / Path(*parts)
@@ -134,7 +163,8 @@ class Course:
         notebooks 0644, so the folders are what hides them). On a shared JupyterHub host the course folder may be in reach of
         every student. The grading key is made 0600 (grading_key.py)."""
         runtime = self.root / self.runtime
-        kept = [self.gradebook_path, runtime / "grades.csv", *runtime.glob("grades-*.csv")]  # the LMS files too
+        # the gradebook's file (none when it is on a database server), the CSV, the LMS files
+        kept = [self.gradebook_path, runtime / "grades.csv", *runtime.glob("grades-*.csv")]
         kept += [runtime / name for name in ("results", "reports", "logs", "work")]
         kept += [self.path(step) for step in ("submitted", "autograded", "feedback", "solution")]
         for path in kept:
@@ -208,16 +238,17 @@ class Course:
 def gradebook(course: Course):
     from nbgrader.api import Gradebook
 
-    course.gradebook_path.parent.mkdir(parents=True, exist_ok=True)
+    if course.gradebook_in_file:
+        course.gradebook_path.parent.mkdir(parents=True, exist_ok=True)
     return Gradebook(course.db_url, course.course_id)
 
 
-def make_course_copy(root: Path, exchange: Path | None = None) -> Course:
+def make_course_copy(root: Path, exchange: Path | None = None, database: str | None = None) -> Course:
     """A fresh course root with this repository's solutions/ and notebooks/ (for tests and benchmarks)."""
     root = Path(root)
     for name in ("solutions", "notebooks"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    return Course(root=root, exchange=exchange)
+    return Course(root=root, exchange=exchange, database=database)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,7 +259,7 @@ def make_course_copy(root: Path, exchange: Path | None = None) -> Course:
 def in_gradebook(course: Course, assignment: str) -> bool:
     from nbgrader.api import MissingEntry
 
-    if not course.gradebook_path.exists():
+    if not course.has_gradebook():
         return False
     with gradebook(course) as gb:
         try:
@@ -311,7 +342,7 @@ def roster(course: Course, assignment: str) -> list[str]:
     record = course.root / course.runtime / "results" / "collection.json"
     if record.exists():
         students |= set(json.loads(record.read_text()).get("notes", {}).get(assignment, {}))
-    if course.gradebook_path.exists():
+    if course.has_gradebook():
         with gradebook(course) as gb:
             students |= {s.id for s in gb.students}
     results = course.root / course.runtime / "results" / assignment

@@ -184,7 +184,7 @@ class Person:
 
 def people(course: Course) -> dict[str, Person]:
     """student id -> Person, for every student in the gradebook's roster."""
-    if not course.gradebook_path.exists():
+    if not course.has_gradebook():
         return {}
     with gradebook(course) as gb:
         return {

@@ -16,9 +16,11 @@ similarity).
 
 Every command works on the course root (the repository, or ``--root``) with the layout of
 ``autograde/nbgrader_config.py``. The exchange is where nbgrader's configuration puts it (``Exchange.root``,
-as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. ``autograde``
-is safe to run again: what is already graded from the same files is skipped, and a run that was
-interrupted resumes. See docs/instructors.md.
+as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. The gradebook is the
+SQLite file autograde/gradebook.db, or the database ``--db URL`` names (default: $HEADS_AND_MASKS_GRADEBOOK_URL,
+which ``make ... DB=URL`` sets), e.g. ``postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks`` for
+several graders at once (docs/instructors.md). ``autograde`` is safe to run again: what is already graded
+from the same files is skipped, and a run that was interrupted resumes. See docs/instructors.md.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--exchange", type=Path, default=None, help="nbgrader's exchange folder (default: nbgrader's Exchange.root)"
     )
     parser.add_argument("--course-id", default="heads-and-masks")
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="URL",
+        help="the gradebook's database, a SQLAlchemy URL (default: $HEADS_AND_MASKS_GRADEBOOK_URL, else the SQLite "
+        "file autograde/gradebook.db)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     for name in ("setup", "release", "report", "similarity"):
@@ -209,9 +218,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args) -> int:
     from autograde import export, feedback, report, throughput
-    from autograde.course import REPO, Course, release, setup
+    from autograde.course import REPO, Course, configured_gradebook_url, release, setup
 
-    course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id)
+    course = Course(
+        root=args.root or REPO,
+        exchange=args.exchange,
+        course_id=args.course_id,
+        database=args.db or configured_gradebook_url(),
+    )
     named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
     source = course.path("source")
     for assignment in named:  # a typo is said plainly, before any step starts
@@ -223,7 +237,7 @@ def run_command(args) -> int:
     if args.command == "setup":
         for warning in setup(course, args.assignment, force=True):
             print("warning:", warning)
-        print(f"{args.assignment} is in the gradebook ({course.gradebook_path})")
+        print(f"{args.assignment} is in the gradebook ({course.describe_gradebook()})")
     elif args.command == "release":
         for warning in release(course, args.assignment):
             print("warning:", warning)

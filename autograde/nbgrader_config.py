@@ -3,7 +3,8 @@
     solutions/<assignment>/          the source (instructor version, with solutions and hidden tests)
     notebooks/<assignment>/          the release (student version), committed
     autograde/submitted|autograded|feedback|solution/<student>/<assignment>/   runtime, never committed
-    autograde/gradebook.db           the gradebook, runtime, never committed
+    autograde/gradebook.db           the gradebook, runtime, never committed (or the database server that
+                                     $HEADS_AND_MASKS_GRADEBOOK_URL names: docs/instructors.md)
     autograde/grading-key            the instructor's secret for hidden inputs (grading_key.py), never committed
 
 Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
@@ -23,7 +24,11 @@ c.CourseDirectory.submitted_directory = "autograde/submitted"
 c.CourseDirectory.autograded_directory = "autograde/autograded"
 c.CourseDirectory.feedback_directory = "autograde/feedback"
 c.CourseDirectory.solution_directory = "autograde/solution"
-c.CourseDirectory.db_url = "sqlite:///" + os.path.join(here, "gradebook.db")
+# The gradebook: the SQLite file beside this one, or the database server the instructor named for every grader
+# (HEADS_AND_MASKS_GRADEBOOK_URL, e.g. postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks), read as the grading commands read it.
+from autograde.course import configured_gradebook_url  # noqa: E402
+
+c.CourseDirectory.db_url = configured_gradebook_url() or "sqlite:///" + os.path.join(here, "gradebook.db")
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
 
 # A test cell that a student deleted is put back and judged, instead of silently scoring nothing.

@@ -88,21 +88,56 @@ class Progress:
 
 
 def snapshot_gradebook(course: Course) -> bytes:
-    """A consistent copy of the course gradebook (sqlite's backup API) for the workers to start from."""
+    """A consistent copy of the course gradebook, as the bytes of a SQLite file, for the workers to start from
+    (each grades into its own copy: grade_worker.py). The course's SQLite file is copied with sqlite's backup
+    API; a gradebook on a database server, table by table in one transaction (``copy_gradebook``)."""
     work = course.runtime_dir("work")
     for stale in work.glob("snapshot-*.db"):  # left by a run that was killed
         stale.unlink(missing_ok=True)
     target = work / f"snapshot-{uuid.uuid4().hex[:8]}.db"
-    source = sqlite3.connect(course.gradebook_path)
-    copy = sqlite3.connect(target)
-    with copy:
-        source.backup(copy)
-    source.close()
-    copy.close()
     try:
+        if course.gradebook_in_file:
+            source = sqlite3.connect(course.gradebook_path)
+            copy = sqlite3.connect(target)
+            with copy:
+                source.backup(copy)
+            source.close()
+            copy.close()
+        else:
+            copy_gradebook(course.db_url, f"sqlite:///{target}")
         return target.read_bytes()
     finally:
-        target.unlink()
+        target.unlink(missing_ok=True)
+
+
+def copy_gradebook(source_url: str, target_url: str) -> None:
+    """Copy every row of nbgrader's tables, and its schema version, from one gradebook to a new, empty one.
+
+    From a database server the rows are read in one REPEATABLE READ transaction, which sees the database as it
+    was when it began: graders writing meanwhile (formgrader) change nothing of the copy half way. (A SQLite
+    source is read as it is; the course's own file is copied with sqlite's backup API instead.)"""
+    from nbgrader.api import Base
+    from sqlalchemy import create_engine, text
+
+    source, target = create_engine(source_url), create_engine(target_url)
+    snapshot = {} if source.dialect.name == "sqlite" else {"isolation_level": "REPEATABLE READ"}
+    try:
+        Base.metadata.create_all(bind=target)
+        with (
+            source.connect().execution_options(**snapshot) as reading,
+            target.begin() as writing,
+        ):
+            for table in Base.metadata.sorted_tables:  # a table after those its rows refer to
+                rows = [dict(row._mapping) for row in reading.execute(table.select())]
+                if rows:
+                    writing.execute(table.insert(), rows)
+            # nbgrader reads the schema's version from alembic's table (not one of its own models)
+            version = reading.execute(text("SELECT version_num FROM alembic_version")).scalar_one()
+            writing.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)"))
+            writing.execute(text("INSERT INTO alembic_version (version_num) VALUES (:version)"), {"version": version})
+    finally:
+        source.dispose()
+        target.dispose()
 
 
 def grade(

@@ -81,16 +81,21 @@ def grade_class(
     *,
     workers: int = 2,
     key: str = TEST_KEY,
+    database: str | None = None,
+    before_grading=None,
     **grade_options,
 ) -> ClassRun:
     """Grade ``{student: notebook}`` (or ``{student: {file name: bytes}}``) for one assignment the way an
     instructor does: a course root at ``root``, the submissions collected from a folder, graded in
-    parallel by ``pool.grade``. Every test that grades goes through here."""
+    parallel by ``pool.grade``. Every test that grades goes through here.
+
+    ``database``: the gradebook's URL (default: the course's SQLite file, with every assignment set up);
+    ``before_grading(course)``: called once the submissions are collected, just before grading starts."""
     from autograde import collect, pool
     from autograde.course import Course
 
     shutil.copytree(_template_course(), root / "course", symlinks=True)
-    course = Course(root=root / "course")
+    course = Course(root=root / "course", database=database)
     (course.root / "autograde" / "grading-key").write_text(key)
     folder = root / "handed-in"
     for student, content in submissions.items():
@@ -105,6 +110,8 @@ def grade_class(
                 else:
                     (target / name).write_bytes(data if isinstance(data, bytes) else str(data).encode())
     collect.collect_folder(course, assignment, folder)
+    if before_grading is not None:
+        before_grading(course)
     results = pool.grade(course, assignment, workers=workers, progress=False, **grade_options)
     for result in results.values():
         result.load_notebook(course)
@@ -113,19 +120,24 @@ def grade_class(
 
 def assert_one_submission_each(course, assignment: str, students: list[str]) -> None:
     """In the gradebook, every student with a collected submission has one submission, with one grade a cell."""
-    import sqlite3
+    from sqlalchemy import create_engine, text
 
     from autograde.results import grade_cells
 
-    db = sqlite3.connect(course.gradebook_path)
-    per_student = dict(db.execute("select student_id, count(*) from submitted_assignment group by student_id"))
-    grades = dict(
-        db.execute(
-            "select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
-            "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"
+    engine = create_engine(course.db_url)  # the course's gradebook, on whichever database it is
+    with engine.connect() as db:
+        per_student = dict(
+            db.execute(text("select student_id, count(*) from submitted_assignment group by student_id")).all()
         )
-    )
-    db.close()
+        grades = dict(
+            db.execute(
+                text(
+                    "select sa.student_id, count(*) from grade g join submitted_notebook sn on g.notebook_id = sn.id "
+                    "join submitted_assignment sa on sn.assignment_id = sa.id group by sa.student_id"
+                )
+            ).all()
+        )
+    engine.dispose()
     cells = len(grade_cells(course, assignment))
     for student in students:
         if course.path("submitted", student, assignment).is_dir():
