@@ -3,7 +3,7 @@
 JupyterLab in a 1100 px window with the file browser open gives a notebook's outputs about 668 px
 (``pictures.NOTEBOOK_WIDTH_PX``). A picture no wider than that is shown at its own size (the readouts
 move below it when they do not fit beside it), so the text sizes measured here, in the picture's own
-pixels, are the sizes on the screen. The browser tests (tests/browser/test_browser_laptop_width.py)
+pixels, are the sizes on the screen. The browser tests (tests/browser/laptop.py, from test_browser_notebooks.py)
 measure the same in JupyterLab at that width.
 """
 

@@ -2,7 +2,7 @@
 
 For each notebook: open it as it is (nothing tagged or changed) and Run All (Run menu), as a learner
 does (a student notebook as on a laptop: a 1100 × 900 window with the file browser open, where the
-outputs get about 700 px; the solutions in 1400 × 1000, and at laptop width in test_browser_laptop_width.py),
+outputs get about 700 px; the solutions in 1400 × 1000, then again at laptop width: laptop.py),
 then check that
 * Run All reached the last cell: every cell ran (JupyterLab stops at the first error, so no cell may
   raise, not even in a student notebook where nothing is written yet);
@@ -28,6 +28,7 @@ import pytest
 
 from accessibility import audit, blocking, described
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+from laptop import check_pictures_at_laptop_width
 from labdriver import (
     LAPTOP,
     NOTEBOOKS,
@@ -122,6 +123,10 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
                 "readouts": list(state["readouts"]),
             }
     notebook_page.timings["widgets"] = time.monotonic() - started
+    if kind == "solution":  # the same outputs laid out again on a laptop: no second Run All
+        started = time.monotonic()
+        check_pictures_at_laptop_width(page, assignment, screenshots)
+        notebook_page.timings["laptop width"] = time.monotonic() - started
     print(
         f"{kind} {assignment}: "
         + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items())
