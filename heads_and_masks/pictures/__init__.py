@@ -16,7 +16,7 @@ from ..text_alternative import describe_figure
 # open leaves 668 px (measured in Chromium, JupyterLab 4). A picture at most this wide is shown at its own
 # size, so text drawn at LEGIBLE_TEXT_PX or more stays legible; a wider one is scaled down, text and all.
 NOTEBOOK_WIDTH_PX = 660
-LEGIBLE_TEXT_PX = 9.0
+LEGIBLE_TEXT_PX = 12.0
 # A static picture is an HTML output (an <img> with its text alternative, see Picture), and JupyterLab keeps
 # 20 px free on the right of every HTML output: it has 648 px there. A figure drawn a little wider is
 # rendered at a dpi that fits (crisp, where the browser would blur it scaling it down); more than
