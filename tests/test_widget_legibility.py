@@ -17,6 +17,7 @@ import ipywidgets as widgets
 import pytest
 
 import heads_and_masks.widgets as package
+from figure_text import clipped_text, overlapping_texts
 from heads_and_masks.pictures import LEGIBLE_TEXT_PX, NOTEBOOK_WIDTH_PX
 from heads_and_masks.widgets.base import CourseWidget
 from heads_and_masks.widgets.fast_text import PathTextPainter
@@ -51,6 +52,12 @@ def test_picture_fits_a_laptop_notebook_and_its_text_is_legible(cls):
         f"{cls.__name__}: its smallest text is {min(sizes):.1f} px high "
         f"(below {LEGIBLE_TEXT_PX} px); sizes {sorted(set(sizes))}"
     )
+    # the layout is fixed after the first draw (CourseWidget.update): what is measured here is what is shown
+    assert not clipped_text(widget.figure), (
+        f"{cls.__name__}: text cut by the picture's edge: {clipped_text(widget.figure)}"
+    )
+    overlaps = overlapping_texts(widget.figure, widget.dynamic_artists() or ())
+    assert not overlaps, f"{cls.__name__}: texts drawn over each other: {overlaps}"
     assert f"course-widget-{cls.__name__}" in widget.widget._dom_classes  # the browser tests find it by this
 
 

@@ -9,14 +9,16 @@ import io
 import matplotlib
 from matplotlib.figure import Figure
 
+from ..figure_style import LEGIBLE_TEXT_PX, course_style
 from ..grading import IDLE, Idle, grading_mode
 from ..text_alternative import describe_figure
 
 # How wide a notebook's outputs are in JupyterLab on a laptop: a 1100 px wide window with the file browser
 # open leaves 668 px (measured in Chromium, JupyterLab 4). A picture at most this wide is shown at its own
 # size, so text drawn at LEGIBLE_TEXT_PX or more stays legible; a wider one is scaled down, text and all.
+# (How big figure text is, and the style every course figure is drawn in: heads_and_masks.figure_style.)
 NOTEBOOK_WIDTH_PX = 660
-LEGIBLE_TEXT_PX = 9.0
+__all__ = ["LEGIBLE_TEXT_PX", "MOST_SHRINK", "NOTEBOOK_WIDTH_PX", "STATIC_PICTURE_WIDTH_PX", "Picture", "picture"]
 # A static picture is an HTML output (an <img> with its text alternative, see Picture), and JupyterLab keeps
 # 20 px free on the right of every HTML output: it has 648 px there. A figure drawn a little wider is
 # rendered at a dpi that fits (crisp, where the browser would blur it scaling it down); more than
@@ -45,7 +47,8 @@ def picture(figure: Figure, dpi: float | str | None = None, lead: str | None = N
             )
         dpi *= STATIC_PICTURE_WIDTH_PX / width
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
+    with course_style(figure.dpi):  # a tick made while drawing gets the course's text size too
+        figure.savefig(buffer, format="png", dpi=dpi)
     return Picture(buffer.getvalue(), describe_figure(figure, lead))
 
 

@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from ..attention import masked_softmax
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from . import picture  # noqa: F401  (the notebooks import it from here)
 
@@ -50,27 +51,28 @@ def weights_heatmap(ax, weights, tokens, *, forbidden=None, title="", numbers=Tr
                         f"{weights[i, j]:.2f}",
                         ha="center",
                         va="center",
-                        fontsize=8,
                         color="white" if weights[i, j] > 0.55 else "black",
                     )
-    ax.set_title(title, fontsize=10, pad=8)
+    ax.set_title(title, pad=8)
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def mask_figure(mask, tokens) -> Figure:
     """The boolean mask itself: allowed cells marked True, forbidden ones hatched."""
     mask = np.asarray(mask, dtype=bool)
-    figure = Figure(figsize=(3.4, 3.2), dpi=100, layout="constrained")
+    figure = Figure(figsize=(3.8, 3.6), layout="constrained")
     ax = figure.add_subplot()
     ax.imshow(np.where(mask, 0.35, 0.0), cmap="Greens", vmin=0, vmax=1)
     _grid(ax, tokens, tokens, keys_label="keys (may be looked at?)", queries_label="queries")
     hatch_cells(ax, np.argwhere(~mask))
     for i, j in np.argwhere(mask):
-        ax.text(j, i, "True", ha="center", va="center", fontsize=7)
+        ax.text(j, i, "True", ha="center", va="center")
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def four_ways_figure(scores, mask, tokens) -> Figure:
     """The four candidate ways of forbidding the future, each run on the same scores."""
     scores, mask = np.asarray(scores, dtype=float), np.asarray(mask, dtype=bool)
@@ -85,7 +87,7 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
         ("entries deleted", masked_softmax(scores, mask), None, ~mask),
         ("mask after softmax", plain * mask, ~mask, None),
     ]
-    figure = Figure(figsize=(7.3, 6.6), dpi=90, layout="constrained")  # two by two: fits a laptop's notebook
+    figure = Figure(figsize=(7.2, 6.8), layout="constrained")  # two by two: fits a laptop's notebook
     axes = figure.subplots(2, 2).ravel()
     for ax, (title, weights, forbidden, missing) in zip(axes, panels):
         weights_heatmap(ax, weights, tokens, forbidden=forbidden, missing=missing, title=title)
@@ -93,7 +95,7 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
         for i, total in enumerate(sums):
             note = f"Σ={total:.2f}" if missing is None else f"{i + 1} entr{'y' if i == 0 else 'ies'}"
             bad = missing is None and abs(total - 1) > 1e-9
-            ax.text(n - 0.3, i, note, ha="left", va="center", fontsize=8, color="tab:red" if bad else "0.3")
+            ax.text(n - 0.3, i, note, ha="left", va="center", color="tab:red" if bad else "0.3")
         ax.set_xlim(-0.5, n + 1.3)
     axes[1].set_xlabel("forbidden keys get weight: a leak", color="tab:red")
     axes[2].set_xlabel("rows of 1, 2, … entries: not a matrix", color="tab:red")
@@ -102,24 +104,25 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
     """Spread, entropy and gradient scale against the head size, with and without dividing by √d.
 
     ``with_sqrt`` and ``without_sqrt`` map a readout name to a list of values, one per head size.
     """
     head_sizes = np.asarray(head_sizes, dtype=float)
-    figure = Figure(figsize=(7.3, 3.0), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.2, 3.2), layout="constrained")
     axes = figure.subplots(1, 3)
     for ax, name, log in zip(axes, ["score spread", "row entropy (bits)", "gradient scale"], [True, False, False]):
         ax.plot(head_sizes, with_sqrt[name], "o-", color="tab:blue", label="divided by √d")
         ax.plot(head_sizes, without_sqrt[name], "s-", color="tab:red", label="not divided")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("head size d")
-        ax.set_title(name + (" (max − min)" if name == "score spread" else ""), fontsize=10)
+        ax.set_title(name + (" (max − min)" if name == "score spread" else ""))
         if log:
             ax.set_yscale("log", base=2)
             reference = np.sqrt(head_sizes) * without_sqrt[name][0] / np.sqrt(head_sizes[0])
             ax.plot(head_sizes, reference, ":", color="0.4", label="∝ √d")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
+    axes[0].legend()
     return figure

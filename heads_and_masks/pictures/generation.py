@@ -8,6 +8,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..model_configs import KiB
 from . import picture  # noqa: F401  (the notebook imports it from here)
@@ -22,21 +23,22 @@ def draw_mask(ax, mask, title: str, *, first_query: int = 0, key_labels: bool = 
     ax.imshow(mask, cmap=MASK_COLOURS, vmin=0, vmax=1, aspect="equal", interpolation="nearest")
     n_q, n_k = mask.shape
     step = 1 if max(n_q, n_k) <= 8 else 2  # every other position labelled on larger masks
-    ax.set_xticks(np.arange(0, n_k, step), [str(j) for j in range(0, n_k, step)] if key_labels else [], fontsize=8)
-    ax.set_yticks(np.arange(0, n_q, step), [str(first_query + i) for i in range(0, n_q, step)], fontsize=8)
+    ax.set_xticks(np.arange(0, n_k, step), [str(j) for j in range(0, n_k, step)] if key_labels else [])
+    ax.set_yticks(np.arange(0, n_q, step), [str(first_query + i) for i in range(0, n_q, step)])
     ax.set_xticks(np.arange(-0.5, n_k), minor=True)
     ax.set_yticks(np.arange(-0.5, n_q), minor=True)
     ax.grid(which="minor", color="white", linewidth=1)
     ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("key position", fontsize=9)
-    ax.set_ylabel("query position", fontsize=9)
-    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("key position")
+    ax.set_ylabel("query position")
+    ax.set_title(title)
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
     """The (n_new, n_keys) causal mask of a chunk of new queries: bottom-right (right) and top-left (wrong)."""
-    figure = Figure(figsize=(7.0, 2.4), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.2, 2.6), layout="constrained")
     left, right = figure.subplots(1, 2)
     first = n_keys - n_new  # the position of the first new query
     draw_mask(
@@ -55,17 +57,19 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
     """A row of square masks side by side, each with its title."""
-    figure = Figure(figsize=(min(2.4 * len(masks), 7.3), 2.8), dpi=90, layout="constrained")
+    figure = Figure(figsize=(min(2.4 * len(masks), 7.2), 3.0), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
         draw_mask(ax, mask, title)
-        ax.set_ylabel("query" if ax is axes[0] else "", fontsize=9)
+        ax.set_ylabel("query" if ax is axes[0] else "")
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def bytes_per_token_figure(
     layouts: dict[str, CacheLayout], short: int = 4096, long: int = 131072, bytes_per_value: int = 2
 ) -> Figure:
@@ -73,7 +77,7 @@ def bytes_per_token_figure(
     one (filled bar). Global layers cost the same per token at any length; local layers and rolling buffers
     cost less the longer the context; latent caches (MLA) are small from the start."""
     names = sorted(layouts, key=lambda m: layouts[m].bytes_per_token(long, bytes_per_value))
-    figure = Figure(figsize=(7.3, 0.32 * len(names) + 1.3), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.2, 0.32 * len(names) + 1.3), layout="constrained")
     ax = figure.subplots()
     y = np.arange(len(names))
     for i, name in enumerate(names):
@@ -88,7 +92,6 @@ def bytes_per_token_figure(
             i,
             f"{at_long:,.0f}" + (f" (at {short // 1024}K: {at_short:,.0f})" if abs(at_short - at_long) > 0.5 else ""),
             va="center",
-            fontsize=8,
         )
     labels = []
     for name in names:
@@ -101,12 +104,11 @@ def bytes_per_token_figure(
             else ""
         )
         labels.append(f"{name} ({kind})")
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, labels)
     ax.set_xscale("log")
     ax.set_xlim(2, 30000)
     ax.set_xlabel(
-        f"KV cache per token of context (KiB, bf16): filled at {long // 1024}K tokens, open at {short // 1024}K",
-        fontsize=9,
+        f"KV cache per token of context (KiB, bf16):\nfilled at {long // 1024}K tokens, open at {short // 1024}K",
     )
     ax.grid(True, axis="x", alpha=0.3)
     for spine in ("top", "right"):

@@ -12,6 +12,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..heads import ORDERS, head_of_column
 from . import picture  # noqa: F401  (the notebook imports it from here)
@@ -23,7 +24,7 @@ HEAD_COLOURS = ListedColormap(
 )
 
 
-def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: float = 10):
+def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True):
     """Draw one row of cells, one per column, coloured by the head it feeds; return the image."""
     image = ax.imshow(
         (owners % HEAD_COLOURS.N)[None, :],
@@ -36,29 +37,30 @@ def draw_columns(ax, owners: np.ndarray, *, numbers: bool = True, fontsize: floa
     ax.set_yticks([])
     if numbers:
         for column, head in enumerate(owners):
-            ax.text(column, 0, str(head), ha="center", va="center", fontsize=fontsize, color="white", fontweight="bold")
+            ax.text(column, 0, str(head), ha="center", va="center", color="white", fontweight="bold")
     return image
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def split_orders_figure(width: int = 8, heads: int = 2) -> Figure:
     """The same width cut as ``(h d)`` and as ``(d h)``: each cell is a column, its number the head."""
-    figure = Figure(figsize=(7.0, 2.2), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.0, 2.2), layout="constrained")
     axes = figure.subplots(2, 1)
     for ax, order in zip(axes, ORDERS):
         draw_columns(ax, head_of_column(width, heads, order))
         ax.set_xticks(range(width))
-        ax.set_ylabel(order, rotation=0, ha="right", va="center", fontsize=11)
+        ax.set_ylabel(order, rotation=0, ha="right", va="center")
     axes[0].set_title(
         f"D = {width} columns cut into h = {heads} heads of d = {width // heads}:\n"
         "the number in each column is the head it feeds",
-        fontsize=10,
     )
     axes[-1].set_xlabel("column of the width")
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def score_sum_figure(head_scores, single_head_scores) -> Figure:
     """Each head's score matrix ``Q_i K_iᵀ`` and the single head's ``Q Kᵀ``, their sum, on one colour scale."""
     single_head_scores = np.asarray(single_head_scores)  # (n, n)
@@ -66,11 +68,11 @@ def score_sum_figure(head_scores, single_head_scores) -> Figure:
     titles = [f"head {i}:\n$Q_{i} K_{i}^T$" for i in range(len(head_scores))] + ["one head:\n$Q K^T$ = the sum"]
     limit = max(np.abs(m).max() for m in matrices)  # one symmetric scale, so that colours add up by eye
     n_q, n_k = single_head_scores.shape
-    figure = Figure(figsize=(6.5, 2.6), dpi=100, layout="constrained")
+    figure = Figure(figsize=(7.2, 2.9), layout="constrained")
     axes = figure.subplots(1, len(matrices), sharey=True)
     for ax, matrix, title in zip(axes, matrices, titles):
         image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
         ax.set(xlabel="key", xticks=range(n_k), yticks=range(n_q))
     axes[0].set_ylabel("query")
     figure.colorbar(image, ax=list(axes), shrink=0.85, label="score (before 1/√d)")

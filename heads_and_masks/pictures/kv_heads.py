@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import GiB, KiB, ModelConfig
@@ -14,6 +15,7 @@ ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
     """Two rows of h query heads, coloured by the KV head they read: repeat (right) and tile (wrong)."""
     if g < 1 or h % g:
@@ -23,17 +25,17 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
         "repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
         "tile: KV head i % g  (the silent bug)": np.arange(h) % g,
     }
-    figure = Figure(figsize=(0.5 * h + 3.0, 1.9), dpi=90, layout="constrained")
+    figure = Figure(figsize=(min(0.6 * h + 0.4, 7.2), 2.9), layout="constrained")
     ax = figure.subplots()
     colours = [f"C{j % 10}" for j in range(g)]
     for row, (label, kv) in enumerate(rows.items()):
-        y = 1 - row
+        y = 1.5 * (1 - row)
         for i, j in enumerate(kv):
             ax.add_patch(_square(i, y, colours[j]))
-            ax.text(i + 0.5, y + 0.5, f"q{i}\nkv{j}", ha="center", va="center", fontsize=7, color="white")
-        ax.text(-0.3, y + 0.5, label, ha="right", va="center", fontsize=9)
-    ax.set(xlim=(-0.2, h + 0.2), ylim=(-0.1, 2.1), aspect="equal")
-    ax.set_title(f"h = {h} query heads, g = {g} KV heads: which KV head each query head reads", fontsize=10)
+            ax.text(i + 0.5, y + 0.5, f"q{i}\nkv{j}", ha="center", va="center", color="white")
+        ax.text(0.05, y + 1.05, label, ha="left", va="bottom")
+    ax.set(xlim=(-0.05, h + 0.05), ylim=(-0.05, 3.0), aspect="equal")
+    ax.set_title(f"h = {h} query heads, g = {g} KV heads:\nwhich KV head each query head reads")
     ax.axis("off")
     return figure
 
@@ -45,39 +47,38 @@ def _square(x, y, colour):
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int = 2) -> Figure:
     """Horizontal bars: KV cache one token adds, for every model, coloured by MHA / GQA / MQA."""
     names = list(models)[::-1]
     sizes = [models[m].kv_bytes_per_token(bytes_per_value) / KiB for m in names]  # KiB
-    figure = Figure(figsize=(7.3, 0.38 * len(names) + 1.2), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.2, 0.38 * len(names) + 1.2), layout="constrained")
     ax = figure.subplots()
     bars = ax.barh(names, sizes, color=[ATTENTION_COLOURS[models[m].attention] for m in names])
     for bar, m, size in zip(bars, names, sizes):
         c = models[m]
-        ax.text(
-            size * 1.08,
-            bar.get_y() + bar.get_height() / 2,
-            f"{size:,.0f} KiB   {c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}",
-            va="center",
-            fontsize=8,
-        )
+        y = bar.get_y() + bar.get_height() / 2
+        ax.text(size * 1.1, y, f"{size:,.0f} KiB", va="center")
+        shape = f"{c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}"
+        ax.text(1.03, y, shape, va="center", transform=ax.get_yaxis_transform())  # right of the axes
     ax.set_xscale("log")
-    ax.set_xlim(min(sizes) / 1.5, max(sizes) * 100)
+    ax.set_xlim(min(sizes) / 1.5, max(sizes) * 8)
     ax.set_xlabel(f"KV cache per token (KiB = 2¹⁰ bytes, {8 * bytes_per_value}-bit values), log scale")
     for kind, colour in ATTENTION_COLOURS.items():
         ax.bar([0], [0], color=colour, label=kind)
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("How much memory one more token of context costs", fontsize=10)
+    figure.legend(loc="outside lower center", ncols=3, frameon=False)
+    ax.set_title("How much memory one more token of context costs")
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def cache_vs_context_figure(
     config: ModelConfig, *, batch: int = 1, bytes_per_value: int = 2, memory_bytes: int | None = None
 ) -> Figure:
     """KV cache against context for the MHA / GQA / MQA variants of one model (log-log)."""
     contexts = np.logspace(9, 20, 45, base=2)
-    figure = Figure(figsize=(6.4, 3.6), dpi=90, layout="constrained")
+    figure = Figure(figsize=(7.0, 3.8), layout="constrained")
     ax = figure.subplots()
     for (label, g), colour in zip(config.variants().items(), ("tab:red", "tab:blue", "tab:green")):
         per_token = kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
@@ -100,5 +101,5 @@ def cache_vs_context_figure(
         title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values",
     )
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend()
     return figure

@@ -5,22 +5,19 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..retrieval import convex_hull, reachable_outputs
-from . import picture as _picture
+from . import picture  # noqa: F401  (the notebook imports it from here)
 
 PRACTICAL = (32, 128)
 
 
-def picture(figure: Figure, lead: str | None = None):
-    """The figure as a PNG image for the notebook, at 100 dpi (see heads_and_masks.pictures)."""
-    return _picture(figure, dpi=100, lead=lead)
-
-
 @idle_while_grading()
+@drawn_in_course_style
 def hull_figure(values, previous: int, first: int) -> Figure:
     """One head's reachable outputs (the convex hull of the values) and what the task would need."""
-    figure = Figure(figsize=(6.5, 3.9), layout="constrained")
+    figure = Figure(figsize=(7.2, 5.4), layout="constrained")
     ax = figure.subplots()
     cloud = reachable_outputs(values, samples=4000, seed=1)
     hull = convex_hull(values)
@@ -28,7 +25,7 @@ def hull_figure(values, previous: int, first: int) -> Figure:
     ax.fill(*hull.T, facecolor="none", edgecolor="tab:blue", lw=1.5, label="convex hull of the values")
     ax.scatter(*values.T, s=36, color="tab:blue", zorder=3)
     for i, (x, y) in enumerate(values):
-        ax.annotate(f"v{i}", (x, y), textcoords="offset points", xytext=(5, 4), fontsize=9)
+        ax.annotate(f"v{i}", (x, y), textcoords="offset points", xytext=(5, 4))
     segment = np.linspace(0, 1, 50)[:, None] * values[previous] + np.linspace(1, 0, 50)[:, None] * values[first]
     ax.plot(*segment.T, color="tab:red", lw=3, alpha=0.7, label="one head splitting its weight\nbetween the two")
     ax.scatter(
@@ -55,14 +52,15 @@ def hull_figure(values, previous: int, first: int) -> Figure:
         ylabel="value, component 2",
         title=f"query t = {previous + 1} wants v{previous} (previous) and v{first} (first)",
     )
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    figure.legend(loc="outside lower center", ncols=2, frameon=False)
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def recovery_figure(weights_on_previous, recovered_previous, recovered_first) -> Figure:
     """How much of each content the best linear readout of one head's blend recovers."""
-    figure = Figure(figsize=(6.5, 3.3), layout="constrained")
+    figure = Figure(figsize=(7.2, 3.7), layout="constrained")
     ax = figure.subplots()
     w = np.asarray(weights_on_previous)
     ax.plot(w, recovered_previous, "o-", color="tab:orange", ms=4, label="content of the previous token")
@@ -77,15 +75,16 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
         xlabel="one head's weight on the previous token (the rest on the first)",
         ylabel="fraction of variance recovered",
     )
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def head_weights_figure(weights, titles) -> Figure:
     """Heat maps of the attention weights of several heads (queries down, keys across)."""
     weights = np.asarray(weights)
-    figure = Figure(figsize=(2.9 * len(weights) + 0.6, 2.9), layout="constrained")
+    figure = Figure(figsize=(3.2 * len(weights) + 0.7, 3.5), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(weights)))
     for ax, w, title in zip(axes, weights, titles):
         image = ax.imshow(w, vmin=0, vmax=1, cmap="Blues")
@@ -97,9 +96,10 @@ def head_weights_figure(weights, titles) -> Figure:
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formula_unrelated, noise) -> Figure:
     """Standard deviation of the similarity estimate q·k/d against d, simulated and by formula."""
-    figure = Figure(figsize=(6.0, 3.6), layout="constrained")
+    figure = Figure(figsize=(6.7, 4.0), layout="constrained")
     ax = figure.subplots()
     ax.loglog(d_values, formula_match, "-", color="tab:orange", lw=1.2, label="match, formula")
     ax.loglog(d_values, spread_match, "o", color="tab:orange", ms=5, label="match, simulated")
@@ -111,7 +111,6 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
         (d_values[0], 1.0),
         textcoords="offset points",
         xytext=(2, 4),
-        fontsize=8,
         color="0.3",
     )
     ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
@@ -120,14 +119,15 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
         ylabel="spread (standard deviation) of q·k / d",
         title=f"the estimate narrows like 1/√d (noise σ = {noise})",
     )
-    ax.legend(fontsize=8, frameon=False, loc="lower left")
+    ax.legend(frameon=False, loc="lower left")
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None) -> Figure:
     """Winning rate against d, one exact curve per noise; optional simulated points and marked head sizes."""
-    figure = Figure(figsize=(6.5, 3.8), layout="constrained")
+    figure = Figure(figsize=(7.2, 4.2), layout="constrained")
     ax = figure.subplots()
     ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
     for noise, curve in curves.items():
@@ -137,7 +137,7 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
         ax.plot(d_points, rates, "k^", ms=6, label=label)
     for d, text in marks:
         ax.axvline(d, color="0.5", lw=0.8, ls="--")
-        ax.annotate(text, (d, 0.02), rotation=90, fontsize=8, color="0.3", xytext=(3, 0), textcoords="offset points")
+        ax.annotate(text, (d, 0.02), rotation=90, color="0.3", xytext=(3, 0), textcoords="offset points")
     ax.axhline(1 / n_keys, color="0.5", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xticks([1, 4, 16, 64, 256, 1024], ["1", "4", "16", "64", "256", "1024"])
@@ -147,5 +147,5 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
         ylabel="match wins",
         title=f"how often the match outscores {n_keys - 1} unrelated keys",
     )
-    ax.legend(fontsize=8, frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return figure

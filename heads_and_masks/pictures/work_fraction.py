@@ -9,17 +9,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..tiled import causal_used_entries, causal_used_fraction, tiled_computed_entries
-from . import picture as _picture
-
-
-def picture(figure: Figure, lead: str | None = None):
-    """The figure as a PNG image for the notebook, at 90 dpi (see heads_and_masks.pictures)."""
-    return _picture(figure, dpi=90, lead=lead)
+from . import picture  # noqa: F401  (the notebook imports it from here)
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def used_fraction_figure(sizes) -> Figure:
     """(n+1)/(2n) against n, falling to 1/2 from above, with the used count as a second reading."""
     sizes = np.asarray(sizes)
@@ -35,46 +32,49 @@ def used_fraction_figure(sizes) -> Figure:
         0.62,
         "\n".join(f"n = {n}: {causal_used_entries(n):,} of {n * n:,} = {causal_used_fraction(n):.2%}" for n in lesson),
         transform=ax.transAxes,
-        fontsize=8,
         va="top",
     )
     ax.set(
         xscale="log", xlabel="sequence length n (log scale)", ylabel="share of the n² scores used", ylim=(0.45, 1.05)
     )
-    ax.legend(fontsize=8)
+    ax.legend()
     ax.grid(alpha=0.3)
     return figure
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     """Left: computed share against tile size. Right: measured time against tile size (same n)."""
     blocks = np.array(sorted(seconds))
     fractions = [tiled_computed_entries(n, int(b)) / n**2 for b in blocks]
     tiles = [int(np.ceil(n / b)) * (int(np.ceil(n / b)) + 1) // 2 for b in blocks]
-    figure = Figure(figsize=(7.3, 3.0), layout="constrained")
+    figure = Figure(figsize=(7.2, 3.2), layout="constrained")
     ax_work, ax_time = figure.subplots(1, 2)
     ax_work.plot(blocks, fractions, marker="o", color="#2a9d8f", label="computed / n²")
     ax_work.axhline(causal_used_fraction(n), color="black", linestyle="--", linewidth=1, label="ideal (n+1)/(2n)")
     ax_work.set(xscale="log", xlabel="tile size B", ylabel="share of n² computed", title=f"work, n = {n}")
-    ax_work.legend(fontsize=8)
+    ax_work.legend()
     ax_time.plot(blocks, [seconds[int(b)] * 1000 for b in blocks], marker="o", color="#e76f51")
-    for b, count in zip(blocks, tiles):
+    for i, (b, count) in enumerate(zip(blocks, tiles)):
+        above = i % 2 == 0
         ax_time.annotate(
-            f"{count:,} tile{'s' if count > 1 else ''}",
+            f"{count:,}",
             (b, seconds[int(b)] * 1000),
             textcoords="offset points",
-            xytext=(4, 4),
-            fontsize=8,
+            xytext=(0, 6 if above else -6),
+            ha="center",
+            va="bottom" if above else "top",
         )
     ax_time.set(
         xscale="log",
         yscale="log",
         xlabel="tile size B",
         ylabel="milliseconds (best run)",
-        title="measured time of the tiled kernel",
+        title="measured time (labels: tiles computed)",
     )
     lowest, highest = min(seconds.values()) * 1000, max(seconds.values()) * 1000
+    ax_time.set_ylim(lowest / 1.6, highest * 1.6)  # room for the labels above and below the points
     ax_time.set_yticks(
         [t for t in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000) if lowest / 2 <= t <= highest * 2]
         or [lowest],
@@ -90,6 +90,7 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
 
 
 @idle_while_grading()
+@drawn_in_course_style
 def benchmark_figure(rows: list[dict]) -> Figure:
     """Left: the tiled kernel's speedup over unmasked full attention and over full-then-mask, beside the
     work ratio 2n/(n+1), for each float type in ``rows``. Right: peak extra memory of full-then-mask and tiled."""
@@ -98,7 +99,7 @@ def benchmark_figure(rows: list[dict]) -> Figure:
     styles = {"float32": dict(marker="o", linestyle="-"), "float64": dict(marker="s", linestyle="--")}
     colours = {"unmasked": "#264653", "full": "#e76f51", "tiled": "#2a9d8f", "memory_full": "#8d99ae"}
     dtypes = [t for t in styles if any(r["dtype"] == t for r in rows)]
-    figure = Figure(figsize=(7.3, 3.6), layout="constrained")
+    figure = Figure(figsize=(7.2, 3.8), layout="constrained")
     ax_speed, ax_memory = figure.subplots(1, 2)
     mib = 2**20
     for dtype in dtypes:
@@ -127,5 +128,5 @@ def benchmark_figure(rows: list[dict]) -> Figure:
         Line2D([], [], color=colours["tiled"], label="memory of tiled"),
     ]
     handles += [Line2D([], [], color="0.4", markersize=4, label=dtype, **styles[dtype]) for dtype in dtypes]
-    figure.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8, frameon=False)
+    figure.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
     return figure

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from ..figure_style import FIGURE_DPI, course_style, text_sizes_px
 from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_module
 
 # Imported on first use: in grading mode no widget is built, so these are never imported there.
@@ -57,7 +58,7 @@ class CourseWidget:
 
     figsize = (6.0, 4.0)
     picture_lead: str | None = None  # a sentence that says what to look for in the picture (its text alternative)
-    dpi = 90
+    dpi = FIGURE_DPI
 
     def __init__(self, **initial):
         self.idle = grading_mode()
@@ -88,7 +89,8 @@ class CourseWidget:
         self._background = None  # the static part of the figure, when the subclass blits
         self._backgrounds: dict = {}  # earlier backgrounds by background_key(), most recent last
         self._background_key = None
-        self.setup()
+        with course_style(self.dpi):  # every text the widget makes gets the course's size (figure_style)
+            self.setup()
         for name, value in initial.items():
             self.controls[name].value = value
         for control in self.controls.values():
@@ -170,6 +172,10 @@ class CourseWidget:
     def update(self) -> None:
         if self.idle:
             return
+        with course_style(self.dpi):  # a title set or a tick made while drawing keeps the course's size
+            self._update()
+
+    def _update(self) -> None:
         start = time.perf_counter()
         self.readouts = dict(self.draw())
         self.readout_html.value = self.format_readouts(self.readouts)
@@ -208,23 +214,10 @@ class CourseWidget:
         Text drawn by matplotlib is recorded as the figure is drawn (static and changing parts alike);
         labels drawn as glyph paths (fast_text) are found through the painters the widget holds.
         """
-        from matplotlib.backends.backend_agg import RendererAgg
-
         from .fast_text import PathLegend, PathTextPainter
 
-        sizes = []
-        renderer = RendererAgg(int(self.figure.bbox.width), int(self.figure.bbox.height), self.figure.dpi)
-        draw_text = renderer.draw_text
-
-        def recording(gc, x, y, text, prop, *args, **kwargs):
-            if text.strip():
-                sizes.append(prop.get_size_in_points() * self.figure.dpi / 72.0)
-            return draw_text(gc, x, y, text, prop, *args, **kwargs)
-
-        renderer.draw_text = recording
-        self.figure.draw(renderer)
-        for artist in self.dynamic_artists() or ():
-            artist.draw(renderer)
+        with course_style(self.dpi):
+            sizes = text_sizes_px(self.figure, self.dynamic_artists() or ())
         for value in vars(self).values():  # a PathTitle's size is its Text's, recorded above
             painter = value.painter if isinstance(value, PathLegend) and value.entries else value
             if isinstance(painter, PathTextPainter):

@@ -24,7 +24,6 @@ class LessonWidget(CourseWidget):
     """The lesson's widget: attention weights over a sentence (keys across, queries down)."""
 
     figsize = (7.3, 3.8)
-    dpi = 90
 
     def __init__(self, **initial):
         self._numbers = []  # (text, axes, x, y, align, dark): the numbers of the current state
@@ -74,11 +73,11 @@ class LessonWidget(CourseWidget):
         ax.set_ylim(n - 0.5, -0.5)  # first query on top, as in the heatmap
         ax.set_xlim(0, np.log2(n) * 1.3)
         ax.set_xlabel("entropy of the row (bits)")
-        ax.set_title("| = most possible, log2(allowed keys)", fontsize=8)
+        ax.set_title("| = most possible:\nlog2(allowed keys)")
         ax.spines[["top", "right"]].set_visible(False)
 
         # 36 numbers as Text artists took most of an update; as glyph paths (see fast_text) a few ms
-        self.painter = PathTextPainter(8, self.dpi)
+        self.painter = PathTextPainter(dpi=self.dpi)
         self.dark_numbers = self.figure.add_artist(path_text_patch("black"))
         self.light_numbers = self.figure.add_artist(path_text_patch("white"))
 

@@ -7,6 +7,7 @@ short labels in a small sans-serif font do not need).
 
 from __future__ import annotations
 
+import matplotlib
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.font_manager import FontProperties
@@ -18,9 +19,14 @@ from matplotlib.transforms import IdentityTransform
 
 
 class PathTextPainter:
-    """Glyph paths of one font, in pixels; ``path(items)`` lays out many labels as one Path."""
+    """Glyph paths of one font, in pixels; ``path(items)`` lays out many labels as one Path.
 
-    def __init__(self, size_points: float, dpi: float, weight: str = "normal"):
+    ``size_points`` None: the course's text size (rcParams["font.size"], set by figure_style.course_style).
+    """
+
+    def __init__(self, size_points: float | None = None, dpi: float = 72.0, weight: str = "normal"):
+        if size_points is None:
+            size_points = matplotlib.rcParams["font.size"]
         self.font = FontProperties(family="DejaVu Sans", size=size_points, weight=weight)
         self.scale = dpi / 72.0  # points -> pixels
         self.glyphs, self.advances = {}, {}
@@ -115,10 +121,10 @@ class PathLegend(Artist):
     with the labels as glyph paths: a few ms a draw where a Legend takes ~30. ``set_entries(lines)``
     takes the lines whose labels do not start with "_", in order, like ``Axes.legend``."""
 
-    def __init__(self, ax, fontsize: float, dpi: float):
+    def __init__(self, ax, dpi: float, fontsize: float | None = None):
         super().__init__()
-        self.ax, self.size = ax, fontsize * dpi / 72.0  # the font size in pixels: the unit of the spacing
-        self.painter = PathTextPainter(fontsize, dpi)
+        self.painter = PathTextPainter(fontsize, dpi)  # None: the course's text size
+        self.ax, self.size = ax, self.painter.font.get_size_in_points() * dpi / 72.0  # in pixels: the unit of spacing
         self.frame = FancyBboxPatch(
             (0, 0),
             1,

@@ -29,7 +29,6 @@ class GenerationStepper(CourseWidget):
     """
 
     figsize = (7.3, 3.9)
-    dpi = 90
 
     def setup(self):
         self.controls["policy"] = widgets.ToggleButtons(
@@ -46,10 +45,10 @@ class GenerationStepper(CourseWidget):
         self.mask_image = ax.imshow(
             np.zeros((TOTAL, TOTAL)), cmap=STEP_COLOURS, vmin=0, vmax=3, interpolation="nearest", aspect="equal"
         )
-        ax.set_xticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)], fontsize=8)
-        ax.set_yticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)], fontsize=8)
-        ax.set_xlabel("key position", fontsize=9)
-        ax.set_ylabel("query position", fontsize=9)
+        ax.set_xticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)])
+        ax.set_yticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)])
+        ax.set_xlabel("key position")
+        ax.set_ylabel("query position")
         # the slots: drawn once, then moved and relabelled (blitting, see CourseWidget.dynamic_artists)
         ax = self.ax_slots
         ax.set_axis_off()
@@ -57,19 +56,18 @@ class GenerationStepper(CourseWidget):
         self.slot_boxes = [
             ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8)) for _ in range(TOTAL)
         ]
-        self.slot_painter = PathTextPainter(7.5, self.dpi)  # 20 labels as one path: fast to redraw
+        self.slot_painter = PathTextPainter(dpi=self.dpi)  # 20 labels as one path: fast to redraw
         self.slot_labels = ax.add_patch(path_text_patch("white"))
-        self.slot_title = ax.text(0, 0.72, "", fontsize=8.5, va="bottom")
+        self.slot_title = ax.text(0, 0.72, "", va="bottom")
         self.slot_title_text = PathTitle(self.slot_title, self.dpi)
         self.mask_title = PathTitle(self.ax_mask.title, self.dpi)
-        ax.text(0, 0.24, "orange: written this step", fontsize=7.5, va="top", color="tab:orange")
+        ax.text(0, 0.24, "orange: written this step", va="top", color="tab:orange")
         ax = self.ax_memory
         (self.memory_line,) = ax.plot([], [], color="tab:blue", lw=2)
         (self.memory_point,) = ax.plot([], [], "o", color="tab:orange", markersize=7)
         ax.set(xlim=(0, TOTAL), ylim=(0, TOTAL + 1))
-        ax.set_xlabel("tokens generated so far", fontsize=9)
-        ax.set_ylabel("tokens in cache", fontsize=9)
-        ax.tick_params(labelsize=8)
+        ax.set_xlabel("tokens generated so far")
+        ax.set_ylabel("tokens in cache")
         ax.grid(True, alpha=0.3)
 
     def _clamp_step(self, steps) -> int:
@@ -93,7 +91,6 @@ class GenerationStepper(CourseWidget):
         self.ax_mask.set_title(
             f"{name}: queries {start}…{stop - 1}, mask {stop - start} × {stop}\n"
             "dark: may attend, grey: masked, pale: earlier steps",
-            fontsize=9,
         )
 
         # the slots after this step's write

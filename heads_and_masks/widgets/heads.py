@@ -73,7 +73,7 @@ class HeadSplitWidget(CourseWidget):
         self.strip_all = self.ax_all.imshow(np.zeros((1, 8, 4)), aspect="auto", interpolation="antialiased")
         self.ax_all.set_yticks([])
         # the labels of the strips are drawn as paths (see fast_text): 24 Text artists took half the update
-        self.painter = PathTextPainter(8, self.dpi, weight="bold")
+        self.painter = PathTextPainter(dpi=self.dpi, weight="bold")
         self.head_labels = self.figure.add_artist(path_text_patch("white"))
         self._head_label_items = []  # (text, x) in the data coordinates of ax_all
         # the first columns, large, each with the number of its head
@@ -94,7 +94,7 @@ class HeadSplitWidget(CourseWidget):
         (self.curve_proj,) = ax.plot([], [], color="grey", lw=1, ls=":", label="4nD² (projections)")
         (self.curve_attn,) = ax.plot([], [], color="grey", lw=1, ls="-.", label="2n²D (scores + weighted sum)")
         (self.point,) = ax.plot([], [], "o", color="#e15759", markersize=7, zorder=5)
-        self.legend = ax.legend(loc="upper left", fontsize=8, frameon=False)
+        self.legend = ax.legend(loc="upper left", frameon=False)
         self.title_all = PathTitle(self.ax_all.title, self.dpi)  # titles change with the controls
         self.title_zoom = PathTitle(self.ax_zoom.title, self.dpi)
         self.legend_h = _HiddenText(self.legend.get_texts()[1])  # the only entry that depends on h
@@ -134,9 +134,7 @@ class HeadSplitWidget(CourseWidget):
             np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else np.linspace(0, width, 5).round()
         )
         self.ax_all.set_xlim(0, width)  # after the ticks, which would widen it
-        self.ax_all.set_title(
-            f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}", fontsize=10
-        )
+        self.ax_all.set_title(f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}")
         labelled = order == "(h d)" and heads <= MAX_HEAD_LABELS
         self._head_label_items = [(f"head {i}", (i + 0.5) * d) for i in range(heads)] if labelled else []
 
@@ -151,7 +149,7 @@ class HeadSplitWidget(CourseWidget):
             if order == "(h d)"
             else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)"
         )
-        self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}", fontsize=9)
+        self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}")
 
         projections, attention = cost_parts(CURVE_LENGTHS, width)
         total = projections + attention  # the same for every h: h is not in the formula
@@ -169,7 +167,7 @@ class HeadSplitWidget(CourseWidget):
         texts[0].set_text(f"h = 1 (d = {width})")
         texts[1].set_text(f"h = {heads} (d = {d})")
         texts[2].set_text(f"h = D = {width} (d = 1)")
-        self.ax_cost.set_title("cost against n: the curves for different h lie on top of each other", fontsize=10)
+        self.ax_cost.set_title("cost against n: the curves for different h lie on top of each other")
         return {
             "head size d": d,
             "multiply-adds": cost,

@@ -55,7 +55,6 @@ class KVCacheCalculator(CourseWidget):
     """
 
     figsize = (7.3, 3.4)
-    dpi = 90
     background_cache_size = 24  # ~0.9 MB each
 
     def setup(self):
@@ -83,8 +82,8 @@ class KVCacheCalculator(CourseWidget):
         self.bar_weights = ax.barh([0], [0], color="tab:gray")[0]
         self.bar_cache = ax.barh([0], [0], color="tab:orange")[0]
         self.gpu_line = ax.axvline(0, color="black", lw=2)
-        self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", fontsize=8, color="dimgray")
-        self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", fontsize=8, color="tab:orange")
+        self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", color="dimgray")
+        self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", color="tab:orange")
         ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GiB (2³⁰ bytes)")
         ax.xaxis.set_major_locator(MaxNLocator(5))
 
@@ -104,11 +103,11 @@ class KVCacheCalculator(CourseWidget):
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=9))  # every decade
         ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
         ax.grid(True, which="major", alpha=0.3)
-        ax.text(0.99, 0.03, "KV cache (GiB) of the batch", transform=ax.transAxes, ha="right", fontsize=8)
+        ax.text(0.99, 0.03, "KV cache (GiB) of the batch", transform=ax.transAxes, ha="right")
         self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # three lines that change with everything
         self.weights_text = PathTitle(self.weights_label, self.dpi)
         self.cache_text = PathTitle(self.cache_label, self.dpi)
-        self.legend = PathLegend(ax, 8, self.dpi)  # its entries change with the model and the GPU
+        self.legend = PathLegend(ax, self.dpi)  # its entries change with the model and the GPU
 
     def draw(self):
         config = self.models[self.value("model")]
@@ -134,7 +133,6 @@ class KVCacheCalculator(CourseWidget):
             f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
             f"\none {self.value('gpu')}: {memory / GiB:.1f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
             f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
-            fontsize=9,
             color="black" if fits else "tab:red",
         )
         self.weights_label.set_text(f"weights {readable_number(weights / GiB, 3)} GiB")

@@ -21,8 +21,6 @@ from .slider import selection_slider
 class LearnedHeadsWidget(CourseWidget):
     """Slide through training; switch heads off and watch the loss of each rule."""
 
-    dpi = 90
-
     def __init__(self, run: Run | None = None, **initial):
         self._run = run
         super().__init__(**initial)
@@ -30,7 +28,9 @@ class LearnedHeadsWidget(CourseWidget):
     @property
     def figsize(self):
         heads = 2 if self._run is None else self._run.config.heads
-        return (1.75 * heads + 3.5, 2.75)  # 630 px for two heads: a laptop notebook shows it at its own size
+        # Two rows: the heads' maps side by side on top (each ~260 px wide, legible projected), the loss below
+        # across the whole width. 630 px wide for two heads: a laptop notebook shows it at its own size.
+        return (min(2.9 * heads + 1.2, 7.3), 5.4)
 
     def setup(self):
         self.run = self._run if self._run is not None else notebook_run()
@@ -44,21 +44,20 @@ class LearnedHeadsWidget(CourseWidget):
             self.controls[f"head {i}"] = widgets.ToggleButton(
                 value=True, description=f"head {i} on", tooltip=f"switch head {i} off (ablate it)"
             )
-        grid = self.figure.add_gridspec(1, h + 2, width_ratios=[1] * h + [0.15, 1.9])
+        grid = self.figure.add_gridspec(2, h, height_ratios=[1.35, 1])
         self.map_axes = [self.figure.add_subplot(grid[0, i]) for i in range(h)]
         n = self.run.config.n
         self.images = [draw_map(ax, np.zeros((n, n)), f"head {i}") for i, ax in enumerate(self.map_axes)]
-        self.map_axes[0].set_ylabel("query", fontsize=8)
+        self.map_axes[0].set_ylabel("query")
         for ax in self.map_axes:
-            ax.set_xlabel("key", fontsize=8)
-        self.ax_loss = ax = self.figure.add_subplot(grid[0, h + 1])
+            ax.set_xlabel("key")
+        self.ax_loss = ax = self.figure.add_subplot(grid[1, :])
         steps = np.arange(1, len(self.run.losses) + 1)
         for j, rule in enumerate(RULES):
             ax.plot(steps, self.run.rule_losses[:, j], color=RULE_COLOURS[rule], lw=1.1, label=rule)
         ax.axhline(chance_loss(self.run.config), color="0.4", ls="--", lw=0.8)
         ax.set(yscale="log", xlabel="step", ylabel="training loss")
-        ax.tick_params(labelsize=8)
-        ax.legend(fontsize=8, frameon=False, loc="center right")
+        ax.legend(frameon=False, loc="center right")
         self.marker = ax.axvline(0, color="black", lw=1.0)
         self.titles = [ax.title for ax in self.map_axes]
 

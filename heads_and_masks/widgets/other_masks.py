@@ -28,7 +28,7 @@ def steps_down(values):
 class MaskWidget(CourseWidget):
     """Compose masks with a logical AND and see the pattern, the work it keeps and the cache it needs."""
 
-    figsize = (6.4, 3.4)
+    figsize = (7.0, 3.8)
     max_n = 64
     # the controls that only act through one mask: greyed out (disabled) while that mask is not ticked
     PARAMETERS = {"padding": ("length",), "window": ("w",), "block-sparse": ("block", "layout")}
@@ -56,10 +56,9 @@ class MaskWidget(CourseWidget):
         self.mask_artist = draw_mask(self.ax_mask, np.zeros((n, n), dtype=bool), "the mask")
         (self.keys_line,) = self.ax_keys.plot([], [], color=KEPT_COLOUR, lw=2)
         (self.causal_line,) = self.ax_keys.plot([], [], color="0.55", lw=1, ls="--")
-        self.ax_keys.set_title("keys per query (solid; dashed: causal)\n= the KV cache each token needs", fontsize=8)
-        self.ax_keys.set_xlabel("keys", fontsize=8)
-        self.ax_keys.set_ylabel("query", fontsize=8)
-        self.ax_keys.tick_params(labelsize=8)
+        self.ax_keys.set_title("keys per query (solid;\ndashed: causal) = the KV\ncache each token needs")
+        self.ax_keys.set_xlabel("keys")
+        self.ax_keys.set_ylabel("query")
         for ax in (self.ax_mask, self.ax_keys):
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
@@ -127,7 +126,7 @@ class MaskWidget(CourseWidget):
             [[(x, -0.5), (x, n - 0.5)] for x in edges] + [[(-0.5, y), (n - 0.5, y)] for y in edges]
         )
         self.description = title
-        self.ax_mask.set_title(f"{kept} of {n * n} entries kept", fontsize=8)
+        self.ax_mask.set_title(f"{kept} of {n * n} entries kept")
 
         keys_per_query = allowed.sum(axis=1)  # (n,) allowed keys of each query
         self.keys_line.set_data(*steps_down(keys_per_query))

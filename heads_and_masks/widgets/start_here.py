@@ -29,15 +29,17 @@ class QueryWidget(CourseWidget):
         self.controls["length"] = float_slider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length")
         self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_space
-        ax.set(xlim=(-2.6, 2.6), ylim=(-2.6, 2.6), aspect="equal", title="values (dots), query (arrow)")
+        ax.set(
+            xlim=(-2.9, 2.9), ylim=(-2.9, 2.9), aspect="equal", title="values (dots), query (arrow)"
+        )  # room for the names
         ax.scatter(*VALUES.T, s=40, color="tab:blue")
         for name, (x, y) in zip(KEY_NAMES, VALUES):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4))
         self.query_arrow = ax.annotate(
             "", xy=(1, 0), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2)
         )
         (self.output_dot,) = ax.plot([], [], "*", color="tab:red", markersize=14, label="output")
-        ax.legend(loc="lower left", fontsize=8)
+        ax.legend(loc="lower left")
         self.bars = self.ax_weights.bar(KEY_NAMES, np.zeros(4), color="tab:blue")
         self.ax_weights.set(ylim=(0, 1), title="attention weights (sum to 1)")
 

@@ -53,8 +53,8 @@ class ScoreNoiseWidget(CourseWidget):
             xlabel="similarity estimate q·k / d",
             ylabel="how often (tallest bar = 1)",
         )
-        ax.legend(loc="upper left", fontsize=8, frameon=False)
-        self.hist_title = ax.set_title(" ", fontsize=9)
+        ax.legend(loc="upper left", frameon=False)
+        self.hist_title = ax.set_title(" ")
 
         ax = self.ax_rate
         ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
@@ -82,8 +82,8 @@ class ScoreNoiseWidget(CourseWidget):
             xticklabels=["1", "4", "16", "64", "256", "768"],
             yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
         )
-        ax.legend(loc="upper left", ncols=2, fontsize=8, frameon=False, borderaxespad=0.3, columnspacing=1.0)
-        ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys", fontsize=9)
+        ax.legend(loc="upper left", ncols=2, frameon=False, borderaxespad=0.3, columnspacing=1.0)
+        ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys")
 
     def dynamic_artists(self):
         """Blitting (see CourseWidget): everything else is fixed, so one update redraws a few lines over

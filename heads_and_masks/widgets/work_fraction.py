@@ -65,7 +65,7 @@ class TileGridWidget(CourseWidget):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter("{x:.0f}")
         ax.yaxis.set_major_locator(FixedLocator([0.5, 0.625, 0.75, 0.875, 1.0]))
-        ax.legend(fontsize=8, loc="upper left")
+        ax.legend(loc="upper left")
         ax.grid(True, which="major", alpha=0.3)
         self.grid_title = PathTitle(self.ax_grid.title, self.dpi)  # the title names the tile size
 
@@ -102,7 +102,7 @@ class TileGridWidget(CourseWidget):
         self.grid_image.set_data(kinds)
         self.grid_image.set_extent((-0.5, n - 0.5, n - 0.5, -0.5))
         self.ax_grid.set(xlim=(-0.5, n - 0.5), ylim=(n - 0.5, -0.5))
-        self.ax_grid.set_title(f"n = {n}, tiles of {block} × {block}", fontsize=9)
+        self.ax_grid.set_title(f"n = {n}, tiles of {block} × {block}")
         borders = np.arange(block, n, block) - 0.5
         if len(borders) <= 64:  # finer grids would be a grey smear: the colours alone show the tiles
             self.tile_lines.set_segments(
@@ -115,7 +115,7 @@ class TileGridWidget(CourseWidget):
         fractions = computed_fraction_by_tile_size(n, blocks)
         self.curve.set_data(blocks, fractions)
         self.ax_curve.set_xlim(0.8, max(n, 2) * 1.6)  # room for the last tick label (256), clear of the edge
-        self.ax_curve.set_title(f"share computed against tile size, n = {n}", fontsize=9)
+        self.ax_curve.set_title(f"share computed against tile size, n = {n}")
         ideal = causal_used_fraction(n)
         self.ideal_line.set_ydata([ideal, ideal])
 
