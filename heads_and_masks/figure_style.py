@@ -50,6 +50,23 @@ def course_rc(dpi: float = FIGURE_DPI) -> dict:
     }
 
 
+# ---- colours that carry a meaning (tests/test_colour_vision.py) --------------------------------------------
+# Okabe and Ito's palette ("Color Universal Design", 2008), whose colours stay apart with every common
+# colour-vision deficiency: one for each way of sharing keys and values, the same in every picture...
+KV_LAYOUT_COLOURS = {"MHA": "#D55E00", "GQA": "#0072B2", "MQA": "#009E73", "MLA": "#CC79A7"}
+# ...and a line style each, so that a line's meaning never rests on its colour alone.
+KV_LAYOUT_LINE_STYLES = {"MHA": "-", "GQA": "--", "MQA": ":", "MLA": "-."}
+
+
+def ordered_colours(count: int) -> list:
+    """Colours for ``count`` values of one ordered quantity (a noise level, a size): viridis, from dark to light,
+    whose lightness alone keeps them apart and in order for every reader."""
+    import matplotlib
+
+    ramp = matplotlib.colormaps["viridis"]
+    return [ramp(0.1 + 0.8 * i / max(count - 1, 1)) for i in range(count)]
+
+
 @contextlib.contextmanager
 def course_style(dpi: float = FIGURE_DPI):
     """Inside: every figure, axes and text made, laid out or drawn has the course's text sizes."""

@@ -8,13 +8,13 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
-from ..figure_style import drawn_in_course_style
+from ..figure_style import KV_LAYOUT_COLOURS, drawn_in_course_style
 from ..grading import idle_while_grading
 from ..model_configs import KiB
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 MASK_COLOURS = ListedColormap(["#e8e8e8", "#1f4e79"])  # forbidden, may attend
-ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green", "MLA": "tab:purple"}
+ATTENTION_COLOURS = KV_LAYOUT_COLOURS
 
 
 def draw_mask(ax, mask, title: str, *, first_query: int = 0, key_labels: bool = True) -> None:

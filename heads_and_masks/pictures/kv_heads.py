@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..figure_style import drawn_in_course_style
+from ..figure_style import KV_LAYOUT_COLOURS, KV_LAYOUT_LINE_STYLES, drawn_in_course_style
 from ..grading import idle_while_grading
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import GiB, KiB, ModelConfig
 from . import picture  # noqa: F401  (the notebooks import it from here)
 
-ATTENTION_COLOURS = {"MHA": "tab:red", "GQA": "tab:blue", "MQA": "tab:green"}
+ATTENTION_COLOURS = {kind: KV_LAYOUT_COLOURS[kind] for kind in ("MHA", "GQA", "MQA")}
 
 
 @idle_while_grading()
@@ -80,13 +80,15 @@ def cache_vs_context_figure(
     contexts = np.logspace(9, 20, 45, base=2)
     figure = Figure(figsize=(7.0, 3.8), layout="constrained")
     ax = figure.subplots()
-    for (label, g), colour in zip(config.variants().items(), ("tab:red", "tab:blue", "tab:green")):
+    for label, g in config.variants().items():
+        kind = label.split()[0]  # "MHA (g = 64)"
         per_token = kv_cache_bytes(config.layers, g, config.head_dim, 1, batch, bytes_per_value)
         own = g == config.kv_heads
         ax.plot(
             contexts,
             contexts * per_token / GiB,
-            color=colour,
+            color=KV_LAYOUT_COLOURS[kind],
+            ls=KV_LAYOUT_LINE_STYLES[kind],
             lw=3 if own else 1.5,
             label=label + ("  ← the real model" if own else ""),
         )

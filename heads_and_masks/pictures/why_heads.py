@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..figure_style import drawn_in_course_style
+from ..figure_style import drawn_in_course_style, ordered_colours
 from ..grading import idle_while_grading
 from ..retrieval import convex_hull, reachable_outputs
 from . import picture  # noqa: F401  (the notebook imports it from here)
@@ -130,8 +132,8 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
     figure = Figure(figsize=(7.2, 4.2), layout="constrained")
     ax = figure.subplots()
     ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
-    for noise, curve in curves.items():
-        ax.plot(d_values, curve, "-", lw=1.6, label=f"noise σ = {noise}")
+    for (noise, curve), colour, style in zip(curves.items(), ordered_colours(len(curves)), itertools.cycle("-:")):
+        ax.plot(d_values, curve, ls=style, color=colour, lw=1.6, label=f"noise σ = {noise}")
     if simulated is not None:
         (d_points, rates, label) = simulated
         ax.plot(d_points, rates, "k^", ms=6, label=label)

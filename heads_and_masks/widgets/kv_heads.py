@@ -8,6 +8,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
+from ..figure_style import KV_LAYOUT_COLOURS, KV_LAYOUT_LINE_STYLES
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
 from ..readable import readable_number
@@ -17,7 +18,6 @@ from .fast_text import PathLegend, PathTitle
 
 CONTEXTS = [2**k for k in range(9, 21)]  # 512 ... 1,048,576 tokens
 BATCHES = [2**k for k in range(0, 9)]  # 1 ... 256 sequences
-VARIANT_COLOURS = ("tab:red", "tab:blue", "tab:green")
 
 
 def _short_number(y: float, _position=None) -> str:
@@ -88,7 +88,7 @@ class KVCacheCalculator(CourseWidget):
         ax.xaxis.set_major_locator(MaxNLocator(5))
 
         ax = self.ax_context
-        self.variant_lines = [ax.plot([], [], color=c, lw=1.8)[0] for c in VARIANT_COLOURS]
+        self.variant_lines = [ax.plot([], [], lw=1.8)[0] for _ in ("MHA", "GQA", "MQA")]  # drawn by kind in update
         self.free_line = ax.axhline(1, color="black", lw=1, ls="--")
         (self.point,) = ax.plot([], [], "o", color="black", markersize=7, zorder=5)
         ax.set(
@@ -150,6 +150,9 @@ class KVCacheCalculator(CourseWidget):
         for line, (label, size) in zip(self.variant_lines, per_token.items()):
             line.set_data(contexts, contexts * size / GiB)
             own = f"g = {config.kv_heads})" in label
+            kind = label.split()[0]  # "MHA (g = 64)": a model may have no GQA variant, so not by position
+            line.set_color(KV_LAYOUT_COLOURS[kind])
+            line.set_linestyle(KV_LAYOUT_LINE_STYLES[kind])
             line.set_label(label + ("  ← this model" if own else ""))
             line.set_linewidth(3.0 if own else 1.5)
         for line in self.variant_lines[len(per_token) :]:
