@@ -521,6 +521,8 @@ class SandboxedKernelManager(KernelManager):
     """
 
     memory_mb = 2048
+    address_space_mb = 0  # RLIMIT_AS (0: none): set where grading relies on what a kernel cannot hold
+    cgroup_mb = 0  # as root, the memory cgroup's limit (0: memory_mb + 256, room for shared memory and tmpfs)
     cpu_seconds = 900
     max_processes = 64
     max_file_mb = 64
@@ -563,6 +565,7 @@ class SandboxedKernelManager(KernelManager):
             sys.executable,
             str(launcher),
             f"--memory-mb={self.memory_mb}",
+            f"--address-space-mb={self.address_space_mb}",
             "--threads=1",
             *([f"--preload={','.join(self.preload)}", "--no-debugger"] if self.preload else []),
             "--",
@@ -571,7 +574,7 @@ class SandboxedKernelManager(KernelManager):
             os.chown(self.connection_file, self.uid, self.uid)
         os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
         name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
-        self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
+        self.cgroups = Cgroups(name, (self.cgroup_mb or self.memory_mb + 256) * 2**20, self.max_processes)
         env = kernel_environment(self.runtime, self.extra_env)
         if self.forked and zygote_module(command) == "ipykernel_launcher":
             self._request = {
@@ -580,6 +583,7 @@ class SandboxedKernelManager(KernelManager):
                 "scratch": self.scratch,
                 "scratch_mb": self.scratch_mb,
                 "memory_mb": self.memory_mb,
+                "address_space_mb": self.address_space_mb,
                 "cpu_seconds": self.cpu_seconds,
                 "max_file_mb": self.max_file_mb,
                 "max_processes": 0 if self.cgroups.caps_processes else self.max_processes,

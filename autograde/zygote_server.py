@@ -275,6 +275,8 @@ def kernel(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     limit(resource.RLIMIT_DATA, request["memory_mb"] * 2**20)
+    if request.get("address_space_mb"):  # every mapping, shared memory and mapped files too (kernel_launch.py)
+        limit(resource.RLIMIT_AS, request["address_space_mb"] * 2**20)
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
     numpy = sys.modules.get("numpy")
     if numpy is not None:
