@@ -97,6 +97,14 @@ def blocked_causal_attention(q, k, v, block):
 """
 
 
+MATPLOTLIB_FIGURE = """
+import matplotlib.pyplot as plt
+figure, axes = plt.subplots(figsize=(6, 4))
+axes.plot(np.arange(1000), np.random.default_rng(0).normal(size=1000).cumsum())
+figure.savefig("/tmp/figure.png")
+"""
+
+
 def solution_source() -> str:
     """The solution notebook's answer cell, its solution markers dropped."""
     notebook = json.loads((REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
@@ -114,6 +122,8 @@ def answers() -> dict[str, tuple[bool, str]]:
 
     chosen = {"solution": (True, solution_source())}
     chosen.update({a.name: (True, a.source("blocked_causal_attention")) for a in ANSWERS if a.correct})
+    # a learner's notebook that also drew with matplotlib (its libraries and its figure stay in the kernel)
+    chosen["solution_after_a_matplotlib_figure"] = (True, MATPLOTLIB_FIGURE + solution_source())
     chosen["tiles_and_an_n_by_n_bool_mask"] = (True, TILES_AND_A_BOOL_MASK)
     full = next(a for a in ANSWERS if a.name == "full_score_matrix_built")
     chosen["full_score_matrix_built"] = (False, full.source("blocked_causal_attention"))
@@ -189,7 +199,7 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
                 expected, expected_count = reference(q, k, v, block)
                 right = np.allclose(out, expected, rtol=1e-4, atol=1e-6) and computed == expected_count
                 said = "right" if right else "WRONG"
-            except Exception as error:  # noqa: BLE001 - what the answer ran into is the figure
+            except (Exception, judge.GradingStopped) as error:  # noqa: BLE001 - what the answer ran into is the figure
                 said = f"{type(error).__name__}: {str(error)[:50]}"
             wall = wall if wall is not None else time.perf_counter() - started
             grown = function.last_peak_bytes
