@@ -71,6 +71,7 @@ def main(argv: list[str]) -> None:
     confine.join_new_session_keyring()  # the grader's (its login's: Kerberos tickets...) is out of reach
     confine.forbid_new_user_namespaces()  # for the kernel and every process it starts
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
+    confine.one_malloc_arena()  # threads reserve no memory of their own (limits measure what the kernel uses)
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
             os.environ[name] = str(args.threads)

@@ -278,6 +278,7 @@ def kernel(request: dict) -> None:
     if request.get("address_space_mb"):  # every mapping, shared memory and mapped files too (kernel_launch.py)
         limit(resource.RLIMIT_AS, request["address_space_mb"] * 2**20)
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
+    confine.one_malloc_arena()  # threads reserve no memory of their own (limits measure what the kernel uses)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # a fork copies numpy's global generator: each kernel draws its own numbers

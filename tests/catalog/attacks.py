@@ -463,10 +463,11 @@ BALLAST_ATTACKS = [
     for name, why, source in [
         (
             "ballast_given_back_as_the_call_starts",
-            "six 40 MiB arrays held by the answer cell, freed as the call starts, the whole float64 score matrix "
-            "(np.triu, a full softmax), the arrays made again before returning",
+            "four 40 MiB arrays held by the answer cell (the red team's six do not fit in 04's kernels), freed as "
+            "the call starts, the whole float64 score matrix (np.triu, a full softmax), the arrays made again "
+            "before returning",
             """
-_ballast = [np.ones(5 * 2**20) for _ in range(6)]  # 6 x 40 MiB, every page written
+_ballast = [np.ones(5 * 2**20) for _ in range(4)]  # 4 x 40 MiB, every page written
 def blocked_causal_attention(q, k, v, block):
     if block < 1 or not (len(q) == len(k) == len(v)):
         raise ValueError("block must be at least 1 and q, k, v of one length")
@@ -477,7 +478,7 @@ def blocked_causal_attention(q, k, v, block):
     weights = np.exp(scores - scores.max(axis=1, keepdims=True))
     out = weights / weights.sum(axis=1, keepdims=True) @ v
     del scores, weights
-    _ballast.extend(np.ones(5 * 2**20) for _ in range(6))
+    _ballast.extend(np.ones(5 * 2**20) for _ in range(4))
     counted = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))
     return out, counted
 """,
