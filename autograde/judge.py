@@ -373,6 +373,8 @@ class StudentKernel:
         self.manager = SandboxedKernelManager(kernel_name="python3")
         self.manager.package = shared_stub_package(assignment)
         self.manager.memory_mb = memory_mb
+        own = kernel_memory(assignment)  # what the assignment's tests rely on a kernel not holding
+        self.manager.address_space_mb, self.manager.cgroup_mb = own.address_space_mb, own.cgroup_mb
         self.manager.cpu_seconds = cpu_seconds
         self.manager.preload = PRELOAD
         self.manager.start_kernel()  # returns once the process is spawned; it boots on its own
@@ -741,9 +743,44 @@ class KernelSupply:
 _SUPPLY: KernelSupply | None = None  # the supply of the ``with KernelSupply()`` block we are in
 
 
-def kernel_limits(memory_mb: int, budget_seconds: float) -> tuple[int, int]:
-    """The limits of a submission's kernel: its memory (MiB) and CPU seconds (twice the notebook's time)."""
-    return memory_mb, int(budget_seconds * 2)
+@dataclasses.dataclass(frozen=True)
+class KernelMemory:
+    """The memory of an assignment's grading kernels, where a test relies on what a kernel *cannot* hold (MiB).
+
+    A measurement of a call sees what the call adds, not what the kernel held before it: memory held by an
+    earlier cell and given back as the call starts (a *ballast*) hides whatever the call builds in its place. A
+    limit on the kernel's total does not care when the memory was taken: at a size whose whole score matrix is
+    larger than the limit, no ballast makes room for it. 0: the usual limit (``memory_mb``), or none.
+    """
+
+    data_mb: int = 0  # RLIMIT_DATA: private memory (a MemoryError in the cell)
+    address_space_mb: int = 0  # RLIMIT_AS: every mapping, shared ones too (which RLIMIT_DATA does not count)
+    cgroup_mb: int = 0  # as root, the memory cgroup: every page the kernel's processes hold (0: data + 256)
+
+
+# 04's count and memory tests call blocked_causal_attention at n = 8192, whose whole score matrix is 512 MiB in
+# float64 (256 MiB in float32) while a strip of 64 × 8192 scores is 4 MiB. A kernel of 04 holds about 150 MiB of
+# private memory before any call (VmData: Python, numpy, ipykernel) and 206 MiB of address space (one malloc
+# arena: confine.one_malloc_arena); the correct answers of the catalog peak about 100 MiB beside that, so the
+# whole matrix in private memory (RLIMIT_DATA), in any mapping (RLIMIT_AS) or, as root, in any page the kernel
+# holds (its cgroup, above RLIMIT_DATA's reach so that private memory ends in a MemoryError, not a killed
+# kernel) does not fit, whatever was held and given back before the call. Measured with tools/memory_budget.py
+# (docs/security.md has the figures and what is left).
+KERNEL_MEMORY: dict[str, KernelMemory] = {
+    "04_work_fraction": KernelMemory(data_mb=384, address_space_mb=448, cgroup_mb=320),
+}
+
+
+def kernel_memory(assignment: str | None) -> KernelMemory:
+    """The memory limits an assignment's kernels get beyond the usual ones (none: ``KernelMemory()``)."""
+    return KERNEL_MEMORY.get(assignment or "", KernelMemory())
+
+
+def kernel_limits(memory_mb: int, budget_seconds: float, assignment: str | None = None) -> tuple[int, int]:
+    """The limits of a submission's kernel: its memory (MiB: ``memory_mb``, or less where its assignment's
+    grading needs less, ``KERNEL_MEMORY``) and CPU seconds (twice the notebook's time)."""
+    own = kernel_memory(assignment).data_mb
+    return (min(memory_mb, own) if own else memory_mb), int(budget_seconds * 2)
 
 
 def kernel_supply() -> KernelSupply:
@@ -1115,7 +1152,8 @@ def judge_notebook(
     stopped = ""  # why grading stopped at an output bound (the kernel was ended): no test runs after it
     kernel = None
     try:
-        kernel = kernel_supply().take(*kernel_limits(memory_mb, budget_seconds), assignment)
+        memory_mb, cpu_seconds = kernel_limits(memory_mb, budget_seconds, assignment)
+        kernel = kernel_supply().take(memory_mb, cpu_seconds, assignment)
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code" or index in test_indices:
                 continue

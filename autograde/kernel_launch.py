@@ -11,6 +11,10 @@ them imported when its submission comes (``judge.KernelSupply``).
     --memory-mb N    the most memory the kernel may allocate (RLIMIT_DATA: heap and anonymous
                      mappings, which is where numpy arrays live). An allocation beyond it fails
                      with MemoryError inside the student's cell instead of taking the machine down.
+    --address-space-mb N
+                     the most address space the kernel may map (RLIMIT_AS: every mapping, private or
+                     shared, anonymous or a file's; 0: no limit). RLIMIT_DATA does not count shared
+                     mappings, which a memory cgroup does, and a grader that is not root has no cgroup
     --max-processes  how many processes the grading user may have (RLIMIT_NPROC), 0 = unchanged
     --no-new-processes  the kernel may start threads but no process (``confine.py``): given when no
                      memory cgroup counts the kernel's children, whose memory the meter would not see
@@ -48,6 +52,7 @@ def limit(which: int, value: int) -> None:
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--memory-mb", type=int, default=0, help="memory limit in MiB (0: none)")
+    parser.add_argument("--address-space-mb", type=int, default=0, help="address space limit in MiB (0: none)")
     parser.add_argument("--max-processes", type=int, default=0, help="RLIMIT_NPROC (0: unchanged)")
     parser.add_argument("--no-new-processes", action="store_true", help="threads only, no child process")
     parser.add_argument("--threads", type=int, default=1, help="BLAS/OpenMP threads (0: unchanged)")
@@ -61,12 +66,15 @@ def main(argv: list[str]) -> None:
 
     if args.memory_mb > 0:
         limit(resource.RLIMIT_DATA, args.memory_mb * 1024 * 1024)
+    if args.address_space_mb > 0:
+        limit(resource.RLIMIT_AS, args.address_space_mb * 1024 * 1024)
     if args.max_processes > 0:
         limit(resource.RLIMIT_NPROC, args.max_processes)
     limit(resource.RLIMIT_CORE, 0)
     confine.join_new_session_keyring()  # the grader's (its login's: Kerberos tickets...) is out of reach
     confine.forbid_new_user_namespaces(new_processes=not args.no_new_processes)  # for the kernel and its processes
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
+    confine.one_malloc_arena()  # threads reserve no memory of their own (limits measure what the kernel uses)
     if args.threads > 0:
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS"):
             os.environ[name] = str(args.threads)

@@ -282,7 +282,7 @@ def _grade(
                     scheduler,
                     started,
                     course.runtime_dir("logs", assignment) / "workers.log",
-                    kernel_limits(memory_mb, budget),  # what each submission's kernel gets
+                    kernel_limits(memory_mb, budget, assignment),  # what each submission's kernel gets
                     course.runtime_dir("work"),
                     security,
                     submissions=submitted,

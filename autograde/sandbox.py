@@ -521,6 +521,8 @@ class SandboxedKernelManager(KernelManager):
     """
 
     memory_mb = 2048
+    address_space_mb = 0  # RLIMIT_AS (0: none): set where grading relies on what a kernel cannot hold
+    cgroup_mb = 0  # as root, the memory cgroup's limit (0: memory_mb + 256, room for shared memory and tmpfs)
     cpu_seconds = 900
     max_processes = 64
     max_file_mb = 64
@@ -559,7 +561,7 @@ class SandboxedKernelManager(KernelManager):
             self.kernel_spec.interrupt_mode = "message"
         command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
         name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
-        self.cgroups = Cgroups(name, self.memory_mb * 2**20 + 256 * 2**20, self.max_processes)
+        self.cgroups = Cgroups(name, (self.cgroup_mb or self.memory_mb + 256) * 2**20, self.max_processes)
         # Without a memory cgroup the meter reads the kernel's processes at the end of a call (judge.py): a
         # child started and ended within it would go unseen, so the kernel may start none (threads only).
         new_processes = self.cgroups.memory_files() is not None
@@ -568,6 +570,7 @@ class SandboxedKernelManager(KernelManager):
             sys.executable,
             str(launcher),
             f"--memory-mb={self.memory_mb}",
+            f"--address-space-mb={self.address_space_mb}",
             "--threads=1",
             *([] if new_processes else ["--no-new-processes"]),
             *([f"--preload={','.join(self.preload)}", "--no-debugger"] if self.preload else []),
@@ -584,6 +587,7 @@ class SandboxedKernelManager(KernelManager):
                 "scratch": self.scratch,
                 "scratch_mb": self.scratch_mb,
                 "memory_mb": self.memory_mb,
+                "address_space_mb": self.address_space_mb,
                 "cpu_seconds": self.cpu_seconds,
                 "max_file_mb": self.max_file_mb,
                 "max_processes": 0 if self.cgroups.caps_processes else self.max_processes,

@@ -275,9 +275,12 @@ def kernel(request: dict) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     limit(resource.RLIMIT_DATA, request["memory_mb"] * 2**20)
+    if request.get("address_space_mb"):  # every mapping, shared memory and mapped files too (kernel_launch.py)
+        limit(resource.RLIMIT_AS, request["address_space_mb"] * 2**20)
     if not request.get("new_processes", True):  # no memory cgroup counts a child: the kernel may start none
         confine.forbid_new_user_namespaces(new_processes=False)  # a second filter: the stricter answer holds
     confine.fixed_mmap_threshold()  # a call's memory, measured from outside, sees its large arrays
+    confine.one_malloc_arena()  # threads reserve no memory of their own (limits measure what the kernel uses)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()  # a fork copies numpy's global generator: each kernel draws its own numbers

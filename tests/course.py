@@ -271,7 +271,7 @@ def _class_run_root(assignment: str, process: int) -> Path:
 
 def _graded_batch(assignment: str, process: int) -> ClassRun:
     from catalog import catalogs
-    from catalog.attacks import ATTACKS, PROBE
+    from catalog.attacks import ATTACKS, BALLAST_ATTACKS, PROBE
     from catalog.boundary import HELPER_ATTACKS
     from submissions import submission
 
@@ -286,6 +286,9 @@ def _graded_batch(assignment: str, process: int) -> ClassRun:
     for attack in HELPER_ATTACKS:  # tests/test_boundary.py reads these
         if attack.assignment == assignment:
             submissions[f"helper-{attack.name}"] = attack.submission()
+    for attack in BALLAST_ATTACKS:  # and these
+        if attack.assignment == assignment:
+            submissions[f"ballast-{attack.name}"] = attack.submission()
     if assignment == "00_start_here":
         probe = submission(assignment, {})
         probe.cells.insert(1, nbformat.v4.new_code_cell(PROBE))

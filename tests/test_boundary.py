@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from catalog import boundary
+from catalog.attacks import BALLAST_ATTACKS
 from course import (
     REPO,
     TEST_KEY,
@@ -907,4 +908,19 @@ def test_a_helper_of_the_package_answers_nothing(attack):
     assert earned == 0, (
         f"{attack.name} earned {earned} on {attack.exercise} (before issue 36: {attack.earned_before}; {result.line()})"
     )
+    assert _full_marks(run.results["solution"]), run.results["solution"].line()
+
+
+# ------------------------------------------------------------------ a ballast given back as the call starts (issue 36)
+@pytest.mark.parametrize("attack", BALLAST_ATTACKS, ids=lambda a: a.name)
+def test_a_ballast_earns_nothing_on_the_memory_test(attack):
+    """Graded in 04's class run: memory held by the answer cell and given back as the call starts hides the whole
+    score matrix from a measurement of the call's growth, but not from the limit of 04's kernels, which the matrix
+    at the graded n (8192) does not fit in. The count and memory tests earn nothing; the solution keeps full marks."""
+    run = graded_batch(attack.assignment)
+    result = run.results[f"ballast-{attack.name}"]
+    attacked = [g for g in result.scores if g in attack.tests]
+    assert sorted(attacked) == sorted(attack.tests), result.line()
+    earned = sum(result.scores[g] for g in attacked)
+    assert earned == 0, f"{attack.name} earned {earned} on {attacked} ({attack.why}; {result.line()})"
     assert _full_marks(run.results["solution"]), run.results["solution"].line()

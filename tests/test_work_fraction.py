@@ -238,3 +238,27 @@ def test_a_graded_call_whose_memory_counts_looks_like_any_other():
 
 
 CHECKED = "blocked_causal_attention"
+
+
+def test_a_call_out_of_memory_at_the_graded_size_names_the_whole_matrix():
+    """Graded at n = 8192, a kernel of 04 cannot hold the whole score matrix (autograde/judge.py, KERNEL_MEMORY): the
+    call that builds it ends in MemoryError in the learner's kernel, and both tests say what a strip would cost."""
+    import textwrap
+
+    namespace = {"np": np}
+    exec(textwrap.dedent(next(a for a in ANSWERS if a.correct).cells[CHECKED]), namespace)
+    tiled = namespace[CHECKED]
+
+    def whole_matrix_at_large_n(q, k, v, block):
+        if len(q) >= 8192:
+            raise MemoryError("Unable to allocate 512. MiB for an array with shape (8192, 8192) and data type float64")
+        return tiled(q, k, v, block)
+
+    for check, strip in (
+        (lambda f: checks.check_blocked_causal_attention_memory(f, n=8192, d=8, block=80, seed=17), "5.0 MiB"),
+        (lambda f: checks.check_blocked_causal_attention_count(f, seed=5, n=8192), "4.0 MiB"),
+    ):
+        with pytest.raises(CheckFailed, match="ran out of memory") as failed:
+            check(whole_matrix_at_large_n)
+        assert failed.value.misconception == "tiles.full_matrix_built", failed.value.misconception
+        assert "512 MiB" in str(failed.value) and strip in str(failed.value), str(failed.value)

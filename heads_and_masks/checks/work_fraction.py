@@ -253,11 +253,20 @@ def _inputs(r, n, d, d_v, scale=1.0):
     return r.normal(size=(n, d)) * scale, r.normal(size=(n, d)) * scale, r.normal(size=(n, d_v))
 
 
-def _run(blocked, q, k, v, block, label):
+def _run(blocked, q, k, v, block, label, memory_hint=""):
     """Call the learner's kernel; return (out, computed) as plain, checked values."""
     __tracebackhide__ = True
     what = f"blocked_causal_attention(q, k, v, block={block}) {label}"
-    result = call(blocked, q, k, v, block, what=what)
+    result = call(
+        blocked,
+        q,
+        k,
+        v,
+        block,
+        what=what,
+        memory_hint=memory_hint,
+        memory_misconception="tiles.full_matrix_built" if memory_hint else None,
+    )
     if type(result) not in (tuple, list) or len(result) != 2:
         fail(
             f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
@@ -396,19 +405,23 @@ def _wrong_counts(n, block):
 
 
 @exercise_check
-def check_blocked_causal_attention_count(blocked_causal_attention, seed: int = 0, thorough: bool = False) -> None:
-    """``computed`` is the number of score entries of the tiles actually computed: no more, no less."""
+def check_blocked_causal_attention_count(
+    blocked_causal_attention, seed: int = 0, thorough: bool = False, n: int = 2048
+) -> None:
+    """``computed`` is the number of score entries of the tiles actually computed: no more, no less; at ``n``
+    (graded: 8192, whose whole score matrix a grading kernel of 04 cannot hold) the memory of the same call says
+    whether those tiles are all that was computed."""
     __tracebackhide__ = True
     r = rng(seed + 1)
     for label, q, k, v, block in _cases(r, thorough):
         what, _, computed = _run(blocked_causal_attention, q, k, v, block, label)
-        n = q.shape[0]
-        expected = _reference_computed(n, block)
+        size = q.shape[0]
+        expected = _reference_computed(size, block)
         if computed != expected:
-            _fail_count(what, n, block, computed, expected)
-    # The count is the learner's own report: at n = 2048 the memory of the same call says whether the tiles it
+            _fail_count(what, size, block, computed, expected)
+    # The count is the learner's own report: at a large n the memory of the same call says whether the tiles it
     # counts are all that was computed (the whole n × n matrix does not fit in a tiled kernel's memory).
-    n, d, block = 2048, 16, 64
+    d, block = 16, 64
     q, k, v = _inputs(r, n, d, d)
     what, _, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
     expected = _reference_computed(n, block)
@@ -486,6 +499,17 @@ class _MemoryProbe:
         return False
 
 
+def _too_large_hint(n, block) -> str:
+    """What a call at ``n`` that ran out of memory most likely did (graded, 04's kernels cannot hold the matrix)."""
+    mib = 2**20
+    return (
+        f"At n = {n} one n × n float64 matrix is {n * n * 8 / mib:,.0f} MiB ({n * n * 4 / mib:,.0f} MiB in float32), "
+        f"while a strip of block × n scores is {block * n * 8 / mib:.1f} MiB: a tiled kernel fits in memory where the "
+        "whole matrix does not. Likely cause: the whole score matrix (or the weights, or an n × n mask) is built at "
+        "once; keep only one tile (or one strip of block query rows) of scores at a time."
+    )
+
+
 def _measured_run(blocked, q, k, v, block, label):
     """One call of the learner's kernel and the memory that very call needed: (what, out, computed, peak bytes).
 
@@ -495,14 +519,15 @@ def _measured_run(blocked, q, k, v, block, label):
     tracemalloc measures it here.
     """
     __tracebackhide__ = True
+    hint = _too_large_hint(q.shape[0], block)
     if hasattr(blocked, "last_peak_bytes"):
-        what, out, computed = _run(blocked, q, k, v, block, label)
+        what, out, computed = _run(blocked, q, k, v, block, label, hint)
         peak = blocked.last_peak_bytes
         if peak is None:
             fail(f"the memory of {what} could not be measured in your kernel.")
         return what, out, computed, peak
     with _MemoryProbe() as probe:
-        what, out, computed = _run(blocked, q, k, v, block, label)
+        what, out, computed = _run(blocked, q, k, v, block, label, hint)
         peak = probe.peak()
     return what, out, computed, peak
 
@@ -517,6 +542,9 @@ def _measured_run(blocked, q, k, v, block, label):
 _STRIPS = 12  # block × n float64 strips
 _WIRE = 10  # times the bytes of q, k, v and the output
 _SLACK = 2 * 2**20  # bytes: the kernel's own bookkeeping around a call
+
+
+_DIAGNOSED_UP_TO = 2500  # n: beyond it a wrong output is not compared with the known mistakes (n × n each)
 
 
 def _memory_limit(q, k, v, block) -> int:
@@ -539,8 +567,9 @@ def _full_matrix_message(what, peak, limit, n, block) -> str:
 def check_blocked_causal_attention_memory(
     blocked_causal_attention, n: int = 2048, d: int = 16, block: int = 64, seed: int = 0
 ) -> None:
-    """One call at n = 2048 (an n × n float64 matrix is 32 MiB): its output, its count and its peak memory,
-    which must stay within a few strips of block × n scores."""
+    """One call at n = 2048 (an n × n float64 matrix is 32 MiB; graded, also one at 8192, 512 MiB, more than a
+    grading kernel of 04 may hold): its output, its count and its peak memory, which must stay within a few strips
+    of block × n scores."""
     __tracebackhide__ = True
     r = rng(seed + 2)
     q, k, v = _inputs(r, n, d, d)
@@ -550,7 +579,8 @@ def check_blocked_causal_attention_memory(
         out,
         expected,
         what=f"the output of {what}",
-        diagnoses=_wrong_outputs(q, k, v, block),
+        # each known mistake is an n × n computation here: named at small n only (the output test names it)
+        diagnoses=_wrong_outputs(q, k, v, block) if n <= _DIAGNOSED_UP_TO else (),
         hint="The memory is measured only for a correct output: fix the output first (the test of the "
         "output above names the likely mistake).",
     )

@@ -445,6 +445,97 @@ def blocked_causal_attention(q, k, v, block):
     ]
 ]
 
+# A *ballast* (red team, issue 36): memory the answer cell holds and the function gives back as it starts, so that
+# the whole n x n score matrix it then builds adds nothing to what the kernel held when the call began, which is
+# all a measurement of the call's growth sees (it earned 04's count and memory tests, 3 points, as root and
+# without, with plain numpy). What closes it is the limit of 04's kernels (judge.KERNEL_MEMORY): at the n of the
+# graded calls (8192) the matrix does not fit in the kernel, whatever it held before. Graded in 04's class run and
+# read by tests/test_boundary.py: each must earn nothing on the count and memory tests.
+BALLAST_ATTACKS = [
+    Attack(
+        name,
+        "04_work_fraction",
+        "blocked_causal_attention",
+        source,
+        why,
+        tests=("test_blocked_causal_attention_count", "test_blocked_causal_attention_memory"),
+    )
+    for name, why, source in [
+        (
+            "ballast_given_back_as_the_call_starts",
+            "four 40 MiB arrays held by the answer cell (the red team's six do not fit in 04's kernels), freed as "
+            "the call starts, the whole float64 score matrix (np.triu, a full softmax), the arrays made again "
+            "before returning",
+            """
+_ballast = [np.ones(5 * 2**20) for _ in range(4)]  # 4 x 40 MiB, every page written
+def blocked_causal_attention(q, k, v, block):
+    if block < 1 or not (len(q) == len(k) == len(v)):
+        raise ValueError("block must be at least 1 and q, k, v of one length")
+    _ballast.clear()  # pages of their own (each above the mmap threshold): given back to the system at once
+    n, d = q.shape
+    scores = q @ k.T / np.sqrt(d)
+    scores[np.triu(np.ones((n, n), bool), 1)] = -np.inf
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    out = weights / weights.sum(axis=1, keepdims=True) @ v
+    del scores, weights
+    _ballast.extend(np.ones(5 * 2**20) for _ in range(4))
+    counted = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))
+    return out, counted
+""",
+        ),
+        (
+            "ballast_as_large_as_the_kernel_allows",
+            "as much memory as the kernel may hold, private and shared (an anonymous shared mapping, which "
+            "RLIMIT_DATA does not count), given back as the call starts; the whole score matrix in float32, the "
+            "cheapest type the checks accept, softmax in place (private memory, else a shared mapping)",
+            """
+import mmap as _mmap
+_CHUNK = 32 * 2**20
+_ballast = []
+def _fill():
+    for make in (lambda: np.ones(_CHUNK // 8), lambda: _mmap.mmap(-1, _CHUNK)):
+        for _ in range(128):  # at most 4 GiB of each
+            try:
+                chunk = make()
+                if isinstance(chunk, _mmap.mmap):
+                    chunk.write(b"x" * _CHUNK)  # every page written
+                _ballast.append(chunk)
+            except (MemoryError, OSError):
+                break
+    for chunk in _ballast[-2:]:  # room for the request (the arguments) and the reply
+        if isinstance(chunk, _mmap.mmap):
+            chunk.close()
+    del _ballast[-2:]
+_fill()
+def blocked_causal_attention(q, k, v, block):
+    if block < 1 or not (len(q) == len(k) == len(v)):
+        raise ValueError("block must be at least 1 and q, k, v of one length")
+    for chunk in _ballast:
+        if isinstance(chunk, _mmap.mmap):
+            chunk.close()
+    _ballast.clear()
+    n, d = q.shape
+    try:
+        scores = np.empty((n, n), np.float32)
+    except MemoryError:
+        scores = np.frombuffer(_mmap.mmap(-1, n * n * 4), np.float32).reshape(n, n)
+    np.matmul(q.astype(np.float32), k.T.astype(np.float32), out=scores)
+    scores *= np.float32(1 / np.sqrt(d))
+    for i in range(n):
+        scores[i, i + 1 :] = -np.inf
+    scores -= scores.max(axis=1, keepdims=True)
+    np.exp(scores, out=scores)
+    scores /= scores.sum(axis=1, keepdims=True)
+    out = scores @ v.astype(np.float32)
+    del scores
+    _fill()
+    counted = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))
+    return out, counted
+""",
+        ),
+    ]
+]
+
 # What a grading kernel can see: each probe writes what it found into a cell output.
 PROBE = r"""
 import os, socket, glob, pathlib
