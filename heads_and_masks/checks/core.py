@@ -413,7 +413,8 @@ def call(
             if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
                 detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
                 fail(
-                    f"{what} ran out of memory{detail}: it asked for far more memory than the machine has. "
+                    f"{what} ran out of memory{detail}: it asked for more memory than it may have here "
+                    "(the machine's, or a grading kernel's limit). "
                     + (memory_hint or "Does it build an array much larger than its inputs?"),
                     memory_misconception,
                 )
