@@ -673,17 +673,28 @@ def csv_rows(report: Report) -> list[dict]:
 def distribution_picture(report: Report) -> tuple[bytes, str]:
     """The class's pair scores per exercise, with the class's level and the size floor drawn: PNG bytes and
     the picture said in words (its alt text)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.ticker import FuncFormatter, NullFormatter
+    from heads_and_masks.figure_style import course_style
 
     shown = report.exercises or [ExerciseResult("(no exercise)", [], 0.0, 0.0, 0.0, [], 0)]
+    with course_style():  # the course's text sizes (12 px and up), as in every picture a person reads
+        png, words = _draw_distribution(report.assignment, shown)
+    alt = (
+        f"Histograms of the scores of every pair of answers of {report.assignment}, one per exercise, "
+        "with the size floor as a dotted line, the class level as a dashed line and flagged pairs as triangles. "
+        + " ".join(words)
+    )
+    return png, alt
+
+
+def _draw_distribution(assignment: str, shown: list[ExerciseResult]) -> tuple[bytes, list[str]]:
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     columns = min(3, len(shown))
     rows = math.ceil(len(shown) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.9 * rows), squeeze=False)
+    figure = Figure(figsize=(4.4 * columns, 3.6 * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False)
     words = []
     for axis, exercise in zip(axes.flat, shown, strict=False):
         counts, _, _ = axis.hist(exercise.scores, bins=np.linspace(0, 1, 21), color="#577590", edgecolor="white")
@@ -693,9 +704,7 @@ def distribution_picture(report: Report) -> tuple[bytes, str]:
         axis.yaxis.set_minor_formatter(NullFormatter())
         floor = typical_floor(exercise)
         if math.isfinite(floor) and floor <= 1:
-            axis.axvline(
-                floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f} (median answer)"
-            )
+            axis.axvline(floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f}")
         if 0 < exercise.class_level <= 1:
             axis.axvline(exercise.class_level, color="#c8553d", linestyle="--", linewidth=1.5, label="class level")
         for pair in exercise.flagged:  # each flagged pair as a tick under the axis: seen without colour
@@ -708,30 +717,17 @@ def distribution_picture(report: Report) -> tuple[bytes, str]:
                 clip_on=False,
                 transform=axis.get_xaxis_transform(),
             )
-        axis.set_xlim(0, 1)
-        axis.set_title(exercise.name, fontsize=10)
-        axis.set_xlabel("score (share of fingerprints in common)", fontsize=8)
-        axis.set_ylabel("pairs", fontsize=8)
-        axis.tick_params(labelsize=8)
+        axis.set(xlim=(0, 1), title=exercise.name, xlabel="score (fingerprints in common)", ylabel="pairs")
         axis.spines[["top", "right"]].set_visible(False)
-        if axis.get_legend_handles_labels()[0]:
-            axis.legend(fontsize=7, frameon=False, loc="upper right")
+        if axis.get_legend_handles_labels()[0]:  # below the axes: never on a bar or a line
+            axis.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2)
         words.append(describe_exercise(exercise))
     for axis in list(axes.flat)[len(shown) :]:
         axis.set_axis_off()
-    figure.suptitle(
-        f"{report.assignment}: scores of every pair of answers, per exercise (triangles: flagged pairs)", fontsize=10
-    )
-    figure.tight_layout()
+    figure.suptitle(f"{assignment}: scores of every pair of answers, per exercise (triangles: flagged pairs)")
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    alt = (
-        f"Histograms of the scores of every pair of answers of {report.assignment}, one per exercise, "
-        "with the size floor as a dotted line, the class level as a dashed line and flagged pairs as triangles. "
-        + " ".join(words)
-    )
-    return buffer.getvalue(), alt
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue(), words
 
 
 def typical_floor(exercise: ExerciseResult) -> float:
