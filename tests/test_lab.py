@@ -224,8 +224,8 @@ def test_the_instructors_lab_does_not_reopen_the_learners_notebook(tmp_path: Pat
 def test_the_learners_copies_say_what_their_kernel_will_say_of_its_language(tmp_path: Path):
     """JupyterLab writes the kernel's ``language_info`` into a notebook's metadata as the kernel comes up, and a
     notebook whose metadata changes opens marked modified, untouched. The copies `make lab` makes must already
-    hold, word for word, what a real kernel of this environment replies (tests/browser/test_browser_untouched.py
-    checks the tab itself)."""
+    hold, word for word, what a real kernel of this environment replies (tests/browser/test_browser_notebooks.py
+    checks the tab itself, on every student notebook)."""
     from jupyter_client.manager import start_new_kernel
 
     from lab import copy_missing_notebooks

@@ -4,6 +4,7 @@ For each notebook: open it as it is (nothing tagged or changed) and Run All (Run
 does (a student notebook as on a laptop: a 1100 × 900 window with the file browser open, where the
 outputs get about 700 px; the solutions in 1400 × 1000, then again at laptop width: laptop.py),
 then check that
+* a student notebook, opened and its kernel up, is not marked modified (closing it untouched asks nothing);
 * Run All reached the last cell: every cell ran (JupyterLab stops at the first error, so no cell may
   raise, not even in a student notebook where nothing is written yet);
 * no cell shows an error or writes to stderr, except, in a student notebook, the test cell of each
@@ -62,6 +63,11 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         page.set_viewport_size(LAPTOP)
         open_file_browser(page)
         notebook_page.timings["laptop window"] = time.monotonic() - started
+        # opened, its kernel up and nothing typed: not marked modified, so closing it asks nothing (JupyterLab
+        # writes the kernel's language_info into the metadata: the copy must already say the same, tools/lab.py)
+        assert page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count() == 0, (
+            f"{kind} {assignment} opens marked modified, untouched"
+        )
     notebook_page.run_all()
     started = time.monotonic()
     saved = notebook_page.save_and_read()
