@@ -82,6 +82,32 @@ def _class_run_read_by(item) -> str | None:
     return named[0] if named else getattr(item.module, "ASSIGNMENT", None)
 
 
+# What a browser run of a notebook already shows (test_browser_notebooks.py: Run All in JupyterLab, no error,
+# no stderr but the "not written yet" lines, every test cell's ✓ or ✗) need not be run again by nbclient
+# (test_notebooks.py) in the same session: each of those runs is left out when its browser run is collected.
+RUN_IN_THE_BROWSER = {
+    "test_solution_notebook_runs_top_to_bottom": "solution",
+    "test_untouched_student_notebook_runs_to_the_end": "student",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    in_the_browser = {
+        (item.callspec.params["kind"], item.callspec.params["assignment"])
+        for item in items
+        if item.nodeid.startswith("tests/browser/test_browser_notebooks.py") and hasattr(item, "callspec")
+    }
+    again = [
+        item
+        for item in items
+        if getattr(item, "originalname", None) in RUN_IN_THE_BROWSER
+        and (RUN_IN_THE_BROWSER[item.originalname], item.callspec.params["assignment"]) in in_the_browser
+    ]
+    if again:
+        config.hook.pytest_deselected(items=again)
+        items[:] = [item for item in items if item not in again]
+
+
 def pytest_collection_finish(session):
     """Start grading, in the background, the class runs the collected tests will read, in the order they
     will read them: grading fills the core that the tests before them (browsers, kernels) leave idle.

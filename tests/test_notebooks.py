@@ -1,4 +1,9 @@
-"""The notebooks: generated, not edited; nothing leaks; every solution notebook runs top to bottom."""
+"""The notebooks: generated, not edited; nothing leaks; every solution notebook runs top to bottom.
+
+The runs here use nbclient (no browser). When the browser tests run the same notebook in the same session
+(tests/browser/test_browser_notebooks.py: Run All in JupyterLab, with the same checks), the nbclient run of it
+is left out (tests/conftest.py, RUN_IN_THE_BROWSER): one run per notebook and version.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ does (a student notebook as on a laptop: a 1100 × 900 window with the file brow
 outputs get about 700 px; the solutions in 1400 × 1000, then again at laptop width: laptop.py),
 then check that
 * a student notebook, opened and its kernel up, is not marked modified (closing it untouched asks nothing);
-* Run All reached the last cell: every cell ran (JupyterLab stops at the first error, so no cell may
+* Run All reached the last cell, and in a solution every test cell printed its ✓ line: every cell ran (JupyterLab stops at the first error, so no cell may
   raise, not even in a student notebook where nothing is written yet);
 * no cell shows an error or writes to stderr, except, in a student notebook, the test cell of each
   unanswered exercise, which says in one message that the exercise is not written yet (nbgrader counts
@@ -78,6 +78,9 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     assert not not_run, f"{kind} {assignment}: Run All left cells unexecuted: {not_run}"
     last = [c for c in saved.cells if c.cell_type == "code"][-1]
     assert last.get("execution_count"), f"{kind} {assignment}: Run All did not reach the last cell"
+    if kind == "solution":  # every check passes, and says so
+        silent = [i for i, c in enumerate(saved.cells) if is_test_cell(c) and "✓" not in _printed(c)]
+        assert not silent, f"{kind} {assignment}: test cells that printed no ✓ line: {silent}"
     if kind == "student":
         check_unanswered_exercises_say_so(saved, notebook_page.cell_outputs(), f"{kind} {assignment}")
         first_test = next(i for i, cell in enumerate(saved.cells) if is_test_cell(cell))
@@ -137,6 +140,10 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         f"{kind} {assignment}: "
         + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items())
     )
+
+
+def _printed(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
 
 
 def check_unanswered_exercises_say_so(notebook, shown: list[str], label: str) -> None:
