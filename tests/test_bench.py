@@ -102,20 +102,32 @@ def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone()
     assert 0.75 <= alone <= 1.25, f"one process did {alone:.2f} cores' worth of its own work"
 
 
-def test_a_section_measured_alone_replaces_only_its_own_section_and_rows(tmp_path, monkeypatch):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "benchmarks.md").write_text(
-        "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n"
-        "| fast thing | 1.0× | ≥ 1.8× | MISSED |\n| other thing | 3 s | ≤ 5 s | met |\n\n"
-        "## Causal\n\nold table\n\n## Widgets\n\nwidget table\n",
-        encoding="utf-8",
-    )
+def _repository_with(tmp_path, monkeypatch, benchmarks: str, readme_block: str, around=("", "")):
+    """A repository of two files for ``bench`` to write into: docs/benchmarks.md as given, and README.md with
+    ``readme_block`` between the bench's markers (``around`` the text before and after them)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "benchmarks.md").write_text(benchmarks, encoding="utf-8")
+    before, after = around
     (tmp_path / "README.md").write_text(
-        f"intro\n{bench.README_BEGIN}\n| fast thing | 1.0× | ≥ 1.8× | MISSED |\n{bench.README_END}\nend\n",
-        encoding="utf-8",
+        f"{before}{bench.README_BEGIN}\n{readme_block}{bench.README_END}\n{after}", encoding="utf-8"
     )
     monkeypatch.setattr(bench, "REPO", tmp_path)
+    return tmp_path
+
+
+def test_a_section_measured_alone_replaces_only_its_own_section_and_rows(tmp_path, monkeypatch):
+    docs = (
+        _repository_with(
+            tmp_path,
+            monkeypatch,
+            "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n"
+            "| fast thing | 1.0× | ≥ 1.8× | MISSED |\n| other thing | 3 s | ≤ 5 s | met |\n\n"
+            "## Causal\n\nold table\n\n## Widgets\n\nwidget table\n",
+            "| fast thing | 1.0× | ≥ 1.8× | MISSED |\n",
+            around=("intro\n", "end\n"),
+        )
+        / "docs"
+    )
     checks = [bench.Check("fast thing", "2.0×", "≥ 1.8×", True)]
     bench.write_sections("Measured now.", ["Causal"], ["## Causal", "", "new table", ""], checks)
     text = (docs / "benchmarks.md").read_text(encoding="utf-8")
@@ -130,19 +142,17 @@ def test_a_section_measured_alone_replaces_only_its_own_section_and_rows(tmp_pat
 
 
 def test_a_section_measured_for_the_first_time_is_added_with_its_rows(tmp_path, monkeypatch):
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "benchmarks.md").write_text(
-        "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n| other thing | 3 s | ≤ 5 s | met |\n\n"
-        "## Causal\n\nold table\n",
-        encoding="utf-8",
+    docs = (
+        _repository_with(
+            tmp_path,
+            monkeypatch,
+            "# Benchmarks\n\n| promise | measured | target | |\n|---|---|---|---|\n| other thing | 3 s | ≤ 5 s | met |\n\n"
+            "## Causal\n\nold table\n",
+            "| promise | measured | target | |\n|---|---|---|---|\n| other thing | 3 s | ≤ 5 s | met |\n",
+            around=("intro\n", "end\n"),
+        )
+        / "docs"
     )
-    (tmp_path / "README.md").write_text(
-        f"intro\n{bench.README_BEGIN}\n| promise | measured | target | |\n|---|---|---|---|\n"
-        f"| other thing | 3 s | ≤ 5 s | met |\n{bench.README_END}\nend\n",
-        encoding="utf-8",
-    )
-    monkeypatch.setattr(bench, "REPO", tmp_path)
     checks = [bench.Check("new thing", "20 s", "≤ 60 s", True)]
     bench.write_sections("Measured now.", ["New"], ["## New", "", "new table", ""], checks)
     text = (docs / "benchmarks.md").read_text(encoding="utf-8")
@@ -157,12 +167,12 @@ def test_a_section_measured_for_the_first_time_is_added_with_its_rows(tmp_path, 
 def test_a_section_measured_alone_keeps_the_notes_of_the_others(tmp_path, monkeypatch):
     """README's note of an earlier partial run says when its rows were measured: another section's run keeps it,
     a new run of the same section replaces it."""
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "benchmarks.md").write_text("# Benchmarks\n\n## Causal\n\nold\n\n## New\n\nold\n")
-    (tmp_path / "README.md").write_text(
-        f"{bench.README_BEGIN}\n| a | b | c | met |\n\nRe-measured alone (Causal): Measured then.\n{bench.README_END}\n"
+    _repository_with(
+        tmp_path,
+        monkeypatch,
+        "# Benchmarks\n\n## Causal\n\nold\n\n## New\n\nold\n",
+        "| a | b | c | met |\n\nRe-measured alone (Causal): Measured then.\n",
     )
-    monkeypatch.setattr(bench, "REPO", tmp_path)
     bench.write_sections("Measured now.", ["New"], ["## New", "", "new table", ""], [])
     readme = (tmp_path / "README.md").read_text()
     assert "Re-measured alone (Causal): Measured then." in readme, readme
