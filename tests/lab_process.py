@@ -54,6 +54,20 @@ def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
     return destination
 
 
+def instructor_lab_around(root: Path) -> None:
+    """The repository's instructor lab around a graded course's ``root`` (whose autograde/ holds its gradebook):
+    tools/lab.py with its configuration and the instructor's formgrader data, pyproject.toml, and autograde's
+    modules and templates (the course's nbgrader_config.py and its feedback page)."""
+    (root / "tools").mkdir(exist_ok=True)
+    shutil.copy(REPO / "tools" / "lab.py", root / "tools" / "lab.py")
+    shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
+    shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    for module in (REPO / "autograde").glob("*.py"):
+        shutil.copy(module, root / "autograde" / module.name)
+    shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates", dirs_exist_ok=True)
+
+
 @dataclass
 class LabProcess:
     """tools/lab.py of ``root`` running on 127.0.0.1:``port``, its output collected."""

@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 import unix_users
 from course import REPO, grade_class, require_sandbox
-from lab_process import LabProcess, free_port
+from lab_process import LabProcess, free_port, instructor_lab_around
 from submissions import submission
 
 from autograde.course import GRADEBOOK_URL_VARIABLE, gradebook, setup
@@ -217,19 +217,6 @@ class Grader(threading.Thread):
         assert self.error is None, f"the {self.what} grader failed: {self.error!r}\n{self.lab.output[-3000:]}"
 
 
-def _as_instructor_lab(root: Path) -> None:
-    """The repository's instructor lab (tools/lab.py, its configuration, the course's nbgrader_config.py) around
-    the course, as tests/browser/test_browser_formgrader.py makes it."""
-    (root / "tools").mkdir(exist_ok=True)
-    shutil.copy(REPO / "tools" / "lab.py", root / "tools" / "lab.py")
-    shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
-    shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    for module in (REPO / "autograde").glob("*.py"):
-        shutil.copy(module, root / "autograde" / module.name)
-    shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates", dirs_exist_ok=True)
-
-
 # ---------------------------------------------------------------------------------------------
 # The class
 # ---------------------------------------------------------------------------------------------
@@ -260,7 +247,7 @@ def test_two_graders_and_the_autograder_share_one_gradebook(backend, request, tm
     def start_graders(course) -> None:
         """Two graders open their formgraders while the instructor sets the assignment up (nbgrader's tables made
         once, before any formgrader opens the gradebook: on its first call); the class is graded once both answer."""
-        _as_instructor_lab(course.root)
+        instructor_lab_around(course.root)
         for number, what in enumerate(("scores", "comments")):
             lab = LabProcess(course.root, runtime=tmp_path / f"runtime-{number}", arguments=("--instructor",))
             graders.append(Grader(lab.start(), what))

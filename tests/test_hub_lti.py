@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import pwd
 import sys
 import threading
@@ -31,12 +30,11 @@ import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
 from course import REPO
-from hub_class import HubClass, Person
+from hub_class import HubClass, Person, running_hub_class
 
 sys.path.insert(0, str(REPO / "hub"))  # the hub's own modules, as tools/hub.py and its configuration import them
 from lms_users import SettingsError, merge_lms_users, read_settings  # noqa: E402
 
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 LOGIN_COOKIE = "jupyterhub-hub-login"  # the hub's cookie of a logged-in person
 
@@ -110,17 +108,8 @@ def platform():
 
 @pytest.fixture(scope="module")
 def hub_class(platform):
-    if os.geteuid() != 0:
-        why = "The hub's test makes Unix accounts (useradd) and runs JupyterHub as root, which CI does."
-        if IN_CI:
-            pytest.fail(f"CI is set and this process is not root. {why}", pytrace=False)
-        pytest.skip(why)
-    hub = HubClass(students=2, lti=platform.settings())
-    try:
-        hub.open()
+    with running_hub_class(students=2, lti=platform.settings()) as hub:
         yield hub
-    finally:
-        hub.close()
 
 
 def launch(hub: HubClass, platform: Platform, lms_user_id: str, **token) -> tuple[requests.Session, requests.Response]:

@@ -8,10 +8,10 @@ run them, unless the environment variable ``CI`` is set: in CI a missing browser
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 
 import pytest
+from course import IN_CI
 
 from gallery import UPDATE_GALLERY, write_gallery
 from labdriver import (
@@ -25,7 +25,6 @@ from labdriver import (
     opened_notebook,
 )
 
-IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 HOW_TO_RUN = (
     "To run them: install Chromium (Debian/Ubuntu: `sudo apt-get install chromium`, which provides "

@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from lab_process import free_port
 
 # Debian's Chromium (BROWSER_TESTS_CHROMIUM points elsewhere, e.g. to check how the tests behave without it)
 CHROMIUM = Path(os.environ.get("BROWSER_TESTS_CHROMIUM", "/usr/bin/chromium"))
@@ -78,12 +78,6 @@ LAB_SETTINGS = {
 # --------------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _write_lab_settings(settings_dir: Path) -> None:
     for plugin_id, values in LAB_SETTINGS.items():
         package, plugin = plugin_id.split(":")
@@ -99,7 +93,7 @@ class LabServer:
     repo: Path
     folder: Path  # a fresh temporary folder: everything of this server lives here
     token: str = field(default_factory=lambda: os.urandom(16).hex())
-    port: int = field(default_factory=_free_port)
+    port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
 
     @property
@@ -236,6 +230,35 @@ def new_browser_context(browser):
 
     context.route(NOT_LOCAL, block)
     return context
+
+
+@contextlib.contextmanager
+def page_from_file(browser, path: Path, width: int, height: int):
+    """A page the course wrote (a report, a feedback page), opened from its file as its reader opens it, with no
+    network: every request that is not for a ``file:`` or ``data:`` URL is refused.
+
+    Yields the page once it has loaded and half a second has passed (an ``onerror`` would have run by then),
+    after checking that it asked for nothing off the machine and raised no JavaScript error.
+    """
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    requested, errors = [], []
+
+    def refuse(route):
+        requested.append(route.request.url)
+        route.abort()
+
+    context.route(re.compile(r"^(?!(file|data):)"), refuse)
+    try:
+        page = context.new_page()
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri())
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(500)
+        assert requested == [], f"{path.name}, opened from its file, asked for {requested}"
+        assert errors == [], f"{path.name} raised JavaScript errors: {errors}"
+        yield page
+    finally:
+        context.close()
 
 
 @dataclass

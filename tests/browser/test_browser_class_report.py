@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 from accessibility import audit, blocking, described
+from labdriver import page_from_file
 from course import graded_batch
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 
@@ -27,16 +28,8 @@ def test_class_report_in_chromium(browser, screenshots):
     run = graded_batch(ASSIGNMENT)
     page_path, _ = class_report.write(run.course, ASSIGNMENT)
     report = class_report.read_assignment(run.course, ASSIGNMENT)
-    context = browser.new_context(viewport={"width": 1200, "height": 900}, device_scale_factor=1)
-    requests, errors = [], []
-    context.on("request", lambda request: requests.append(request.url))
-    try:
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(page_path.as_uri())
-        page.wait_for_load_state("load")
-        assert [u for u in requests if not u.startswith(("file:", "data:"))] == [], "the page fetched something"
-        assert page.evaluate("() => document.scripts.length") == 0 and errors == []
+    with page_from_file(browser, page_path, 1200, 900) as page:
+        assert page.evaluate("() => document.scripts.length") == 0
         pictures = page.evaluate("""() => [...document.images].map(i => ({complete: i.complete,
             natural: i.naturalWidth, shown: i.getBoundingClientRect().width}))""")
         exercises = [e for e in report.exercises if not any(m.written for m in report.marks_of(e))]
@@ -59,5 +52,3 @@ def test_class_report_in_chromium(browser, screenshots):
         page.screenshot(path=str(shot), full_page=False)
         if UPDATE_GALLERY:
             shutil.copy(shot, GALLERY_IMAGES / "class_report.png")
-    finally:
-        context.close()

@@ -20,14 +20,13 @@ broken across two lines: Bootstrap's ``pre`` style broke them anywhere).
 
 from __future__ import annotations
 
-import shutil
 
 import nbformat
 import pytest
-from course import REPO, grade_class
-from lab_process import LabProcess
+from course import grade_class
+from lab_process import LabProcess, instructor_lab_around
 from accessibility import audit, blocking, described
-from labdriver import NOT_LOCAL, wait_until
+from labdriver import NOT_LOCAL, page_from_file, wait_until
 from submissions import submission
 
 from autograde.course import gradebook
@@ -112,40 +111,11 @@ def _hostile_submission() -> nbformat.NotebookNode:
     return notebook
 
 
-def _as_instructor_lab(root) -> None:
-    """The repository's lab launcher (with the instructor's formgrader template) and nbgrader configuration
-    around the graded course."""
-    (root / "tools").mkdir(exist_ok=True)
-    shutil.copy(REPO / "tools" / "lab.py", root / "tools" / "lab.py")
-    shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
-    shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
-    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
-    for module in (REPO / "autograde").glob("*.py"):
-        shutil.copy(module, root / "autograde" / module.name)
-    shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates")  # the feedback page
-
-
 def _check_feedback_page(browser, path, screenshots) -> None:
     """The feedback page as the student opens it, from its file with no network at all: its formulas are
     MathML the browser draws (no TeX left, no MathJax, nothing requested), no script of the student's runs,
     and axe finds no serious accessibility violation."""
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
-    requested, errors = [], []
-    context.route(
-        "**/*",
-        lambda route: (
-            route.continue_()
-            if route.request.url.startswith(("file:", "data:"))
-            else (requested.append(route.request.url), route.abort())
-        ),
-    )
-    try:
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(path.as_uri())
-        page.wait_for_load_state("load")
-        page.wait_for_timeout(500)  # an onerror would have run by now
-        assert requested == [] and errors == [], f"offline, the feedback page asked for {requested} ({errors})"
+    with page_from_file(browser, path, 1100, 900) as page:
         assert page.evaluate("() => window.studentScript ?? null") is None, "a student's script ran in the feedback"
         answer = page.locator(".cell", has_text="every term of the row is multiplied").first
         formulas = answer.evaluate("""cell => [...cell.querySelectorAll('math')].map(m => {
@@ -162,8 +132,6 @@ def _check_feedback_page(browser, path, screenshots) -> None:
         answer.screenshot(path=str(screenshots / "feedback_written_answer.png"))
         found = blocking(audit(page, "feedback-page", include=["body"]))
         assert not found, described("the feedback page", found)
-    finally:
-        context.close()
 
 
 def _written_grade(course):
@@ -181,7 +149,7 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
     manual, needs_person, total_before, submission_id = _written_grade(course)
     assert manual is None and needs_person and total_before == result.total == result.autograded_max
 
-    _as_instructor_lab(course.root)
+    instructor_lab_around(course.root)
     lab = LabProcess(course.root, runtime=tmp_path / "runtime", arguments=("--instructor",)).start()
     # the formgrader's own API calls carry no token of the URL's: the grader's session sends it with each
     context = browser.new_context(

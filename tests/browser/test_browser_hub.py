@@ -22,10 +22,9 @@ import time
 
 import nbformat
 import pytest
-from conftest import IN_CI
 from course import REPO, student_notebook
 from gallery import UPDATE_GALLERY
-from hub_class import HubClass
+from hub_class import HubClass, running_hub_class
 from labdriver import new_browser_context, wait_until
 from submissions import grade_id, submission
 
@@ -39,17 +38,8 @@ MENU_ITEMS_JS = """() => [...document.querySelectorAll('.lm-Menu:not(.lm-mod-hid
 
 @pytest.fixture(scope="module")
 def hub_class(browser_ready):
-    if os.geteuid() != 0:
-        why = "The hub's test makes Unix accounts (useradd) and runs JupyterHub as root, which CI does."
-        if IN_CI:
-            pytest.fail(f"CI is set and this process is not root. {why}", pytrace=False)
-        pytest.skip(why)
-    hub = HubClass()
-    try:
-        hub.open()
+    with running_hub_class() as hub:
         yield hub
-    finally:
-        hub.close()
 
 
 @contextlib.contextmanager

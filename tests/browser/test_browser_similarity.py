@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from accessibility import audit, blocking, described
+from labdriver import page_from_file
 from similar_classes import build_class, write_class
 
 from autograde import similarity
@@ -23,16 +24,8 @@ def test_similarity_page_in_chromium(browser, screenshots, tmp_path):
     test_class.submissions["<em>me"] = {}  # a student id written as HTML (a folder name: no slash), shown as text
     course = write_class(tmp_path, test_class)
     report, paths = similarity.write(course, "01_heads")
-    context = browser.new_context(viewport={"width": 1300, "height": 1000}, device_scale_factor=1)
-    requests, errors = [], []
-    context.on("request", lambda request: requests.append(request.url))
-    try:
-        page = context.new_page()
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(paths["html"].as_uri())
-        page.wait_for_load_state("load")
-        assert [u for u in requests if not u.startswith(("file:", "data:"))] == [], "the page fetched something"
-        assert page.evaluate("() => document.scripts.length") == 0 and errors == []
+    with page_from_file(browser, paths["html"], 1300, 1000) as page:
+        assert page.evaluate("() => document.scripts.length") == 0
         picture = page.evaluate("() => [...document.images].map(i => [i.complete, i.naturalWidth, i.alt])")
         assert len(picture) == 1 and picture[0][0] and picture[0][1] > 300 and "class level" in picture[0][2]
         levels = page.evaluate("() => [...document.querySelectorAll('h1,h2,h3,h4,h5')].map(h => +h.tagName[1])")
@@ -46,5 +39,3 @@ def test_similarity_page_in_chromium(browser, screenshots, tmp_path):
         found = blocking(audit(page, "similarity", include=["body"]))
         assert not found, described("the similar-submissions page", found)
         page.screenshot(path=str(screenshots / "similarity.png"), full_page=False)
-    finally:
-        context.close()
