@@ -1,0 +1,227 @@
+"""The course in other languages: the text of every notebook through gettext message catalogs, one per notebook.
+
+One source, several languages. ``authoring/NN_name.py`` stays the one source of each notebook; its markdown
+is cut into paragraphs (the unit a translator works on: a heading, a paragraph, a list item, a table) and each
+language keeps one catalog per notebook, ``translations/<language>/NN_name.po`` (gettext's PO format, read and
+written with Babel). Code cells are never translated: code, names, grade ids and points are the same in
+every language, so an answer is graded alike whichever notebook it was written in.
+
+Why PO catalogs and not a copied notebook or Jupytext's paired cells: a translator's tools (Poedit, Weblate,
+Lokalize) read PO; a changed English paragraph becomes a new entry with no translation, so a stale
+translation cannot go unnoticed (the build refuses a notebook with one); and the same catalogs format serves
+the package's messages.
+
+    python tools/translations.py update ru    add the paragraphs the catalogs lack, drop the ones gone
+    python tools/translations.py check ru     list the paragraphs not translated yet; exit 1 if any
+
+``tools/build_notebooks.py`` builds ``solutions-<language>/`` and ``notebooks-<language>/`` from these.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
+
+REPO = Path(__file__).resolve().parents[1]
+TRANSLATIONS = REPO / "translations"
+LANGUAGES = {"ru": "Russian"}  # the languages the course is built in besides English
+
+HEADER_COMMENT = """\
+# {language} text of the notebook {notebook} of Heads & Masks: one entry per paragraph of its markdown.
+# Made and kept in step by `python tools/translations.py update`; translators write the msgstr lines.
+# The terms of the course in this language: translations/glossary.md"""
+
+# nbgrader's markers stay where they are, untranslated: they are instructions to nbgrader, not text
+MARKER = re.compile(r"^\s*#{2,3} (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$")
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One unit of a markdown cell: the text a translator sees, and the nbgrader markers around it."""
+
+    before: tuple[str, ...]  # marker lines above the text
+    text: str  # what is translated ("" for a paragraph of markers only)
+    after: tuple[str, ...]  # marker lines below it
+    code: bool = False  # a fenced code block: kept as written, like code cells
+
+    def joined(self, text: str) -> str:
+        return "\n".join([*self.before, *([text] if text else []), *self.after])
+
+
+def paragraphs(markdown: str) -> list[Paragraph]:
+    """``markdown`` cut at blank lines (never inside a fenced code block), each piece with its markers apart."""
+    pieces, current, fenced = [], [], False
+    for line in markdown.split("\n"):
+        if line.strip().startswith("```"):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                pieces.append(current)
+            current = []
+            continue
+        current.append(line)
+    if current:
+        pieces.append(current)
+    units = []
+    for lines in pieces:
+        start, end = 0, len(lines)
+        while start < end and MARKER.match(lines[start]):
+            start += 1
+        while end > start and MARKER.match(lines[end - 1]):
+            end -= 1
+        text = "\n".join(lines[start:end])
+        units.append(Paragraph(tuple(lines[:start]), text, tuple(lines[end:]), code=text.lstrip().startswith("```")))
+    return units
+
+
+def translatable(paragraph: Paragraph) -> bool:
+    return bool(paragraph.text.strip()) and not paragraph.code
+
+
+def catalog_path(language: str, notebook: str) -> Path:
+    return TRANSLATIONS / language / f"{notebook}.po"
+
+
+def read_catalog(language: str, notebook: str) -> Catalog:
+    path = catalog_path(language, notebook)
+    if not path.exists():
+        return Catalog(locale=language, project="Heads & Masks", domain=notebook)
+    with path.open("rb") as file:
+        return read_po(file, locale=language, domain=notebook)
+
+
+class Untranslated(ValueError):
+    """A notebook's text has paragraphs its catalog does not translate (new, changed, or marked fuzzy)."""
+
+    def __init__(self, notebook: str, language: str, missing: list[str]):
+        self.missing = missing
+        shown = "\n".join(f"  - {m[:100]!r}" for m in missing[:10])
+        super().__init__(
+            f"{notebook}: {len(missing)} paragraph(s) have no {language} translation in "
+            f"{catalog_path(language, notebook).relative_to(REPO)} (python tools/translations.py check {language}):\n"
+            f"{shown}"
+        )
+
+
+def translation_of(catalog: Catalog, text: str) -> str | None:
+    message = catalog.get(text)
+    if message is None or not message.string or message.fuzzy:
+        return None
+    return message.string
+
+
+def translate_markdown(markdown: str, catalog: Catalog, missing: list[str]) -> str:
+    """``markdown`` with each paragraph replaced by its translation; a paragraph without one is added to
+    ``missing`` and kept in English (the caller refuses the notebook if anything is missing)."""
+    out = []
+    for paragraph in paragraphs(markdown):
+        if not translatable(paragraph):
+            out.append(paragraph.joined(paragraph.text))
+            continue
+        translated = translation_of(catalog, paragraph.text)
+        if translated is None:
+            missing.append(paragraph.text)
+            translated = paragraph.text
+        out.append(paragraph.joined(translated))
+    return "\n\n".join(out)
+
+
+def translate_notebook(notebook, name: str, language: str):
+    """A copy of the source notebook ``notebook`` (nbformat) with every markdown cell in ``language``, marked
+    with its language in the notebook's metadata; raises ``Untranslated`` if any paragraph has no translation."""
+    import copy
+
+    catalog = read_catalog(language, name)
+    translated, missing = copy.deepcopy(notebook), []
+    for cell in translated.cells:
+        if cell.cell_type == "markdown":
+            cell.source = translate_markdown(cell.source, catalog, missing)
+    if missing:
+        raise Untranslated(name, language, missing)
+    translated.metadata["heads_and_masks"] = {"language": language}
+    return translated
+
+
+# ---------------------------------------------------------------------------------------------
+# Keeping the catalogs in step with the notebooks
+# ---------------------------------------------------------------------------------------------
+
+
+def source_paragraphs(notebook) -> list[tuple[str, str]]:
+    """(text, cell id) of every translatable paragraph of a source notebook, in order."""
+    return [
+        (paragraph.text, cell.id)
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for paragraph in paragraphs(cell.source)
+        if translatable(paragraph)
+    ]
+
+
+def update(language: str, notebook, name: str) -> tuple[int, int]:
+    """Bring ``translations/<language>/<name>.po`` in step with the notebook: every paragraph is an entry (its
+    translation kept where the text is unchanged), entries whose text is gone are dropped. Returns (entries,
+    entries without a translation)."""
+    old = read_catalog(language, name)
+    new = Catalog(
+        locale=language,
+        domain=name,
+        header_comment=HEADER_COMMENT.format(language=LANGUAGES[language], notebook=name),
+        project="Heads & Masks",
+        version="1",
+        msgid_bugs_address="",
+        creation_date=old.creation_date,  # kept: running update twice changes nothing
+        revision_date=old.revision_date,
+        last_translator=old.last_translator,
+        language_team=f"{LANGUAGES[language]} <{language}>",
+        fuzzy=False,
+    )
+    for text, cell_id in source_paragraphs(notebook):
+        previous = old.get(text)
+        if text in new:
+            new[text].locations.append((cell_id, 0))
+            continue
+        new.add(
+            text,
+            previous.string if previous else "",
+            locations=[(cell_id, 0)],
+            flags=previous.flags if previous else (),
+        )
+    path = catalog_path(language, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as file:
+        write_po(file, new, width=0, omit_header=False, sort_output=False, include_lineno=False)
+    entries = [m for m in new if m.id]
+    return len(entries), sum(1 for m in entries if not m.string or m.fuzzy)
+
+
+def main() -> int:
+    sys.path[:0] = [str(REPO / "tools")]
+    from build_notebooks import assignments, read_source
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=["update", "check"])
+    parser.add_argument("language", choices=sorted(LANGUAGES))
+    args = parser.parse_args()
+    missing_in_all = 0
+    for name in assignments():
+        notebook = read_source(REPO / "authoring" / f"{name}.py")
+        if args.action == "update":
+            entries, missing = update(args.language, notebook, name)
+        else:
+            catalog = read_catalog(args.language, name)
+            texts = [text for text, _ in source_paragraphs(notebook)]
+            entries, missing = len(set(texts)), len({t for t in texts if translation_of(catalog, t) is None})
+        missing_in_all += missing
+        print(f"{name}: {entries} paragraphs, {missing} without a {args.language} translation")
+    return 1 if args.action == "check" and missing_in_all else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
