@@ -34,12 +34,16 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 ASSIGNMENTS = sorted(p.name for p in (REPO / "solutions").iterdir() if p.is_dir() and p.name[:2].isdigit())
 
 
-def solution_notebook(assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+def solution_notebook(assignment: str, language: str | None = None) -> nbformat.NotebookNode:
+    """The instructor's version (``language``: another language's, e.g. "ru": solutions-ru/)."""
+    folder = "solutions" if language is None else f"solutions-{language}"
+    return nbformat.read(REPO / folder / assignment / f"{assignment}.ipynb", as_version=4)
 
 
-def student_notebook(assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(REPO / "notebooks" / assignment / f"{assignment}.ipynb", as_version=4)
+def student_notebook(assignment: str, language: str | None = None) -> nbformat.NotebookNode:
+    """The released version (``language``: another language's, e.g. "ru": notebooks-ru/)."""
+    folder = "notebooks" if language is None else f"notebooks-{language}"
+    return nbformat.read(REPO / folder / assignment / f"{assignment}.ipynb", as_version=4)
 
 
 def require_sandbox() -> None:

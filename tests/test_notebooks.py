@@ -16,14 +16,22 @@ import pytest
 from course import ASSIGNMENTS, REPO, solution_notebook, student_notebook
 from nbclient import NotebookClient
 
+sys.path[:0] = [str(REPO / "tools")]
+from translations import LANGUAGES, TEXT_STUBS  # noqa: E402
+
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
 def test_every_authoring_file_is_an_assignment():
     authored = sorted(p.stem for p in (REPO / "authoring").glob("[0-9][0-9]_*.py"))
     assert authored == ASSIGNMENTS
-    released = sorted(p.name for p in (REPO / "notebooks").iterdir() if p.is_dir())
-    assert released == ASSIGNMENTS, "notebooks/ and solutions/ must hold the same assignments"
+    for folder in (
+        "solutions",
+        "notebooks",
+        *(f"{k}-{language}" for language in LANGUAGES for k in ("solutions", "notebooks")),
+    ):
+        held = sorted(p.name for p in (REPO / folder).iterdir() if p.is_dir())
+        assert held == ASSIGNMENTS, f"{folder}/ must hold every assignment, and nothing else"
     assert "00_start_here" in ASSIGNMENTS
 
 
@@ -58,20 +66,22 @@ def _hidden_and_solution_lines(notebook) -> set[str]:
     return secret
 
 
+@pytest.mark.parametrize("language", [None, *LANGUAGES])
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_student_notebook_leaks_no_solution_or_hidden_test(assignment):
-    student = student_notebook(assignment)
+def test_student_notebook_leaks_no_solution_or_hidden_test(assignment, language):
+    student = student_notebook(assignment, language)
     public = {line.strip() for cell in student.cells for line in cell.source.splitlines()}
     text = "\n".join(cell.source for cell in student.cells)
     assert not [m for m in MARKERS if m in text], "a solution or hidden-test marker survived in the student notebook"
-    leaked = _hidden_and_solution_lines(solution_notebook(assignment)) & public
+    leaked = _hidden_and_solution_lines(solution_notebook(assignment, language)) & public
     assert not leaked, f"lines of solutions or hidden tests appear in the student notebook: {sorted(leaked)[:5]}"
     stubs = [c for c in student.cells if c.metadata.get("nbgrader", {}).get("solution")]
     assert stubs, "an assignment without an exercise"
     assert all("raise NotImplementedError()" in c.source for c in stubs if c.cell_type == "code")
     written = [c for c in stubs if c.cell_type == "markdown"]  # answers graded by a person (formgrader)
     assert written, "every notebook asks at least one written question"
-    assert all(c.source == "YOUR ANSWER HERE" and c.metadata["nbgrader"]["grade"] for c in written)
+    stub = "YOUR ANSWER HERE" if language is None else TEXT_STUBS[language]
+    assert all(c.source == stub and c.metadata["nbgrader"]["grade"] for c in written)
     assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code"), (
         "student notebooks ship without outputs"
     )

@@ -7,7 +7,7 @@ import re
 import sys
 
 import pytest
-from course import REPO
+from course import REPO, solution_notebook, student_notebook
 
 sys.path[:0] = [str(REPO / "tools")]
 import translations  # noqa: E402
@@ -108,3 +108,42 @@ def test_a_translation_keeps_the_code_formulas_links_and_markup_of_its_paragraph
                 if not message.string.lstrip().startswith(start):
                     problems.append(f"{name}: {message.id[:60]!r} starts with {start!r}, its translation does not")
     assert not problems, "\n".join(problems[:20])
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_every_paragraph_of_every_notebook_has_a_translation(language):
+    missing = {}
+    for name, notebook in NOTEBOOKS.items():
+        catalog = translations.read_catalog(language, name)
+        untranslated = [
+            t for t, _ in translations.source_paragraphs(notebook) if translations.translation_of(catalog, t) is None
+        ]
+        if untranslated:
+            missing[name] = untranslated
+    assert not missing, (
+        "paragraphs without a translation (python tools/translations.py check {language}): "
+        + "; ".join(f"{name}: {len(texts)}, first {texts[0][:80]!r}" for name, texts in missing.items())
+    )
+
+
+def _graded_shape(notebook) -> list[tuple]:
+    """What grading sees of a notebook: each cell's kind, id and nbgrader metadata, and a code cell's source."""
+    return [
+        (cell.cell_type, cell.id, cell.metadata.get("nbgrader"), cell.source if cell.cell_type == "code" else None)
+        for cell in notebook.cells
+    ]
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("version", [solution_notebook, student_notebook], ids=["solution", "student"])
+def test_each_language_has_the_same_code_cells_grade_ids_and_points(language, version):
+    for name in NOTEBOOKS:
+        english, translated = version(name), version(name, language)
+        assert _graded_shape(translated) == _graded_shape(english), f"{name}: {language} differs in what is graded"
+        assert translated.metadata.get("heads_and_masks", {}).get("language") == language
+        changed = [
+            cell.id
+            for a, cell in zip(english.cells, translated.cells)
+            if cell.cell_type == "markdown" and cell.source != a.source
+        ]
+        assert changed, f"{name}: no markdown cell is translated"

@@ -1,4 +1,5 @@
-"""Regenerate the course notebooks: authoring/*.py -> solutions/ (nbgrader source) -> notebooks/ (release).
+"""Regenerate the course notebooks: authoring/*.py -> solutions/ (nbgrader source) -> notebooks/ (release), and
+the same in every other language of the course: solutions-<language>/ -> notebooks-<language>/.
 
 ``authoring/NN_name.py`` is a notebook in Jupytext's percent format: ``# %% [markdown]`` and ``# %%``
 cells, and nbgrader's cell metadata in Jupytext's cell-metadata syntax, e.g.
@@ -9,6 +10,11 @@ what JupyterLab saves to the cells and their nbgrader metadata.
     python tools/build_notebooks.py           write solutions/ and notebooks/
     python tools/build_notebooks.py 01_heads  only these assignments
     python tools/build_notebooks.py --check   change nothing; exit 1 and list the files that differ
+
+Another language's notebooks are the English ones with every markdown paragraph translated through
+``translations/<language>/NN_name.po`` (``tools/translations.py``): the code cells, grade ids and points are
+the same, and a paragraph without a translation stops the build. Each language's two folders are a course of
+their own for nbgrader (its source and release directories), with the same assignment names.
 
 The release is made by the real ``nbgrader generate_assignment`` (it strips the solutions and the
 hidden tests) against a throw-away gradebook. The output is deterministic: running it twice
@@ -31,6 +37,7 @@ import nbformat
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO)]
 from autograde.tool_env import tool_env  # noqa: E402
+from translations import LANGUAGES, TEXT_STUBS, translate_notebook  # noqa: E402
 
 KERNEL = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 NBGRADER_FIELDS = {"grade_id", "schema_version", "locked", "solution", "grade", "points"}
@@ -82,16 +89,25 @@ def read_source(path: Path) -> nbformat.NotebookNode:
     return notebook
 
 
-def write_solutions(into: Path) -> None:
+def folders(language: str | None) -> tuple[str, str]:
+    """The source and release folders of a language's course (None: English)."""
+    return ("solutions", "notebooks") if language is None else (f"solutions-{language}", f"notebooks-{language}")
+
+
+def write_solutions(into: Path, language: str | None = None) -> None:
     for name in assignments():
         notebook = read_source(REPO / "authoring" / f"{name}.py")
+        if language is not None:
+            notebook = translate_notebook(notebook, name, language)
         folder = into / name
         folder.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, folder / f"{name}.ipynb")
 
 
-def generate_release(source_root: Path, release_root: Path) -> None:
-    """Run nbgrader generate_assignment for every assignment, writing into release_root."""
+def generate_release(source_root: Path, release_root: Path, language: str | None = None) -> None:
+    """Run nbgrader generate_assignment for every assignment, writing into release_root (a written answer's
+    cell says "YOUR ANSWER HERE" in the notebook's language)."""
+    stub = [f"--ClearSolutions.text_stub={TEXT_STUBS[language]}"] if language is not None else []
     with tempfile.TemporaryDirectory() as scratch:
         for name in assignments():
             subprocess.run(
@@ -107,6 +123,7 @@ def generate_release(source_root: Path, release_root: Path) -> None:
                     f"--CourseDirectory.source_directory={source_root}",
                     f"--CourseDirectory.release_directory={release_root}",
                     f"--CourseDirectory.db_url=sqlite:///{scratch}/gradebook.db",
+                    *stub,
                 ],
                 cwd=REPO / "autograde",
                 check=True,
@@ -114,9 +131,15 @@ def generate_release(source_root: Path, release_root: Path) -> None:
             )
 
 
-def build(solutions: Path, notebooks: Path) -> None:
-    write_solutions(solutions)
-    generate_release(solutions, notebooks)
+def build(root: Path) -> list[str]:
+    """Every language's solutions and notebooks under ``root``; returns the folders written."""
+    written = []
+    for language in [None, *LANGUAGES]:
+        solutions, notebooks = folders(language)
+        write_solutions(root / solutions, language)
+        generate_release(root / solutions, root / notebooks, language)
+        written += [solutions, notebooks]
+    return written
 
 
 def differing(left: Path, right: Path) -> list[str]:
@@ -140,25 +163,22 @@ def main() -> int:
     if not args.check:
         # build aside, then swap each folder in: the tree never lacks a notebook for long
         with tempfile.TemporaryDirectory(dir=REPO / "autograde") as scratch:
-            build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
-            for folder in ("solutions", "notebooks"):
+            written = build(Path(scratch))
+            for folder in written:
                 for name in assignments():
                     target = REPO / folder / name
                     shutil.rmtree(target, ignore_errors=True)
+                    target.parent.mkdir(exist_ok=True)
                     shutil.move(str(Path(scratch) / folder / name), target)
-        print(f"wrote {len(assignments())} assignments into solutions/ and notebooks/")
+        print(f"wrote {len(assignments())} assignments into {', '.join(f'{f}/' for f in written)}")
         return 0
     with tempfile.TemporaryDirectory() as scratch:
-        build(Path(scratch) / "solutions", Path(scratch) / "notebooks")
-        stale = [
-            f"{folder}/{n}"
-            for folder in ("solutions", "notebooks")
-            for n in differing(Path(scratch) / folder, REPO / folder)
-        ]
+        written = build(Path(scratch))
+        stale = [f"{folder}/{n}" for folder in written for n in differing(Path(scratch) / folder, REPO / folder)]
     if stale:
         print("out of date (run `make notebooks`):\n  " + "\n  ".join(stale))
         return 1
-    print("solutions/ and notebooks/ are up to date with authoring/")
+    print(f"{', '.join(f'{f}/' for f in written)} are up to date with authoring/ and translations/")
     return 0
 
 

@@ -31,6 +31,7 @@ from babel.messages.pofile import read_po, write_po
 REPO = Path(__file__).resolve().parents[1]
 TRANSLATIONS = REPO / "translations"
 LANGUAGES = {"ru": "Russian"}  # the languages the course is built in besides English
+TEXT_STUBS = {"ru": "ВАШ ОТВЕТ ЗДЕСЬ"}  # nbgrader's "YOUR ANSWER HERE" in a written answer's released cell
 
 HEADER_COMMENT = """\
 # {language} text of the notebook {notebook} of Heads & Masks: one entry per paragraph of its markdown.
