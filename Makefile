@@ -52,8 +52,9 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
+# LANG=ru (or a Russian locale in the environment): the course in Russian, JupyterLab too (tools/lab.py)
 lab: $(STAMP)
-	$(BIN)/python tools/lab.py $(LAB_ARGS)
+	$(BIN)/python tools/lab.py --language "$(LANG)" $(LAB_ARGS)
 
 instructor-lab: $(STAMP)
 	$(BIN)/python tools/lab.py --instructor $(LAB_ARGS)

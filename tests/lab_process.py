@@ -41,8 +41,10 @@ def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
     """What `make lab` needs; the instructor's lab also needs the source and the course's nbgrader config."""
     (destination / "tools").mkdir(parents=True)
     shutil.copy(REPO / "tools" / "lab.py", destination / "tools" / "lab.py")
-    shutil.copytree(REPO / "tools" / "lab_config", destination / "tools" / "lab_config")
-    shutil.copytree(REPO / "notebooks", destination / "notebooks")
+    for config in (REPO / "tools").glob("lab_config*"):  # lab_config_<language>: JupyterLab in that language
+        shutil.copytree(config, destination / "tools" / config.name)
+    for released in REPO.glob("notebooks*"):  # notebooks-<language>: the course in another language
+        shutil.copytree(released, destination / released.name)
     shutil.copytree(REPO / "authoring", destination / "authoring")  # what authors open as notebooks (Jupytext)
     shutil.copy(REPO / "pyproject.toml", destination / "pyproject.toml")  # its [tool.jupytext] settings
     if instructor:

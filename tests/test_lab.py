@@ -99,6 +99,33 @@ def test_the_url_printed_last_opens_00_start_here_and_the_file_browser_starts_in
     assert status == 200 and model["type"] == "notebook"
 
 
+def test_lab_in_russian_opens_the_russian_notebooks_in_a_russian_jupyterlab(lab, tmp_path: Path):
+    """`make lab LANG=ru` (or a Russian locale, as make passes $(LANG)): the Russian notebooks copied into
+    my-work/ru/, the first of them opened, JupyterLab's default display language Russian; the English lab
+    of the same machine stays English."""
+    root = copy_repository_layout(tmp_path / "repo")
+    russian = LabProcess(root, runtime=tmp_path / "runtime", arguments=("--language", "ru_RU.UTF-8")).start()
+    start = "my-work/ru/00_start_here/00_start_here.ipynb"
+    try:
+        status, listing = russian.api("/api/contents/my-work/ru", deadline=time.monotonic() + 120)
+        assert status == 200 and sorted(item["name"] for item in listing["content"]) == ASSIGNMENTS
+        status, model = russian.api(f"/api/contents/{start}")
+        assert status == 200 and model["content"]["metadata"]["heads_and_masks"]["language"] == "ru"
+        assert "Добро пожаловать" in model["content"]["cells"][0]["source"] + model["content"]["cells"][1]["source"]
+        russian.wait_for_output("JupyterLab is running")
+        urls = re.findall(r"http://\S+", russian.output)
+        assert urls[-1].startswith(f"{russian.base_url}/lab/tree/{start}?file-browser-path=my-work/ru"), urls[-1]
+        status, settings = russian.api("/lab/api/settings/@jupyterlab/translation-extension:plugin")
+        assert status == 200 and settings["settings"]["composite"]["locale"] == "ru_RU", settings["settings"]
+        status, packs = russian.api("/lab/api/translations/ru_RU")
+        assert status == 200 and packs["data"], "JupyterLab's Russian language pack is not installed"
+    finally:
+        output = russian.stop()
+    assert f"Copied {len(ASSIGNMENTS)} notebooks into my-work/ru/" in output, output[-2000:]
+    status, settings = lab.api("/lab/api/settings/@jupyterlab/translation-extension:plugin")
+    assert status == 200 and settings["settings"]["composite"]["locale"] != "ru_RU", "the English lab is in Russian"
+
+
 def test_only_the_validate_button_of_nbgrader_is_served(lab):
     config = lab.page_config("/lab")
     disabled = set(config["disabledExtensions"])

@@ -13,6 +13,12 @@ toolbar is kept; the Assignments and Courses tabs (there is no course exchange h
 instructor's Formgrader and Create Assignment are left out. The terminals of the lab have the
 environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
 
+``--language ru`` (``make lab LANG=ru``; a locale such as ``ru_RU.UTF-8`` does too, so a learner whose system
+speaks Russian gets the Russian course): the course's Russian notebooks (``notebooks-ru/``), copied into
+``my-work/ru/``, and JupyterLab itself in Russian (its language pack, as the lab's default language: a
+language chosen in JupyterLab's Settings menu still wins). A language the course is not built in gives
+the English course.
+
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
 run from ``autograde/`` so that they use the course's configuration (docs/instructors.md). Its
 layout (open tabs, the file browser's folder) is kept in ``autograde/lab-workspaces/``, apart from the
@@ -32,8 +38,9 @@ from urllib.parse import quote, urlencode
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = "my-work"
-START = f"{WORK}/00_start_here/00_start_here.ipynb"
 LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
+# JupyterLab's display language for each language of the course (its language packs' locales)
+LAB_LOCALES = {"ru": "ru_RU"}
 # the instructor's: nbconvert templates for the formgrader (MathJax from this server, not a CDN)
 INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
 # The instructor's lab keeps its layout here, apart from the learner's (JupyterLab's workspaces folder, by
@@ -68,28 +75,46 @@ def copy_assignment(source: Path, target: Path) -> None:
         nbformat.write(notebook, path)
 
 
-def copy_missing_notebooks(work: Path) -> list[str]:
+def course_language(requested: str) -> str | None:
+    """The language of the course to open for ``requested`` ("ru", "ru-RU", a locale such as "ru_RU.UTF-8"):
+    one the course is built in (a ``notebooks-<language>/`` folder), else None: English."""
+    code = requested.strip().replace("-", "_").split("_")[0].split(".")[0].lower()
+    return code if code and code in LAB_LOCALES and (REPO / f"notebooks-{code}").is_dir() else None
+
+
+def work_folder(language: str | None) -> str:
+    """Where the learner's copies of a language's notebooks live (English: my-work/ itself)."""
+    return WORK if language is None else f"{WORK}/{language}"
+
+
+def copy_missing_notebooks(work: Path, language: str | None = None) -> list[str]:
     copied = []
-    for assignment in sorted((REPO / "notebooks").iterdir()):
+    released = REPO / ("notebooks" if language is None else f"notebooks-{language}")
+    for assignment in sorted(released.iterdir()):
         if assignment.is_dir() and not (work / assignment.name).exists():
             copy_assignment(assignment, work / assignment.name)
             copied.append(assignment.name)
     return copied
 
 
-def start_path() -> str:
+def start_notebook(language: str | None = None) -> str:
+    return f"{work_folder(language)}/00_start_here/00_start_here.ipynb"
+
+
+def start_path(language: str | None = None) -> str:
     """The URL path that opens the first notebook in JupyterLab."""
-    return "/lab/tree/" + quote(START)
+    return "/lab/tree/" + quote(start_notebook(language))
 
 
-def lab_environment(environ: dict[str, str], instructor: bool = False) -> dict[str, str]:
+def lab_environment(environ: dict[str, str], instructor: bool = False, language: str | None = None) -> dict[str, str]:
     """The server's environment, inherited by its kernels and terminals.
 
     * the environment's ``bin/`` first on PATH: ``nbgrader`` and ``jupyter`` in the lab's terminals
       are the course's, whether or not ``make`` started us (it puts it there; a direct start does not);
     * ``tools/lab_config`` on JUPYTER_CONFIG_PATH: which nbgrader extensions the lab shows, and an
       ``nbgrader_config.py`` for self-study (nbgrader warns at every start without one). The user's
-      own ``~/.jupyter`` keeps its priority over it.
+      own ``~/.jupyter`` keeps its priority over it. With a ``language``, ``tools/lab_config_<language>``
+      before it: JupyterLab's default display language (``labconfig/default_setting_overrides.json``).
     * the instructor's: ``tools/instructor_lab_data`` first on JUPYTER_PATH: its nbconvert template makes
       the formgrader load MathJax from this server (jupyter-server-mathjax), so math in written answers
       is typeset offline too.
@@ -102,19 +127,20 @@ def lab_environment(environ: dict[str, str], instructor: bool = False) -> dict[s
         env["JUPYTER_PATH"] = os.pathsep.join([str(INSTRUCTOR_DATA)] + extra)
     else:
         extra = [p for p in env.get("JUPYTER_CONFIG_PATH", "").split(os.pathsep) if p]
-        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([str(LAB_CONFIG)] + extra)
+        ours = [str(LAB_CONFIG.with_name(f"lab_config_{language}"))] if language else []
+        env["JUPYTER_CONFIG_PATH"] = os.pathsep.join([*ours, str(LAB_CONFIG), *extra])
     return env
 
 
-def lab_command(extra: list[str], instructor: bool = False) -> list[str]:
+def lab_command(extra: list[str], instructor: bool = False, language: str | None = None) -> list[str]:
     shell = os.environ.get("SHELL") or shutil.which("sh") or "sh"
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={REPO}"]
     if not instructor:
         command += [
             # the file browser starts in my-work/ (solutions/ stays one level up, for when you are stuck)
-            f"--ContentsManager.preferred_dir={WORK}",
+            f"--ContentsManager.preferred_dir={work_folder(language)}",
             # "/" and the URLs JupyterLab prints open the first notebook, not the Launcher
-            f"--LabApp.default_url={start_path()}",
+            f"--LabApp.default_url={start_path(language)}",
         ]
     else:
         command.append(f"--LabApp.workspaces_dir={INSTRUCTOR_WORKSPACES}")
@@ -165,14 +191,14 @@ def server_info(process: subprocess.Popen, runtime: Path, timeout: float = 180.0
     return None
 
 
-def notebook_url(info: dict, instructor: bool = False) -> str:
+def notebook_url(info: dict, instructor: bool = False, language: str | None = None) -> str:
     """The URL that opens the first notebook with the file browser in my-work/ (``file-browser-path``);
     the instructor's: JupyterLab with the file browser in solutions/ (nbgrader's source)."""
     query = {
-        "file-browser-path": "solutions" if instructor else WORK,
+        "file-browser-path": "solutions" if instructor else work_folder(language),
         **({"token": info["token"]} if info.get("token") else {}),
     }
-    path = "/lab" if instructor else start_path()
+    path = "/lab" if instructor else start_path(language)
     return info["url"].rstrip("/") + path + "?" + urlencode(query, safe="/")
 
 
@@ -196,25 +222,32 @@ def open_in_browser(url: str, runtime: Path) -> None:
 def main(arguments: list[str]) -> int:
     instructor = "--instructor" in arguments
     extra = [a for a in arguments if a != "--instructor"]
+    requested = ""
+    if "--language" in extra:  # --language VALUE (make passes $(LANG), which may be empty)
+        at = extra.index("--language")
+        requested = extra[at + 1] if at + 1 < len(extra) else ""
+        del extra[at : at + 2]
+    language = None if instructor else course_language(requested)
+    work = work_folder(language)
     if not instructor:
-        copied = copy_missing_notebooks(REPO / WORK)
+        copied = copy_missing_notebooks(REPO / work, language)
         if copied:
-            print(f"Copied {len(copied)} notebooks into {WORK}/ (your answers go there): {', '.join(copied)}")
-    env = lab_environment(os.environ, instructor)
+            print(f"Copied {len(copied)} notebooks into {work}/ (your answers go there): {', '.join(copied)}")
+    env = lab_environment(os.environ, instructor, language)
     print("Starting JupyterLab (stop it with Ctrl-C, twice)...", flush=True)
     browser = has_screen() and "--no-browser" not in extra and "--ServerApp.open_browser=False" not in extra
     # Learners: started in my-work/, so a terminal opened from the File menu starts there too (the
     # Launcher's starts in the file browser's folder). Instructors: in autograde/, where nbgrader finds
     # the course's nbgrader_config.py.
     process = subprocess.Popen(
-        lab_command(extra, instructor), cwd=REPO / ("autograde" if instructor else WORK), env=env
+        lab_command(extra, instructor, language), cwd=REPO / ("autograde" if instructor else work), env=env
     )
     try:
         runtime = _runtime_dir(env)
         info = server_info(process, runtime)
         if info:
-            url = notebook_url(info, instructor)
-            what = "the instructor's lab" if instructor else START
+            url = notebook_url(info, instructor, language)
+            what = "the instructor's lab" if instructor else start_notebook(language)
             print(f"\nJupyterLab is running. Open {what} with this URL:\n\n    {url}\n", flush=True)
             if browser:
                 open_in_browser(url, runtime)
