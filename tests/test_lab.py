@@ -115,15 +115,16 @@ def test_lab_in_russian_opens_the_russian_notebooks_in_a_russian_jupyterlab(lab,
         russian.wait_for_output("JupyterLab is running")
         urls = re.findall(r"http://\S+", russian.output)
         assert urls[-1].startswith(f"{russian.base_url}/lab/tree/{start}?file-browser-path=my-work/ru"), urls[-1]
+        # the lab's default display language (the user has chosen none: JupyterLab takes the schema's default)
         status, settings = russian.api("/lab/api/settings/@jupyterlab/translation-extension:plugin")
-        assert status == 200 and settings["settings"]["composite"]["locale"] == "ru_RU", settings["settings"]
+        assert status == 200 and settings["schema"]["properties"]["locale"]["default"] == "ru_RU", settings
         status, packs = russian.api("/lab/api/translations/ru_RU")
         assert status == 200 and packs["data"], "JupyterLab's Russian language pack is not installed"
     finally:
         output = russian.stop()
     assert f"Copied {len(ASSIGNMENTS)} notebooks into my-work/ru/" in output, output[-2000:]
     status, settings = lab.api("/lab/api/settings/@jupyterlab/translation-extension:plugin")
-    assert status == 200 and settings["settings"]["composite"]["locale"] != "ru_RU", "the English lab is in Russian"
+    assert status == 200 and settings["schema"]["properties"]["locale"]["default"] == "default", "not English"
 
 
 def test_only_the_validate_button_of_nbgrader_is_served(lab):

@@ -127,9 +127,17 @@ def test_every_paragraph_of_every_notebook_has_a_translation(language):
 
 
 def _graded_shape(notebook) -> list[tuple]:
-    """What grading sees of a notebook: each cell's kind, id and nbgrader metadata, and a code cell's source."""
+    """What grading sees of a notebook: each cell's kind, id and nbgrader metadata, and a code cell's source (a
+    markdown cell's checksum, of its text, differs between languages; a code cell's must not)."""
+
+    def nbgrader(cell):
+        meta = dict(cell.metadata.get("nbgrader", {}))
+        if cell.cell_type == "markdown":
+            meta.pop("checksum", None)
+        return meta
+
     return [
-        (cell.cell_type, cell.id, cell.metadata.get("nbgrader"), cell.source if cell.cell_type == "code" else None)
+        (cell.cell_type, cell.id, nbgrader(cell), cell.source if cell.cell_type == "code" else None)
         for cell in notebook.cells
     ]
 
