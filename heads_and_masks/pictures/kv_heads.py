@@ -99,11 +99,14 @@ def _cache_per_token_lead(models: dict[str, ModelConfig], bytes_per_value: int) 
         )
     ]
     by_kind = {kind: [size[n] for n, c in models.items() if c.attention == kind] for kind in ATTENTION_COLOURS}
-    if by_kind["MHA"] and by_kind["MQA"]:
+    if all(by_kind.values()):
         sentences.append(
-            "The MHA models add at least {mha:,.0f} KiB per token and the MQA models at most {mqa:,.0f}, with the "
-            "GQA models in between: the fewer KV heads, the cheaper each token.".format(
-                mha=min(by_kind["MHA"]), mqa=max(by_kind["MQA"])
+            "The MHA models add at least {mha:,.0f} KiB per token, the GQA models {gqa_low:,.0f} to {gqa_high:,.0f} "
+            "and the MQA models at most {mqa:,.0f}: the fewer KV heads, the cheaper each token.".format(
+                mha=min(by_kind["MHA"]),
+                gqa_low=min(by_kind["GQA"]),
+                gqa_high=max(by_kind["GQA"]),
+                mqa=max(by_kind["MQA"]),
             )
         )
     return " ".join(sentences)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from gettext import ngettext
 
 import ipywidgets as widgets
 import numpy as np
@@ -199,14 +200,20 @@ class KVCacheCalculator(CourseWidget):
             config, memory, batch=self.value("batch"), bytes_per_value=BYTES_PER_VALUE[self.value("dtype")]
         )
         if self.readouts["fits"]:
-            fits = (
+            fits = ngettext(
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequence of {context} "
+                "tokens fit in one {gpu} ({memory} GiB).",
                 "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequences of {context} "
-                "tokens fit in one {gpu} ({memory} GiB)."
+                "tokens fit in one {gpu} ({memory} GiB).",
+                self.value("batch"),
             )
         else:
-            fits = (
+            fits = ngettext(
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequence of {context} "
+                "tokens do not fit in one {gpu} ({memory} GiB).",
                 "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequences of {context} "
-                "tokens do not fit in one {gpu} ({memory} GiB)."
+                "tokens do not fit in one {gpu} ({memory} GiB).",
+                self.value("batch"),
             )
         binds = {
             "weights": "The weights alone do not fit: no context does.",
