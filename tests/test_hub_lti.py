@@ -15,10 +15,12 @@ without it; elsewhere the test is skipped.
 
 from __future__ import annotations
 
+import grp
 import html
 import json
 import os
 import pwd
+import subprocess
 import sys
 import threading
 import time
@@ -34,7 +36,7 @@ from course import REPO
 from hub_class import HubClass, Person
 
 sys.path.insert(0, str(REPO / "hub"))  # the hub's own modules, as tools/hub.py and its configuration import them
-from lms_users import SettingsError, merge_lms_users, read_settings  # noqa: E402
+from lms_users import SettingsError, merge_lms_users, read_lms_users, read_settings, write_lms_users  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
@@ -267,3 +269,62 @@ def test_the_gradebook_holds_each_students_lms_user_id(hub_class):
     students = {line.split(" ")[0]: line for line in listing.stdout.splitlines() if " -- " in line}
     for student in hub_class.roster:
         assert students[student.name].endswith(f", {student.lms_user_id}"), listing.stdout
+
+
+def test_a_roster_cannot_hand_an_lms_user_the_instructors_or_a_system_account(hub_class, platform):
+    """Red team: the roster's ids are LMS logins, and an existing Unix account of that name was joined to the class
+    (usermod), its LMS id mapped to it. A row naming the instructor's account, or a system account (root, daemon,
+    postgres: a uid below the login range), let that LMS user into it: the instructor's server (course,
+    gradebook, solutions), or a server run as postgres (the shared gradebook's superuser, by peer login).
+    ``make hub-roster`` must refuse such a roster whole, and the hub must refuse a launch into such an account
+    even from a map an earlier roster wrote."""
+    system = f"hmy{hub_class.suffix}"  # a system account (useradd --system: a uid below UID_MIN), as postgres is
+    home = hub_class.folder / system
+    subprocess.run(["useradd", "--system", "--create-home", "--home-dir", str(home), system], check=True)
+    try:
+        hostile = {hub_class.instructor.name: f"lms-{uuid.uuid4().hex[:12]}", system: f"lms-{uuid.uuid4().hex[:12]}"}
+        roster = hub_class.folder / "hostile-roster.csv"
+        roster.write_text(
+            "id,first_name,last_name,email,lms_user_id\n"
+            + "".join(f"{name},Mallory,Hostile,,{lms_user_id}\n" for name, lms_user_id in hostile.items())
+        )
+        made = hub_class.make(
+            "hub-roster",
+            f"INSTRUCTOR={hub_class.instructor.name}",
+            f"STUDENTS={hub_class.group}",
+            f"ROSTER={roster}",
+            f"PASSWORDS={hub_class.folder / 'hostile-passwords.csv'}",
+            f"HUB_STATE={hub_class.folder / 'state'}",
+            capture_output=True,
+            text=True,
+        )
+        for lms_user_id in hostile.values():
+            browser, answer = launch(hub_class, platform, lms_user_id)
+            assert_refused(hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id")
+        assert made.returncode != 0, f"make hub-roster accepted the instructor's and a system account:\n{made.stdout}"
+        said = made.stdout + made.stderr
+        assert "the instructor's account" in said and "a system account" in said, said
+        assert hub_class.instructor.name not in grp.getgrnam(hub_class.group).gr_mem, "the instructor joined the class"
+        assert system not in grp.getgrnam(hub_class.group).gr_mem, "the system account joined the class"
+
+        # a map written before this check (an earlier roster), and the account in the students' group: still refused
+        state_map = hub_class.folder / "state" / "lms_users.csv"
+        before = state_map.read_bytes()
+        write_lms_users(state_map, {**read_lms_users(state_map), **{v: k for k, v in hostile.items()}})
+        for name in hostile:
+            subprocess.run(["usermod", "--append", "--groups", hub_class.group, name], check=True)
+        try:
+            for lms_user_id in hostile.values():
+                browser, answer = launch(hub_class, platform, lms_user_id)
+                assert_refused(
+                    hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id"
+                )
+        finally:
+            state_map.write_bytes(before)
+            for name in hostile:
+                subprocess.run(["gpasswd", "--delete", name, hub_class.group], capture_output=True)
+        assert hub_class.instructor.name not in hub_class.servers(), "an LMS user entered the instructor's server"
+    finally:
+        for name in (hub_class.instructor.name, system):
+            subprocess.run(["gpasswd", "--delete", name, hub_class.group], capture_output=True)
+        subprocess.run(["userdel", "--remove", system], capture_output=True)
