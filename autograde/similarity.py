@@ -871,8 +871,10 @@ def write(course, assignment: str) -> tuple[Report, dict[str, Path]]:
     paths = {kind: folder / f"{assignment}-similarity.{kind}" for kind in ("csv", "html", "png")}
     picture, alt = distribution_picture(report)
     paths["png"].write_bytes(picture)
-    paths["html"].write_text(render_html(report, picture, alt), encoding="utf-8")
-    with open(paths["csv"], "w", newline="", encoding="utf-8") as handle:
+    # a student's text may hold what UTF-8 cannot encode (a lone surrogate: \ud800 in the notebook JSON is
+    # valid JSON): written as an escape, never an error that leaves the class without a report
+    paths["html"].write_text(render_html(report, picture, alt), encoding="utf-8", errors="backslashreplace")
+    with open(paths["csv"], "w", newline="", encoding="utf-8", errors="backslashreplace") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_HEADER, quoting=csv.QUOTE_ALL)  # see export.spreadsheet_safe
         writer.writeheader()
         writer.writerows(csv_rows(report))
