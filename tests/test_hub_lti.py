@@ -15,7 +15,10 @@ without it; elsewhere the test is skipped.
 
 from __future__ import annotations
 
+import base64
 import grp
+import hashlib
+import hmac
 import html
 import json
 import os
@@ -32,6 +35,7 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from course import REPO
 from hub_class import HubClass, Person
 
@@ -78,8 +82,13 @@ class Platform:
             "jwks_url": f"{self.url}/jwks",
         }
 
-    def id_token(self, lms_user_id: str, nonce: str, target: str, key=None, audience=None, age=0) -> str:
-        """A resource-link launch of ``lms_user_id``, signed with the platform's key unless ``key`` is another."""
+    def id_token(
+        self, lms_user_id: str, nonce: str, target: str, key=None, audience=None, age=0, changes=None, forge=None
+    ) -> str:
+        """A resource-link launch of ``lms_user_id``, signed with the platform's key unless ``key`` is another.
+
+        ``changes``: claims replaced (None: left out). ``forge``: "none" (unsigned, ``alg: none``) or "hs256"
+        (HMAC-SHA256 keyed with the platform's public key in PEM, the classic confusion of algorithms)."""
         now = int(time.time()) - age
         claims = {
             "iss": self.issuer,
@@ -96,6 +105,17 @@ class Platform:
             LTI_CLAIM + "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
             LTI_CLAIM + "context": {"id": "course-1", "label": "HM101"},
         }
+        claims = {name: value for name, value in {**claims, **(changes or {})}.items() if value is not None}
+        if forge == "none":
+            return jwt.encode(claims, None, algorithm="none", headers={"kid": self.key_id})
+        if forge == "hs256":  # by hand: PyJWT itself refuses a PEM public key as an HMAC secret
+            public = self.key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+            parts = [
+                base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=")
+                for part in ({"alg": "HS256", "typ": "JWT", "kid": self.key_id}, claims)
+            ]
+            signature = hmac.new(public, b".".join(parts), hashlib.sha256).digest()
+            return b".".join([*parts, base64.urlsafe_b64encode(signature).rstrip(b"=")]).decode()
         return jwt.encode(claims, key or self.key, algorithm="RS256", headers={"kid": self.key_id})
 
     def close(self) -> None:
@@ -210,6 +230,75 @@ def test_an_expired_token_is_refused(hub_class, platform):
 def test_a_token_for_another_audience_is_refused(hub_class, platform):
     browser, answer = launch(hub_class, platform, hub_class.roster[1].lms_user_id, audience="another-tool")
     assert_refused(hub_class, browser, answer, 401, "Audience doesn't match")
+
+
+@pytest.mark.parametrize(
+    ("token", "status", "why"),
+    [
+        ({"forge": "none"}, 400, "The specified alg value is not allowed"),
+        ({"forge": "hs256"}, 400, "The specified alg value is not allowed"),
+        ({"changes": {"nonce": None}}, 400, "could not accept this launch"),
+        ({"changes": {"nonce": "0" * 64}}, 400, "OAuth nonce mismatch"),
+        ({"changes": {"iss": "https://another-lms.example.test"}}, 400, "Invalid issuer"),
+    ],
+    ids=["alg-none", "hs256-with-the-public-key", "no-nonce", "another-nonce", "another-issuer"],
+)
+def test_a_forged_or_unbound_token_is_refused(hub_class, platform, token, status, why):
+    """Red team, second round: tokens a student can make without the platform's key, or one not bound to this
+    browser's login initiation."""
+    browser, answer = launch(hub_class, platform, hub_class.roster[1].lms_user_id, **token)
+    assert_refused(hub_class, browser, answer, status, why)
+    assert hub_class.roster[1].name not in hub_class.servers()
+
+
+def test_a_token_replayed_from_another_browser_is_refused(hub_class, platform):
+    """Red team: a launch's id_token and state (what the form posts) replayed from another browser, within the
+    token's life: the state and nonce are in the first browser's cookies (signed by the hub), not in the form."""
+    student = hub_class.roster[1]
+    posted = {}
+    original = requests.Session.post
+
+    def recording(session, url, data=None, **kwargs):
+        if url.endswith("/oauth_callback"):
+            posted.update(data)
+        return original(session, url, data=data, **kwargs)
+
+    requests.Session.post = recording
+    try:
+        browser, answer = launch(hub_class, platform, student.lms_user_id)
+    finally:
+        requests.Session.post = original
+    assert answer.status_code == 302, answer.text  # the original launch is good
+    thief = requests.Session()
+    replayed = thief.post(f"{hub_class.url}/hub/lti13/oauth_callback", data=posted, allow_redirects=False, timeout=30)
+    assert_refused(hub_class, thief, replayed, 400, "OAuth state missing from cookies")
+
+
+@pytest.mark.parametrize(
+    "lms_user_id",
+    [lambda s: s.upper(), lambda s: f" {s}", lambda s: f"{s}\u200b", lambda s: "../" + s, lambda s: s * 400],
+    ids=["upper-case", "leading-space", "zero-width-space", "dot-dot", "very-long"],
+)
+def test_an_lms_user_id_near_a_students_is_not_theirs(hub_class, platform, lms_user_id):
+    """Red team: ids the roster does not hold exactly, however close to a student's: refused, no account made."""
+    accounts = {account.pw_name for account in pwd.getpwall()}
+    browser, answer = launch(hub_class, platform, lms_user_id(hub_class.roster[1].lms_user_id))
+    assert_refused(hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id")
+    assert {account.pw_name for account in pwd.getpwall()} == accounts, "a Unix account was made"
+
+
+def test_the_lms_instructor_role_gives_no_instructor_rights(hub_class, platform):
+    """Red team: a student's launch carrying the LMS's Instructor and Administrator roles (a student who teaches
+    another course, or a platform's bug) lands in the student's own server; the hub has no admin page for them."""
+    student = hub_class.roster[0]
+    roles = [
+        "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
+        "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+    ]
+    browser, answer = launch(hub_class, platform, student.lms_user_id, changes={LTI_CLAIM + "roles": roles})
+    open_lab(hub_class, browser, answer, student)
+    assert browser.get(f"{hub_class.url}/hub/admin", allow_redirects=False, timeout=30).status_code == 403
+    assert hub_class.instructor.name not in hub_class.servers()
 
 
 def test_an_lms_user_not_on_the_roster_is_refused_and_given_no_account(hub_class, platform):
