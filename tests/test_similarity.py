@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import tokenize
 
 import pytest
@@ -241,3 +242,22 @@ def test_a_ring_of_six_copies_is_flagged(tmp_path):
         pairs = {frozenset((r["student"], r["other_student"])) for r in csv.DictReader(handle) if r["score"]}
     flagged = [pair for pair in pairs if pair <= ring]
     assert len(flagged) == 15, f"{len(flagged)} of the ring's 15 pairs flagged"
+
+
+def test_line_separators_in_a_comment_leave_the_marks_on_the_matched_code(tmp_path):
+    """Red team: ``\\u2028`` (and ``\\x0c``, ``\\x1c``...) are line breaks to ``str.splitlines`` but not to Python.
+    Six of them in a copied answer's first comment moved every "match" mark of the page six lines down, onto
+    blank lines, and left the copied loop unmarked: the pair flagged, what to read shown wrongly."""
+    test_class = build_class("01_heads", None)
+    loops = [a for a in catalogs()["01_heads"] if a.name == "python_loops"][0].source("split_heads")
+    test_class.submissions["copier"] = {"split_heads": "# my own\u2028\u2028\u2028\u2028\u2028\u2028work\n" + loops}
+    course = write_class(tmp_path, test_class)
+
+    assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
+
+    page = (course.root / "autograde" / "reports" / "01_heads-similarity.html").read_text(encoding="utf-8")
+    side = page[page.index("aria-label='copier: code'") :].split("</table>")[0]
+    rows = re.findall(r"<td class='line'>(\d+)</td><td class='mark'>(\w*)</td><td>(.*?)</td></tr>", side)
+    marked = {code.strip() for _, mark, code in rows if mark == similarity.MATCH_MARKER}
+    assert "out[s, i, t] = x[s, t, i * d:(i + 1) * d]" in marked, rows
+    assert "" not in marked, f"a blank line is marked: {rows}"
