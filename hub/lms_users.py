@@ -51,6 +51,15 @@ def read_settings(path: Path) -> dict:
     not_text = [name for name, value in settings.items() if not isinstance(value, str)]
     if not_text:
         raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    # who a launch is: the platform's own id for the person, or a custom claim; never a claim the person may
+    # edit in their LMS profile (email, name, given_name...), which would let them take a classmate's
+    claim = settings.get("user_id_claim", "sub")
+    if claim != "sub" and not (claim.startswith("custom_") and len(claim) > len("custom_")):
+        raise SettingsError(
+            f"{path}: user_id_claim {claim!r} cannot name a person: use sub (the platform's id for them) or "
+            "custom_NAME (a custom parameter the platform substitutes); a claim such as email or name may be "
+            "changed by the person in their LMS profile."
+        )
     # the keys that decide who a launch is must not be replaceable on the way: HTTPS, or this machine itself
     in_clear = [name for name in ("authorize_url", "jwks_url") if not secure(settings[name])]
     if in_clear:

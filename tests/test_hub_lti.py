@@ -334,11 +334,18 @@ def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
     path = tmp_path / "lti.json"
     path.write_text(json.dumps(settings))
     assert read_settings(path) == settings
+    for claim in ("sub", "custom_canvas_user_id"):  # the platform's id, and a custom parameter it substitutes
+        path.write_text(json.dumps({**settings, "user_id_claim": claim}))
+        assert read_settings(path)["user_id_claim"] == claim
     for changed, complaint in [
         ({"jwks_url": ""}, "missing: jwks_url"),
         ({"jwks": "https://lms.example.test/jwks"}, "unknown LTI settings jwks;"),
         ({"client_id": 10000000000042}, "must be strings: client_id"),
         ({"jwks_url": "http://lms.example.test/jwks"}, "jwks_url must be https://"),
+        # red team: a claim the person edits in their LMS profile would let them name a classmate
+        ({"user_id_claim": "email"}, "user_id_claim 'email' cannot name a person"),
+        ({"user_id_claim": "name"}, "user_id_claim 'name' cannot name a person"),
+        ({"user_id_claim": "custom_"}, "user_id_claim 'custom_' cannot name a person"),
     ]:
         path.write_text(json.dumps({**settings, **changed}))
         with pytest.raises(SettingsError, match=complaint):
