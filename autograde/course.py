@@ -32,6 +32,28 @@ EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of
 GRADEBOOK_URL_VARIABLE = "HEADS_AND_MASKS_GRADEBOOK_URL"
 
 
+class PasswordInURL(ValueError):
+    """A gradebook URL that carries its password, which every user of the machine could read."""
+
+
+def without_password(url: str | None) -> str | None:
+    """``url`` as it is, or PasswordInURL when it holds a password: a command's line (``make grade DB=...``,
+    ``--db``) is readable by every user of the machine in /proc/PID/cmdline, students on a shared hub included,
+    for as long as the command runs. libpq reads the password from the grader's own ~/.pgpass instead."""
+    if url is None:
+        return None
+    from sqlalchemy.engine import make_url
+
+    if make_url(url).password is not None:
+        raise PasswordInURL(
+            "the gradebook's URL holds a password, which every user of this machine can read in the command's "
+            "line (/proc/PID/cmdline) while it runs. Give the URL without it (postgresql+psycopg://ROLE@HOST/DB) "
+            "and keep the password in your ~/.pgpass, mode 600 (docs/instructors.md, Several graders, one "
+            "gradebook); then change the role's password, since this one was on a command line."
+        )
+    return url
+
+
 def configured_gradebook_url(environ=os.environ) -> str | None:
     """The gradebook URL the instructor set (``make ... DB=``, or the variable), or None: the SQLite file."""
     return environ.get(GRADEBOOK_URL_VARIABLE) or None

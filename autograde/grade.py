@@ -218,14 +218,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args) -> int:
     from autograde import export, feedback, report, throughput
-    from autograde.course import REPO, Course, configured_gradebook_url, release, setup
+    from autograde.course import REPO, Course, PasswordInURL, configured_gradebook_url, release, setup, without_password
 
-    course = Course(
-        root=args.root or REPO,
-        exchange=args.exchange,
-        course_id=args.course_id,
-        database=args.db or configured_gradebook_url(),
-    )
+    try:
+        database = without_password(args.db or configured_gradebook_url())
+    except PasswordInURL as refused:  # said before anything connects
+        raise SystemExit(f"error: {refused}") from None
+    course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id, database=database)
     named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
     source = course.path("source")
     for assignment in named:  # a typo is said plainly, before any step starts
