@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from .exchange import ExchangeLocation, ExchangeProblem, close_inbound, configured_exchange, prepare
+from .kernel_language import tell_notebooks_their_kernel
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -319,15 +320,32 @@ def _comparable(path: Path) -> str:
 
 
 def release(course: Course, assignment: str) -> list[str]:
-    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch.
+    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch, each told
+    what its kernel will say of its language (``kernel_language.py``), as `make lab`'s copies are.
 
     The exchange's folders get the modes every student needs (``exchange.py``) before and after nbgrader's
     ``release_assignment``; what stops the release is an ExchangeProblem, said in one line."""
     warnings = prepare(course.exchange_location)
     warnings += setup(course, assignment)
-    answer = course.nbgrader(
-        "release_assignment", assignment, settings={"ExchangeReleaseAssignment.force": True}, check=False
-    )
+    released = course.path("release", assignment=assignment)
+    if not released.is_dir():
+        raise ExchangeProblem(f"there is no {released} to release: run `make notebooks` first")
+    # what students fetch opens unmodified: a copy told what the kernel of this environment, theirs, replies of
+    # its language (kernel_language.py) is released; the committed notebooks stay machine-neutral
+    handed_out = course.runtime_dir("work", "release")
+    shutil.rmtree(handed_out / assignment, ignore_errors=True)  # what a release killed half-way left
+    try:
+        shutil.copytree(released, handed_out / assignment)
+        tell_notebooks_their_kernel(handed_out / assignment)
+        answer = course.nbgrader(
+            "release_assignment",
+            assignment,
+            settings={"ExchangeReleaseAssignment.force": True},
+            check=False,
+            release=str(handed_out),
+        )
+    finally:
+        shutil.rmtree(handed_out, ignore_errors=True)
     if not answer["success"]:
         from .feedback import last_error_line
 

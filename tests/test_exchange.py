@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import unix_users
-from course import REPO, assert_one_submission_each, require_sandbox
+from course import REPO, assert_one_submission_each, kernel_reply_language_info, require_sandbox
 from submissions import submission
 from unix_users import home, nbgrader_as, run_as, student_python
 
@@ -192,6 +192,19 @@ def test_release_makes_an_exchange_every_student_can_use(exchange_class):
     assert stat.S_IMODE((course / "inbound").stat().st_mode) == 0o3733  # nbgrader's 2733, plus sticky
     for user in exchange_class["users"].values():  # every student fetched it (the fixture checked), as itself
         assert (home(user) / A / f"{A}.ipynb").stat().st_uid == home(user).stat().st_uid
+
+
+def test_what_students_fetch_says_what_their_kernel_will_reply(exchange_class):
+    """The release tells the copy students fetch what a real kernel of this environment replies of its language, so
+    that it opens unmodified (tests/browser/test_browser_hub.py looks at the tab); the committed notebook stays
+    machine-neutral. bob handed his fetched copy in untouched: graded 0 (test_each_student_is_the_account_...)."""
+    course, users = exchange_class["course"], exchange_class["users"]
+    replied = kernel_reply_language_info()
+    released = exchange_class["exchange"] / "heads-and-masks" / "outbound" / A / f"{A}.ipynb"
+    for copy in (released, home(users["bob"]) / A / f"{A}.ipynb"):
+        assert nbformat.read(copy, as_version=4).metadata.language_info == replied, copy
+    committed = nbformat.read(course.path("release", assignment=A) / f"{A}.ipynb", as_version=4)
+    assert committed.metadata.language_info == {"name": "python"}
 
 
 def test_students_cannot_see_each_others_hand_ins(exchange_class):
