@@ -357,6 +357,26 @@ def release(course: Course, assignment: str) -> list[str]:
     return warnings
 
 
+def set_due_date(course: Course, assignment: str, due) -> None:
+    """Record the assignment's due date in the gradebook (nbgrader's ``duedate``: a naive UTC time, or None for
+    no due date), where grading, the exports and the formgrader read it (late_policy.py)."""
+    with gradebook(course) as gb:
+        gb.update_or_create_assignment(assignment, duedate=due)
+
+
+def due_date(course: Course, assignment: str):
+    """The assignment's due date (naive UTC) from the gradebook, or None: no submission of it is late."""
+    from nbgrader.api import MissingEntry
+
+    if not course.has_gradebook():
+        return None
+    with gradebook(course) as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
 # ---------------------------------------------------------------------------------------------
 # Who and what is expected
 # ---------------------------------------------------------------------------------------------
