@@ -9,7 +9,8 @@ it in untouched, carol answers wrongly. Then mal, who has read nbgrader's code, 
 name, newer than her hand-in and with a submission secret of his choosing; a folder for a student who does
 not exist; and his own folder, named, stamped and dated in the year 2000, holding alice's notebook
 hard-linked from where she left it writable by everyone. And eve, who has an account on the machine but is
-not on the course's roster, hands it in too. The instructor runs ``python -m autograde.grade all
+not on the course's roster, hands it in too. The assignment was due an hour before its release (``--due``):
+alice, to look on time, hands it in again in a folder of her own, named, stamped and dated in the year 2000. The instructor runs ``python -m autograde.grade all
 --exchange-collect --release-feedback``, killed as soon as a submission is graded and run again to the end;
 each student fetches feedback as itself.
 """
@@ -75,6 +76,26 @@ for path in (os.path.join(own, "timestamp.txt"), own):  # (the hard-linked file'
 """
 
 
+# alice's second hand-in: her own answer and submission secret (nbgrader keeps it in her cache), in a folder of
+# hers named, stamped and dated as if handed in in the year 2000
+BACKDATE = """
+import os, pwd, shutil, sys
+inbound, assignment, answer = sys.argv[1:]
+me = pwd.getpwuid(os.getuid()).pw_name
+home = os.path.expanduser("~")
+cached = [os.path.join(d, "submission_secret.txt") for d, _, names in os.walk(home)
+          if "nbgrader_cache" in d and "submission_secret.txt" in names]
+own = os.path.join(inbound, f"{me}+{assignment}+2000-01-01 00:00:00.000000 UTC+backdated")
+os.mkdir(own)
+os.chmod(own, 0o777)
+shutil.copy(answer, os.path.join(own, f"{assignment}.ipynb"))
+shutil.copy(cached[0], os.path.join(own, "submission_secret.txt"))
+open(os.path.join(own, "timestamp.txt"), "w").write("2000-01-01 00:00:00.000000 UTC")
+for name in (f"{assignment}.ipynb", "submission_secret.txt", "timestamp.txt", ""):
+    os.utime(os.path.join(own, name), (946684800, 946684800))
+"""
+
+
 def _instructor_command(course: Course, *arguments: str) -> list[str]:
     """``python -m autograde.grade`` as the instructor runs it (no --exchange: nbgrader's configuration says)."""
     return [sys.executable, "-m", "autograde.grade", "--root", str(course.root), *arguments]
@@ -127,7 +148,8 @@ def exchange_class(tmp_path_factory):
             (course.root / "autograde").mkdir(exist_ok=True)
             roster = "".join(f"{account},{student}\n" for student, account in users.items() if student != "eve")
             (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
-            released = _instructor(course, env, "release", A)
+            due = dt.datetime.fromtimestamp(started - 3600, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            released = _instructor(course, env, "release", A, "--due", due)
             assert released.returncode == 0, released.stderr[-3000:]
             for user in users.values():
                 nbgrader_as(user, "fetch_assignment", A, COURSE, env=env)
@@ -148,6 +170,8 @@ def exchange_class(tmp_path_factory):
             inbound = exchange / "heads-and-masks" / "inbound"
             forge = [str(inbound), users["alice"], users["mal"], A, str(careless), CHOSEN_SECRET]
             run_as(users["mal"], [student_python(users["mal"]), "-c", FORGE, *forge])
+            answer = str(shared / "alice.ipynb")
+            run_as(users["alice"], [student_python(users["alice"]), "-c", BACKDATE, str(inbound), A, answer])
 
             before, graded = _grade_killed_then_resumed(course, env)
             assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
@@ -252,9 +276,24 @@ def test_submission_time_is_not_the_students_choice(exchange_class):
         for student in ANSWERS:
             stamp = book.find_submission(A, student).timestamp.replace(tzinfo=dt.timezone.utc).timestamp()
             assert earliest <= stamp <= latest, (student, stamp)
-    backdated = collected_timestamp(course.path("submitted", "mal", A))  # named, written and dated in 2000
-    moment = dt.datetime.strptime(backdated, "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=dt.timezone.utc).timestamp()
-    assert earliest <= moment <= latest, backdated
+    for forger in ("mal", "alice"):  # each a folder of their own, named, written and dated in 2000
+        backdated = collected_timestamp(course.path("submitted", forger, A))
+        moment = dt.datetime.strptime(backdated, "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=dt.timezone.utc)
+        assert earliest <= moment.timestamp() <= latest, (forger, backdated)
+
+
+def test_a_backdated_hand_in_is_late_all_the_same(exchange_class):
+    """Due an hour before the release: alice's hand-in, backdated to 2000 by its name, its timestamp.txt and its
+    times, came when the exchange saw it, over an hour late, and loses 10% of the 6 points; so in the CSV."""
+    from autograde.export import export_grades
+
+    course, results = exchange_class["course"], exchange_class["results"]
+    assert "is due" in exchange_class["released"].stdout, exchange_class["released"].stdout
+    alice = results["alice"]
+    assert 3600 < alice.seconds_late < 3600 + time.time() - exchange_class["started"], alice.line()
+    assert (alice.late_penalty, alice.total) == (0.6, 4), alice.line()
+    row = next(r for r in export_grades(course, course.root / "grades.csv") if r["student"] == "alice")
+    assert (row["late_penalty"], row["total"]) == ("0.6", "3.4"), row
 
 
 def test_feedback_reaches_the_folders_owner_alone(exchange_class):
@@ -266,6 +305,8 @@ def test_feedback_reaches_the_folders_owner_alone(exchange_class):
         assert len(pages[student]) == 1, (student, pages[student], fetched[student].stderr[-2000:])
         assert pages[student][0].stat().st_uid == home(users[student]).stat().st_uid
         assert not leaked_lines(pages[student][0].read_text(encoding="utf-8"), hidden)
+    late = "the late policy took 0.6 points off."  # alice's page says what her lateness cost
+    assert late in " ".join(pages["alice"][0].read_text(encoding="utf-8").split()), pages["alice"][0]
     # the secret the forger chose for the folder in alice's name releases nothing (before: alice's feedback)
     name = hashlib.md5((CHOSEN_SECRET + A).encode()).hexdigest() + ".html"
     check = "import os, sys\nprint(os.path.exists(sys.argv[1]))"
@@ -283,7 +324,7 @@ def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class)
     assert_one_submission_each(course, A, list(ANSWERS))
     rows = export_grades(course, course.root / "grades.csv")
     assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
-        ("alice", "graded", "4", "4"),
+        ("alice", "graded", "4", "3.4"),  # an hour late: 0.6 of its 6 points off
         ("bob", "graded", "0", "0"),
         ("carol", "graded", "0", "0"),
         (exchange_class["users"]["eve"], "missing", "0", "0"),  # (its account name starts with hm)
