@@ -114,7 +114,5 @@ def late_sentence(lateness: Lateness) -> str:
         ).format(points=f"{lateness.penalty:g}")
     else:
         taken = "the late policy took no points off."
-    return (
-        f"This submission came {how_late(lateness.seconds)} after the due date ({shown_time(lateness.due)}): "
-        + taken
-    )
+    when = f"{how_late(lateness.seconds)} after the due date ({shown_time(lateness.due)})"
+    return f"This submission came {when}: {taken}"
