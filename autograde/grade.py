@@ -253,7 +253,7 @@ def run_command(args) -> int:
         for warning in release(course, args.assignment):
             print("warning:", warning)
         print(f"released {args.assignment} to the exchange {course.exchange_location.describe()}")
-        print(deadline_lines(course, args.assignment, due))
+        print(set_and_say_due_date(course, args.assignment, due))
     elif args.command == "collect":
         collect_submissions(course, args)
     elif args.command == "autograde":
@@ -267,7 +267,7 @@ def run_command(args) -> int:
         from autograde import class_report
 
         print(report.report(course, args.assignment), end="")
-        print(deadline_lines(course, args.assignment, KEEP))
+        print(set_and_say_due_date(course, args.assignment, KEEP))
         page, table = class_report.write(course, args.assignment)
         print(f"class report: {page} (open it in a browser), the same numbers in {table}")
     elif args.command == "similarity":
@@ -312,7 +312,7 @@ def read_due(text: str | None):
         raise SystemExit(f"error: {problem}") from None
 
 
-def deadline_lines(course, assignment: str, due) -> str:
+def set_and_say_due_date(course, assignment: str, due) -> str:
     """Record ``due`` (unless KEEP) and say the assignment's due date and the course's late policy."""
     from autograde.course import due_date, set_due_date
     from autograde.late_policy import describe_policy

@@ -312,12 +312,12 @@ LATE = {"doejane": (0.0, 0.0), "roesmith": (0.0, 0.0), "hourlate": (3600.0, 0.6)
 @pytest.fixture(scope="module")
 def lms_class(tmp_path_factory):
     """The download collected and graded as `make release DUE=...` and `make grade SOURCE=download.zip` do."""
-    from autograde.grade import deadline_lines, read_due
+    from autograde.grade import read_due, set_and_say_due_date
 
     root = tmp_path_factory.mktemp("lms-class")
     course = make_course_copy(root / "course")
     setup(course, A)
-    announced = deadline_lines(course, A, read_due(DUE))  # what the release records and says
+    announced = set_and_say_due_date(course, A, read_due(DUE))  # what the release records and says
     download = root / "submissions.zip"
     with zipfile.ZipFile(download, "w") as archive:
         for name, moment, solved in HANDED_IN.values():
