@@ -355,6 +355,25 @@ def test_late_submissions_lose_what_the_policy_says(lms_class):
     assert results["hourlate"].total == results["weeklate"].total == 4  # the points earned, before the penalty
 
 
+def test_a_run_against_the_same_due_date_grades_nothing_again(lms_class):
+    """Grading again changes nothing while the due date and the policy stay; a new due date is a change (the
+    run would grade the class again: the penalty is nbgrader's, given as it grades)."""
+    from autograde.course import due_date, set_due_date
+    from autograde.lateness import parse_due
+    from autograde.pool import graded_against
+
+    course, _, results, _ = lms_class
+    again = grade(course, A, workers=2, progress=False)
+    assert {s: r.graded_at for s, r in again.items()} == {s: r.graded_at for s, r in results.items()}
+    assert all(r.deadline == graded_against(course, A) != "" for r in again.values())
+    try:
+        set_due_date(course, A, parse_due("2026-12-01 17:00 Europe/Berlin"))
+        assert graded_against(course, A) != results["doejane"].deadline
+    finally:
+        set_due_date(course, A, parse_due(DUE))
+    assert due_date(course, A) == parse_due(DUE)
+
+
 def test_lateness_in_the_grades_csv(lms_class):
     course = lms_class[0]
     rows = {row["student"]: row for row in export_grades(course, course.root / "grades.csv")}
