@@ -10,7 +10,8 @@ name, newer than her hand-in and with a submission secret of his choosing; a fol
 not exist; and his own folder, named, stamped and dated in the year 2000, holding alice's notebook
 hard-linked from where she left it writable by everyone. And eve, who has an account on the machine but is
 not on the course's roster, hands it in too. The assignment was due an hour before its release (``--due``):
-alice, to look on time, hands it in again in a folder of her own, named, stamped and dated in the year 2000. The instructor runs ``python -m autograde.grade all
+alice, to look on time, hands it in again in a folder of her own, named, stamped and dated in the year 2000,
+and removes her first hand-in (its name, which inbound does not let her list, given to her here). The instructor runs ``python -m autograde.grade all
 --exchange-collect --release-feedback``, killed as soon as a submission is graded and run again to the end;
 each student fetches feedback as itself.
 """
@@ -77,10 +78,11 @@ for path in (os.path.join(own, "timestamp.txt"), own):  # (the hard-linked file'
 
 
 # alice's second hand-in: her own answer and submission secret (nbgrader keeps it in her cache), in a folder of
-# hers named, stamped and dated as if handed in in the year 2000
+# hers named, stamped and dated as if handed in in the year 2000; then her first hand-in is removed, so that only
+# a time read from what she wrote could make her look on time
 BACKDATE = """
 import os, pwd, shutil, sys
-inbound, assignment, answer = sys.argv[1:]
+inbound, assignment, answer, first = sys.argv[1:]
 me = pwd.getpwuid(os.getuid()).pw_name
 home = os.path.expanduser("~")
 cached = [os.path.join(d, "submission_secret.txt") for d, _, names in os.walk(home)
@@ -93,6 +95,7 @@ shutil.copy(cached[0], os.path.join(own, "submission_secret.txt"))
 open(os.path.join(own, "timestamp.txt"), "w").write("2000-01-01 00:00:00.000000 UTC")
 for name in (f"{assignment}.ipynb", "submission_secret.txt", "timestamp.txt", ""):
     os.utime(os.path.join(own, name), (946684800, 946684800))
+shutil.rmtree(os.path.join(inbound, first))
 """
 
 
@@ -171,7 +174,14 @@ def exchange_class(tmp_path_factory):
             forge = [str(inbound), users["alice"], users["mal"], A, str(careless), CHOSEN_SECRET]
             run_as(users["mal"], [student_python(users["mal"]), "-c", FORGE, *forge])
             answer = str(shared / "alice.ipynb")
-            run_as(users["alice"], [student_python(users["alice"]), "-c", BACKDATE, str(inbound), A, answer])
+            hers = home(users["alice"]).stat().st_uid
+
+            def alices_hand_ins() -> list[str]:
+                return [p.name for p in inbound.iterdir() if p.lstat().st_uid == hers]
+
+            backdate = [str(inbound), A, answer, *alices_hand_ins()]  # (her first, nbgrader's)
+            run_as(users["alice"], [student_python(users["alice"]), "-c", BACKDATE, *backdate])
+            assert alices_hand_ins() == [f"{users['alice']}+{A}+2000-01-01 00:00:00.000000 UTC+backdated"]
 
             before, graded = _grade_killed_then_resumed(course, env)
             assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
