@@ -90,8 +90,9 @@ GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-colle
 
 .PHONY: release grade feedback export report similarity
 
+# DUE="2026-12-10 17:00 Europe/Berlin": the assignment's due date (DUE=none: none); without DUE it stays as it was.
 release: $(STAMP)
-	$(GRADE) release $(ASSIGNMENT)
+	$(GRADE) release $(ASSIGNMENT) $(if $(DUE),--due "$(DUE)")
 
 grade: $(STAMP)
 	$(GRADE) all $(ASSIGNMENT) $(GRADE_SOURCE) $(GRADE_ARGS)

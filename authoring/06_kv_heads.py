@@ -361,8 +361,8 @@ print(f"OPT-13B cache per token: ours {opt.kv_bytes_per_token():,} bytes, publis
       f"{hm.kv_cache_bytes(opt.layers, opt.kv_heads, opt.head_dim, opt.context) / GiB:.2f} GiB")
 
 # %% [markdown]
-# Cache per token, across the models. MHA models (red) pay for every query head; GQA (blue) divides by
-# the group size; MQA (green) keeps a single KV head per layer:
+# Cache per token, across the models. MHA models (red-orange) pay for every query head; GQA (blue) divides
+# by the group size; MQA (green) keeps a single KV head per layer (each bar names its kind on the right):
 
 # %%
 picture(cache_per_token_figure(models))
@@ -495,7 +495,7 @@ print(f"32K tokens: full cache {full / GiB:.2f} GiB, rolling buffer {rolling / G
 # of weights and cache (fp32 = 4 bytes, bf16 = 2, fp8 = 1) and a GPU. Left: the weights (gray) and the
 # cache (orange) against the GPU's memory (black line); the cache gets a red edge when they overflow.
 # Right: the cache of this model against the context (thick line, the black dot is your choice) and
-# of its MHA / GQA / MQA variants; the dashed line is the memory left after the weights.
+# of its MHA / GQA / MQA variants; the black dashed line is the memory left after the weights.
 #
 # Readouts, all sizes in binary units: *KV cache per token* (one more token of one sequence, KiB);
 # *KV cache* (the whole batch at this context, GiB); *weights* (parameters × bytes per value, GiB);

@@ -1,6 +1,7 @@
 """The instructor's grading pipeline of Heads & Masks, on nbgrader, one module per step:
 
     0. the course: its folders, the one way nbgrader is called ..........  course.py
+         the released copies, told what their kernel will say ...........  kernel_language.py
     1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
          nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)

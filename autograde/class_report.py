@@ -10,6 +10,8 @@ PNG images inside the page; every name and message is escaped) and the same numb
   (``heads_and_masks/checks/misconceptions.py``), with the students concerned, most common first;
   failures no check names are grouped as ``unrecognised`` (what the checks do not recognise yet);
 * written answers (manually graded cells): graded, or pending until someone grades them in the formgrader;
+* the due date and the late policy, and every submission that came after the due date: how late, and the
+  points the policy took (late_policy.py);
 * the statuses (timed out, kernel died, needs review, invalid, missing, unsandboxed) with the reason per student;
 * across the graded assignments: the misconception families a student shows in more than one.
 
@@ -32,10 +34,11 @@ import nbformat
 
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 
-from .course import Course, gradebook, roster
+from .course import Course, due_date, gradebook, roster
 from .export import exercises, spreadsheet_safe
+from .lateness import Lateness, how_late, shown_time
 from .report import sandbox_state
-from .results import Status, read_results, read_verdicts
+from .results import Status, lateness_from_gradebook, read_results, read_verdicts
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
 # failures that are not about the answer's meaning: the judge stopped the code (status section says why)
@@ -69,6 +72,9 @@ class Assignment:
     statuses: dict[str, tuple[str, list[str]]]  # student -> (status, notes) for every student not simply graded
     sandboxed: bool = True
     why_unsandboxed: str = ""
+    due: object = None  # the due date (naive UTC), or None: nothing is late
+    policy: str = ""  # the course's late policy, in words
+    late: dict[str, Lateness] = dataclasses.field(default_factory=dict)  # student -> a submission after the due date
 
     def marks_of(self, exercise: str) -> list[Mark]:
         return [m for m in self.marks if m.exercise == exercise]
@@ -138,7 +144,7 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
     students = roster(course, assignment)
     grouped = exercises(course, assignment)
     sandboxed, why = sandbox_state()
-    marks, statuses = [], {}
+    marks, statuses, late = [], {}, {}
     for student in students:
         result = results.get(student)
         if result is None:
@@ -161,7 +167,16 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
         grades = _grades(course, assignment, student)
         for exercise, cells in grouped.items():
             marks.append(mark(student, exercise, cells, verdicts, grades))
-    return Assignment(assignment, students, list(grouped), marks, statuses, sandboxed, why)
+        lateness = lateness_from_gradebook(course, assignment, student)
+        if lateness.late:
+            late[student] = lateness
+    due = due_date(course, assignment)
+    policy = ""
+    if due is not None:
+        from .late_policy import describe_policy  # (nbgrader's plug-in: imported only where there is a due date)
+
+        policy = describe_policy(course.config())
+    return Assignment(assignment, students, list(grouped), marks, statuses, sandboxed, why, due, policy, late)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,6 +273,15 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
         )
     if not assignment.sandboxed:
         add("", "status", "unsandboxed", assignment.students, assignment.why_unsandboxed)
+    for student, lateness in sorted(assignment.late.items(), key=lambda item: -item[1].seconds):
+        add(
+            "",
+            "hours late",
+            f"{lateness.hours:.2f}",
+            [student],
+            f"{how_late(lateness.seconds)} after the due date ({shown_time(assignment.due)}): "
+            f"{lateness.penalty:g} points off",
+        )
     for student, fam, found in persistence(others):
         rows.append(
             {
@@ -363,6 +387,36 @@ def class_size(n_students: int, graded: int) -> str:
     )
 
 
+def late_count(n_late: int) -> str:
+    """The class report's count of late submissions."""
+    if n_late == 0:
+        return "Every submission came before the due date, or within the grace the policy allows."
+    return ngettext(
+        "{n} submission came after the due date:", "{n} submissions came after the due date:", n_late
+    ).format(n=n_late)
+
+
+def deadline_section(assignment: Assignment) -> list[str]:
+    """The due date, the late policy in words, and each late submission: how late, and the points it lost."""
+    parts = ["<h2 id='deadline'>Due date and late submissions</h2>"]
+    if assignment.due is None:
+        return parts + ["<p>This assignment has no due date, so no submission counts as late.</p>"]
+    parts.append(f"<p>Due {_e(shown_time(assignment.due))}. The late policy: {_e(assignment.policy)}</p>")
+    parts.append(f"<p>{_e(late_count(len(assignment.late)))}</p>")
+    if assignment.late:
+        parts.append(
+            "<table><caption>Late submissions, latest first</caption><tr><th scope='col'>student</th>"
+            "<th scope='col'>how late</th><th scope='col'>points taken off</th></tr>"
+        )
+        for student, lateness in sorted(assignment.late.items(), key=lambda item: -item[1].seconds):
+            parts.append(
+                f"<tr><td>{_e(student)}</td><td>{_e(how_late(lateness.seconds))}</td>"
+                f"<td class='n'>{lateness.penalty:g}</td></tr>"
+            )
+        parts.append("</table>")
+    return parts
+
+
 def _students(names: list[str], limit: int = 30) -> str:
     shown = ", ".join(_e(n) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
@@ -436,6 +490,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
         not_answered = [m.student for m in marks if m.outcome == NOT_ANSWERED]
         if not_answered:
             parts.append(f"<p class='muted'>Not answered (the stub is still there): {_students(not_answered)}</p>")
+    parts += deadline_section(assignment)
     parts.append("<h2>Statuses</h2>")
     if assignment.statuses:
         parts.append("<table><tr><th>student</th><th>status</th><th>why</th></tr>")

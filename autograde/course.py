@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from .exchange import ExchangeLocation, ExchangeProblem, close_inbound, configured_exchange, prepare
+from .kernel_language import tell_notebooks_their_kernel
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -30,6 +31,28 @@ EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of
 # database server (docs/instructors.md). Read by autograde/grade.py (every make target) and by
 # autograde/nbgrader_config.py (nbgrader's own commands, the formgrader).
 GRADEBOOK_URL_VARIABLE = "HEADS_AND_MASKS_GRADEBOOK_URL"
+
+
+class PasswordInURL(ValueError):
+    """A gradebook URL that carries its password, which every user of the machine could read."""
+
+
+def without_password(url: str | None) -> str | None:
+    """``url`` as it is, or PasswordInURL when it holds a password: a command's line (``make grade DB=...``,
+    ``--db``) is readable by every user of the machine in /proc/PID/cmdline, students on a shared hub included,
+    for as long as the command runs. libpq reads the password from the grader's own ~/.pgpass instead."""
+    if url is None:
+        return None
+    from sqlalchemy.engine import make_url
+
+    if make_url(url).password is not None:
+        raise PasswordInURL(
+            "the gradebook's URL holds a password, which every user of this machine can read in the command's "
+            "line (/proc/PID/cmdline) while it runs. Give the URL without it (postgresql+psycopg://ROLE@HOST/DB) "
+            "and keep the password in your ~/.pgpass, mode 600 (docs/instructors.md, Several graders, one "
+            "gradebook); then change the role's password, since this one was on a command line."
+        )
+    return url
 
 
 def configured_gradebook_url(environ=os.environ) -> str | None:
@@ -297,15 +320,32 @@ def _comparable(path: Path) -> str:
 
 
 def release(course: Course, assignment: str) -> list[str]:
-    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch.
+    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch, each told
+    what its kernel will say of its language (``kernel_language.py``), as `make lab`'s copies are.
 
     The exchange's folders get the modes every student needs (``exchange.py``) before and after nbgrader's
     ``release_assignment``; what stops the release is an ExchangeProblem, said in one line."""
     warnings = prepare(course.exchange_location)
     warnings += setup(course, assignment)
-    answer = course.nbgrader(
-        "release_assignment", assignment, settings={"ExchangeReleaseAssignment.force": True}, check=False
-    )
+    released = course.path("release", assignment=assignment)
+    if not released.is_dir():
+        raise ExchangeProblem(f"there is no {released} to release: run `make notebooks` first")
+    # what students fetch opens unmodified: a copy told what the kernel of this environment, theirs, replies of
+    # its language (kernel_language.py) is released; the committed notebooks stay machine-neutral
+    handed_out = course.runtime_dir("work", "release")
+    shutil.rmtree(handed_out / assignment, ignore_errors=True)  # what a release killed half-way left
+    try:
+        shutil.copytree(released, handed_out / assignment)
+        tell_notebooks_their_kernel(handed_out / assignment)
+        answer = course.nbgrader(
+            "release_assignment",
+            assignment,
+            settings={"ExchangeReleaseAssignment.force": True},
+            check=False,
+            release=str(handed_out),
+        )
+    finally:
+        shutil.rmtree(handed_out, ignore_errors=True)
     if not answer["success"]:
         from .feedback import last_error_line
 
@@ -315,6 +355,26 @@ def release(course: Course, assignment: str) -> list[str]:
         )
     close_inbound(course.exchange_root / course.course_id)
     return warnings
+
+
+def set_due_date(course: Course, assignment: str, due) -> None:
+    """Record the assignment's due date in the gradebook (nbgrader's ``duedate``: a naive UTC time, or None for
+    no due date), where grading, the exports and the formgrader read it (late_policy.py)."""
+    with gradebook(course) as gb:
+        gb.update_or_create_assignment(assignment, duedate=due)
+
+
+def due_date(course: Course, assignment: str):
+    """The assignment's due date (naive UTC) from the gradebook, or None: no submission of it is late."""
+    from nbgrader.api import MissingEntry
+
+    if not course.has_gradebook():
+        return None
+    with gradebook(course) as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,14 +1,16 @@
 """Step 6, export: the grades, for a spreadsheet or for the gradebook of the LMS.
 
 * ``export_grades`` writes the course's CSV: one row per student and assignment, one column per graded
-  exercise, the status and the notes (``make export``);
+  exercise, when it was handed in and how late, the late penalty, the total after it, the status and the notes
+  (``make export``);
 * ``export_for_lms`` writes the file that Canvas's or Moodle's gradebook import reads: one row per student,
   one column per assignment, or per exercise (``make export FORMAT=canvas``, ``FORMAT=moodle``; the layouts,
   with the documents they follow, are in docs/instructors.md, section 5).
 
-Both read the same grades (``read_grades``): the scores from the course's gradebook (an instructor's manual
-grades included), the status and the notes from each student's result. Every text cell is written so that a
-spreadsheet shows it as text (``spreadsheet_safe``); a score is a plain number.
+Both read the same grades (``read_grades``): the scores and the late penalties from the course's gradebook (an
+instructor's manual grades included), the status and the notes from each student's result. A late submission's
+grade is its points less the penalty the course's late policy gave it (late_policy.py), in every file. Every
+text cell is written so that a spreadsheet shows it as text (``spreadsheet_safe``); a score is a plain number.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ import dataclasses
 from pathlib import Path
 
 from .collect import printable
-from .course import Course, gradebook, in_gradebook, roster
+from .course import Course, due_date, gradebook, in_gradebook, roster
+from .lateness import Lateness, late_sentence, shown_time
 from .results import (
     Result,
     Status,
     grade_cells,
+    lateness_from_gradebook,
     pending_from_gradebook,
     read_results,
     scores_from_gradebook,
@@ -75,11 +79,25 @@ class Grades:
     result: Result | None  # None: no grading run recorded the student (nothing handed in, or not graded yet)
     points: dict[str, float | None]  # exercise -> points given; None while a written answer in it waits
     maxima: dict[str, float]  # exercise -> its points
-    total: float  # the points given so far (a written answer that waits counts 0)
+    total: float  # the points given so far (a written answer that waits counts 0), before any late penalty
+    lateness: Lateness = dataclasses.field(default_factory=Lateness)  # when it came, and the penalty for it
 
     @property
     def max_total(self) -> float:
         return sum(self.maxima.values())
+
+    @property
+    def grade(self) -> float:
+        """The points given so far less the late penalty (nbgrader's score: never below 0)."""
+        return max(0.0, self.total - self.lateness.penalty)
+
+    def exercise_grade(self, exercise: str) -> float | None:
+        """An exercise's points with its share of the late penalty (in proportion to its points, so that the
+        exercises add up to ``grade``); None while a written answer in it waits."""
+        given = self.points[exercise]
+        if given is None or self.total <= 0:
+            return given
+        return given * self.grade / self.total
 
     @property
     def complete(self) -> bool:
@@ -109,7 +127,8 @@ def read_grades(course: Course, assignment: str) -> list[Grades]:
             for exercise, cells in grouped.items()
         }
         total = sum(scores.get(c, 0.0) for c in cell_maxima)
-        everyone.append(Grades(student, assignment, status, result, points, maxima, total))
+        lateness = lateness_from_gradebook(course, assignment, student) if result else Lateness()
+        everyone.append(Grades(student, assignment, status, result, points, maxima, total, lateness))
     return everyone
 
 
@@ -119,13 +138,17 @@ def read_grades(course: Course, assignment: str) -> list[Grades]:
 
 
 def export_grades(course: Course, path: Path, assignments: list[str] | None = None) -> list[dict]:
-    """Write the grades CSV: student, assignment, status, one column per exercise, total, max, notes.
+    """Write the grades CSV: student, assignment, status, one column per exercise, when it was handed in,
+    the due date, how late, the late penalty, total, max, notes.
 
-    A written answer shows "pending" until a person grades it in the formgrader; ``total`` is the points
-    given so far and ``max_total`` all the points of the assignment, written answers included.
+    A written answer shows "pending" until a person grades it in the formgrader; ``submitted`` and ``due`` are
+    UTC times (``due`` empty: no due date), ``hours_late`` 0 for a submission on time, ``late_penalty`` the points
+    the late policy took; ``total`` is the points given so far less that penalty and ``max_total`` all the
+    points of the assignment, written answers included.
     """
     rows, columns = [], []
     for assignment in assignments or graded_assignments(course):
+        due = shown_time(due_date(course, assignment))
         for grades in read_grades(course, assignment):
             columns += [e for e in grades.points if e not in columns]
             result = grades.result
@@ -137,11 +160,18 @@ def export_grades(course: Course, path: Path, assignments: list[str] | None = No
             }
             for exercise, given in grades.points.items():
                 row[exercise] = "pending" if given is None else f"{given:g}"
-            row["total"] = f"{grades.total:g}"
+            late = grades.lateness
+            row["submitted"] = shown_time(late.submitted)
+            row["due"] = shown_time(late.due) or due  # (nbgrader's due date of the student: with an extension)
+            row["hours_late"] = f"{late.hours:.2f}" if late.late else "0"
+            row["late_penalty"] = f"{late.penalty:g}"
+            row["total"] = f"{grades.grade:g}"
             row["max_total"] = f"{grades.max_total:g}"
             row["notes"] = "; ".join(result.notes) if result else ""
             rows.append(row)
-    header = ["student", "student_as_submitted", "assignment", "status", *columns, "total", "max_total", "notes"]
+    lateness = ["submitted", "due", "hours_late", "late_penalty"]
+    header = ["student", "student_as_submitted", "assignment", "status", *columns, *lateness, "total", "max_total"]
+    header.append("notes")
     rows = [{k: spreadsheet_safe(v) for k, v in row.items()} for row in rows]
     _write(path, header, rows)
     return rows
@@ -203,14 +233,20 @@ class Points(float):
 
 
 def lms_cell(grades: Grades | None, exercise: str | None = None) -> Points | str:
-    """A grade as the LMS should import it: its points; empty where the gradebook has no grade yet (a
-    written answer nobody graded, a student no grading run recorded), so the LMS keeps what it has."""
+    """A grade as the LMS should import it: its points less the late penalty (spread over the exercises in
+    proportion to their points); empty where the gradebook has no grade yet (a written answer nobody graded, a
+    student no grading run recorded), so the LMS keeps what it has."""
     if grades is None or grades.result is None:
         return ""
     if exercise is None:
-        return Points(grades.total) if grades.complete else ""
-    given = grades.points[exercise]
+        return Points(grades.grade) if grades.complete else ""
+    given = grades.exercise_grade(exercise)
     return "" if given is None else Points(given)
+
+
+def late_column(assignment: str) -> str:
+    """Moodle's column of late notes for an assignment, which its import maps to the grade item's feedback."""
+    return f"{assignment}: late"
 
 
 def lms_column(assignment: str, exercise: str | None = None) -> str:
@@ -240,6 +276,9 @@ def export_for_lms(
             else:
                 maxima[(assignment, None)] = found.max_total
     columns = list(maxima)
+    # Moodle's import maps any column to a grade item's feedback: each assignment with a due date gets one
+    # column of sentences on lateness. Canvas's would create an assignment of it: its file has the grades alone.
+    noted = [a for a in dict.fromkeys(a for a, _ in columns) if lms == "moodle" and due_date(course, a)]
     known = people(course)
     rows = []
     if lms == "canvas":
@@ -247,7 +286,7 @@ def export_for_lms(
         points = {lms_column(*c): Points(maxima[c]) for c in columns}
         rows.append(dict.fromkeys(CANVAS_STUDENT_COLUMNS, "") | {"Student": CANVAS_POINTS_ROW} | points)
     else:
-        header = MOODLE_STUDENT_COLUMNS + [lms_column(*c) for c in columns]
+        header = MOODLE_STUDENT_COLUMNS + [lms_column(*c) for c in columns] + [late_column(a) for a in noted]
     for student in sorted(grades):
         person = known.get(student, Person(student))
         if lms == "canvas":  # Canvas's own user id where the roster has it; the course's id as the login
@@ -267,6 +306,9 @@ def export_for_lms(
             }
         for assignment, exercise in columns:
             row[lms_column(assignment, exercise)] = lms_cell(grades[student].get(assignment), exercise)
+        for assignment in noted:
+            found = grades[student].get(assignment)
+            row[late_column(assignment)] = late_sentence(found.lateness) if found else ""
         rows.append(row)
     rows = [{k: v if isinstance(v, Points) else spreadsheet_safe(v) for k, v in row.items()} for row in rows]
     _write(path, header, rows, quoting=csv.QUOTE_NONNUMERIC)

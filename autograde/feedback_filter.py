@@ -18,6 +18,9 @@ The autograded notebooks on disk (the instructor's record) keep everything.
 and nbgrader's page would show it as "Score: 0.0 / 2.0"; it marks those cells (and counts them and their
 points) so that the course's feedback template (``templates/feedback``) says "pending" instead, as the
 report and the CSV do.
+
+``SayLate`` writes the sentence a late submission's feedback opens with: how long after the due date it came,
+the points the late policy took, and the policy in words (late_policy.py), from the gradebook.
 """
 
 from __future__ import annotations
@@ -120,4 +123,19 @@ class SayPending(NbGraderPreprocessor):
                 cell.metadata.nbgrader["pending"] = is_grade(cell) and cell.metadata.nbgrader.get("grade_id") in waiting
         found["pending"] = len(waiting)
         found["pending_points"] = sum(waiting.values())
+        return nb, resources
+
+
+class SayLate(NbGraderPreprocessor):
+    """For a submission that came after the due date: what it cost and the course's late policy, in whole
+    sentences (``resources["nbgrader"]["late_note"]``, empty when it came on time) for the template."""
+
+    def preprocess(self, nb, resources):
+        from .late_policy import describe_policy
+        from .lateness import Lateness, late_sentence
+
+        found = resources["nbgrader"]
+        with Gradebook(found["db_url"]) as gb:
+            lateness = Lateness.of(gb.find_submission(found["assignment"], found["student"]))
+        found["late_note"] = f"{late_sentence(lateness)} {describe_policy(self.config)}" if lateness.late else ""
         return nb, resources

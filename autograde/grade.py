@@ -2,7 +2,8 @@
 similarity).
 
     python -m autograde.grade setup     ASSIGNMENT            record it in the gradebook (once)
-    python -m autograde.grade release   ASSIGNMENT            put notebooks/ASSIGNMENT in the exchange
+    python -m autograde.grade release   ASSIGNMENT [--due "2026-12-10 17:00 Europe/Berlin" | --due none]
+                                                              put notebooks/ASSIGNMENT in the exchange
     python -m autograde.grade collect   ASSIGNMENT            from the exchange
     python -m autograde.grade collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
     python -m autograde.grade collect   ASSIGNMENT --folder DIR    DIR/<student>/ASSIGNMENT/*.ipynb
@@ -51,8 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    for name in ("setup", "release", "report", "similarity"):
+    for name in ("setup", "report", "similarity"):
         commands.add_parser(name).add_argument("assignment")
+
+    release_parser = commands.add_parser("release")
+    release_parser.add_argument("assignment")
+    release_parser.add_argument(
+        "--due",
+        default=None,
+        metavar="WHEN",
+        help='the due date, with its time zone ("2026-12-10 17:00 Europe/Berlin"); "none": no due date '
+        "(default: the one the gradebook has, if any)",
+    )
 
     def add_collect_options(p):
         p.add_argument("--zip", type=Path, action="append", default=[], help="an LMS download (repeatable)")
@@ -218,14 +229,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args) -> int:
     from autograde import export, feedback, report, throughput
-    from autograde.course import REPO, Course, configured_gradebook_url, release, setup
+    from autograde.course import REPO, Course, PasswordInURL, configured_gradebook_url, release, setup, without_password
 
-    course = Course(
-        root=args.root or REPO,
-        exchange=args.exchange,
-        course_id=args.course_id,
-        database=args.db or configured_gradebook_url(),
-    )
+    try:
+        database = without_password(args.db or configured_gradebook_url())
+    except PasswordInURL as refused:  # said before anything connects
+        raise SystemExit(f"error: {refused}") from None
+    course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id, database=database)
     named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
     source = course.path("source")
     for assignment in named:  # a typo is said plainly, before any step starts
@@ -239,9 +249,11 @@ def run_command(args) -> int:
             print("warning:", warning)
         print(f"{args.assignment} is in the gradebook ({course.describe_gradebook()})")
     elif args.command == "release":
+        due = read_due(args.due)  # a due date that cannot be read stops the release before it starts
         for warning in release(course, args.assignment):
             print("warning:", warning)
         print(f"released {args.assignment} to the exchange {course.exchange_location.describe()}")
+        print(set_and_say_due_date(course, args.assignment, due))
     elif args.command == "collect":
         collect_submissions(course, args)
     elif args.command == "autograde":
@@ -255,6 +267,7 @@ def run_command(args) -> int:
         from autograde import class_report
 
         print(report.report(course, args.assignment), end="")
+        print(set_and_say_due_date(course, args.assignment, KEEP))
         page, table = class_report.write(course, args.assignment)
         print(f"class report: {page} (open it in a browser), the same numbers in {table}")
     elif args.command == "similarity":
@@ -280,6 +293,40 @@ def run_command(args) -> int:
             )
         )
     return 0
+
+
+KEEP = object()  # release without --due: the due date the gradebook has stays
+
+
+def read_due(text: str | None):
+    """``--due`` as a naive UTC time, None for "none", or KEEP when it was not given."""
+    from autograde.lateness import DueDateProblem, parse_due
+
+    if text is None:
+        return KEEP
+    if text.strip().lower() == "none":
+        return None
+    try:
+        return parse_due(text)
+    except DueDateProblem as problem:
+        raise SystemExit(f"error: {problem}") from None
+
+
+def set_and_say_due_date(course, assignment: str, due) -> str:
+    """Record ``due`` (unless KEEP) and say the assignment's due date and the course's late policy."""
+    from autograde.course import due_date, set_due_date
+    from autograde.late_policy import describe_policy
+    from autograde.lateness import EXAMPLE, shown_time
+
+    if due is not KEEP:
+        set_due_date(course, assignment, due)
+    recorded = due_date(course, assignment)
+    if recorded is None:
+        return (
+            f"{assignment} has no due date: no submission counts as late "
+            f'(make release ASSIGNMENT={assignment} DUE="{EXAMPLE}" sets one).'
+        )
+    return f"{assignment} is due {shown_time(recorded)}. The late policy: {describe_policy(course.config())}"
 
 
 def export_command(course, args) -> None:

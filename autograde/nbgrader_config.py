@@ -35,7 +35,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_S
 c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-from autograde.feedback_filter import HideHiddenTests, SayPending  # noqa: E402
+from autograde.feedback_filter import HideHiddenTests, SayLate, SayPending  # noqa: E402
 from autograde.feedback_math import TypesetMath  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
 from autograde.sandbox import sandbox_available  # noqa: E402
@@ -66,6 +66,15 @@ SANDBOXED, WHY_NOT_SANDBOXED = sandbox_available()
 if not SANDBOXED:
     print(f"WARNING: GRADING UNSANDBOXED: {WHY_NOT_SANDBOXED}", file=sys.stderr)
 c.LimitOutput.max_lines = 1000
+
+# The course's late policy (autograde/late_policy.py, docs/instructors.md): nbgrader's AssignLatePenalties asks it
+# for the penalty of each graded notebook of a submission that came after the assignment's due date.
+from autograde.late_policy import CourseLatePolicy  # noqa: E402
+
+c.AssignLatePenalties.plugin_class = CourseLatePolicy
+c.CourseLatePolicy.grace_minutes = 15  # a slow upload, a clock a minute off: still on time
+c.CourseLatePolicy.share_per_day = 0.10  # of the assignment's points, for each day or part of a day late
+c.CourseLatePolicy.max_share = 0.50  # work a week late still earns half its points
 c.LimitOutput.max_traceback = 100
 
 # Feedback for students never shows the hidden tests (nbgrader's own feedback would), and says "pending" for a
@@ -74,7 +83,14 @@ c.LimitOutput.max_traceback = 100
 # folder stays on the list: the formgrader's own page template ("formgrade") is there.
 # Formulas are typeset into MathML as the page is made (autograde/feedback_math.py): the page loads no MathJax
 # from a CDN, and reads the same offline, from the file, or from JupyterLab's sandboxed /files/.
-c.GenerateFeedback.preprocessors = [HideHiddenTests, GetGrades, SayPending, TypesetMath, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [
+    HideHiddenTests,
+    GetGrades,
+    SayPending,
+    SayLate,
+    TypesetMath,
+    CSSHTMLHeaderPreprocessor,
+]
 nbgrader_templates = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions", "formgrader", "templates")
 c.HTMLExporter.extra_template_basedirs = [os.path.join(here, "templates"), nbgrader_templates]
 

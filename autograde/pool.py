@@ -35,9 +35,11 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from . import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
-from .course import Course, default_workers, gradebook, roster, setup, share_gradebook_engines
+from .course import Course, default_workers, due_date, gradebook, roster, setup, share_gradebook_engines
 from .feedback import last_error_line
 from .inspection import Inspection, inspect, submission_fingerprint
+from .late_policy import describe_policy
+from .lateness import Lateness
 from .results import (
     Result,
     Status,
@@ -236,6 +238,7 @@ def _grade(
     written = written_answers(course, assignment)
     everyone = students if students is not None else roster(course, assignment)
     previous = read_results(course, assignment)
+    deadline = graded_against(course, assignment)
     budget = max(30, int(submission_timeout * 0.8))  # a submission's time in its kernel (the judge's budget)
 
     results: dict[str, Result] = {}
@@ -259,7 +262,7 @@ def _grade(
             files = None
         old = previous.get(student)
         noted = old is not None and all(note in old.notes for note in collected.get(student, []))
-        if not force and noted and old.fingerprint == files:
+        if not force and noted and old.fingerprint == files and old.deadline == deadline:
             results[student] = old  # already graded from exactly these files
             meter.update(old)
         else:
@@ -323,6 +326,7 @@ def _grade(
                     now(),
                     written=written,
                     limits=found.limits,
+                    deadline=deadline,
                 )
             )
         if jobs:
@@ -341,8 +345,17 @@ def _grade(
                 budget=budget,
                 local_workers=started if scheduler is None else 0,
                 finish=finish,
+                deadline=deadline,
             )
     return {s: results[s] for s in everyone}
+
+
+def graded_against(course: Course, assignment: str) -> str:
+    """The due date and late policy a grading run applies ("": no due date). A result graded against others
+    is graded again (from the same files), so that a due date or a policy changed after grading reaches
+    every grade: the penalty is nbgrader's, given as it grades."""
+    due = due_date(course, assignment)
+    return "" if due is None else f"due {due.isoformat()} UTC; {describe_policy(course.config())}"
 
 
 def run_jobs(
@@ -361,6 +374,7 @@ def run_jobs(
     budget,
     local_workers,
     finish,
+    deadline,
 ) -> None:
     """Grade ``students`` on ``client``'s cluster (a local one of ``local_workers``, or an existing one: 0)
     and ``finish`` each one's Result as it comes back, merged into the open course gradebook ``book``."""
@@ -392,11 +406,11 @@ def run_jobs(
     def conclude(student: str, message: dict | None, failure: str = "") -> None:
         found = inspections[student]
         try:
-            status, scores, notes, seconds, pending = record(student, message, failure)
+            status, scores, notes, seconds, pending, lateness = record(student, message, failure)
         except Exception as error:  # noqa: BLE001 - recording one student never stops the class
             status, scores, notes, seconds = Status.REVIEW, {g: 0.0 for g in maxima}, list(found.notes), 0.0
             notes.append(f"the result could not be recorded ({type(error).__name__}: {str(error)[:200]}): grade again")
-            pending = []
+            pending, lateness = [], Lateness()
         if not sandboxed:  # say it on every grade: these kernels could reach everything
             notes.append(f"unsandboxed: {why_not_sandboxed}")
         limits = [*found.limits, *(message or {}).get("judge_limits", [])]  # the bounds it hit (bounds.py)
@@ -419,6 +433,9 @@ def run_jobs(
                 written=written,
                 pending=pending,  # what nbgrader left for a person
                 limits=limits,
+                seconds_late=lateness.seconds,
+                late_penalty=lateness.penalty,
+                deadline=deadline,
             )
         )
 
@@ -433,11 +450,11 @@ def run_jobs(
             target.mkdir(parents=True)
             for name, data in message["autograded"].items():  # written by nbgrader, never by a kernel
                 (target / Path(name).name).write_bytes(data)
-            scores, pending = merge_into_gradebook(course, assignment, student, message, book)
+            scores, pending, lateness = merge_into_gradebook(course, assignment, student, message, book)
             notes += message.get("judge_notes", [])
             judged = message.get("judge_status")  # a Status's value, or None
             status = Status(judged) if judged else (Status.REVIEW if notes else Status.GRADED)
-            return status, scores, notes, seconds, pending
+            return status, scores, notes, seconds, pending, lateness
         if message is None:  # the task itself failed: its worker died every time, or grading raised
             status = Status.DIED if failure.startswith("died") else Status.REVIEW
         else:
@@ -459,8 +476,8 @@ def run_jobs(
             )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
-        _, pending = merge_into_gradebook(course, assignment, student, None, book)
-        return status, {g: 0.0 for g in maxima}, notes, seconds, pending
+        _, pending, lateness = merge_into_gradebook(course, assignment, student, None, book)
+        return status, {g: 0.0 for g in maxima}, notes, seconds, pending, lateness
 
     def job(student: str, last: bool) -> dict:
         folder = course.path("submitted", student, assignment)

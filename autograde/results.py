@@ -18,6 +18,7 @@ from pathlib import Path
 
 from .collect import printable
 from .course import Course, gradebook
+from .lateness import Lateness, how_late
 
 
 class Status(enum.StrEnum):
@@ -58,6 +59,12 @@ class Result:
     pending: list[str] = dataclasses.field(default_factory=list)
     # The bounds of a class run this submission hit (bounds.py): each says which bound, and what it cost.
     limits: list[str] = dataclasses.field(default_factory=list)
+    # Deadlines (late_policy.py): how long after the due date the submission came, the points the late policy
+    # took (nbgrader's late_submission_penalty), and the due date and policy it was graded against ("": no due
+    # date), so that a new due date or policy grades the class again.
+    seconds_late: float = 0.0
+    late_penalty: float = 0.0
+    deadline: str = ""
     # The autograded notebook, when a caller loaded it (``load_notebook``); not part of the record.
     notebook: object = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -93,6 +100,8 @@ class Result:
         score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
         if self.pending:
             score += f" ({self.pending_max:g} points of written answers pending: grade them in the formgrader)"
+        if self.seconds_late > 0:
+            score += f", {how_late(self.seconds_late)} late, {self.late_penalty:g} points off for it"
         text = f"{self.student}: {self.status}, {score}"
         return printable(text + (": " + "; ".join(self.notes) if self.notes else ""))
 
@@ -194,10 +203,10 @@ def _parse_time(text: str | None):
 
 def merge_into_gradebook(
     course: Course, assignment: str, student: str, graded: dict | None, book=None
-) -> tuple[dict[str, float], list[str]]:
+) -> tuple[dict[str, float], list[str], Lateness]:
     """Record one student's autograde in the course gradebook, replacing any earlier one; return the
-    submission's scores and its written answers waiting for a person (``scores_from_gradebook``,
-    ``pending_from_gradebook``), read in the same session.
+    submission's scores, its written answers waiting for a person (``scores_from_gradebook``,
+    ``pending_from_gradebook``) and how late it came (``lateness_from_gradebook``), read in the same session.
 
     ``graded`` is what a worker read from its private gradebook; ``None`` records a submission that
     could not be graded: every grade 0 and flagged for manual grading, so formgrader shows it.
@@ -218,7 +227,7 @@ def merge_into_gradebook(
             raise
 
 
-def _merge(gb, assignment: str, student: str, graded: dict | None) -> tuple[dict[str, float], list[str]]:
+def _merge(gb, assignment: str, student: str, graded: dict | None) -> tuple[dict[str, float], list[str], Lateness]:
     """``merge_into_gradebook`` in an open gradebook ``gb``."""
     gb.update_or_create_student(student)
     timestamp = _parse_time(graded.get("timestamp")) if graded else None
@@ -237,7 +246,7 @@ def _merge(gb, assignment: str, student: str, graded: dict | None) -> tuple[dict
                 comment.auto_comment = data["comments"][comment.name]
         notebook.late_submission_penalty = data.get("late_submission_penalty") if data else None
     gb.db.commit()
-    return _scores(submission), _pending(submission)
+    return _scores(submission), _pending(submission), Lateness.of(submission)
 
 
 def written_answers(course: Course, assignment: str) -> list[str]:
@@ -271,6 +280,17 @@ def pending_grades(notebook) -> list:
         # submission 0 instead, and its status says why)
         if g.cell_type == "markdown" and g.needs_manual_grade and g.manual_score is None and g.auto_score is None
     ]
+
+
+def lateness_from_gradebook(course: Course, assignment: str, student: str) -> Lateness:
+    """When the submission came, against the due date, and the points the late policy took (none: on time)."""
+    from nbgrader.api import MissingEntry
+
+    with gradebook(course) as gb:
+        try:
+            return Lateness.of(gb.find_submission(assignment, student))
+        except MissingEntry:
+            return Lateness()
 
 
 def scores_from_gradebook(course: Course, assignment: str, student: str) -> dict[str, float]:

@@ -338,6 +338,19 @@ def normalise(source: str, release: Release) -> tuple[Tokens | None, str]:
     return found, "" if found.text else "empty: nothing of the student's own (the cell is as released, or blank)"
 
 
+def one_newline(source: str) -> str:
+    """``source`` with ``\r\n`` and ``\r`` as ``\n``: the only line break of the parser's, the tokenizer's and the
+    page's line numbers alike. (``str.splitlines`` also breaks at ``\u2028``, ``\x0c`` and others, which are
+    not line breaks to Python: a comment full of them moved the page's marks off the matched code.)"""
+    return source.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of a source, numbered from 1 as the parser and the tokenizer number them."""
+    lines = source.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def bounded(source: str) -> tuple[str, str]:
     """``source`` cut to MAX_CELL_BYTES, and the reason it is listed when it was cut ("" if not)."""
     data = source.encode("utf-8", "replace")
@@ -413,7 +426,7 @@ class Answer:
 
     @classmethod
     def of(cls, student: str, exercise: str, source: str, release: Release) -> Answer:
-        source, too_big = bounded(source)
+        source, too_big = bounded(one_newline(source))
         tokens, problem = normalise(source, release)
         problem = "; ".join(filter(None, [too_big, problem]))
         return cls(student, exercise, source, release, View.of(tokens) if tokens is not None else None, problem)
@@ -767,7 +780,7 @@ def _e(text) -> str:
 def side_html(answer: Answer, matched: set[int]) -> str:
     """One answer as a table of lines: number, the marker on a matched line, the code. A long answer shows its
     matched lines with CONTEXT lines around them; the lines left out are counted."""
-    lines = answer.source.splitlines()
+    lines = source_lines(answer.source)
     shown = set(range(1, len(lines) + 1))
     if len(lines) > LONG_ANSWER:
         shown = {n for m in matched for n in range(m - CONTEXT, m + CONTEXT + 1)} | set(range(1, CONTEXT + 1))
@@ -871,8 +884,10 @@ def write(course, assignment: str) -> tuple[Report, dict[str, Path]]:
     paths = {kind: folder / f"{assignment}-similarity.{kind}" for kind in ("csv", "html", "png")}
     picture, alt = distribution_picture(report)
     paths["png"].write_bytes(picture)
-    paths["html"].write_text(render_html(report, picture, alt), encoding="utf-8")
-    with open(paths["csv"], "w", newline="", encoding="utf-8") as handle:
+    # a student's text may hold what UTF-8 cannot encode (a lone surrogate: \ud800 in the notebook JSON is
+    # valid JSON): written as an escape, never an error that leaves the class without a report
+    paths["html"].write_text(render_html(report, picture, alt), encoding="utf-8", errors="backslashreplace")
+    with open(paths["csv"], "w", newline="", encoding="utf-8", errors="backslashreplace") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_HEADER, quoting=csv.QUOTE_ALL)  # see export.spreadsheet_safe
         writer.writeheader()
         writer.writerows(csv_rows(report))

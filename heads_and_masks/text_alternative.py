@@ -9,10 +9,26 @@ sentence of its own (a translator sees whole sentences, a screen reader reads th
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # nothing of matplotlib is imported here: grading kernels import no drawing library
     from matplotlib.figure import Figure
+
+# Each picture function computes its lead from the data it draws, and the figure carries it to picture(),
+# which the notebook calls later (weakly held: a figure that is gone takes its lead with it).
+_LEADS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def with_lead(figure: Figure, lead: str) -> Figure:
+    """``figure``, with ``lead`` (what the reader should see in it, and conclude) kept for its text alternative."""
+    _LEADS[figure] = lead
+    return figure
+
+
+def lead_of(figure: Figure) -> str | None:
+    """The lead given to ``figure`` by ``with_lead``, or None."""
+    return _LEADS.get(figure)
 
 
 def _clean(text: str) -> str:
@@ -50,7 +66,9 @@ def _says_something(ax) -> bool:
 
 
 def describe_figure(figure: Figure, lead: str | None = None) -> str:
-    """The text alternative of ``figure``: ``lead`` (what to look for), then its titles, axes and legends."""
+    """The text alternative of ``figure``: ``lead`` (what to look for; by default the one ``with_lead`` gave
+    it), then its titles, axes and legends."""
+    lead = lead or lead_of(figure)
     sentences = [lead.strip()] if lead else []
     suptitle = figure._suptitle.get_text() if getattr(figure, "_suptitle", None) else ""
     if suptitle.strip():

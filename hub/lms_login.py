@@ -16,7 +16,7 @@ from __future__ import annotations
 import grp
 from pathlib import Path
 
-from lms_users import read_lms_users
+from lms_users import not_a_students_account, read_lms_users
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
 from ltiauthenticator.lti13.error import InvalidAudienceError, ValidationError
@@ -61,8 +61,20 @@ class RosterLTI13Authenticator(LTI13Authenticator):
     students_group = Unicode(config=True, help="The Unix group of the class's students.")
 
     def accounts(self) -> dict[str, str]:
-        """Read at every launch: ``make hub-roster`` may add late students while the hub runs."""
-        accounts = read_lms_users(Path(self.lms_users))
+        """Read at every launch: ``make hub-roster`` may add late students while the hub runs.
+
+        The map gives students' accounts only: an entry naming the instructor's account or a system account
+        (a map an older ``tools/hub.py`` wrote, or one edited by hand) is left out. The instructor is reached
+        by ``instructor_lms_user_id`` alone."""
+        accounts = {}
+        for lms_user_id, account in read_lms_users(Path(self.lms_users)).items():
+            why = not_a_students_account(account, self.instructor)
+            if why:
+                self.log.warning(
+                    "LMS user id %r left out of the map: %s is not a student's account (%s)", lms_user_id, account, why
+                )
+                continue
+            accounts[lms_user_id] = account
         if self.instructor_lms_user_id:
             accounts[self.instructor_lms_user_id] = self.instructor
         return accounts

@@ -6,9 +6,11 @@ a roster's ``lms_user_id`` column) and by the hub's LTI authenticator (hub/lms_l
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
+import pwd
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,6 +26,7 @@ OPTIONAL_SETTINGS = {
     "instructor_lms_user_id": "the instructor's own LMS user id, if they too arrive from the LMS",
 }
 FIELDS = ["lms_user_id", "account"]  # lms_users.csv, one line per person
+LOGIN_DEFS = Path("/etc/login.defs")  # where useradd reads the uids it gives people (UID_MIN, UID_MAX)
 
 
 class SettingsError(Exception):
@@ -48,6 +51,15 @@ def read_settings(path: Path) -> dict:
     not_text = [name for name, value in settings.items() if not isinstance(value, str)]
     if not_text:
         raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    # who a launch is: the platform's own id for the person, or a custom claim; never a claim the person may
+    # edit in their LMS profile (email, name, given_name...), which would let them take a classmate's
+    claim = settings.get("user_id_claim", "sub")
+    if claim != "sub" and not (claim.startswith("custom_") and len(claim) > len("custom_")):
+        raise SettingsError(
+            f"{path}: user_id_claim {claim!r} cannot name a person: use sub (the platform's id for them) or "
+            "custom_NAME (a custom parameter the platform substitutes); a claim such as email or name may be "
+            "changed by the person in their LMS profile."
+        )
     # the keys that decide who a launch is must not be replaceable on the way: HTTPS, or this machine itself
     in_clear = [name for name in ("authorize_url", "jwks_url") if not secure(settings[name])]
     if in_clear:
@@ -69,6 +81,36 @@ def read_lms_users(path: Path) -> dict[str, str]:
         return {}
     with open(path, newline="", encoding="utf-8") as table:
         return {row["lms_user_id"]: row["account"] for row in csv.DictReader(table)}
+
+
+def people_uids(login_defs: Path = LOGIN_DEFS) -> range:
+    """The uids useradd gives people (UID_MIN to UID_MAX, 1000 to 60000 unless the machine says otherwise).
+
+    Below them are root and the system's own accounts (daemon, www-data, postgres: the gradebook's superuser
+    by peer login), above them nobody; none of them is a student's.
+    """
+    bounds = {"UID_MIN": 1000, "UID_MAX": 60000}
+    with contextlib.suppress(OSError):
+        for line in login_defs.read_text().splitlines():
+            words = line.split()
+            if len(words) == 2 and words[0] in bounds and words[1].isdigit():
+                bounds[words[0]] = int(words[1])
+    return range(bounds["UID_MIN"], bounds["UID_MAX"] + 1)
+
+
+def not_a_students_account(name: str, instructor: str) -> str:
+    """Why the Unix account ``name`` may not be a student's, or "" if it may (also when it does not exist yet:
+    useradd will give it a person's uid). A roster's ids are the LMS's logins, which the course does not choose:
+    one may name the instructor's account or the system's, and the LMS user with that row would enter it."""
+    if name == instructor:
+        return "it is the instructor's account"
+    try:
+        uid = pwd.getpwnam(name).pw_uid
+    except KeyError:
+        return ""
+    if uid not in people_uids():
+        return f"it is a system account (uid {uid}), not a person's"
+    return ""
 
 
 def merge_lms_users(accounts: dict[str, str], rows: list[dict[str, str]]) -> dict[str, str]:

@@ -46,6 +46,20 @@ def student_notebook(assignment: str, language: str | None = None) -> nbformat.N
     return nbformat.read(REPO / folder / assignment / f"{assignment}.ipynb", as_version=4)
 
 
+def kernel_reply_language_info() -> dict:
+    """What a real ``python3`` kernel of this environment replies of its language (``kernel_info``): what
+    JupyterLab writes into a notebook's metadata as the kernel comes up."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        reply = client.kernel_info(reply=True, timeout=60)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return reply["content"]["language_info"]
+
+
 def require_sandbox() -> None:
     """Sandboxed grading needs bubblewrap: fail in CI without it, skip (saying how to get it) elsewhere."""
     from autograde.sandbox import sandbox_available

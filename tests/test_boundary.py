@@ -912,7 +912,23 @@ def test_a_helper_of_the_package_answers_nothing(attack):
 
 
 # ------------------------------------------------------------------ a ballast given back as the call starts (issue 36)
-@pytest.mark.parametrize("attack", BALLAST_ATTACKS, ids=lambda a: a.name)
+# The ballasts that still earn something (docs/security.md, What is left, knowingly): the test says so until a fix.
+PACKED_TRIANGLE_RESIDUAL = (
+    "known residual: at n = 8192 the packed float32 triangle (128 MiB) fits in 04's kernels, and a ballast given "
+    "back as the call starts hides it from the measured growth (as root: 2 points, count and memory)"
+)
+
+
+def ballast_cases(strict: bool) -> list:
+    """BALLAST_ATTACKS as parameters, the known residual marked (``strict``: its earning is certain there)."""
+    residual = pytest.mark.xfail(strict=strict, reason=PACKED_TRIANGLE_RESIDUAL)
+    return [
+        pytest.param(a, id=a.name, marks=[residual] if a.name == "ballast_and_a_packed_triangle" else [])
+        for a in BALLAST_ATTACKS
+    ]
+
+
+@pytest.mark.parametrize("attack", ballast_cases(strict=True))
 def test_a_ballast_earns_nothing_on_the_memory_test(attack):
     """Graded in 04's class run: memory held by the answer cell and given back as the call starts hides the whole
     score matrix from a measurement of the call's growth, but not from the limit of 04's kernels, which the matrix
@@ -924,3 +940,68 @@ def test_a_ballast_earns_nothing_on_the_memory_test(attack):
     earned = sum(result.scores[g] for g in attacked)
     assert earned == 0, f"{attack.name} earned {earned} on {attacked} ({attack.why}; {result.line()})"
     assert _full_marks(run.results["solution"]), run.results["solution"].line()
+
+
+@functools.cache
+def ballasts_graded_without_root() -> dict[str, dict[str, float]]:
+    """The solution and every ballast of 04, graded by an ordinary Unix user (a hub's instructor: no cgroup, every
+    kernel under the instructor's uid, only 04's RLIMIT_DATA and RLIMIT_AS); student -> grade id -> points."""
+    require_sandbox()
+    if os.geteuid() != 0:
+        _cannot("the tests do not run as root (then the class graded above was graded without root)")
+    name, home = _instructor_account()
+    python = _instructor_python(name, home)
+    from course import _template_course
+
+    if not (home / "template").exists():  # (the hostile class graded by the same account may have copied it)
+        shutil.copytree(_template_course(), home / "template", symlinks=True)
+        subprocess.run(["chown", "-R", f"{name}:{name}", str(home / "template")], check=True)
+    code = f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r}); import test_boundary; test_boundary._grade_ballasts_here()"
+    graded = subprocess.run(
+        [*python, "-c", code, str(home)],
+        env=_instructor_env(home),
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert graded.returncode == 0, f"grading as {name} failed:\n{graded.stdout[-2000:]}\n{graded.stderr[-4000:]}"
+    return json.loads((home / "ballasts.json").read_text())
+
+
+def _grade_ballasts_here() -> None:
+    """(Run as the instructor by ballasts_graded_without_root) grade 04's solution and ballasts in its home."""
+    import course
+
+    home = Path(sys.argv[1])
+    course._template_course = lambda: home / "template"
+    hand_ins = {"solution": submission(BALLAST_ATTACKS[0].assignment, {})}
+    hand_ins |= {f"ballast-{attack.name}": attack.submission() for attack in BALLAST_ATTACKS}
+    run = grade_class(BALLAST_ATTACKS[0].assignment, hand_ins, home / "ballasts", cell_timeout=course.CELL_TIMEOUT)
+    graded = {}
+    for student, result in run.results.items():
+        result.load_notebook(run.course)
+        said = {  # what each graded test cell of the attacked exercise printed or raised
+            cell.metadata["nbgrader"]["grade_id"]: " ".join(
+                o.get("evalue", "") or "".join(o.get("text", "")) for o in cell.get("outputs", [])
+            )[-600:]
+            for cell in result.notebook.cells
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "") in BALLAST_ATTACKS[0].tests
+        }
+        graded[student] = {"scores": dict(result.scores), "said": said}
+    (home / "ballasts.json").write_text(json.dumps(graded))
+
+
+# (not strict: on a loaded machine the packed triangle's count call may time out at 30 s, and it then earns nothing)
+@pytest.mark.parametrize("attack", ballast_cases(strict=False))
+def test_a_ballast_earns_nothing_graded_without_root(attack):
+    """The ballasts again, graded by an instructor without root (red team, second round: the first round only
+    emulated it). Without root there is no memory cgroup: 04's RLIMIT_DATA and RLIMIT_AS alone bound the kernel."""
+    graded = ballasts_graded_without_root()
+    attacked = {g: p for g, p in graded[f"ballast-{attack.name}"]["scores"].items() if g in attack.tests}
+    assert sorted(attacked) == sorted(attack.tests), graded[f"ballast-{attack.name}"]
+    said = graded[f"ballast-{attack.name}"]["said"]
+    assert sum(attacked.values()) == 0, f"{attack.name} earned {attacked} graded without root ({attack.why}): {said}"
+    solution = graded["solution"]
+    assert all(solution["scores"][g] > 0 for g in attack.tests), f"the solution lost points without root: {solution}"
+    print(f"{attack.name}, graded without root: {attacked}; {said}")  # what it met (pytest -s shows it)

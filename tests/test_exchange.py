@@ -9,7 +9,9 @@ it in untouched, carol answers wrongly. Then mal, who has read nbgrader's code, 
 name, newer than her hand-in and with a submission secret of his choosing; a folder for a student who does
 not exist; and his own folder, named, stamped and dated in the year 2000, holding alice's notebook
 hard-linked from where she left it writable by everyone. And eve, who has an account on the machine but is
-not on the course's roster, hands it in too. The instructor runs ``python -m autograde.grade all
+not on the course's roster, hands it in too. The assignment was due an hour before its release (``--due``):
+alice, to look on time, hands it in again in a folder of her own, named, stamped and dated in the year 2000,
+and removes her first hand-in (its name, which inbound does not let her list, given to her here). The instructor runs ``python -m autograde.grade all
 --exchange-collect --release-feedback``, killed as soon as a submission is graded and run again to the end;
 each student fetches feedback as itself.
 """
@@ -31,7 +33,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import unix_users
-from course import REPO, assert_one_submission_each, require_sandbox
+from course import REPO, assert_one_submission_each, kernel_reply_language_info, require_sandbox
 from submissions import submission
 from unix_users import home, nbgrader_as, run_as, student_python
 
@@ -72,6 +74,28 @@ os.link(stolen, os.path.join(own, f"{assignment}.ipynb"))
 open(os.path.join(own, "timestamp.txt"), "w").write("2000-01-01 00:00:00.000000 UTC")
 for path in (os.path.join(own, "timestamp.txt"), own):  # (the hard-linked file's times are its owner's to set)
     os.utime(path, (946684800, 946684800), follow_symlinks=False)
+"""
+
+
+# alice's second hand-in: her own answer and submission secret (nbgrader keeps it in her cache), in a folder of
+# hers named, stamped and dated as if handed in in the year 2000; then her first hand-in is removed, so that only
+# a time read from what she wrote could make her look on time
+BACKDATE = """
+import os, pwd, shutil, sys
+inbound, assignment, answer, first = sys.argv[1:]
+me = pwd.getpwuid(os.getuid()).pw_name
+home = os.path.expanduser("~")
+cached = [os.path.join(d, "submission_secret.txt") for d, _, names in os.walk(home)
+          if "nbgrader_cache" in d and "submission_secret.txt" in names]
+own = os.path.join(inbound, f"{me}+{assignment}+2000-01-01 00:00:00.000000 UTC+backdated")
+os.mkdir(own)
+os.chmod(own, 0o777)
+shutil.copy(answer, os.path.join(own, f"{assignment}.ipynb"))
+shutil.copy(cached[0], os.path.join(own, "submission_secret.txt"))
+open(os.path.join(own, "timestamp.txt"), "w").write("2000-01-01 00:00:00.000000 UTC")
+for name in (f"{assignment}.ipynb", "submission_secret.txt", "timestamp.txt", ""):
+    os.utime(os.path.join(own, name), (946684800, 946684800))
+shutil.rmtree(os.path.join(inbound, first))
 """
 
 
@@ -127,7 +151,8 @@ def exchange_class(tmp_path_factory):
             (course.root / "autograde").mkdir(exist_ok=True)
             roster = "".join(f"{account},{student}\n" for student, account in users.items() if student != "eve")
             (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
-            released = _instructor(course, env, "release", A)
+            due = dt.datetime.fromtimestamp(started - 3600, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+            released = _instructor(course, env, "release", A, "--due", due)
             assert released.returncode == 0, released.stderr[-3000:]
             for user in users.values():
                 nbgrader_as(user, "fetch_assignment", A, COURSE, env=env)
@@ -148,6 +173,15 @@ def exchange_class(tmp_path_factory):
             inbound = exchange / "heads-and-masks" / "inbound"
             forge = [str(inbound), users["alice"], users["mal"], A, str(careless), CHOSEN_SECRET]
             run_as(users["mal"], [student_python(users["mal"]), "-c", FORGE, *forge])
+            answer = str(shared / "alice.ipynb")
+            hers = home(users["alice"]).stat().st_uid
+
+            def alices_hand_ins() -> list[str]:
+                return [p.name for p in inbound.iterdir() if p.lstat().st_uid == hers]
+
+            backdate = [str(inbound), A, answer, *alices_hand_ins()]  # (her first, nbgrader's)
+            run_as(users["alice"], [student_python(users["alice"]), "-c", BACKDATE, *backdate])
+            assert alices_hand_ins() == [f"{users['alice']}+{A}+2000-01-01 00:00:00.000000 UTC+backdated"]
 
             before, graded = _grade_killed_then_resumed(course, env)
             assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
@@ -192,6 +226,19 @@ def test_release_makes_an_exchange_every_student_can_use(exchange_class):
     assert stat.S_IMODE((course / "inbound").stat().st_mode) == 0o3733  # nbgrader's 2733, plus sticky
     for user in exchange_class["users"].values():  # every student fetched it (the fixture checked), as itself
         assert (home(user) / A / f"{A}.ipynb").stat().st_uid == home(user).stat().st_uid
+
+
+def test_what_students_fetch_says_what_their_kernel_will_reply(exchange_class):
+    """The release tells the copy students fetch what a real kernel of this environment replies of its language, so
+    that it opens unmodified (tests/browser/test_browser_hub.py looks at the tab); the committed notebook stays
+    machine-neutral. bob handed his fetched copy in untouched: graded 0 (test_each_student_is_the_account_...)."""
+    course, users = exchange_class["course"], exchange_class["users"]
+    replied = kernel_reply_language_info()
+    released = exchange_class["exchange"] / "heads-and-masks" / "outbound" / A / f"{A}.ipynb"
+    for copy in (released, home(users["bob"]) / A / f"{A}.ipynb"):
+        assert nbformat.read(copy, as_version=4).metadata.language_info == replied, copy
+    committed = nbformat.read(course.path("release", assignment=A) / f"{A}.ipynb", as_version=4)
+    assert committed.metadata.language_info == {"name": "python"}
 
 
 def test_students_cannot_see_each_others_hand_ins(exchange_class):
@@ -239,9 +286,24 @@ def test_submission_time_is_not_the_students_choice(exchange_class):
         for student in ANSWERS:
             stamp = book.find_submission(A, student).timestamp.replace(tzinfo=dt.timezone.utc).timestamp()
             assert earliest <= stamp <= latest, (student, stamp)
-    backdated = collected_timestamp(course.path("submitted", "mal", A))  # named, written and dated in 2000
-    moment = dt.datetime.strptime(backdated, "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=dt.timezone.utc).timestamp()
-    assert earliest <= moment <= latest, backdated
+    for forger in ("mal", "alice"):  # each a folder of their own, named, written and dated in 2000
+        backdated = collected_timestamp(course.path("submitted", forger, A))
+        moment = dt.datetime.strptime(backdated, "%Y-%m-%d %H:%M:%S.%f %Z").replace(tzinfo=dt.timezone.utc)
+        assert earliest <= moment.timestamp() <= latest, (forger, backdated)
+
+
+def test_a_backdated_hand_in_is_late_all_the_same(exchange_class):
+    """Due an hour before the release: alice's hand-in, backdated to 2000 by its name, its timestamp.txt and its
+    times, came when the exchange saw it, over an hour late, and loses 10% of the 6 points; so in the CSV."""
+    from autograde.export import export_grades
+
+    course, results = exchange_class["course"], exchange_class["results"]
+    assert "is due" in exchange_class["released"].stdout, exchange_class["released"].stdout
+    alice = results["alice"]
+    assert 3600 < alice.seconds_late < 3600 + time.time() - exchange_class["started"], alice.line()
+    assert (alice.late_penalty, alice.total) == (0.6, 4), alice.line()
+    row = next(r for r in export_grades(course, course.root / "grades.csv") if r["student"] == "alice")
+    assert (row["late_penalty"], row["total"]) == ("0.6", "3.4"), row
 
 
 def test_feedback_reaches_the_folders_owner_alone(exchange_class):
@@ -253,6 +315,8 @@ def test_feedback_reaches_the_folders_owner_alone(exchange_class):
         assert len(pages[student]) == 1, (student, pages[student], fetched[student].stderr[-2000:])
         assert pages[student][0].stat().st_uid == home(users[student]).stat().st_uid
         assert not leaked_lines(pages[student][0].read_text(encoding="utf-8"), hidden)
+    late = "the late policy took 0.6 points off."  # alice's page says what her lateness cost
+    assert late in " ".join(pages["alice"][0].read_text(encoding="utf-8").split()), pages["alice"][0]
     # the secret the forger chose for the folder in alice's name releases nothing (before: alice's feedback)
     name = hashlib.md5((CHOSEN_SECRET + A).encode()).hexdigest() + ".html"
     check = "import os, sys\nprint(os.path.exists(sys.argv[1]))"
@@ -270,7 +334,7 @@ def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class)
     assert_one_submission_each(course, A, list(ANSWERS))
     rows = export_grades(course, course.root / "grades.csv")
     assert [(r["student"], r["status"], r["attention"], r["total"]) for r in rows] == [
-        ("alice", "graded", "4", "4"),
+        ("alice", "graded", "4", "3.4"),  # an hour late: 0.6 of its 6 points off
         ("bob", "graded", "0", "0"),
         ("carol", "graded", "0", "0"),
         (exchange_class["users"]["eve"], "missing", "0", "0"),  # (its account name starts with hm)

@@ -15,9 +15,14 @@ without it; elsewhere the test is skipped.
 
 from __future__ import annotations
 
+import base64
+import grp
+import hashlib
+import hmac
 import html
 import json
 import pwd
+import subprocess
 import sys
 import threading
 import time
@@ -29,11 +34,12 @@ import jwt
 import pytest
 import requests
 from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from course import REPO
 from hub_class import HubClass, Person, running_hub_class
 
 sys.path.insert(0, str(REPO / "hub"))  # the hub's own modules, as tools/hub.py and its configuration import them
-from lms_users import SettingsError, merge_lms_users, read_settings  # noqa: E402
+from lms_users import SettingsError, merge_lms_users, read_lms_users, read_settings, write_lms_users  # noqa: E402
 
 LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 LOGIN_COOKIE = "jupyterhub-hub-login"  # the hub's cookie of a logged-in person
@@ -74,8 +80,13 @@ class Platform:
             "jwks_url": f"{self.url}/jwks",
         }
 
-    def id_token(self, lms_user_id: str, nonce: str, target: str, key=None, audience=None, age=0) -> str:
-        """A resource-link launch of ``lms_user_id``, signed with the platform's key unless ``key`` is another."""
+    def id_token(
+        self, lms_user_id: str, nonce: str, target: str, key=None, audience=None, age=0, changes=None, forge=None
+    ) -> str:
+        """A resource-link launch of ``lms_user_id``, signed with the platform's key unless ``key`` is another.
+
+        ``changes``: claims replaced (None: left out). ``forge``: "none" (unsigned, ``alg: none``) or "hs256"
+        (HMAC-SHA256 keyed with the platform's public key in PEM, the classic confusion of algorithms)."""
         now = int(time.time()) - age
         claims = {
             "iss": self.issuer,
@@ -92,6 +103,17 @@ class Platform:
             LTI_CLAIM + "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
             LTI_CLAIM + "context": {"id": "course-1", "label": "HM101"},
         }
+        claims = {name: value for name, value in {**claims, **(changes or {})}.items() if value is not None}
+        if forge == "none":
+            return jwt.encode(claims, None, algorithm="none", headers={"kid": self.key_id})
+        if forge == "hs256":  # by hand: PyJWT itself refuses a PEM public key as an HMAC secret
+            public = self.key.public_key().public_bytes(Encoding.PEM, PublicFormat.SubjectPublicKeyInfo)
+            parts = [
+                base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=")
+                for part in ({"alg": "HS256", "typ": "JWT", "kid": self.key_id}, claims)
+            ]
+            signature = hmac.new(public, b".".join(parts), hashlib.sha256).digest()
+            return b".".join([*parts, base64.urlsafe_b64encode(signature).rstrip(b"=")]).decode()
         return jwt.encode(claims, key or self.key, algorithm="RS256", headers={"kid": self.key_id})
 
     def close(self) -> None:
@@ -199,6 +221,75 @@ def test_a_token_for_another_audience_is_refused(hub_class, platform):
     assert_refused(hub_class, browser, answer, 401, "Audience doesn't match")
 
 
+@pytest.mark.parametrize(
+    ("token", "status", "why"),
+    [
+        ({"forge": "none"}, 400, "The specified alg value is not allowed"),
+        ({"forge": "hs256"}, 400, "The specified alg value is not allowed"),
+        ({"changes": {"nonce": None}}, 400, "could not accept this launch"),
+        ({"changes": {"nonce": "0" * 64}}, 400, "OAuth nonce mismatch"),
+        ({"changes": {"iss": "https://another-lms.example.test"}}, 400, "Invalid issuer"),
+    ],
+    ids=["alg-none", "hs256-with-the-public-key", "no-nonce", "another-nonce", "another-issuer"],
+)
+def test_a_forged_or_unbound_token_is_refused(hub_class, platform, token, status, why):
+    """Red team, second round: tokens a student can make without the platform's key, or one not bound to this
+    browser's login initiation."""
+    browser, answer = launch(hub_class, platform, hub_class.roster[1].lms_user_id, **token)
+    assert_refused(hub_class, browser, answer, status, why)
+    assert hub_class.roster[1].name not in hub_class.servers()
+
+
+def test_a_token_replayed_from_another_browser_is_refused(hub_class, platform):
+    """Red team: a launch's id_token and state (what the form posts) replayed from another browser, within the
+    token's life: the state and nonce are in the first browser's cookies (signed by the hub), not in the form."""
+    student = hub_class.roster[1]
+    posted = {}
+    original = requests.Session.post
+
+    def recording(session, url, data=None, **kwargs):
+        if url.endswith("/oauth_callback"):
+            posted.update(data)
+        return original(session, url, data=data, **kwargs)
+
+    requests.Session.post = recording
+    try:
+        browser, answer = launch(hub_class, platform, student.lms_user_id)
+    finally:
+        requests.Session.post = original
+    assert answer.status_code == 302, answer.text  # the original launch is good
+    thief = requests.Session()
+    replayed = thief.post(f"{hub_class.url}/hub/lti13/oauth_callback", data=posted, allow_redirects=False, timeout=30)
+    assert_refused(hub_class, thief, replayed, 400, "OAuth state missing from cookies")
+
+
+@pytest.mark.parametrize(
+    "lms_user_id",
+    [lambda s: s.upper(), lambda s: f" {s}", lambda s: f"{s}\u200b", lambda s: "../" + s, lambda s: s * 400],
+    ids=["upper-case", "leading-space", "zero-width-space", "dot-dot", "very-long"],
+)
+def test_an_lms_user_id_near_a_students_is_not_theirs(hub_class, platform, lms_user_id):
+    """Red team: ids the roster does not hold exactly, however close to a student's: refused, no account made."""
+    accounts = {account.pw_name for account in pwd.getpwall()}
+    browser, answer = launch(hub_class, platform, lms_user_id(hub_class.roster[1].lms_user_id))
+    assert_refused(hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id")
+    assert {account.pw_name for account in pwd.getpwall()} == accounts, "a Unix account was made"
+
+
+def test_the_lms_instructor_role_gives_no_instructor_rights(hub_class, platform):
+    """Red team: a student's launch carrying the LMS's Instructor and Administrator roles (a student who teaches
+    another course, or a platform's bug) lands in the student's own server; the hub has no admin page for them."""
+    student = hub_class.roster[0]
+    roles = [
+        "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
+        "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Administrator",
+    ]
+    browser, answer = launch(hub_class, platform, student.lms_user_id, changes={LTI_CLAIM + "roles": roles})
+    open_lab(hub_class, browser, answer, student)
+    assert browser.get(f"{hub_class.url}/hub/admin", allow_redirects=False, timeout=30).status_code == 403
+    assert hub_class.instructor.name not in hub_class.servers()
+
+
 def test_an_lms_user_not_on_the_roster_is_refused_and_given_no_account(hub_class, platform):
     stranger = f"lms-{uuid.uuid4().hex[:16]}"
     accounts = {account.pw_name for account in pwd.getpwall()}
@@ -232,11 +323,18 @@ def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
     path = tmp_path / "lti.json"
     path.write_text(json.dumps(settings))
     assert read_settings(path) == settings
+    for claim in ("sub", "custom_canvas_user_id"):  # the platform's id, and a custom parameter it substitutes
+        path.write_text(json.dumps({**settings, "user_id_claim": claim}))
+        assert read_settings(path)["user_id_claim"] == claim
     for changed, complaint in [
         ({"jwks_url": ""}, "missing: jwks_url"),
         ({"jwks": "https://lms.example.test/jwks"}, "unknown LTI settings jwks;"),
         ({"client_id": 10000000000042}, "must be strings: client_id"),
         ({"jwks_url": "http://lms.example.test/jwks"}, "jwks_url must be https://"),
+        # red team: a claim the person edits in their LMS profile would let them name a classmate
+        ({"user_id_claim": "email"}, "user_id_claim 'email' cannot name a person"),
+        ({"user_id_claim": "name"}, "user_id_claim 'name' cannot name a person"),
+        ({"user_id_claim": "custom_"}, "user_id_claim 'custom_' cannot name a person"),
     ]:
         path.write_text(json.dumps({**settings, **changed}))
         with pytest.raises(SettingsError, match=complaint):
@@ -256,3 +354,62 @@ def test_the_gradebook_holds_each_students_lms_user_id(hub_class):
     students = {line.split(" ")[0]: line for line in listing.stdout.splitlines() if " -- " in line}
     for student in hub_class.roster:
         assert students[student.name].endswith(f", {student.lms_user_id}"), listing.stdout
+
+
+def test_a_roster_cannot_hand_an_lms_user_the_instructors_or_a_system_account(hub_class, platform):
+    """Red team: the roster's ids are LMS logins, and an existing Unix account of that name was joined to the class
+    (usermod), its LMS id mapped to it. A row naming the instructor's account, or a system account (root, daemon,
+    postgres: a uid below the login range), let that LMS user into it: the instructor's server (course,
+    gradebook, solutions), or a server run as postgres (the shared gradebook's superuser, by peer login).
+    ``make hub-roster`` must refuse such a roster whole, and the hub must refuse a launch into such an account
+    even from a map an earlier roster wrote."""
+    system = f"hmy{hub_class.suffix}"  # a system account (useradd --system: a uid below UID_MIN), as postgres is
+    home = hub_class.folder / system
+    subprocess.run(["useradd", "--system", "--create-home", "--home-dir", str(home), system], check=True)
+    try:
+        hostile = {hub_class.instructor.name: f"lms-{uuid.uuid4().hex[:12]}", system: f"lms-{uuid.uuid4().hex[:12]}"}
+        roster = hub_class.folder / "hostile-roster.csv"
+        roster.write_text(
+            "id,first_name,last_name,email,lms_user_id\n"
+            + "".join(f"{name},Mallory,Hostile,,{lms_user_id}\n" for name, lms_user_id in hostile.items())
+        )
+        made = hub_class.make(
+            "hub-roster",
+            f"INSTRUCTOR={hub_class.instructor.name}",
+            f"STUDENTS={hub_class.group}",
+            f"ROSTER={roster}",
+            f"PASSWORDS={hub_class.folder / 'hostile-passwords.csv'}",
+            f"HUB_STATE={hub_class.folder / 'state'}",
+            capture_output=True,
+            text=True,
+        )
+        for lms_user_id in hostile.values():
+            browser, answer = launch(hub_class, platform, lms_user_id)
+            assert_refused(hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id")
+        assert made.returncode != 0, f"make hub-roster accepted the instructor's and a system account:\n{made.stdout}"
+        said = made.stdout + made.stderr
+        assert "the instructor's account" in said and "a system account" in said, said
+        assert hub_class.instructor.name not in grp.getgrnam(hub_class.group).gr_mem, "the instructor joined the class"
+        assert system not in grp.getgrnam(hub_class.group).gr_mem, "the system account joined the class"
+
+        # a map written before this check (an earlier roster), and the account in the students' group: still refused
+        state_map = hub_class.folder / "state" / "lms_users.csv"
+        before = state_map.read_bytes()
+        write_lms_users(state_map, {**read_lms_users(state_map), **{v: k for k, v in hostile.items()}})
+        for name in hostile:
+            subprocess.run(["usermod", "--append", "--groups", hub_class.group, name], check=True)
+        try:
+            for lms_user_id in hostile.values():
+                browser, answer = launch(hub_class, platform, lms_user_id)
+                assert_refused(
+                    hub_class, browser, answer, 403, "the class's roster has no student with that LMS user id"
+                )
+        finally:
+            state_map.write_bytes(before)
+            for name in hostile:
+                subprocess.run(["gpasswd", "--delete", name, hub_class.group], capture_output=True)
+        assert hub_class.instructor.name not in hub_class.servers(), "an LMS user entered the instructor's server"
+    finally:
+        for name in (hub_class.instructor.name, system):
+            subprocess.run(["gpasswd", "--delete", name, hub_class.group], capture_output=True)
+        subprocess.run(["userdel", "--remove", system], capture_output=True)

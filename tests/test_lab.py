@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from lab_process import LabProcess, copy_repository_layout
 
-from course import ASSIGNMENTS
+from course import ASSIGNMENTS, kernel_reply_language_info
 
 START = "my-work/00_start_here/00_start_here.ipynb"
 NOT_WRITTEN = "✗ `attention` is not written yet: replace `raise NotImplementedError()` with your code"
@@ -254,19 +254,11 @@ def test_the_learners_copies_say_what_their_kernel_will_say_of_its_language(tmp_
     notebook whose metadata changes opens marked modified, untouched. The copies `make lab` makes must already
     hold, word for word, what a real kernel of this environment replies (tests/browser/test_browser_notebooks.py
     checks the tab itself, on every student notebook)."""
-    from jupyter_client.manager import start_new_kernel
-
     from lab import copy_missing_notebooks
 
     copied = copy_missing_notebooks(tmp_path / "my-work")
     assert sorted(copied) == sorted(ASSIGNMENTS)
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        reply = client.kernel_info(reply=True, timeout=60)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    replied = reply["content"]["language_info"]
+    replied = kernel_reply_language_info()
     for assignment in ASSIGNMENTS:
         notebook = nbformat.read(tmp_path / "my-work" / assignment / f"{assignment}.ipynb", as_version=4)
         written = notebook.metadata.get("language_info")

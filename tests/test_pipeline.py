@@ -245,3 +245,43 @@ def test_a_folder_laid_out_another_way_is_explained(tmp_path):
     assert f"expected {tmp_path}/<student>/07_generation/*.ipynb" in hint, hint
     assert "ana/{07_generation.ipynb}" in hint and "ben/{07_generation.ipynb}" in hint, hint
     assert "is not a folder" in folder_layout_hint("07_generation", tmp_path / "missing")
+
+
+def test_a_due_date_is_a_date_a_time_and_a_time_zone():
+    """`make release DUE=...`: read as UTC, as nbgrader keeps it; without its zone (an hour off in Berlin), its
+    time or a zone this machine knows, the release stops before it starts, saying how to write it."""
+    import datetime as dt
+
+    from autograde import grade
+    from autograde.lateness import DueDateProblem, parse_due
+
+    assert parse_due("2026-12-10 17:00 Europe/Berlin") == dt.datetime(2026, 12, 10, 16, 0)
+    assert parse_due("2026-07-10 17:00 Europe/Berlin") == dt.datetime(2026, 7, 10, 15, 0)  # summer time
+    assert parse_due("2026-12-10 17:00:30 UTC") == dt.datetime(2026, 12, 10, 17, 0, 30)
+    for wrong, said in (
+        ("2026-12-10 17:00", "has no time zone"),
+        ("2026-12-10 Europe/Berlin", "has no time of day"),
+        ("2026-12-10 17:00 Mars/Olympus", "names no time zone this machine knows"),
+        ("next Friday UTC", "is not a date and time"),
+    ):
+        with pytest.raises(DueDateProblem, match=said):
+            parse_due(wrong)
+    with pytest.raises(SystemExit, match="error: the due date '2026-12-10 17:00' has no time zone"):
+        grade.main(["--root", str(REPO / "no-such-course"), "release", "00_start_here", "--due", "2026-12-10 17:00"])
+
+
+def test_the_late_policy_counts_days_after_its_grace_and_stops_at_its_cap():
+    """The course's plug-in as nbgrader_config.py sets it: 15 minutes of grace, then 10% of the points for each
+    day or part of a day, at most 50%."""
+    from autograde.course import Course
+    from autograde.late_policy import CourseLatePolicy, course_policy
+    from autograde.lateness import how_late
+
+    policy = course_policy(Course().config())
+    assert type(policy) is CourseLatePolicy
+    assert (policy.grace_minutes, policy.share_per_day, policy.max_share) == (15, 0.10, 0.50)
+    minute, hour, day = 60, 3600, 86400
+    late = [0, 15 * minute, 15 * minute + 1, hour, day, day + 1, 7 * day, 30 * day]
+    assert [policy.penalty(seconds, 6) for seconds in late] == [0, 0, 0.6, 0.6, 0.6, 1.2, 3.0, 3.0]
+    said = [how_late(seconds) for seconds in (59, hour, 7 * day + 30 * minute, 2 * day + 3 * hour + 5 * minute)]
+    assert said == ["1 minute", "1 hour", "7 days", "2 days and 3 hours"]

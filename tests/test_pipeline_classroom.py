@@ -182,6 +182,10 @@ def test_bad_class_leaves_the_rest_graded_and_the_csv_complete(bad_class, artifa
         "status",
         "attention",
         WRITTEN,
+        "submitted",
+        "due",
+        "hours_late",
+        "late_penalty",
         "total",
         "max_total",
         "notes",
@@ -292,18 +296,147 @@ def test_an_unknown_assignment_is_refused_plainly(tmp_path):
         assert "Traceback" not in refused.stderr, refused.stderr
 
 
-def test_lms_zip_is_collected_and_graded(tmp_path):
-    course = make_course_copy(tmp_path / "course")
-    download = tmp_path / "submissions.zip"
+# An LMS download of four submissions, due 2026-11-30 17:00 in Berlin (16:00 UTC): each one's time is its entry's
+# date in the download (collect.py reads it as UTC). Late: an hour, so one day counted; a week and a half hour,
+# eight days, which the course's policy caps at half the points (6 points: 4 autograded, 2 written).
+DUE = "2026-11-30 17:00 Europe/Berlin"
+HANDED_IN = {  # student -> (file name in the download, its date, solved?)
+    "doejane": (f"doejane_12345_678_{A}.ipynb", (2026, 11, 30, 15, 50, 0), True),
+    "roesmith": (f"roesmith_late_23456_789_{A}-1.ipynb", (2026, 11, 30, 15, 59, 0), False),
+    "hourlate": (f"hourlate_34567_790_{A}.ipynb", (2026, 11, 30, 17, 0, 0), True),
+    "weeklate": (f"weeklate_45678_791_{A}.ipynb", (2026, 12, 7, 16, 30, 0), True),
+}
+LATE = {"doejane": (0.0, 0.0), "roesmith": (0.0, 0.0), "hourlate": (3600.0, 0.6), "weeklate": (7 * 86400 + 1800.0, 3.0)}
+
+
+@pytest.fixture(scope="module")
+def lms_class(tmp_path_factory):
+    """The download collected and graded as `make release DUE=...` and `make grade SOURCE=download.zip` do."""
+    from autograde.grade import read_due, set_and_say_due_date
+
+    root = tmp_path_factory.mktemp("lms-class")
+    course = make_course_copy(root / "course")
+    setup(course, A)
+    announced = set_and_say_due_date(course, A, read_due(DUE))  # what the release records and says
+    download = root / "submissions.zip"
     with zipfile.ZipFile(download, "w") as archive:
-        archive.writestr(f"doejane_12345_678_{A}.ipynb", nbformat.writes(submission(A, {})))
-        archive.writestr(f"roesmith_late_23456_789_{A}-1.ipynb", nbformat.writes(student_notebook(A)))
+        for name, moment, solved in HANDED_IN.values():
+            notebook = submission(A, {}) if solved else student_notebook(A)
+            archive.writestr(zipfile.ZipInfo(name, date_time=moment), nbformat.writes(notebook))
         archive.writestr("roesmith_23456_790_notes.txt", "not a notebook")
-    assert collect_zip(course, A, [download]) == ["doejane", "roesmith"]
+    collected = collect_zip(course, A, [download])
     results = grade(course, A, workers=2, progress=False)
+    with gradebook(course) as gb:  # the solved ones' written answers, graded by hand in the formgrader: 2 of 2
+        for student in ("doejane", "hourlate", "weeklate"):
+            gb.find_grade(WRITTEN, A, A, student).manual_score = 2.0
+        gb.db.commit()
+    return course, collected, results, announced
+
+
+def test_lms_zip_is_collected_and_graded(lms_class):
+    course, collected, results, _ = lms_class
+    assert collected == sorted(HANDED_IN)
     assert (results["doejane"].status, results["doejane"].total) == ("graded", 4)
     assert results["roesmith"].status == "needs review" and "was named" in results["roesmith"].line()
     assert results["roesmith"].total == 0
+
+
+def test_late_submissions_lose_what_the_policy_says(lms_class):
+    """The time is the download's, the penalty nbgrader's through the course's plug-in, both in the gradebook."""
+    from autograde.results import lateness_from_gradebook
+
+    course, _, results, announced = lms_class
+    assert "is due 2026-11-30 16:00 UTC" in announced and "10% of the assignment's points" in announced, announced
+    for student, (seconds, penalty) in LATE.items():
+        recorded = lateness_from_gradebook(course, A, student)
+        assert (recorded.seconds, recorded.penalty) == (seconds, penalty), (student, recorded)
+        assert (results[student].seconds_late, results[student].late_penalty) == (seconds, penalty), student
+    assert "1 hour late, 0.6 points off for it" in results["hourlate"].line(), results["hourlate"].line()
+    assert results["hourlate"].total == results["weeklate"].total == 4  # the points earned, before the penalty
+
+
+def test_a_run_against_the_same_due_date_grades_nothing_again(lms_class):
+    """Grading again changes nothing while the due date and the policy stay; a new due date is a change (the
+    run would grade the class again: the penalty is nbgrader's, given as it grades)."""
+    from autograde.course import due_date, set_due_date
+    from autograde.lateness import parse_due
+    from autograde.pool import graded_against
+
+    course, _, results, _ = lms_class
+    again = grade(course, A, workers=2, progress=False)
+    assert {s: r.graded_at for s, r in again.items()} == {s: r.graded_at for s, r in results.items()}
+    assert all(r.deadline == graded_against(course, A) != "" for r in again.values())
+    try:
+        set_due_date(course, A, parse_due("2026-12-01 17:00 Europe/Berlin"))
+        assert graded_against(course, A) != results["doejane"].deadline
+    finally:
+        set_due_date(course, A, parse_due(DUE))
+    assert due_date(course, A) == parse_due(DUE)
+
+
+def test_lateness_in_the_grades_csv(lms_class):
+    course = lms_class[0]
+    rows = {row["student"]: row for row in export_grades(course, course.root / "grades.csv")}
+    shown = {s: (r["submitted"], r["due"], r["hours_late"], r["late_penalty"], r["total"]) for s, r in rows.items()}
+    assert shown == {
+        "doejane": ("2026-11-30 15:50 UTC", "2026-11-30 16:00 UTC", "0", "0", "6"),
+        "roesmith": ("2026-11-30 15:59 UTC", "2026-11-30 16:00 UTC", "0", "0", "0"),
+        "hourlate": ("2026-11-30 17:00 UTC", "2026-11-30 16:00 UTC", "1.00", "0.6", "5.4"),
+        "weeklate": ("2026-12-07 16:30 UTC", "2026-11-30 16:00 UTC", "168.50", "3", "3"),
+    }
+
+
+@pytest.mark.parametrize("lms", ["canvas", "moodle"])
+def test_lateness_in_the_lms_files(lms_class, lms):
+    """Canvas: the penalised score alone (any other column would become an assignment); Moodle: the penalised
+    score and a column of sentences its import maps to the grade item's feedback."""
+    from autograde.export import export_for_lms
+
+    course = lms_class[0]
+    scores = {}
+    for per_exercise in (False, True):
+        path = course.root / f"{lms}-{per_exercise}.csv"
+        export_for_lms(course, path, lms, per_exercise=per_exercise)
+        with open(path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle))
+        key = "SIS Login ID" if lms == "canvas" else "Identifier"
+        students = [row for row in rows if row.get("Student") != "Points Possible"]
+        # per exercise, the penalty is spread over the exercises in proportion to their points (4 of 6 here)
+        column = A if not per_exercise else f"{A}: attention"
+        scores[per_exercise] = {row[key]: row[column] for row in students}
+        late = {row[key]: row.get(f"{A}: late") for row in students}
+    assert scores[False] == {"doejane": "6", "roesmith": "0", "hourlate": "5.4", "weeklate": "3"}, scores[False]
+    assert scores[True] == {"doejane": "4", "roesmith": "0", "hourlate": "3.6", "weeklate": "2"}, scores[True]
+    if lms == "canvas":
+        assert set(late.values()) == {None}, late
+    else:
+        assert late["doejane"] == late["roesmith"] == "", late
+        assert late["hourlate"] == (
+            "This submission came 1 hour after the due date (2026-11-30 16:00 UTC): the late policy took 0.6 points off."
+        ), late
+        assert late["weeklate"] == (
+            "This submission came 7 days after the due date (2026-11-30 16:00 UTC): the late policy took 3 points off."
+        ), late
+
+
+def test_lateness_in_the_class_report_and_the_feedback(lms_class):
+    from autograde import class_report
+
+    course = lms_class[0]
+    page, table = class_report.write(course, A)
+    text = re.sub(r"\s+", " ", html_module.unescape(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8"))))
+    assert "Due 2026-11-30 16:00 UTC. The late policy: A submission up to 15 minutes" in text, text[-3000:]
+    assert "2 submissions came after the due date:" in text, text[-3000:]
+    assert "weeklate 7 days 3 hourlate 1 hour 0.6" in text, text[-3000:]  # latest first: how late, points off
+    with open(table, newline="", encoding="utf-8") as handle:
+        late = {row["students"]: row["value"] for row in csv.DictReader(handle) if row["measure"] == "hours late"}
+    assert late == {"weeklate": "168.50", "hourlate": "1.00"}, late
+    pages = {path.parts[-3]: _page_text(path) for path in feedback(course, A, students=["doejane", "hourlate"])}
+    assert "after the due date" not in pages["doejane"], pages["doejane"][:2000]
+    assert (
+        "This submission came 1 hour after the due date (2026-11-30 16:00 UTC): the late policy took 0.6 points off. "
+        "A submission up to 15 minutes after the due date counts as on time." in pages["hourlate"]
+    ), pages["hourlate"][:3000]
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

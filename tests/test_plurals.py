@@ -2,7 +2,7 @@
 
 import pytest
 
-from autograde.class_report import class_size
+from autograde.class_report import class_size, late_count
 from autograde.grade import collected_from_exchange, collected_from_files, graded_summary
 from autograde.report import headline, pending_line
 
@@ -16,6 +16,7 @@ from autograde.report import headline, pending_line
         (collected_from_files(1, "a folder"), collected_from_files(3, "a folder")),
         (graded_summary(1, 0, "01"), graded_summary(3, 0, "01")),
         (class_size(1, 1), class_size(3, 3)),
+        (late_count(1), late_count(3)),
     ],
 )
 def test_one_student_is_singular_and_several_plural(one, several):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import tokenize
 
 import pytest
@@ -195,3 +196,68 @@ def test_make_similarity_writes_its_report_and_lists_what_it_cannot_compare(tmp_
     assert f"The last comparison flagged {flagged} pairs of answers" in class_report.render_html(
         class_report.Assignment("01_heads", [], [], [], {}), [], flagged
     )
+
+
+def test_a_lone_surrogate_in_a_copy_leaves_the_report_whole(tmp_path):
+    """Red team: ``\\ud800`` in a notebook's JSON is valid JSON and reads as a lone surrogate, which UTF-8 cannot
+    encode. In a comment of a copied answer, it made writing the HTML page raise (UnicodeEncodeError): no report
+    for the class, the copy hidden with every other pair. The report is written, the copy flagged, the character
+    shown as an escape."""
+    test_class = build_class("01_heads", None)
+    loops = [a for a in catalogs()["01_heads"] if a.name == "python_loops"][0].source("split_heads")
+    test_class.submissions["copier"] = {"split_heads": loops + "\n# LONE-SURROGATE: mine, really\n"}
+    course = write_class(tmp_path, test_class)
+    notebook = course.path("submitted", "copier", "01_heads") / "01_heads.ipynb"
+    notebook.write_text(notebook.read_text(encoding="utf-8").replace("LONE-SURROGATE", "\\ud800"), encoding="utf-8")
+
+    assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
+
+    reports = course.root / "autograde" / "reports"
+    with open(reports / "01_heads-similarity.csv", encoding="utf-8") as handle:
+        pairs = {frozenset((r["student"], r["other_student"])) for r in csv.DictReader(handle) if r["score"]}
+    assert frozenset(("copier", "style-python_loops")) in pairs
+    page = (reports / "01_heads-similarity.html").read_text(encoding="utf-8")
+    assert "# \\ud800: mine, really" in page
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known residual (docs/security.md, What is left, knowingly): a ring of more than COMMON_MIN copies "
+    "makes its own fingerprints 'common to the class', and they are left out",
+)
+def test_a_ring_of_six_copies_is_flagged(tmp_path):
+    """Red team: six students hand in one answer (three renamed). Five copies are flagged (10 of 10 pairs, score
+    1.00); with a sixth, every fingerprint they share is in more than COMMON_MIN answers, so common_fingerprints
+    drops them all and no pair of the ring is flagged (0 of 15). In a class of 300 the ring may have 15 members."""
+    test_class = build_class("01_heads", None)
+    loops = [a for a in catalogs()["01_heads"] if a.name == "python_loops"][0].source("split_heads")
+    ring = {"style-python_loops", *(f"ring{i}" for i in range(5))}
+    for i in range(5):
+        test_class.submissions[f"ring{i}"] = {"split_heads": DISGUISES["renamed variables"](loops) if i % 2 else loops}
+    course = write_class(tmp_path, test_class)
+
+    assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
+
+    with open(course.root / "autograde" / "reports" / "01_heads-similarity.csv", encoding="utf-8") as handle:
+        pairs = {frozenset((r["student"], r["other_student"])) for r in csv.DictReader(handle) if r["score"]}
+    flagged = [pair for pair in pairs if pair <= ring]
+    assert len(flagged) == 15, f"{len(flagged)} of the ring's 15 pairs flagged"
+
+
+def test_line_separators_in_a_comment_leave_the_marks_on_the_matched_code(tmp_path):
+    """Red team: ``\\u2028`` (and ``\\x0c``, ``\\x1c``...) are line breaks to ``str.splitlines`` but not to Python.
+    Six of them in a copied answer's first comment moved every "match" mark of the page six lines down, onto
+    blank lines, and left the copied loop unmarked: the pair flagged, what to read shown wrongly."""
+    test_class = build_class("01_heads", None)
+    loops = [a for a in catalogs()["01_heads"] if a.name == "python_loops"][0].source("split_heads")
+    test_class.submissions["copier"] = {"split_heads": "# my own\u2028\u2028\u2028\u2028\u2028\u2028work\n" + loops}
+    course = write_class(tmp_path, test_class)
+
+    assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
+
+    page = (course.root / "autograde" / "reports" / "01_heads-similarity.html").read_text(encoding="utf-8")
+    side = page[page.index("aria-label='copier: code'") :].split("</table>")[0]
+    rows = re.findall(r"<td class='line'>(\d+)</td><td class='mark'>(\w*)</td><td>(.*?)</td></tr>", side)
+    marked = {code.strip() for _, mark, code in rows if mark == similarity.MATCH_MARKER}
+    assert "out[s, i, t] = x[s, t, i * d:(i + 1) * d]" in marked, rows
+    assert "" not in marked, f"a blank line is marked: {rows}"

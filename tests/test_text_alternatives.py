@@ -14,10 +14,11 @@ import re
 
 import pytest
 from matplotlib.figure import Figure
+from test_pictures import FIGURES
 from test_widget_legibility import WIDGETS
 
 from heads_and_masks.pictures import Picture, picture
-from heads_and_masks.text_alternative import describe_figure
+from heads_and_masks.text_alternative import describe_figure, lead_of
 
 FALLBACK = "A figure without titles or labels."
 
@@ -67,14 +68,9 @@ def test_a_static_picture_is_an_html_image_whose_alt_is_the_description():
     assert html.unescape(alt[1]) == describe_figure(figure)  # escaped: the quote does not end the attribute
 
 
-@pytest.mark.parametrize("cls", WIDGETS, ids=lambda cls: cls.__name__)
-def test_a_widgets_picture_says_what_it_shows_and_follows_its_controls(cls):
-    widget = cls()
-    text = widget.image.tooltip
-    assert text and text != FALLBACK, f"{cls.__name__}: its picture has no text alternative ({text!r})"
-    missing = [t for t in _titles(widget.figure) if t not in text]
-    assert not missing, f"{cls.__name__}: the text alternative leaves out the titles {missing}: {text!r}"
-    # moved, the picture's titles change with it and so does its text (whatever the first control is)
+def move_first_control(widget) -> None:
+    """Move the widget's first control, whatever it is, to another value: a dropdown or toggle to another
+    option, a checkbox to its other state, a slider to an end."""
     control = next(iter(widget.controls.values()))
     options = getattr(control, "options", None)
     if options:
@@ -84,6 +80,17 @@ def test_a_widgets_picture_says_what_it_shows_and_follows_its_controls(cls):
         control.value = not control.value
     else:
         control.value = control.max if control.value != control.max else control.min
+
+
+@pytest.mark.parametrize("cls", WIDGETS, ids=lambda cls: cls.__name__)
+def test_a_widgets_picture_says_what_it_shows_and_follows_its_controls(cls):
+    widget = cls()
+    text = widget.image.tooltip
+    assert text and text != FALLBACK, f"{cls.__name__}: its picture has no text alternative ({text!r})"
+    missing = [t for t in _titles(widget.figure) if t not in text]
+    assert not missing, f"{cls.__name__}: the text alternative leaves out the titles {missing}: {text!r}"
+    # moved, the picture's titles change with it and so does its text (whatever the first control is)
+    move_first_control(widget)
     assert widget.image.tooltip == describe_figure(widget.figure, widget.picture_lead)
 
 
@@ -98,3 +105,43 @@ def test_a_picture_a_little_too_wide_is_drawn_to_fit_and_a_much_too_wide_one_is_
     much.subplots().set_title("far too wide")
     with pytest.raises(ValueError, match="make it narrower"):
         picture(much)
+
+
+# A lead is whole sentences: each begins with a capital, a digit or an opening quote, and ends with a full stop.
+SENTENCE = re.compile(r"[A-Z0-9“(][^\n]*?[.!?]")
+
+
+def whole_sentences(text: str) -> bool:
+    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9“(])", text.strip())
+    return bool(text.strip()) and all(SENTENCE.fullmatch(s) for s in sentences)
+
+
+def test_the_sentence_check_can_fail():
+    assert whole_sentences("The causal mask keeps 54.2% of the scores. “local” keeps 18.2%.")
+    assert not whole_sentences("keeps 54.2%")  # a fragment
+    assert not whole_sentences("The mask keeps 54.2%")  # no full stop
+    assert not whole_sentences("")
+
+
+@pytest.mark.parametrize("function, args, kwargs", FIGURES, ids=[f.__name__ for f, _, _ in FIGURES])
+def test_every_static_picture_leads_with_what_to_see(function, args, kwargs):
+    """Each picture function says, from the data it draws, what the reader should see and conclude; that
+    lead comes first in the text alternative the notebook shows (the <img>'s alt)."""
+    figure = function(*args, **kwargs)
+    lead = lead_of(figure)
+    assert lead, f"{function.__name__}: its picture has no lead (text_alternative.with_lead)"
+    assert whole_sentences(lead), f"{function.__name__}: its lead is not whole sentences: {lead!r}"
+    assert picture(figure).text.startswith(lead + " "), picture(figure).text[:300]
+
+
+@pytest.mark.parametrize("cls", WIDGETS, ids=lambda cls: cls.__name__)
+def test_every_widget_leads_with_what_its_picture_shows_now(cls):
+    """A widget's lead is computed from its settings: moved, the lead changes, and stays first in the text."""
+    widget = cls()
+    lead = widget.picture_lead
+    assert lead, f"{cls.__name__}: its picture has no lead (picture_lead)"
+    assert whole_sentences(lead), f"{cls.__name__}: its lead is not whole sentences: {lead!r}"
+    assert widget.image.tooltip.startswith(lead + " "), widget.image.tooltip[:300]
+    move_first_control(widget)
+    assert widget.picture_lead != lead, f"{cls.__name__}: its lead did not follow its first control: {lead!r}"
+    assert widget.image.tooltip.startswith(widget.picture_lead + " ")

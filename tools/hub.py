@@ -210,6 +210,16 @@ def roster(args: argparse.Namespace) -> None:
     require_root()
     instructor = account(args.instructor)
     rows = read_roster(args.roster)
+    # an existing account joins the class (usermod): never the instructor's or the system's
+    refused = [
+        (row["id"], why) for row in rows if (why := lms_users.not_a_students_account(row["id"], instructor.pw_name))
+    ]
+    if refused:
+        raise HubError(
+            f"{args.roster}: these ids cannot be students' accounts: "
+            + "; ".join(f"{name!r} ({why})" for name, why in refused)
+            + ". Give those students other ids in the roster. Nothing was changed."
+        )
     try:
         grp.getgrnam(args.students)
     except KeyError:

@@ -49,30 +49,13 @@ INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
 INSTRUCTOR_WORKSPACES = REPO / "autograde" / "lab-workspaces"
 
 
-def kernel_language_info() -> dict:
-    """What this environment's kernel says of its language when JupyterLab connects to it, word for word.
-
-    JupyterLab writes the kernel's ``language_info`` into the notebook's metadata as soon as the kernel is
-    up, and a notebook whose metadata changes is marked modified: a copy carrying only what the committed
-    notebook says (``{"name": "python"}``: the repository cannot know which Python each machine has)
-    would open "modified", untouched, and ask to be saved on close. The lab's kernel is ipykernel on this
-    very Python, so its class attribute is what it will reply.
-    """
-    from ipykernel.ipkernel import IPythonKernel
-
-    return json.loads(json.dumps(IPythonKernel.language_info))  # a plain copy, as it travels in the reply
-
-
 def copy_assignment(source: Path, target: Path) -> None:
-    """One assignment's folder copied into the learner's work, its notebooks told of the kernel that runs them."""
-    import nbformat
+    """One assignment's folder copied into the learner's work, its notebooks told of the kernel that runs them
+    (so that they open unmodified: autograde/kernel_language.py)."""
+    from autograde.kernel_language import tell_notebooks_their_kernel
 
     shutil.copytree(source, target)
-    language_info = kernel_language_info()
-    for path in sorted(target.rglob("*.ipynb")):
-        notebook = nbformat.read(path, as_version=4)
-        notebook.metadata["language_info"] = language_info
-        nbformat.write(notebook, path)
+    tell_notebooks_their_kernel(target)
 
 
 def course_language(requested: str) -> str | None:

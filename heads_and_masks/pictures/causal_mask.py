@@ -10,6 +10,7 @@ from matplotlib.patches import Rectangle
 from ..attention import masked_softmax
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebooks import it from here)
 
 HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
@@ -68,7 +69,17 @@ def mask_figure(mask, tokens) -> Figure:
     hatch_cells(ax, np.argwhere(~mask))
     for i, j in np.argwhere(mask):
         ax.text(j, i, "True", ha="center", va="center")
-    return figure
+    if np.array_equal(mask, np.tril(np.ones_like(mask))):
+        lead = (
+            "The allowed cells form the lower triangle, on and below the diagonal: each query may look at itself "
+            "and at the tokens before it, so “{first}” sees only itself and “{last}” sees all {n}. The hatched "
+            "cells above the diagonal are the future, forbidden."
+        ).format(first=tokens[0], last=tokens[-1], n=len(tokens))
+    else:
+        lead = "{allowed} of the {cells} cells are allowed (True); the hatched ones are forbidden.".format(
+            allowed=int(mask.sum()), cells=mask.size
+        )
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -100,7 +111,15 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
     axes[1].set_xlabel("forbidden keys get weight: a leak", color="tab:red")
     axes[2].set_xlabel("rows of 1, 2, … entries: not a matrix", color="tab:red")
     axes[3].set_xlabel("rows no longer sum to 1", color="tab:red")
-    return figure
+    leak = panels[1][1][~mask].max()  # the most weight a forbidden key gets when its score is set to 0
+    lengths = mask.sum(axis=-1)
+    lead = (
+        "Only −∞ before softmax gives the forbidden keys exactly 0 with every row summing to 1. Setting their "
+        "scores to 0 gives a forbidden key up to {leak:.2f} of a row (a leak), deleting the entries leaves rows "
+        "of {shortest} to {longest} entries (not a matrix), and masking after softmax leaves rows that sum to as "
+        "little as {smallest:.2f}."
+    ).format(leak=leak, shortest=lengths.min(), longest=lengths.max(), smallest=panels[3][1].sum(axis=-1).min())
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -125,4 +144,29 @@ def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
             ax.plot(head_sizes, reference, ":", color="0.4", label="∝ √d")
         ax.grid(alpha=0.3)
     axes[0].legend()
-    return figure
+    return with_lead(figure, _readouts_lead(head_sizes, with_sqrt, without_sqrt))
+
+
+def _readouts_lead(head_sizes, with_sqrt, without_sqrt) -> str:
+    """How far each readout moves from the smallest head size to the largest, without and with √d."""
+    raw = {name: np.asarray(values) for name, values in without_sqrt.items()}
+    scaled = {name: np.asarray(values) for name, values in with_sqrt.items()}
+    return (
+        "Not divided by √d (red squares), the score spread grows {growth:.1f}-fold from d = {d_first:g} to "
+        "d = {d_last:g}, along the dotted √d line, while the row entropy goes from {entropy_first:.2f} to "
+        "{entropy_last:.2f} bits and the gradient scale from {gradient_first:.3g} to {gradient_last:.3g}: the rows "
+        "saturate. Divided by √d (blue circles), the spread stays between {low:.2f} and {high:.2f} and the row "
+        "entropy between {entropy_low:.2f} and {entropy_high:.2f} bits at every head size."
+    ).format(
+        growth=raw["score spread"][-1] / raw["score spread"][0],
+        d_first=head_sizes[0],
+        d_last=head_sizes[-1],
+        entropy_first=raw["row entropy (bits)"][0],
+        entropy_last=raw["row entropy (bits)"][-1],
+        gradient_first=raw["gradient scale"][0],
+        gradient_last=raw["gradient scale"][-1],
+        low=scaled["score spread"].min(),
+        high=scaled["score spread"].max(),
+        entropy_low=scaled["row entropy (bits)"].min(),
+        entropy_high=scaled["row entropy (bits)"].max(),
+    )

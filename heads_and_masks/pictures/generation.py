@@ -3,6 +3,8 @@ model of the course."""
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -11,6 +13,7 @@ from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_
 from ..figure_style import KV_LAYOUT_COLOURS, drawn_in_course_style
 from ..grading import idle_while_grading
 from ..model_configs import KiB
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 MASK_COLOURS = ListedColormap(["#e8e8e8", "#1f4e79"])  # forbidden, may attend
@@ -53,7 +56,24 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
         "top left, np.tril (wrong for a cache):\nquery i sees keys 0 … i",
         first_query=first,
     )
-    return figure
+    right, wrong = (mask(n_new, n_keys).sum(axis=-1) for mask in (bottom_right_causal_mask, top_left_causal_mask))
+    lead = ngettext(
+        "The new query sits at position {first}. Aligned bottom right, it sees {right_first} keys: every cached "
+        "key and itself. Aligned top left, as np.tril does, it sees {wrong_first}: the cache is hidden from it.",
+        "The {new} new queries sit at positions {first} to {last}. Aligned bottom right, they see from "
+        "{right_first} to {right_last} keys: every cached key and themselves. Aligned top left, as np.tril does, "
+        "they see only {wrong_first} to {wrong_last}: most of the cache is hidden from them.",
+        n_new,
+    ).format(
+        new=n_new,
+        first=first,
+        last=n_keys - 1,
+        right_first=right[0],
+        right_last=right[-1],
+        wrong_first=wrong[0],
+        wrong_last=wrong[-1],
+    )
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -65,7 +85,33 @@ def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
     for ax, (title, mask) in zip(axes, masks.items()):
         draw_mask(ax, mask, title)
         ax.set_ylabel("query" if ax is axes[0] else "")
-    return figure
+    sentences = [_mask_sentence(title, np.asarray(mask, dtype=bool)) for title, mask in masks.items()]
+    if len(masks) == 2:  # a mask and its correction: what the second takes away from the first
+        (first, allowed), (second, kept) = ((" ".join(t.split()), np.asarray(m, dtype=bool)) for t, m in masks.items())
+        removed = int((allowed & ~kept).sum())
+        sentences.append(
+            ngettext(
+                "“{second}” forbids {removed} cell that “{first}” allows.",
+                "“{second}” forbids {removed} cells that “{first}” allows.",
+                removed,
+            ).format(first=first, second=second, removed=removed)
+        )
+    return with_lead(figure, " ".join(sentences))
+
+
+def _mask_sentence(title: str, mask) -> str:
+    """How much a mask keeps, and whether some query is left with nothing to attend to."""
+    empty = int((~mask.any(axis=-1)).sum())
+    title = " ".join(title.split())
+    if not empty:
+        return "“{title}” keeps {kept} of the {cells} cells, and every query sees at least one key.".format(
+            title=title, kept=int(mask.sum()), cells=mask.size
+        )
+    return ngettext(
+        "“{title}” keeps {kept} of the {cells} cells, and {empty} query sees no key at all: its row is empty.",
+        "“{title}” keeps {kept} of the {cells} cells, and {empty} queries see no key at all: their rows are empty.",
+        empty,
+    ).format(title=title, kept=int(mask.sum()), cells=mask.size, empty=empty)
 
 
 @idle_while_grading()
@@ -113,4 +159,28 @@ def bytes_per_token_figure(
     ax.grid(True, axis="x", alpha=0.3)
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)
-    return figure
+    return with_lead(figure, _bytes_per_token_lead(layouts, short, long, bytes_per_value))
+
+
+def _bytes_per_token_lead(layouts: dict[str, CacheLayout], short: int, long: int, bytes_per_value: int) -> str:
+    """The spread at the long context, and the model whose cost per token falls most from short to long."""
+    at_long = {name: layout.bytes_per_token(long, bytes_per_value) / KiB for name, layout in layouts.items()}
+    at_short = {name: layout.bytes_per_token(short, bytes_per_value) / KiB for name, layout in layouts.items()}
+    most, least = max(at_long, key=at_long.get), min(at_long, key=at_long.get)
+    falls = max(layouts, key=lambda name: at_short[name] / at_long[name])
+    return (
+        "At {long_k}K tokens of context, a token costs from {least_kib:,.0f} KiB of cache ({least}) to "
+        "{most_kib:,.0f} KiB ({most}). Models whose layers are all global cost the same at any length; local "
+        "layers and rolling buffers cost less the longer the context: {falls} from {falls_short:,.0f} KiB at "
+        "{short_k}K to {falls_long:,.0f} KiB at {long_k}K."
+    ).format(
+        long_k=long // 1024,
+        short_k=short // 1024,
+        least=least,
+        least_kib=at_long[least],
+        most=most,
+        most_kib=at_long[most],
+        falls=falls,
+        falls_short=at_short[falls],
+        falls_long=at_long[falls],
+    )

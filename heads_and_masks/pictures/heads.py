@@ -8,6 +8,8 @@ nothing fails, and every head sees the wrong features.
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -15,6 +17,7 @@ from matplotlib.figure import Figure
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..heads import ORDERS, head_of_column
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 # Ten clearly different colours, reused in a cycle when there are more than ten heads.
@@ -56,7 +59,23 @@ def split_orders_figure(width: int = 8, heads: int = 2) -> Figure:
         "the number in each column is the head it feeds",
     )
     axes[-1].set_xlabel("column of the width")
-    return figure
+    return with_lead(figure, _split_orders_lead(width, heads))
+
+
+def _split_orders_lead(width: int, heads: int) -> str:
+    """What the two readings give head 0, from the columns each reading assigns it."""
+    contiguous, scattered = (np.flatnonzero(head_of_column(width, heads, order) == 0) for order in ORDERS)
+    return (
+        "Read as {right}, head 0 owns the neighbouring columns {first} to {last}; read as {wrong}, it owns the "
+        "scattered columns {scattered}. The shapes are the same, so nothing fails, yet each head gets the wrong "
+        "features."
+    ).format(
+        right=ORDERS[0],
+        wrong=ORDERS[1],
+        first=contiguous[0],
+        last=contiguous[-1],
+        scattered=", ".join(str(c) for c in scattered),
+    )
 
 
 @idle_while_grading()
@@ -76,4 +95,18 @@ def score_sum_figure(head_scores, single_head_scores) -> Figure:
         ax.set(xlabel="key", xticks=range(n_k), yticks=range(n_q))
     axes[0].set_ylabel("query")
     figure.colorbar(image, ax=list(axes), shrink=0.85, label="score (before 1/√d)")
-    return figure
+    return with_lead(figure, _score_sum_lead(matrices[:-1], single_head_scores))
+
+
+def _score_sum_lead(head_scores, single_head_scores) -> str:
+    """The heads' patterns differ and add up to the single head's, cell by cell (how closely: measured)."""
+    heads = len(head_scores)
+    largest_difference = np.abs(sum(head_scores) - single_head_scores).max()
+    template = ngettext(
+        "The head's matrix is the single head's matrix: the largest difference is {difference:.1e}.",
+        "Each of the {heads} heads sees its own pattern of scores, and the last matrix, the single head's, is "
+        "their sum cell by cell (the largest difference is {difference:.1e}). One head gets only the sum; "
+        "{heads} heads keep the parts apart, each with its own softmax.",
+        heads,
+    )
+    return template.format(heads=heads, difference=largest_difference)

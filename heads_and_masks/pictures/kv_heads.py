@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from ..figure_style import KV_LAYOUT_COLOURS, KV_LAYOUT_LINE_STYLES, drawn_in_course_style
 from ..grading import idle_while_grading
 from ..kv_heads import kv_cache_bytes
-from ..model_configs import GiB, KiB, ModelConfig
+from ..model_configs import GiB, KiB, ModelConfig, longest_context
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebooks import it from here)
 
 ATTENTION_COLOURS = {kind: KV_LAYOUT_COLOURS[kind] for kind in ("MHA", "GQA", "MQA")}
@@ -37,7 +40,21 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
     ax.set(xlim=(-0.05, h + 0.05), ylim=(-0.05, 3.0), aspect="equal")
     ax.set_title(f"h = {h} query heads, g = {g} KV heads:\nwhich KV head each query head reads")
     ax.axis("off")
-    return figure
+    right, tiled = rows.values()
+    wrong = int((right != tiled).sum())
+    if not wrong:
+        lead = "Here both orders give every query head the same KV head: with g = {g} they cannot differ.".format(g=g)
+    else:
+        lead = ngettext(
+            "With repeat, each KV head serves {group} consecutive query heads: q0 to q{last} read kv0. With tile, "
+            "the query heads take the KV heads in turn, so q1 reads kv1: {wrong} of the {h} query heads reads the "
+            "wrong KV head, and nothing fails.",
+            "With repeat, each KV head serves {group} consecutive query heads: q0 to q{last} read kv0. With tile, "
+            "the query heads take the KV heads in turn, so q1 reads kv1: {wrong} of the {h} query heads read the "
+            "wrong KV head, and nothing fails.",
+            wrong,
+        ).format(group=group, last=group - 1, wrong=wrong, h=h)
+    return with_lead(figure, lead)
 
 
 def _square(x, y, colour):
@@ -68,7 +85,31 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
         ax.bar([0], [0], color=colour, label=kind)
     figure.legend(loc="outside lower center", ncols=3, frameon=False)
     ax.set_title("How much memory one more token of context costs")
-    return figure
+    return with_lead(figure, _cache_per_token_lead(models, bytes_per_value))
+
+
+def _cache_per_token_lead(models: dict[str, ModelConfig], bytes_per_value: int) -> str:
+    """The range across all models, then each kind of attention's range."""
+    size = {name: c.kv_bytes_per_token(bytes_per_value) / KiB for name, c in models.items()}
+    most, least = max(size, key=size.get), min(size, key=size.get)
+    sentences = [
+        "{most} adds {most_kib:,.0f} KiB of cache with every token, {ratio:.0f} times as much as {least}, which "
+        "adds {least_kib:,.0f} KiB.".format(
+            most=most, most_kib=size[most], least=least, least_kib=size[least], ratio=size[most] / size[least]
+        )
+    ]
+    by_kind = {kind: [size[n] for n, c in models.items() if c.attention == kind] for kind in ATTENTION_COLOURS}
+    if all(by_kind.values()):
+        sentences.append(
+            "The MHA models add at least {mha:,.0f} KiB per token, the GQA models {gqa_low:,.0f} to {gqa_high:,.0f} "
+            "and the MQA models at most {mqa:,.0f}: the fewer KV heads, the cheaper each token.".format(
+                mha=min(by_kind["MHA"]),
+                gqa_low=min(by_kind["GQA"]),
+                gqa_high=max(by_kind["GQA"]),
+                mqa=max(by_kind["MQA"]),
+            )
+        )
+    return " ".join(sentences)
 
 
 @idle_while_grading()
@@ -104,4 +145,32 @@ def cache_vs_context_figure(
     )
     ax.grid(True, alpha=0.3)
     ax.legend()
-    return figure
+    return with_lead(figure, _cache_vs_context_lead(config, batch, bytes_per_value, memory_bytes))
+
+
+def _cache_vs_context_lead(config: ModelConfig, batch: int, bytes_per_value: int, memory_bytes) -> str:
+    """The cache grows with the context; the fewer KV heads, the longer the context that fits in the memory."""
+    sentences = [
+        "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's cache is "
+        "{ratio:.0f} times smaller than MHA's at every length.".format(ratio=config.query_heads)
+    ]
+    if memory_bytes is not None:
+        fits = {
+            label: longest_context(config, memory_bytes, batch=batch, bytes_per_value=bytes_per_value, kv_heads=g)
+            for label, g in config.variants().items()
+        }
+        own = next(label for label, g in config.variants().items() if g == config.kv_heads)
+        mha, mqa = next(iter(fits)), list(fits)[-1]
+        sentences.append(
+            "In {memory:.0f} GiB beside the weights, a cache of {own_tokens:,} tokens fits with the real model, "
+            "{own}, against {mha_tokens:,} with {mha} and {mqa_tokens:,} with {mqa}.".format(
+                memory=memory_bytes / GiB,
+                own=own,
+                own_tokens=fits[own],
+                mha=mha,
+                mha_tokens=fits[mha],
+                mqa=mqa,
+                mqa_tokens=fits[mqa],
+            )
+        )
+    return " ".join(sentences)

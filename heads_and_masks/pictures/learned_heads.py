@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import numpy as np
 from matplotlib.figure import Figure
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..readable import readable_number
+from ..text_alternative import with_lead
 from ..training import RULES, Run, chance_loss, rule_weights
 
 from . import picture  # noqa: F401, E402  (the notebook imports it from here)
@@ -52,7 +56,26 @@ def head_maps_figure(run: Run, snapshots=(0, None, -1)) -> Figure:
             if i == h - 1:
                 ax.set_xlabel("key position")
     figure.suptitle("attention of each head, averaged over held-out sequences (rows: queries)")
-    return figure
+    return with_lead(figure, _head_maps_lead(run, chosen[0], chosen[-1]))
+
+
+def _head_maps_lead(run: Run, start: int, end: int) -> str:
+    """Where the heads look at the first snapshot shown and at the last: the weight each puts where each rule
+    needs it (a previous-token head draws the band below the diagonal, a first-token head column 0)."""
+    before, after = rule_weights(run.maps(start)), rule_weights(run.maps(end))
+    sentences = [
+        "At step {step}, no head puts more than {most:.0%} of its weight where a rule needs it.".format(
+            step=run.snapshot_steps[start], most=before.max()
+        )
+    ]
+    for head, (previous, first) in enumerate(after):
+        sentences.append(
+            "By step {step}, head {head} puts {previous:.0%} of its weight on the previous token (the band just "
+            "below the diagonal) and {first:.0%} on the first token (column 0).".format(
+                step=run.snapshot_steps[end], head=head, previous=previous, first=first
+            )
+        )
+    return " ".join(sentences)
 
 
 def _halfway(run: Run) -> int:
@@ -75,7 +98,41 @@ def loss_curves_figure(run: Run) -> Figure:
     ax.set(yscale="log", xlabel="training step", ylabel="cross-entropy (log scale)")
     ax.legend(frameon=False, loc="upper right", bbox_to_anchor=(1.0, 0.88))
     ax.set_title(f"training: h = {run.config.heads} heads of d = {run.config.head_size}, seed {run.seed}")
-    return figure
+    return with_lead(figure, _loss_curves_lead(run))
+
+
+def _loss_curves_lead(run: Run) -> str:
+    """Where each rule's loss starts and ends, and which rule is learnt first (its loss halved first)."""
+    losses = np.asarray(run.rule_losses)  # (steps, rules)
+    halved = [int(np.argmax(losses[:, j] <= losses[0, j] / 2)) + 1 for j in range(len(RULES))]
+    template = ngettext(
+        "The losses start at {previous_start:.2f} (previous token) and {first_start:.2f} (first token), where "
+        "knowing nothing gives ln {vocab} = {chance:.2f}, and after {steps} step they end at {previous_end:.2g} "
+        "and {first_end:.2g}.",
+        "The losses start at {previous_start:.2f} (previous token) and {first_start:.2f} (first token), where "
+        "knowing nothing gives ln {vocab} = {chance:.2f}, and after {steps} steps they end at {previous_end:.2g} "
+        "and {first_end:.2g}.",
+        len(losses),
+    )
+    sentences = [
+        template.format(
+            previous_start=losses[0, 0],
+            first_start=losses[0, 1],
+            vocab=run.config.vocab,
+            chance=chance_loss(run.config),
+            steps=len(losses),
+            previous_end=losses[-1, 0],
+            first_end=losses[-1, 1],
+        )
+    ]
+    if all(losses[h - 1, j] <= losses[0, j] / 2 for j, h in enumerate(halved)):
+        first = int(np.argmin(halved))
+        sentences.append(
+            "The “{rule}” rule is learnt first: its loss halves by step {step}, the other's by step {other}.".format(
+                rule=RULES[first], step=halved[first], other=halved[1 - first]
+            )
+        )
+    return " ".join(sentences)
 
 
 @idle_while_grading()
@@ -91,4 +148,30 @@ def head_count_figure(results: dict[int, np.ndarray], width: int) -> Figure:
     ax.set_xticks(range(len(results)), [f"h = {h}, d = {width // h}" for h in results])
     ax.set(yscale="log", ylabel="held-out loss after training\n(log scale)")
     ax.set_title(f"the same width D = {width}, the same cost:\none head against several (dots: seeds)")
-    return figure
+    return with_lead(figure, _head_count_lead({h: float(np.median(losses)) for h, losses in results.items()}, width))
+
+
+def _head_count_lead(medians: dict[int, float], width: int) -> str:
+    """One head against the best number of heads, by the median over the seeds."""
+    best = min(medians, key=medians.get)
+    if 1 in medians and best != 1:
+        return (
+            "With one head of size {width}, the median held-out loss is {one:.2g}; with {best} heads of size {d} "
+            "it is {best_loss:.2g}, {ratio} times lower, for the same width and the same cost."
+        ).format(
+            width=width,
+            one=medians[1],
+            best=best,
+            d=width // best,
+            best_loss=medians[best],
+            ratio=readable_number(medians[1] / medians[best], 2),
+        )
+    sentences = [
+        ngettext(
+            "With {h} head of size {d}, the median held-out loss is {median:.2g}.",
+            "With {h} heads of size {d}, the median held-out loss is {median:.2g}.",
+            h,
+        ).format(h=h, d=width // h, median=median)
+        for h, median in medians.items()
+    ]
+    return " ".join(sentences)

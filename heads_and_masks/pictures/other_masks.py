@@ -6,6 +6,8 @@ because the key is filler are tinted apart from those forbidden by the pattern (
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -16,6 +18,7 @@ from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
 from ..local_attention import block_sparse_work, keys_in_cache
 from ..masks import kept_fraction
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
@@ -76,6 +79,15 @@ def _keeps(title: str, mask) -> str:
     return f"{title}\nkeeps {kept_fraction(mask):.1%}"
 
 
+def _one_line(title: str) -> str:
+    """A panel's title as one line, for the text alternative."""
+    return " ".join(title.split())
+
+
+def _rows_without_keys(mask) -> int:
+    return int((~np.asarray(mask, dtype=bool).any(axis=-1)).sum())
+
+
 @idle_while_grading()
 @drawn_in_course_style
 def four_masks_figure(panels: dict) -> Figure:
@@ -85,7 +97,13 @@ def four_masks_figure(panels: dict) -> Figure:
     axes = figure.subplots(2, 2)
     for ax, (title, (mask, key_is_real, block)) in zip(axes.flat, panels.items()):
         draw_mask(ax, mask, _keeps(title, mask), key_is_real=key_is_real, block=block)
-    return figure
+    kept = {title: kept_fraction(mask) for title, (mask, _, _) in panels.items()}
+    most, least = max(kept, key=kept.get), min(kept, key=kept.get)
+    lead = (
+        "The dark cells are the scores a kernel must compute, and the masks keep very different shares of them: "
+        "“{most}” keeps the most, {most_kept:.1%}, and “{least}” the least, {least_kept:.1%}."
+    ).format(most=_one_line(most), most_kept=kept[most], least=_one_line(least), least_kept=kept[least])
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -98,7 +116,21 @@ def keys_not_queries_figure(keys_masked, rows_masked_too, key_is_real) -> Figure
     draw_mask(
         right, rows_masked_too, "…and filler queries masked too\n(rows with nothing allowed)", key_is_real=key_is_real
     )
-    return figure
+    filler = int((~np.asarray(key_is_real, dtype=bool)).sum())
+    left_says = ngettext(
+        "On the left only the filler key, the last column, is forbidden to every query.",
+        "On the left only the filler keys, the last {filler} columns, are forbidden to every query.",
+        filler,
+    ).format(filler=filler)
+    empty = _rows_without_keys(rows_masked_too)
+    right_says = ngettext(
+        "On the right the filler's own queries are masked too, which leaves {empty} row with no allowed key at "
+        "all: where a softmax without a guard returns NaN, for an output nobody uses.",
+        "On the right the filler's own queries are masked too, which leaves {empty} rows with no allowed key at "
+        "all: where a softmax without a guard returns NaN, for outputs nobody uses.",
+        empty,
+    ).format(empty=empty)
+    return with_lead(figure, f"{left_says} {right_says}")  # two whole sentences, one per panel
 
 
 @idle_while_grading()
@@ -117,7 +149,21 @@ def padding_damage_figure(lengths, filler_share, output_error, n: int) -> Figure
     )
     ax.set_title("forgetting the padding mask: the shorter the sequence, the worse")
     ax.legend()
-    return figure
+    short, long = 0, int(np.flatnonzero(lengths < n)[-1])  # the shortest length, and the longest with filler
+    lead = (
+        "The shorter the real sequence, the more of its attention goes to the filler, close to the dotted line "
+        "(n − L)/n: at L = {short} the filler takes {short_share:.0%} and the output is off by {short_error:.2f} "
+        "value-vector lengths; at L = {long} it takes {long_share:.0%} and the output is off by "
+        "{long_error:.2f}."
+    ).format(
+        short=lengths[short],
+        short_share=filler_share[short],
+        short_error=output_error[short],
+        long=lengths[long],
+        long_share=filler_share[long],
+        long_error=output_error[long],
+    )
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -131,7 +177,13 @@ def cache_growth_figure(bytes_per_token: int, context: int, window: int, model: 
     ax.plot(tokens, bytes_per_token * keys_in_cache(context, window) / 2**30, label=f"window of {window}")
     ax.set(xlabel="tokens generated", ylabel="KV cache (GiB)", title=f"the window bounds the cache ({model} shape)")
     ax.legend()
-    return figure
+    full, bounded = (bytes_per_token * keys_in_cache(context, w)[-1] / 2**30 for w in (None, window))
+    lead = (
+        "With the causal mask the cache grows with every token, to {full:.1f} GiB after {context:,} tokens. "
+        "With a window of {window:,} it stops growing once it holds {window:,} tokens, at {bounded:.1f} GiB, "
+        "{ratio:.0f} times less."
+    ).format(full=full, context=context, window=window, bounded=bounded, ratio=full / bounded)
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -140,11 +192,21 @@ def receptive_field_figure(reach_by_layers: dict) -> Figure:
     """``{layers: (n, n) reach}`` side by side, each titled with how far back the last token reaches."""
     figure = Figure(figsize=(6.9, 3.1), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(reach_by_layers)))
+    reaches = {}  # layers: how far back the last token reaches
     for ax, (layers, reach) in zip(axes, reach_by_layers.items()):
         reach = np.asarray(reach, dtype=bool)
         back = reach.shape[1] - 1 - int(np.argmax(reach[-1]))  # from the last token to the first it sees
         draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{back} positions")
-    return figure
+        reaches[layers] = back
+    (fewest, near), (most, far) = min(reaches.items()), max(reaches.items())
+    lead = ngettext(
+        "Through {most} layers the last token reaches back {far} positions, against {near} through {fewest} "
+        "layer: a window limits what one layer sees, not how far the layers together reach.",
+        "Through {most} layers the last token reaches back {far} positions, against {near} through {fewest} "
+        "layers: a window limits what one layer sees, not how far the layers together reach.",
+        fewest,
+    ).format(most=most, far=far, near=near, fewest=fewest)
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -155,7 +217,30 @@ def granting_masks_figure(masks: dict) -> Figure:
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
         draw_mask(ax, mask, _keeps(title, mask))
-    return figure
+    sentences = [_granted(title, np.asarray(mask, dtype=bool)) for title, mask in masks.items()]
+    return with_lead(figure, " ".join(sentences))
+
+
+def _granted(title: str, mask) -> str:
+    """What the granting rule adds to a mask, as it shows: a prompt read both ways (a full square in the top
+    left corner, above the diagonal too), or first keys every later query sees beside its band."""
+    n = mask.shape[0]
+    prompt = next((p for p in range(n, 1, -1) if mask[:p, :p].all()), 0)
+    seen_by_all = 0
+    while seen_by_all < n and mask[seen_by_all:, seen_by_all].all():
+        seen_by_all += 1
+    if prompt:
+        return (
+            "“{title}” reads its first {prompt} tokens both ways: a full square in the top left corner, above "
+            "the diagonal too.".format(title=_one_line(title), prompt=prompt)
+        )
+    if seen_by_all:
+        return ngettext(
+            "“{title}” keeps the first key visible to every query, beside a band of recent keys.",
+            "“{title}” keeps the first {keys} keys visible to every query, beside a band of recent keys.",
+            seen_by_all,
+        ).format(title=_one_line(title), keys=seen_by_all)
+    return "“{title}” keeps {kept:.1%} of the matrix.".format(title=_one_line(title), kept=kept_fraction(mask))
 
 
 @idle_while_grading()
@@ -165,6 +250,7 @@ def block_sparse_figure(layouts: dict, block: int) -> Figure:
     share the mask keeps and the share of n² a kernel computes (kept tiles whole)."""
     figure = Figure(figsize=(6.9, 5.6), layout="constrained")
     axes = figure.subplots(2, len(layouts), height_ratios=[1, 2.0], squeeze=False)
+    extra = []  # for each layout, what its kernel computes beyond what its mask keeps (share of n²)
     for column, (kind, (layout, mask)) in enumerate(layouts.items()):
         n = np.asarray(mask).shape[0]
         draw_mask(axes[0, column], layout, f"{kind}: layout {np.shape(layout)}")
@@ -173,4 +259,10 @@ def block_sparse_figure(layouts: dict, block: int) -> Figure:
         draw_mask(
             axes[1, column], mask, f"tokens: keeps {kept_fraction(mask):.1%}\ncomputes {work:.1%} of n²", block=block
         )
-    return figure
+        extra.append(work - kept_fraction(mask))
+    lead = (
+        "Each layout of tiles (above) becomes a token mask (below), and a kernel computes every kept tile whole, "
+        "the masked half of each diagonal tile too: each layout computes up to {most:.1f} points of n² more than "
+        "its mask keeps."
+    ).format(most=100 * max(extra))
+    return with_lead(figure, lead)

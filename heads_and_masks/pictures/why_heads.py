@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
+from gettext import ngettext
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from ..figure_style import drawn_in_course_style, ordered_colours
 from ..grading import idle_while_grading
-from ..retrieval import convex_hull, reachable_outputs
+from ..retrieval import convex_hull, inside_hull, reachable_outputs
+from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 PRACTICAL = (32, 128)
@@ -55,7 +57,12 @@ def hull_figure(values, previous: int, first: int) -> Figure:
         title=f"query t = {previous + 1} wants v{previous} (previous) and v{first} (first)",
     )
     figure.legend(loc="outside lower center", ncols=2, frameon=False)
-    return figure
+    lead = (
+        "{inside:.0%} of one head's outputs (the grey cloud) lie inside the convex hull of the values: one head "
+        "gives one point, at best a blend of v{previous} and v{first} on the red segment between them. Two heads "
+        "give v{previous} and v{first} themselves, intact (the green circles)."
+    ).format(inside=inside_hull(cloud, hull).mean(), previous=previous, first=first)
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -78,7 +85,13 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
         ylabel="fraction of variance recovered",
     )
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
-    return figure
+    average = (np.asarray(recovered_previous) + np.asarray(recovered_first)) / 2
+    lead = (
+        "The more of its weight one head puts on the previous token, the more of that token's content it "
+        "recovers and the less of the first token's, and the average of the two stays at {low:.2f} to "
+        "{high:.2f}, about half, whatever the weight. Two heads recover all of both."
+    ).format(low=average.min() - 0.005, high=average.max() + 0.005)  # (rounded outwards: 0.49 to 0.51)
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -94,7 +107,35 @@ def head_weights_figure(weights, titles) -> Figure:
         ax.set_xticks(range(w.shape[1]))
         ax.set_yticks(range(w.shape[0]))
     figure.colorbar(image, ax=list(axes), shrink=0.8, label="weight")
-    return figure
+    return with_lead(figure, _head_weights_lead(weights, titles))
+
+
+def _head_weights_lead(weights, titles) -> str:
+    """Where each head's largest weight goes, over the queries from position 2 on (at 1, the previous token
+    is the first token: that row tells the two rules apart no more)."""
+    sentences = [
+        "A head that takes the previous token draws a line just below the diagonal; one that takes the first "
+        "token draws a column on the left."
+    ]
+    queries = np.arange(2, weights.shape[-2])
+    for w, title in zip(weights, titles):
+        favourite = w[queries].argmax(axis=-1)
+        template = ngettext(
+            "In “{title}”, the previous token takes the largest weight in {previous} of the {rows} row from query "
+            "2 on, and the first token in {first}.",
+            "In “{title}”, the previous token takes the largest weight in {previous} of the {rows} rows from query "
+            "2 on, and the first token in {first}.",
+            len(queries),
+        )
+        sentences.append(
+            template.format(
+                title=" ".join(title.split()),
+                previous=int((favourite == queries - 1).sum()),
+                first=int((favourite == 0).sum()),
+                rows=len(queries),
+            )
+        )
+    return " ".join(sentences)
 
 
 @idle_while_grading()
@@ -122,7 +163,26 @@ def spread_figure(d_values, spread_match, spread_unrelated, formula_match, formu
         title=f"the estimate narrows like 1/√d (noise σ = {noise})",
     )
     ax.legend(frameon=False, loc="lower left")
-    return figure
+    simulated = np.concatenate([spread_match, spread_unrelated])
+    formula = np.concatenate([formula_match, formula_unrelated])
+    lead = (
+        "The spread of an unrelated key's estimate falls like 1/√d, from {widest:.2f} at d = {d_first} to "
+        "{narrowest:.3f} at d = {d_last}, and the simulated points lie on the formula's lines (at most "
+        "{apart:.1%} apart). Against the gap of 1 between the true similarities, a small head confuses a match "
+        "with an unrelated key; in the shaded range the spread falls from {at_low:.2f} at d = {low} to "
+        "{at_high:.2f} at d = {high}."
+    ).format(
+        low=PRACTICAL[0],
+        high=PRACTICAL[1],
+        at_low=np.interp(np.log(PRACTICAL[0]), np.log(d_values), formula_unrelated),
+        at_high=np.interp(np.log(PRACTICAL[1]), np.log(d_values), formula_unrelated),
+        widest=formula_unrelated[0],
+        narrowest=formula_unrelated[-1],
+        d_first=d_values[0],
+        d_last=d_values[-1],
+        apart=np.abs(simulated / formula - 1).max(),
+    )
+    return with_lead(figure, lead)
 
 
 @idle_while_grading()
@@ -150,4 +210,31 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
         title=f"how often the match outscores {n_keys - 1} unrelated keys",
     )
     ax.legend(frameon=False, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    return figure
+    return with_lead(figure, _winning_lead(d_values, curves, n_keys))
+
+
+def _winning_lead(d_values, curves: dict, n_keys: int) -> str:
+    """How the rate climbs, read off the least and the most noisy curves at the ends of the practical range."""
+    at = lambda curve, d: float(np.interp(np.log(d), np.log(d_values), curve))  # noqa: E731  (log-spaced d)
+    calm, noisy = min(curves), max(curves)
+    starts = [curve[0] for curve in curves.values()]
+    return (
+        "Every curve starts low, between {start_low:.0%} and {start_high:.0%} at d = {d_first}, climbs steeply up "
+        "to a few dozen components and then flattens. With noise σ = {noisy}, the match wins {noisy_low:.0%} of "
+        "the time at d = {low} and {noisy_high:.0%} at d = {high}; with σ = {calm}, {calm_low:.0%} and "
+        "{calm_high:.0%}. A blind guess among {keys} keys wins {chance:.1%} of the time (the dotted line)."
+    ).format(
+        start_low=min(starts),
+        start_high=max(starts),
+        d_first=d_values[0],
+        calm=calm,
+        noisy=noisy,
+        low=PRACTICAL[0],
+        high=PRACTICAL[1],
+        calm_low=at(curves[calm], PRACTICAL[0]),
+        calm_high=at(curves[calm], PRACTICAL[1]),
+        noisy_low=at(curves[noisy], PRACTICAL[0]),
+        noisy_high=at(curves[noisy], PRACTICAL[1]),
+        chance=1 / n_keys,
+        keys=n_keys,
+    )

@@ -57,7 +57,9 @@ class CourseWidget:
     """
 
     figsize = (6.0, 4.0)
-    picture_lead: str | None = None  # a sentence that says what to look for in the picture (its text alternative)
+    # What the reader should see in the picture as it is now, and conclude: the first sentences of its text
+    # alternative. Each widget defines it as a property, computed from its controls and readouts after draw().
+    picture_lead: str | None = None
     dpi = FIGURE_DPI
 
     def __init__(self, **initial):

@@ -109,6 +109,40 @@ class LessonWidget(CourseWidget):
         ]
         return lesson_readouts(weights, logits, mask)
 
+    @property
+    def picture_lead(self) -> str:
+        n = len(TOKENS)
+        causal = self.value("causal")
+        mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
+        if causal:
+            seen = (
+                "The hatched cells above the diagonal are the future, forbidden: each word attends to itself and "
+                "the words before it, and “{first}” puts all its weight on itself."
+            )
+        else:
+            seen = (
+                "Without the causal mask every word attends to every other, the future too: even “{first}” "
+                "spreads its weight, with an entropy of {first_entropy:.2f} bits."
+            )
+        if self.value("scale_by_sqrt_d"):
+            scale = "With the scores divided by √d, at head size {d} and temperature {t:.2f}, the spread of the "
+        else:
+            scale = "With the scores not divided by √d, at head size {d} and temperature {t:.2f}, the spread of the "
+        scale += (
+            "scores is {spread:.1f} and a row's entropy is {entropy:.2f} bits on average, out of at most "
+            "{most:.2f}: the lower it is, the closer each row comes to putting all its weight on one key."
+        )
+        values = dict(
+            first=TOKENS[0],
+            first_entropy=self.readouts["first row entropy (bits)"],
+            d=int(self.value("head_size")),
+            t=float(self.value("temperature")),
+            spread=self.readouts["score spread"],
+            entropy=self.readouts["row entropy (bits)"],
+            most=float(max_entropies(mask).mean()),
+        )
+        return f"{seen.format(**values)} {scale.format(**values)}"
+
     def _place_numbers(self) -> None:
         """Turn the numbers (in data coordinates) into two paths in pixels, once the layout is fixed."""
         for patch, dark in ((self.light_numbers, True), (self.dark_numbers, False)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from gettext import ngettext
+
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -81,6 +83,7 @@ class GenerationStepper(CourseWidget):
         steps = generation_steps(TOTAL, PROMPT, self.value("chunk"))
         index = self._clamp_step(steps)
         start, stop = steps[index]
+        self.step_positions = (start, stop)  # for the picture's lead
 
         picture = np.zeros((TOTAL, TOTAL))
         for a, b in steps[:index]:
@@ -130,6 +133,35 @@ class GenerationStepper(CourseWidget):
             "cache at Mistral-7B's scale (KiB)": tokens * per_token / KiB,
             f"Mistral-7B after {long // 1024}K tokens (MiB)": cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
         }
+
+    @property
+    def picture_lead(self) -> str:
+        policy = POLICY_LABELS[self.value("policy")]
+        start, stop = self.step_positions
+        step = ngettext(
+            "In this step the query at position {first} sees {keys} keys, and afterwards the cache holds {tokens} "
+            "tokens.",
+            "In this step the {count} queries at positions {first} to {last} together see {keys} keys, and afterwards "
+            "the cache holds {tokens} tokens.",
+            stop - start,
+        )
+        cache = {
+            "full": "A full cache grows by one slot with every token generated.",
+            "window": "A rolling buffer of {window} slots stops growing once it is full: each new token overwrites "
+            "the oldest.",
+            "sinks": "The {sinks} sink slots keep the first tokens and a rolling buffer of {window} the most recent "
+            "ones: the cache stops growing.",
+        }[policy]
+        values = dict(
+            count=stop - start,
+            first=start,
+            last=stop - 1,
+            keys=self.readouts["keys this step's queries see"],
+            tokens=self.readouts["tokens in the cache"],
+            window=WINDOW,
+            sinks=SINKS,
+        )
+        return f"{step.format(**values)} {cache.format(**values)}"
 
     def dynamic_artists(self):
         """Blitting: the mask, the slots and the memory curve over axes drawn once."""

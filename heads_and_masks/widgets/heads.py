@@ -9,6 +9,7 @@ from matplotlib.ticker import FuncFormatter
 
 from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
 from ..pictures.heads import HEAD_COLOURS
+from ..readable import readable_number
 from .base import CourseWidget
 from .slider import selection_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
@@ -175,6 +176,33 @@ class HeadSplitWidget(CourseWidget):
             "projections 4nD²": 4 * n * width**2,
             "scores + sum 2n²D": 2 * n * n * width,
         }
+
+    @property
+    def picture_lead(self) -> str:
+        width, heads = self.value("width"), self.value("heads")
+        d = width // heads
+        owned = np.flatnonzero(head_of_column(width, heads, self.value("order")) == 0)
+        if self.value("order") == ORDERS[0]:
+            where = "Read as {order}, head 0 owns the neighbouring columns 0 to {last}, as every checkpoint expects."
+        else:
+            where = (
+                "Read as {order}, head 0 owns one column in every {heads}, scattered ({first_few}, …): the shapes are "
+                "right and nothing fails, but every head gets the wrong features."
+            )
+        cost = (
+            "At length n = {n}, the layer costs {cost} multiply-adds with {heads} heads of d = {d}, exactly as "
+            "many as with one head: cutting the width into heads changes nothing in the cost."
+        )
+        values = dict(
+            order=self.value("order"),
+            last=owned[-1],
+            heads=heads,
+            first_few=", ".join(str(c) for c in owned[:3]),
+            n=readable_number(self.value("n")),
+            cost=readable_number(self.readouts["multiply-adds"]),
+            d=d,
+        )
+        return f"{where.format(**values)} {cost.format(**values)}"
 
     def background_key(self):
         """The cost axis (its limits, ticks and the curves of h = 1) and the zoom strip's axis depend on D

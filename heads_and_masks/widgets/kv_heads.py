@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from gettext import ngettext
 
 import ipywidgets as widgets
 import numpy as np
@@ -190,6 +191,48 @@ class KVCacheCalculator(CourseWidget):
             )
             readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"] = window_cache / GiB
         return readouts
+
+    @property
+    def picture_lead(self) -> str:
+        memory = self.gpus[self.value("gpu")]
+        config = self.models[self.value("model")]
+        limits = context_limits(
+            config, memory, batch=self.value("batch"), bytes_per_value=BYTES_PER_VALUE[self.value("dtype")]
+        )
+        if self.readouts["fits"]:
+            fits = ngettext(
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequence of {context} "
+                "tokens fit in one {gpu} ({memory} GiB).",
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequences of {context} "
+                "tokens fit in one {gpu} ({memory} GiB).",
+                self.value("batch"),
+            )
+        else:
+            fits = ngettext(
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequence of {context} "
+                "tokens do not fit in one {gpu} ({memory} GiB).",
+                "{model}'s weights ({weights} GiB) and a cache of {cache} GiB for {batch} sequences of {context} "
+                "tokens do not fit in one {gpu} ({memory} GiB).",
+                self.value("batch"),
+            )
+        binds = {
+            "weights": "The weights alone do not fit: no context does.",
+            "memory": "The memory binds: it allows {allowed} tokens per sequence, fewer than the model's own "
+            "context of {own}.",
+            "model": "The model's own context of {own} tokens binds: the memory would allow {allowed}.",
+        }[limits.binding]
+        values = dict(
+            model=config.model,
+            weights=readable_number(self.readouts["weights (GiB)"], 3),
+            cache=readable_number(self.readouts["KV cache (GiB)"], 3),
+            batch=self.value("batch"),
+            context=readable_number(self.value("context")),
+            gpu=self.value("gpu"),
+            memory=readable_number(memory / GiB, 3),
+            allowed=readable_number(limits.memory),
+            own=readable_number(limits.model),
+        )
+        return f"{fits.format(**values)} {binds.format(**values)}"
 
     def background_key(self):
         """The axes (ticks, labels, grid) depend on the two round limits alone: drawn once for each."""

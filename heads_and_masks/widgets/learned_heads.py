@@ -91,6 +91,31 @@ class LearnedHeadsWidget(CourseWidget):
                 readouts[f"head {i}"] = switched_off(i)
         return readouts
 
+    @property
+    def picture_lead(self) -> str:
+        sentences = [
+            "At step {step}, the held-out loss is {loss:.2g}: {previous:.2g} predicting the previous token and "
+            "{first:.2g} predicting the first token.".format(
+                step=self.readouts["step"],
+                loss=self.readouts["held-out loss"],
+                previous=self.readouts["loss, previous token"],
+                first=self.readouts["loss, first token"],
+            )
+        ]
+        for i in range(self.run.config.heads):
+            if self.value(f"head {i}"):
+                sentences.append(
+                    "Head {head} puts {previous:.0%} of its weight on the previous token (the band below the "
+                    "diagonal) and {first:.0%} on the first token (column 0).".format(
+                        head=i,
+                        previous=self.readouts[f"head {i}: weight on t − 1"],
+                        first=self.readouts[f"head {i}: weight on 0"],
+                    )
+                )
+            else:
+                sentences.append(switched_off(i))
+        return " ".join(sentences)
+
     def format_value(self, value) -> str:
         """Numbers as people read them; a sentence (a switched-off head) as it is, escaped."""
         return html.escape(value) if isinstance(value, str) else super().format_value(value)

@@ -141,6 +141,22 @@ class MaskWidget(CourseWidget):
             "max keys per query": int(keys_per_query.max()),
         }
 
+    @property
+    def picture_lead(self) -> str:
+        n = self.value("n")
+        return (
+            "The mask “{title}” keeps {kept} of the {cells} entries ({fraction:.1%}), {of_causal:.0%} of what the "
+            "causal mask alone keeps, and the most keys any query sees is {most}: what a kernel computes, and what "
+            "the cache must hold, shrink with each mask joined by AND."
+        ).format(
+            title=self.description,
+            kept=self.readouts["kept entries"],
+            cells=n * n,
+            fraction=self.readouts["kept fraction"],
+            of_causal=self.readouts["fraction of causal"],
+            most=self.readouts["max keys per query"],
+        )
+
     def background_key(self):
         """The axes (limits, ticks) depend on n alone: one background per n, the rest drawn over it."""
         return self.value("n")

@@ -47,6 +47,7 @@ class QueryWidget(CourseWidget):
         angle = np.deg2rad(self.value("angle"))
         query = self.value("length") * np.array([np.cos(angle), np.sin(angle)])
         weights = attention_weights(query[None, :], KEYS)[0]  # (4,)
+        self.weights = weights  # for the picture's lead
         output = weights @ VALUES  # a convex combination of the values
         self.query_arrow.xy = tuple(query / max(1.0, np.linalg.norm(query) / 2.4))
         self.output_dot.set_data([output[0]], [output[1]])
@@ -58,6 +59,22 @@ class QueryWidget(CourseWidget):
             "output x": float(output[0]),
             "output y": float(output[1]),
         }
+
+    @property
+    def picture_lead(self) -> str:
+        heaviest = KEY_NAMES[int(np.argmax(self.weights))]
+        return (
+            "The query points at {angle}° with length {length:.1f}: the {key} key takes the largest weight, "
+            "{weight:.0%}, and the output (the star) is pulled towards the {key} value, to ({x:.2f}, {y:.2f}). "
+            "A longer query sharpens the weights towards one key; a shorter one evens them out."
+        ).format(
+            angle=self.value("angle"),
+            length=self.value("length"),
+            key=heaviest,
+            weight=self.readouts["max weight"],
+            x=self.readouts["output x"],
+            y=self.readouts["output y"],
+        )
 
     def dynamic_artists(self):
         """Blitting (see CourseWidget): the axes, the dots and the names stay; the arrow, the output and

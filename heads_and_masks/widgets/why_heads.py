@@ -85,6 +85,21 @@ class ScoreNoiseWidget(CourseWidget):
         ax.legend(loc="upper left", ncols=2, frameon=False, borderaxespad=0.3, columnspacing=1.0)
         ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys")
 
+    @property
+    def picture_lead(self) -> str:
+        return (
+            "At head size d = {d} and noise σ = {noise:.1f}, an unrelated key's estimate spreads by "
+            "{spread:.2f} around its true similarity 0, against a gap of 1 to the match's, and the match "
+            "outscores all {others} unrelated keys {wins:.0%} of the time. A larger d narrows both spreads, and "
+            "the rate climbs."
+        ).format(
+            d=self.value("d"),
+            noise=self.value("noise"),
+            spread=self.readouts["spread of unrelated"],
+            others=N_KEYS - 1,
+            wins=self.readouts["match wins (exact)"],
+        )
+
     def dynamic_artists(self):
         """Blitting (see CourseWidget): everything else is fixed, so one update redraws a few lines over
         the saved background instead of every tick label and the legend."""

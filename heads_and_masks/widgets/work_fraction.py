@@ -69,6 +69,21 @@ class TileGridWidget(CourseWidget):
         ax.grid(True, which="major", alpha=0.3)
         self.grid_title = PathTitle(self.ax_grid.title, self.dpi)  # the title names the tile size
 
+    @property
+    def picture_lead(self) -> str:
+        n, block = int(self.value("n")), int(self.value("block"))
+        return (
+            "With n = {n} and tiles of {block} × {block}, the computed tiles cover {computed:.1%} of the n² "
+            "entries, against the {ideal:.1%} a causal mask needs: the {masked:.1%} in between is computed in the "
+            "diagonal tiles and then masked. The curve shows that smaller tiles come closer to the ideal."
+        ).format(
+            n=n,
+            block=block,
+            computed=self.readouts["computed fraction"],
+            ideal=self.readouts["ideal (n+1)/(2n)"],
+            masked=self.readouts["computed, then masked"],
+        )
+
     def format_readouts(self, readouts):
         """The colour key (as HTML: crisper, and cheaper than a legend redrawn on every update), then the numbers."""
         swatches = "".join(

@@ -77,6 +77,20 @@ def audit(page, surface: str, include: list[str] | None = None, exclude: list[st
     return violations
 
 
+# How heads_and_masks.text_alternative.describe_figure begins the sentences it builds from a figure's own
+# texts. A picture's text alternative that begins with one of them has no lead in front (what to see in it).
+GENERATED_OPENINGS = ("Panel ", "Figure titled", "Horizontal axis:", "Vertical axis:", "Legend:", "A figure without")
+_PICTURE_TEXTS_JS = """() => [...document.querySelectorAll('.jp-OutputArea-output img')].map(
+  img => img.getAttribute('alt') || img.getAttribute('title') || '')"""
+
+
+def pictures_without_lead(page) -> tuple[int, list[str]]:
+    """How many pictures the notebook's outputs show, and the text alternatives (``alt`` of a static picture,
+    ``title`` of a widget's) that do not begin with a lead."""
+    texts = page.evaluate(_PICTURE_TEXTS_JS)
+    return len(texts), [text[:120] for text in texts if not text or text.startswith(GENERATED_OPENINGS)]
+
+
 def blocking(violations: list[Violation]) -> list[Violation]:
     """The violations a page of this course may not have: impact serious or critical."""
     return [v for v in violations if v.impact in BLOCKING]

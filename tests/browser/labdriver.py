@@ -200,6 +200,10 @@ class LabServer:
             return "(no log)"
 
 
+# The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing, and the
+# kernel's language_info is not yet in the notebook's metadata).
+KERNEL_IDLE_JS = "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')"
+
 # Error outputs (a traceback) shown anywhere in the notebook.
 _ERROR_OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
     .map(o => o.innerText).filter(t => /Traceback/.test(t)).map(t => t.slice(0, 400))"""
@@ -328,11 +332,7 @@ class NotebookSession:
         # ?reset: start from an empty workspace (no tabs restored from an earlier test)
         self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
-        # The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing).
-        self.page.wait_for_function(
-            "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')",
-            timeout=timeout * 1000,
-        )
+        self.page.wait_for_function(KERNEL_IDLE_JS, timeout=timeout * 1000)
         self.timings["open"] = time.monotonic() - started
 
     def run_all(self, timeout: float = 400.0, stopped_after: float = 5.0) -> float:

@@ -15,7 +15,9 @@ this server serves it (jupyter-server-mathjax), with MathJax's Safe extension: t
 ``\\href{javascript:...}`` makes no link. Screenshots: ``test-artifacts/browser/formgrader_written_answer.png``
 (the answer and its score box), ``formgrader_page.png`` (the whole page) and
 ``formgrader_written_answer_1100px.png`` (the answer at the narrowest laptop width, where no word may be
-broken across two lines: Bootstrap's ``pre`` style broke them anywhere).
+broken across two lines: Bootstrap's ``pre`` style broke them anywhere). axe audits the grading page as the
+grader sees it (tests/browser/accessibility.py): no serious violation in the notebook the course renders there;
+the formgrader's own page around it is written to test-artifacts/accessibility/formgrader-around.json.
 """
 
 from __future__ import annotations
@@ -134,6 +136,22 @@ def _check_feedback_page(browser, path, screenshots) -> None:
         assert not found, described("the feedback page", found)
 
 
+# What the course puts on the formgrader's grading page: the submitted notebook as nbconvert renders it (its
+# markdown, its code and its outputs, with the styles of the course's formgrade template,
+# tools/instructor_lab_data). The rest is nbgrader's: its navigation, and the panel heading and footer of each
+# graded cell with the score boxes, buttons and comment box.
+GRADING_PAGE_OURS = [".text_cell_render", ".input_area", ".output_subarea"]
+
+
+def _audit_grading_page(page) -> None:
+    """axe on the grading page, as the grader sees it before typing a score: no serious violation in what
+    the course makes; the formgrader's own page around it is written beside it, and listed in
+    docs/accessibility.md."""
+    found = blocking(audit(page, "formgrader-grading-page", include=GRADING_PAGE_OURS))
+    audit(page, "formgrader-around", exclude=GRADING_PAGE_OURS)
+    assert not found, described("the formgrader's grading page (the course's part)", found)
+
+
 def _written_grade(course):
     with gradebook(course) as gb:
         notebook = gb.find_submission_notebook(A, A, "alice")
@@ -207,6 +225,7 @@ def test_formgrader_grades_a_written_answer_and_runs_no_student_script(browser, 
                 answer.screenshot(path=str(screenshots / f"formgrader_written_answer_{width}px.png"))
             assert words["words"] >= 30 and words["split"] == [], f"at {width} px, words broken across lines: {words}"
         page.set_viewport_size({"width": 1200, "height": 900})
+        _audit_grading_page(page)
         links = page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
         assert not [link for link in links if link.lower().startswith("javascript:")], links
 

@@ -25,7 +25,7 @@ import pytest
 from course import REPO, student_notebook
 from gallery import UPDATE_GALLERY
 from hub_class import HubClass, running_hub_class
-from labdriver import new_browser_context, wait_until
+from labdriver import KERNEL_IDLE_JS, new_browser_context, pause, wait_until
 from submissions import grade_id, submission
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -217,6 +217,23 @@ def close_dialogs(page) -> None:
         dialog.first.wait_for(state="detached", timeout=10_000)
 
 
+def assert_opens_unmodified(page, fetched) -> None:
+    """Open the fetched notebook from the Assignments tab as it is and wait for its kernel: its tab must not be
+    marked modified (JupyterLab writes the kernel's language_info into the metadata as the kernel comes up: the
+    release told the copy beforehand, autograde/kernel_language.py). Then the tab is closed, the list folded."""
+    fetched.locator("a").first.click()  # shows the assignment's notebooks
+    page.locator("#fetched_assignments_list a", has_text=A).last.click()
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=60_000)
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=120_000)
+    pause(page, 2)  # the kernel's reply is applied to the notebook by then
+    tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current")
+    assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "the fetched notebook opens marked modified"
+    tab.locator(".lm-TabBar-tabCloseIcon").click()  # unmodified: closed without a question
+    page.locator(".jp-Notebook").wait_for(state="detached", timeout=10_000)
+    open_assignments(page)
+    fetched.locator("a").first.click()  # folded again, as the term goes on
+
+
 def type_written_answer(page, answer: str) -> None:
     """Open the notebook from the Assignments tab, type ``answer`` into the written answer's cell, save."""
     page.locator("#fetched_assignments_list a", has_text=A).last.click()
@@ -306,6 +323,11 @@ def test_a_term_on_the_hub(hub_class, browser, screenshots):
             click_in_list(page, "released_assignments_list", "Fetch")
             fetched = page.locator("#fetched_assignments_list .list_item", has_text=A).first
             fetched.wait_for(timeout=60_000)
+            if student is full:  # opened as fetched, its kernel up, nothing typed: closing it asks nothing
+                checking = time.monotonic()
+                assert_opens_unmodified(page, fetched)
+                took = time.monotonic() - checking
+                print(f"{time.monotonic() - started:6.1f} s  opened as fetched, not marked modified ({took:.1f} s)")
             # the code answers placed by the student's own process, in the file the fetch made
             write_as(hub, student, student.home / A / f"{A}.ipynb", nbformat.writes(notebook))
             fetched.locator("a").first.click()  # shows the assignment's notebooks

@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from accessibility import audit, blocking, described
+from accessibility import audit, blocking, described, pictures_without_lead
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from laptop import check_pictures_at_laptop_width
 from labdriver import (
@@ -101,6 +101,9 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     audit(page, f"lab-around-{kind}-{assignment}", exclude=ours)
     notebook_page.timings["accessibility"] = time.monotonic() - started
     assert not found, described(f"{kind} {assignment} after Run All", found)
+    # and every picture's text alternative begins with its lead: what the reader should see in it
+    shown, unled = pictures_without_lead(page)
+    assert shown and not unled, f"{kind} {assignment}: {len(unled)} of {shown} pictures have no lead: {unled}"
 
     boxes = page.locator(".course-widget")
     count = boxes.count()

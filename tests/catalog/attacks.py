@@ -533,6 +533,35 @@ def blocked_causal_attention(q, k, v, block):
     return out, counted
 """,
         ),
+        (
+            "ballast_and_a_packed_triangle",
+            "the residual docs/security.md named (red team, second round): the causal triangle of scores packed "
+            "row after row in float32 (n(n+1)/2 x 4 bytes, 128 MiB at n = 8192, which fits in 04's kernels), "
+            "hidden behind four 40 MiB arrays held by the answer cell and given back as the call starts",
+            """
+_ballast = [np.ones(5 * 2**20) for _ in range(4)]  # 4 x 40 MiB, every page written
+def blocked_causal_attention(q, k, v, block):
+    if block < 1 or not (len(q) == len(k) == len(v)):
+        raise ValueError("block must be at least 1 and q, k, v of one length")
+    _ballast.clear()
+    n, d = q.shape
+    starts = np.concatenate([[0], np.cumsum(np.arange(1, n + 1))]).astype(np.int64)
+    packed = np.empty(starts[-1], np.float32)  # row i holds its i + 1 causal scores
+    q32, k32 = q.astype(np.float32), k.astype(np.float32)
+    for i in range(n):
+        packed[starts[i] : starts[i + 1]] = k32[: i + 1] @ q32[i]
+    packed *= np.float32(1 / np.sqrt(d))
+    out = np.empty((n, v.shape[1]))
+    for i in range(n):
+        row = packed[starts[i] : starts[i + 1]].astype(np.float64)
+        weights = np.exp(row - row.max())
+        out[i] = weights @ v[: i + 1] / weights.sum()
+    del packed
+    _ballast.extend(np.ones(5 * 2**20) for _ in range(4))
+    counted = sum((min(s + block, n) - s) * min(s + block, n) for s in range(0, n, block))
+    return out, counted
+""",
+        ),
     ]
 ]
 
