@@ -193,9 +193,9 @@ for block in (1024, 512, 256, 128, 64, 16, 4, 1):
 # **What small tiles cost.** Why not always `B = 1`? Because every tile is work that must be organised:
 # on a GPU, one unit of scheduled work that loads its tile from slow memory; in numpy, matrix products
 # of `B` rows and trips through the Python loop. The course's kernel (section 5 says how it is built)
-# multiplies a strip of queries, a few tiles tall where memory allows, by many key tiles at once, but at a
-# small n a strip is one tile, a thin strip is still a thin matrix product, and a product of 8 rows uses
-# the hardware far worse than one of 128. Below, the
+# multiplies a strip of queries, a few tiles tall where memory allows, by many key tiles at once; but at a
+# small n a strip is a single tile, a thin strip is still a thin matrix product, and a product of 8 rows
+# uses the hardware far worse than one of 128. Below, the
 # course's tiled kernel is timed at one `n` for several tile sizes: the work falls towards the ideal as
 # tiles shrink, the time does not. At the other end, one tile of `n × n` is full-then-mask again: all the
 # work, and the whole matrix in memory. In between lies the sweet spot; GPU kernels pick their tiles to
