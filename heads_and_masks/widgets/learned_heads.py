@@ -79,9 +79,9 @@ class LearnedHeadsWidget(CourseWidget):
         loss, per_rule = run.evaluate(keep, params=run.snapshot_params[index])
         readouts = {
             "step": run.snapshot_steps[index],
-            "held-out loss": loss,
-            "loss, previous token": per_rule[0],
-            "loss, first token": per_rule[1],
+            "held-out loss (nats)": loss,  # cross-entropies: natural log
+            "loss, previous token (nats)": per_rule[0],
+            "loss, first token (nats)": per_rule[1],
         }
         for i in range(h):
             if keep[i]:
