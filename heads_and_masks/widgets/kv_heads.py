@@ -63,7 +63,7 @@ class KVCacheCalculator(CourseWidget):
         self.gpus = load_gpus()
         self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
         self.controls["context"] = selection_slider(
-            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context"
+            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context (tokens)"
         )
         self.controls["batch"] = selection_slider(options=[(str(b), b) for b in BATCHES], value=8, description="batch")
         self.controls["dtype"] = toggle_buttons(
