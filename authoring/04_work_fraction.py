@@ -193,8 +193,9 @@ for block in (1024, 512, 256, 128, 64, 16, 4, 1):
 # **What small tiles cost.** Why not always `B = 1`? Because every tile is work that must be organised:
 # on a GPU, one unit of scheduled work that loads its tile from slow memory; in numpy, matrix products
 # of `B` rows and trips through the Python loop. The course's kernel (section 5 says how it is built)
-# takes a strip of `B` queries and multiplies it by many key tiles at once, but a thin strip is still a
-# thin matrix product, and a product of 8 rows uses the hardware far worse than one of 128. Below, the
+# multiplies a strip of queries, a few tiles tall where memory allows, by many key tiles at once; but at a
+# small n a strip is a single tile, a thin strip is still a thin matrix product, and a product of 8 rows
+# uses the hardware far worse than one of 128. Below, the
 # course's tiled kernel is timed at one `n` for several tile sizes: the work falls towards the ideal as
 # tiles shrink, the time does not. At the other end, one tile of `n × n` is full-then-mask again: all the
 # work, and the whole matrix in memory. In between lies the sweet spot; GPU kernels pick their tiles to
@@ -351,9 +352,12 @@ check_blocked_causal_attention_errors(blocked_causal_attention)
 # the work for numpy, which is fast at large matrix products and slow at anything done one small piece at a
 # time from Python:
 #
-# * it takes a strip of `B` queries and multiplies it by several key tiles at once, up to about 1024 keys
-#   in one matrix product: the same tiles (so the same `computed`), in far fewer, larger steps;
-# * it updates the running softmax once per such group, on whole blocks of scores, working in place
+# * it takes a strip of several query tiles at once (up to about 512 queries, and never more scores at a
+#   time than one row of tiles, `B` × n) and multiplies it by all the key tiles left of the strip, which
+#   are full for every query in it, up to about 1024 keys in one matrix product; then each query tile of
+#   the strip takes the strip's own keys up to its diagonal tile. The same tiles (so the same `computed`),
+#   in far fewer, larger steps: a tall product uses the processor better than a thin one;
+# * it updates the running softmax once per such product, on whole blocks of scores, working in place
 #   (`exp` writes over the scores it was given; nothing n × n, nothing new per tile);
 # * it keeps the inputs' float type: float32 stays float32, which halves the memory traffic.
 #

@@ -276,7 +276,7 @@ checks.check_sliding_window_mask_errors(sliding_window_mask, thorough=True)
 #
 # * **Mistral's paper** describes the window as the positions from `i − W` to `i`, which is `W + 1` keys, and
 #   **Mistral's reference code** as released (`one_file_ref.py`, at
-#   https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py)
+#   [commit 3dc8aed of mistral-inference](https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py))
 #   builds it as `torch.triu(mask, diagonal=-sliding_window)`: `W + 1` keys too. (A commit of March 2024,
 #   cad0f614499e04855035c6665903aff87498f68b, changed it to `W` keys; the file was removed in 2025.)
 # * **xformers**' local attention masks (`diagonal=-window_size + 1`), which Mistral's own inference code

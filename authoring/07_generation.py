@@ -204,7 +204,7 @@ for n_tokens in (1024, 8192, 32768):
 #   (in `flash_attn/flash_attn_interface.py`) says: "If causal=True, the causal mask is aligned to the bottom
 #   right corner of the attention matrix." The README's section "2.1: Change behavior of causal flag" shows
 #   the 2.0 mask, top-left, beside it (both files at
-#   https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/README.md
+#   [commit 0251105 of the README](https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/README.md)
 #   and the same commit's `flash_attn/flash_attn_interface.py`).
 #
 # So code that is right with one kernel is wrong with the other as soon as the queries are fewer than the keys,
@@ -298,7 +298,7 @@ print("positions with a wrong output:", np.flatnonzero(error > 1e-12).tolist())
 # overwritten is the oldest one, and p mod w is exactly that.
 #
 # Notebook 05's off-by-one reappears here. Mistral's reference code as released (`one_file_ref.py`, at
-# https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py)
+# [commit 3dc8aed of mistral-inference](https://github.com/mistralai/mistral-inference/blob/3dc8aed1835d26cbff9ef26a12cbeb2ec8873a0b/one_file_ref.py))
 # bands the prompt's mask with `torch.triu(mask, diagonal=-sliding_window)`, `W + 1` keys per query at prefill,
 # while its rolling buffer has `sliding_window` slots, so a decoded token sees `W` keys, itself included: the
 # same model attended over one key more in the prompt than in the generation. A contributor's commit changed

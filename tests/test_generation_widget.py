@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import io
 
-import ipywidgets as widgets
 import numpy as np
 import pytest
 from PIL import Image
 
 from heads_and_masks.model_configs import KiB
 from heads_and_masks.pictures import LEGIBLE_TEXT_PX
-from heads_and_masks.widgets import slider
+from heads_and_masks.widgets import choice, slider
 from heads_and_masks.widgets.generation import PROMPT, SINKS, TOTAL, WINDOW, GenerationStepper
 
 POLICIES = {"full cache": None, "sliding window": WINDOW, "sinks + window": WINDOW}
@@ -42,7 +41,7 @@ def slow_visible_keys(policy: str, start: int, stop: int) -> set[int]:
 def test_controls_are_those_the_notebook_describes():
     widget = GenerationStepper()
     assert list(widget.controls) == ["policy", "chunk", "step"]
-    assert isinstance(widget.controls["policy"], widgets.ToggleButtons)
+    assert isinstance(widget.controls["policy"], choice.ToggleButtons)  # a named radio group drawn as buttons
     assert list(widget.controls["policy"].options) == list(POLICIES)
     assert isinstance(widget.controls["chunk"], slider.IntSlider)
     assert "course-widget-GenerationStepper" in widget.widget._dom_classes

@@ -44,14 +44,14 @@ def test_the_step_slider_moves_maps_and_readouts_through_training(widget, artifa
     end = dict(widget.readouts)
     (artifacts / "widget_08_learned_heads_end.png").write_bytes(widget.png())
     assert not np.array_equal(start_pixels, _map_pixels(widget, 0)), "the maps did not change with the step"
-    assert start["held-out loss"] > 1.0 > 0.01 > end["held-out loss"]
+    assert start["held-out loss (nats)"] > 1.0 > 0.01 > end["held-out loss (nats)"]
     expected = training.rule_weights(training.attention_maps(run.snapshot_params[-1], run.probe_ids, run.config))
     for head in range(2):
         assert end[f"head {head}: weight on t − 1"] == pytest.approx(expected[head, 0])
         assert end[f"head {head}: weight on 0"] == pytest.approx(expected[head, 1])
     loss, per_rule = training.loss_of(run.params, run.probe_ids, run.probe_targets, run.config)
-    assert end["held-out loss"] == pytest.approx(loss)
-    assert end["loss, previous token"] == pytest.approx(per_rule[0])
+    assert end["held-out loss (nats)"] == pytest.approx(loss)
+    assert end["loss, previous token (nats)"] == pytest.approx(per_rule[0])
 
 
 def test_switching_a_head_off_costs_its_rule_and_blanks_its_map(widget, artifacts):
@@ -61,8 +61,8 @@ def test_switching_a_head_off_costs_its_rule_and_blanks_its_map(widget, artifact
     for head in range(2):
         widget.controls[f"head {head}"].value = False
         readouts = dict(widget.readouts)
-        rule = ["loss, previous token", "loss, first token"][jobs[head]]
-        other = ["loss, previous token", "loss, first token"][1 - jobs[head]]
+        rule = ["loss, previous token (nats)", "loss, first token (nats)"][jobs[head]]
+        other = ["loss, previous token (nats)", "loss, first token (nats)"][1 - jobs[head]]
         assert readouts[rule] > training.chance_loss(run.config), "without its head the rule is lost"
         assert readouts[other] < 0.01, "the other rule does not need it"
         assert widget.controls[f"head {head}"].description == f"head {head} off"
@@ -75,7 +75,7 @@ def test_switching_a_head_off_costs_its_rule_and_blanks_its_map(widget, artifact
         if head == 0:
             (artifacts / "widget_08_learned_heads_head0_off.png").write_bytes(widget.png())
         widget.controls[f"head {head}"].value = True
-    assert widget.readouts["held-out loss"] < 0.01
+    assert widget.readouts["held-out loss (nats)"] < 0.01
 
 
 def test_the_widget_takes_any_run():

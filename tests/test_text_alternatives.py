@@ -94,6 +94,35 @@ def test_a_widgets_picture_says_what_it_shows_and_follows_its_controls(cls):
     assert widget.image.tooltip == describe_figure(widget.figure, widget.picture_lead)
 
 
+# A readout of a quantity that has a unit says it in its name, so that the number read out means something:
+# (what the name speaks of, the units one of which it must name, why).
+UNITS = [
+    (r"\bentropy\b", r"\(bits\)", "an entropy is in bits (log base 2)"),
+    (r"\bloss\b", r"\(nats\)", "the course's losses are cross-entropies in nats (natural log)"),
+    (r"\b(cache|memory|weights)\b", r"\((KiB|MiB|GiB|bytes)\)|\btokens?\b", "a size in memory: bytes or tokens"),
+    (r"\bcontext\b", r"\(tokens\)", "a context is a number of tokens"),
+]
+
+
+@pytest.mark.parametrize("cls", WIDGETS, ids=lambda cls: cls.__name__)
+def test_every_readout_is_text_that_names_its_unit(cls):
+    """The readouts are text beside the picture (read by a screen reader, not only drawn), each number with
+    its unit where it has one (WCAG 1.1.1, 1.3.1)."""
+    widget = cls()
+    assert widget.readouts, f"{cls.__name__} has no readouts"
+    shown = re.sub(r"<[^>]+>", " ", widget.readout_html.value)
+    missing = [name for name in widget.readouts if html.escape(name, quote=False) not in shown]
+    assert not missing, f"{cls.__name__}: readouts not written beside the picture: {missing}"
+    without = [
+        f"{name!r} ({why})"
+        for name, value in widget.readouts.items()
+        if not isinstance(value, str)
+        for speaks_of, unit, why in UNITS
+        if re.search(speaks_of, name) and not re.search(unit, name)
+    ]
+    assert not without, f"{cls.__name__}: readouts that do not name their unit: {'; '.join(without)}"
+
+
 def test_a_picture_a_little_too_wide_is_drawn_to_fit_and_a_much_too_wide_one_is_refused():
     from heads_and_masks.pictures import STATIC_PICTURE_WIDTH_PX
 

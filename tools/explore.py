@@ -21,6 +21,7 @@ import html
 import importlib
 import inspect
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,9 @@ def main() -> int:
         for path in build(args.build):
             print(path)
         return 0
+    # Stopped as a service is (SIGTERM: the tests, a process manager), it leaves as from Ctrl-C: its
+    # pages' folder is removed (left in /tmp before, on every run of the browser tests).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with tempfile.TemporaryDirectory(prefix="heads-and-masks-explore-") as scratch:
         written = build(Path(scratch) / "pages")
         print(

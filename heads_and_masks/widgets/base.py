@@ -21,6 +21,15 @@ from ..text_alternative import describe_figure
 READOUT_STYLE = (
     "<style>.course-readouts td{white-space:nowrap}.course-readouts td+td{text-align:right;padding-left:1em}</style>"
 )
+# ipywidgets' dropdowns and buttons show focus by a 1 px border of another colour (the dropdown's outline is
+# removed, !important), hard to see (WCAG 2.4.7): in a course widget they get the ring the course's slider and
+# buttons have. It is drawn inside a dropdown or a button: their box clips whatever is drawn outside it.
+FOCUS_STYLE = (
+    "<style>.course-widget :is(select, button):focus-visible"
+    "{outline:2px solid var(--jp-brand-color1,#1976d2)!important;outline-offset:-2px}"
+    ".course-widget input[type=checkbox]:focus-visible"
+    "{outline:2px solid var(--jp-brand-color1,#1976d2)!important;outline-offset:2px}</style>"
+)
 
 
 def described_image(**traits):
@@ -134,7 +143,7 @@ class CourseWidget:
         rows = "".join(
             f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>" for name, value in readouts.items()
         )
-        return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE
+        return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE + FOCUS_STYLE
 
     def value(self, name):
         return self.controls[name].value

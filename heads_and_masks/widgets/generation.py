@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from gettext import ngettext
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
@@ -12,6 +11,7 @@ from matplotlib.patches import Rectangle
 from ..generation import cache_tokens, cached_positions, generation_steps, step_mask
 from ..model_configs import KiB, model
 from .base import CourseWidget
+from .choice import toggle_buttons
 from .slider import int_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
@@ -33,8 +33,8 @@ class GenerationStepper(CourseWidget):
     figsize = (7.3, 3.9)
 
     def setup(self):
-        self.controls["policy"] = widgets.ToggleButtons(
-            options=list(POLICY_LABELS), value="sliding window", description="cache", style={"button_width": "10.5em"}
+        self.controls["policy"] = toggle_buttons(
+            options=list(POLICY_LABELS), value="sliding window", description="cache", button_width="10.5em"
         )
         self.controls["chunk"] = int_slider(value=1, min=1, max=4, description="new per step")
         self.controls["step"] = int_slider(value=4, min=0, max=TOTAL - PROMPT, description="step")

@@ -11,6 +11,7 @@ from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
 from ..pictures.heads import HEAD_COLOURS
 from ..readable import readable_number
 from .base import CourseWidget
+from .choice import toggle_buttons
 from .slider import selection_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
@@ -28,6 +29,16 @@ def power_of_ten(value, _position=None) -> str:
     """Tick labels 10², 10³ … as plain text (mathtext labels take several times longer to draw)."""
     exponent = int(round(np.log10(value))) if value > 0 else 0
     return "10" + str(exponent).translate(SUPERSCRIPTS) if np.isclose(value, 10.0**exponent) else ""
+
+
+def columns_text(columns) -> str:
+    """Which columns a head reads, as the zoom strip shows them: "0 … 63" (contiguous) or "0, 12, 24, … 756"."""
+    columns = [int(c) for c in columns]
+    if len(columns) <= 4:
+        return ", ".join(map(str, columns))
+    if columns[-1] - columns[0] == len(columns) - 1:
+        return f"{columns[0]} … {columns[-1]}"
+    return ", ".join(map(str, columns[:3])) + f", … {columns[-1]}"
 
 
 class _HiddenText(Artist):
@@ -59,8 +70,8 @@ class HeadSplitWidget(CourseWidget):
         self.controls["heads"] = widgets.Dropdown(
             options=divisors(768), value=12, description="heads h", layout=widgets.Layout(width="160px")
         )
-        self.controls["order"] = widgets.ToggleButtons(
-            options=list(ORDERS), value="(h d)", description="split", style={"button_width": "60px"}
+        self.controls["order"] = toggle_buttons(
+            options=list(ORDERS), value="(h d)", description="split", button_width="60px"
         )
         self.controls["n"] = selection_slider(options=LENGTHS, value=1024, description="length n")
         self._syncing = False
@@ -175,6 +186,7 @@ class HeadSplitWidget(CourseWidget):
             "same with h = 1": mha_cost(n, width, 1),
             "projections 4nD²": 4 * n * width**2,
             "scores + sum 2n²D": 2 * n * n * width,
+            "columns of head 0": columns_text(np.flatnonzero(owners == 0)),  # the split, said in words too
         }
 
     @property
@@ -203,6 +215,9 @@ class HeadSplitWidget(CourseWidget):
             d=d,
         )
         return f"{where.format(**values)} {cost.format(**values)}"
+
+    def format_value(self, value) -> str:
+        return value if isinstance(value, str) else super().format_value(value)
 
     def background_key(self):
         """The cost axis (its limits, ticks and the curves of h = 1) and the zoom strip's axis depend on D

@@ -14,6 +14,7 @@ from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
 from ..readable import readable_number
 from .base import CourseWidget
+from .choice import toggle_buttons
 from .slider import selection_slider
 from .fast_text import PathLegend, PathTitle
 
@@ -63,11 +64,11 @@ class KVCacheCalculator(CourseWidget):
         self.gpus = load_gpus()
         self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
         self.controls["context"] = selection_slider(
-            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context"
+            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context (tokens)"
         )
         self.controls["batch"] = selection_slider(options=[(str(b), b) for b in BATCHES], value=8, description="batch")
-        self.controls["dtype"] = widgets.ToggleButtons(
-            options=list(BYTES_PER_VALUE), value="bf16", description="format", style={"button_width": "4em"}
+        self.controls["dtype"] = toggle_buttons(
+            options=list(BYTES_PER_VALUE), value="bf16", description="format", button_width="4em"
         )
         self.controls["gpu"] = widgets.Dropdown(
             options=[(f"{name} · {memory / GiB:.1f} GiB", name) for name, memory in self.gpus.items()],

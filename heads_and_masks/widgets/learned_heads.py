@@ -79,9 +79,9 @@ class LearnedHeadsWidget(CourseWidget):
         loss, per_rule = run.evaluate(keep, params=run.snapshot_params[index])
         readouts = {
             "step": run.snapshot_steps[index],
-            "held-out loss": loss,
-            "loss, previous token": per_rule[0],
-            "loss, first token": per_rule[1],
+            "held-out loss (nats)": loss,  # cross-entropies: natural log
+            "loss, previous token (nats)": per_rule[0],
+            "loss, first token (nats)": per_rule[1],
         }
         for i in range(h):
             if keep[i]:
@@ -94,12 +94,12 @@ class LearnedHeadsWidget(CourseWidget):
     @property
     def picture_lead(self) -> str:
         sentences = [
-            "At step {step}, the held-out loss is {loss:.2g}: {previous:.2g} predicting the previous token and "
-            "{first:.2g} predicting the first token.".format(
+            "At step {step}, the held-out loss is {loss:.2g} nats: {previous:.2g} predicting the previous token "
+            "and {first:.2g} predicting the first token.".format(
                 step=self.readouts["step"],
-                loss=self.readouts["held-out loss"],
-                previous=self.readouts["loss, previous token"],
-                first=self.readouts["loss, first token"],
+                loss=self.readouts["held-out loss (nats)"],
+                previous=self.readouts["loss, previous token (nats)"],
+                first=self.readouts["loss, first token (nats)"],
             )
         ]
         for i in range(self.run.config.heads):

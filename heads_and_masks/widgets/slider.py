@@ -69,7 +69,8 @@ export default { render };
 """
 
 _CSS = """
-.course-slider { display: flex; align-items: center; gap: 8px; margin: 2px 12px; font-size: var(--jp-widgets-font-size, 13px); }
+/* the padding holds the focus ring (3 px away, 2 px wide): the box clips what is drawn outside it */
+.course-slider { display: flex; align-items: center; gap: 8px; margin: 0 12px; padding: 5px 0; font-size: var(--jp-widgets-font-size, 13px); }
 .course-slider-label { white-space: nowrap; }
 .course-slider-input { width: 180px; margin: 0; accent-color: var(--jp-brand-color1, #1976d2); }
 .course-slider-input:focus-visible { outline: 2px solid var(--jp-brand-color1, #1976d2); outline-offset: 3px; }

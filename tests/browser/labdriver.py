@@ -547,7 +547,9 @@ def widget_state(box) -> dict:
               width: img ? img.naturalWidth : 0, height: img ? img.naturalHeight : 0,
               loaded: img ? img.complete : false,
               readouts: Object.fromEntries(rows.filter(r => r.length >= 2).map(r => [r[0], r[1]])),
-              readout_text: table ? table.innerText : null};
+              readout_text: table ? table.innerText : null,
+              // all the text beside the picture: the table and what stands with it (a key, the mask's name)
+              readout_words: table ? table.parentElement.innerText : null};
     }""")
 
 
@@ -598,6 +600,14 @@ def open_file_browser(page) -> float:
     return width
 
 
+def close_file_browser(page) -> None:
+    """Collapse JupyterLab's left sidebar if the file browser is open in it."""
+    width = "() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0"
+    if page.evaluate(width) >= 50:
+        page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").first.click()
+        page.wait_for_function(f"() => ({width})() < 50")
+
+
 # Every output of the notebook fits the window: none wider than its output area (a sideways scroll bar,
 # or cut off), none past the window's right edge; every widget drawn, with a size, inside its output area.
 _OUTPUTS_FIT_JS = """() => {
@@ -632,7 +642,7 @@ def widget_caption(box) -> dict:
 
 def control_names(box) -> list[str]:
     """The descriptions of the widget's controls (not the options of its buttons)."""
-    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic, .course-slider-label')]
+    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic, .course-slider-label, .course-choice-label')]
         .map(e => e.innerText.replace(/\u200b/g, '').trim()).filter(t => t)""")
 
 
@@ -649,7 +659,8 @@ def wait_for_change(box, before: dict, what: str, timeout: float = 15.0, need=("
         wait_until(changed, timeout=timeout, interval=0.1, what=what, page=box.page)
     except TimeoutError:
         now = widget_state(box)
-        unchanged = [{"src": "picture (img src)", "readout_text": "readouts"}[k] for k in need if now[k] == before[k]]
+        names = {"src": "picture (img src)", "readout_text": "readouts", "readout_words": "text beside the picture"}
+        unchanged = [names[k] for k in need if now[k] == before[k]]
         raise AssertionError(
             f"{what}: the {' and the '.join(unchanged)} did not change within {timeout:.0f} s "
             f"(readouts before {before['readouts']}, after {now['readouts']})"

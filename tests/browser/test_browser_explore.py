@@ -4,7 +4,8 @@
 every request off this machine is aborted, as when it is projected offline. For each page: the title and
 explanation show, no code shows, the widget renders (picture and readouts, laid out in full) and responds
 to its first control (keyboard and mouse on a slider, else a dropdown or checkbox), with no JavaScript
-error. Screenshots go to ``test-artifacts/browser/explore-*.png`` (with UPDATE_GALLERY=1 also to
+error; then it is used with the keyboard alone, every control (keyboard.py), and laid out at 200 % zoom
+(reflow.py; the index too). Screenshots go to ``test-artifacts/browser/explore-*.png`` (with UPDATE_GALLERY=1 also to
 ``docs/images/`` and the gallery's explore section).
 """
 
@@ -22,7 +23,9 @@ import urllib.request
 import pytest
 from accessibility import audit, blocking, described
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+from keyboard import keyboard_session
 from labdriver import REPO, PageWatch, control_names, widget_state
+from reflow import at_200_percent, reflow_problems
 from test_browser_notebooks import check_widget
 
 sys.path.insert(0, str(REPO / "tools"))
@@ -73,7 +76,7 @@ def test_every_notebook_with_a_widget_has_a_page():
     with_widgets = sorted(
         p.stem
         for p in (REPO / "heads_and_masks" / "widgets").glob("*.py")
-        if p.stem not in ("__init__", "base", "fast_text", "slider")
+        if p.stem not in ("__init__", "base", "choice", "fast_text", "slider")
     )
     assert sorted(page.slug for page in PAGES) == with_widgets
 
@@ -98,6 +101,10 @@ def test_the_index_lists_every_page(explore, browser_context, screenshots):
             assert response.status == 200 and PAGES[0].title.split(" · ")[-1] in response.read().decode()
         found = blocking(audit(page, "explore-index"))
         assert not found, described("explore index", found)
+        with at_200_percent(page):
+            shot = screenshots / "zoom200-explore-index.png"
+            problems = reflow_problems(page, "explore index", shot, ours=["main"])
+        assert not problems, "explore index at 200 % zoom (a 1280 px window): " + "; ".join(problems)
         off_machine = browser_context.blocked_requests[blocked_before:]
         assert not off_machine, f"the index asks the network for {off_machine[:3]}: offline it waits in vain"
     finally:
@@ -143,6 +150,18 @@ def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, brow
         assert not found, described(label, found)
         off_machine = browser_context.blocked_requests[blocked_before:]
         assert not off_machine, f"{label}: the page asks the network for {off_machine[:3]}: offline it waits in vain"
+
+        # with the keyboard alone (keyboard.py), then at 200 % zoom (reflow.py), on the page already open
+        started = time.monotonic()
+        stops, used = keyboard_session(page, box, label)
+        walked = time.monotonic() - started
+        with at_200_percent(page):
+            problems = reflow_problems(page, label, screenshots / f"zoom200-explore-{entry.assignment}.png")
+        assert not problems, f"{label} at 200 % zoom (a 1280 px window): " + "; ".join(problems)
+        print(
+            f"{label}: Tab reaches {', '.join(stop.visible for stop in stops)}; keys used: {', '.join(used)} "
+            f"({walked:.1f} s); reflow at 200 % checked ({time.monotonic() - started - walked:.1f} s)"
+        )
         if UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, GALLERY_IMAGES / path.name)

@@ -15,6 +15,8 @@ then check that
 * every course widget (``.course-widget``) shows a picture and its readouts, and moving its first slider
   with the keyboard and then by dragging the handle with the mouse changes both the picture and the
   readouts (a widget without a slider: its first dropdown or checkbox is changed instead).
+One solution (``ZOOMED``) is then laid out at 200 % zoom, as in a 1280 px window (reflow.py): nothing scrolls
+sideways, every control of its widgets usable.
 A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
 solution's widgets to ``docs/images/``); of a student notebook, also the window with its first widget
 (``laptop-student-<assignment>.png``).
@@ -30,10 +32,12 @@ import pytest
 from accessibility import audit, blocking, described, pictures_without_lead
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 from laptop import check_pictures_at_laptop_width
+from reflow import at_200_percent, reflow_problems
 from labdriver import (
     LAPTOP,
     NOTEBOOKS,
     cells_never_run,
+    close_file_browser,
     control_names,
     drag_slider,
     handle_position,
@@ -52,6 +56,9 @@ from labdriver import (
 )
 
 pytestmark = pytest.mark.browser
+# The notebook also read at 200 % zoom in JupyterLab (every page of the explore page is, test_browser_explore):
+# its widget has the widest controls (three buttons of 10.5 em), and a solution has every output.
+ZOOMED = "07_generation"
 
 
 @pytest.mark.parametrize(("kind", "assignment"), NOTEBOOKS, ids=[f"{k}-{a}" for k, a in NOTEBOOKS])
@@ -139,6 +146,13 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         started = time.monotonic()
         check_pictures_at_laptop_width(page, assignment, screenshots)
         notebook_page.timings["laptop width"] = time.monotonic() - started
+    if kind == "solution" and assignment == ZOOMED:  # and at 200 % zoom, the file browser closed (reflow.py)
+        started = time.monotonic()
+        close_file_browser(page)
+        with at_200_percent(page):
+            problems = reflow_problems(page, f"{kind} {assignment}", screenshots / f"zoom200-{kind}-{assignment}.png")
+        notebook_page.timings["200 % zoom"] = time.monotonic() - started
+        assert not problems, f"{kind} {assignment} at 200 % zoom (a 1280 px window): " + "; ".join(problems)
     print(
         f"{kind} {assignment}: "
         + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items())

@@ -1,0 +1,153 @@
+"""The course's choice of one among a few options: a named group of radio buttons, drawn as toggle buttons.
+
+ipywidgets' ToggleButtons draw a row of buttons named only by their option ("bf16", "(d h)") beside a
+description that is not tied to them: a screen reader says "bf16, button", not what it sets, and not which
+one is chosen (its ``mod-active`` class is only a colour: WCAG 1.3.1, 1.4.1, 4.1.2). Each button is a Tab
+stop of its own and the arrow keys do nothing. The browser's own radio buttons have all of it built in: the
+group is named by its label ("format, radio group"), each option says whether it is chosen ("bf16, radio
+button, checked, 2 of 3"), Tab reaches the group once (at the chosen option), and the arrow keys choose the
+next or previous option. The inputs are drawn as the buttons the notebooks describe: each option's label is
+the button, the chosen one is pressed in (darker, and its text bold: not colour alone), and the focused one
+shows a ring.
+
+The Python side reads like ipywidgets' ToggleButtons: ``.value``, ``.options``, ``.description``,
+``.disabled``, ``observe(..., names="value")``; the browser knows only positions 0 … k − 1 and their texts.
+"""
+
+from __future__ import annotations
+
+import functools
+
+_ESM = """
+let count = 0;
+function render({ model, el }) {
+  const group = `course-choice-${++count}-${Math.random().toString(36).slice(2, 8)}`;
+  const label = document.createElement("span");
+  label.id = `${group}-label`;
+  label.className = "course-choice-label";
+  const options = document.createElement("div");
+  options.className = "course-choice-options";
+  options.setAttribute("role", "radiogroup");
+  options.setAttribute("aria-labelledby", label.id);
+  function show() {
+    label.textContent = model.get("description");
+    const labels = model.get("labels"), index = model.get("index"), width = model.get("button_width");
+    if (options.children.length !== 2 * labels.length) {
+      options.replaceChildren();
+      labels.forEach((text, position) => {
+        const input = document.createElement("input");
+        input.type = "radio";
+        input.name = group;
+        input.id = `${group}-${position}`;
+        input.className = "course-choice-input";
+        input.addEventListener("change", () => {
+          if (!input.checked) return;
+          model.set("index", position);
+          model.save_changes();
+        });
+        const button = document.createElement("label");
+        button.htmlFor = input.id;
+        button.className = "course-choice-button";
+        options.append(input, button);
+      });
+    }
+    const inputs = options.querySelectorAll("input"), buttons = options.querySelectorAll("label");
+    labels.forEach((text, position) => {
+      buttons[position].textContent = text;
+      buttons[position].style.minWidth = width;
+      inputs[position].checked = position === index;
+      inputs[position].disabled = model.get("disabled");
+    });
+  }
+  for (const name of ["labels", "index", "description", "disabled", "button_width"]) model.on(`change:${name}`, show);
+  el.classList.add("course-choice");
+  // The arrow keys are the group's: JupyterLab's notebook would take them on their way up (see slider.py).
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
+  options.addEventListener("keydown", (event) => event.stopPropagation());
+  el.append(label, options);
+  show();
+}
+export default { render };
+"""
+
+# The input stays in the page (focusable, read by screen readers) but takes no room: its label is the button.
+_CSS = """
+/* the padding holds the focus ring (2 px away, 2 px wide): the box clips what is drawn outside it */
+.course-choice { display: flex; align-items: center; gap: 8px; margin: 0 8px 0 12px; padding: 4px; font-size: var(--jp-widgets-font-size, 13px); }
+.course-choice-label { white-space: nowrap; }
+.course-choice-options { display: flex; flex-wrap: wrap; gap: 6px; }
+.course-choice-input { position: absolute; opacity: 0; width: 1px; height: 1px; margin: 0; pointer-events: none; }
+.course-choice-button { box-sizing: border-box; padding: 4px 10px; text-align: center; white-space: nowrap; cursor: pointer;
+  border: 1px solid #757575; border-radius: 2px; background: #eeeeee; color: #212121; }
+.course-choice-input:checked + .course-choice-button { background: #424242; border-color: #212121; color: #ffffff; font-weight: bold; }
+.course-choice-input:focus-visible + .course-choice-button { outline: 2px solid var(--jp-brand-color1, #1976d2); outline-offset: 2px;
+  position: relative; z-index: 1; }
+.course-choice-input:disabled + .course-choice-button { opacity: 0.5; cursor: default; }
+"""
+
+
+@functools.cache
+def _choice_class():
+    """Made on first use (in grading mode no widget is built, and anywidget is not imported)."""
+    import anywidget
+    import traitlets
+
+    class ToggleButtons(anywidget.AnyWidget):
+        """One of ``options`` (values, or (text, value) pairs), chosen from a named group of buttons."""
+
+        _esm = _ESM
+        _css = _CSS
+        description = traitlets.Unicode("").tag(sync=True)
+        labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
+        index = traitlets.Int(0).tag(sync=True)
+        disabled = traitlets.Bool(False).tag(sync=True)
+        button_width = traitlets.Unicode("").tag(sync=True)
+        options = traitlets.List()
+        value = traitlets.Any()  # the value at ``index`` (Python only)
+
+        def __init__(self, options, value, description: str = "", button_width: str = ""):
+            super().__init__(description=description, button_width=button_width)
+            self.positions: list = []
+            self.observe(self._relayout, names="options")
+            self.options = list(options)
+            self.value = value
+            self.observe(self._index_moved, names="index")
+            self.observe(self._value_set, names="value")
+            self.index = self._position(value)
+
+        def _relayout(self, _change=None) -> None:
+            pairs = [o if isinstance(o, tuple) else (str(o), o) for o in self.options]
+            self.positions = [value for _, value in pairs]
+            self.labels = [text for text, _ in pairs]
+
+        def _position(self, value) -> int:
+            if value not in self.positions:
+                raise traitlets.TraitError(
+                    f"{value!r} is not one of the options of {self.description!r}: {self.positions}"
+                )
+            return self.positions.index(value)
+
+        @traitlets.validate("value")
+        def _an_option(self, proposal):
+            self._position(proposal["value"])  # refused before it is taken
+            return proposal["value"]
+
+        def _index_moved(self, change) -> None:
+            self.value = self.positions[change["new"]]
+
+        def _value_set(self, change) -> None:
+            self.index = self._position(change["new"])
+
+    return ToggleButtons
+
+
+def toggle_buttons(options, value, description: str = "", button_width: str = ""):
+    """One of ``options`` (values, or (text, value) pairs), as a named radio group drawn as toggle buttons."""
+    return _choice_class()(options, value, description=description, button_width=button_width)
+
+
+def __getattr__(name: str):
+    """``ToggleButtons`` as a module name (made on first use)."""
+    if name == "ToggleButtons":
+        return _choice_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
