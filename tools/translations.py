@@ -89,10 +89,23 @@ def catalog_path(language: str, notebook: str) -> Path:
     return TRANSLATIONS / language / f"{notebook}.po"
 
 
+def new_catalog(language: str, notebook: str) -> Catalog:
+    """An empty catalog of ``notebook``'s text in ``language``, with the course's header."""
+    return Catalog(
+        locale=language,
+        domain=notebook,
+        header_comment=HEADER_COMMENT.format(language=LANGUAGES[language], notebook=notebook),
+        project="Heads & Masks",
+        version="1",
+        language_team=f"{LANGUAGES[language]} <{language}>",
+        fuzzy=False,
+    )
+
+
 def read_catalog(language: str, notebook: str) -> Catalog:
     path = catalog_path(language, notebook)
     if not path.exists():
-        return Catalog(locale=language, project="Heads & Masks", domain=notebook)
+        return new_catalog(language, notebook)
     with path.open("rb") as file:
         return read_po(file, locale=language, domain=notebook)
 
@@ -166,40 +179,25 @@ def source_paragraphs(notebook) -> list[tuple[str, str]]:
 
 
 def update(language: str, notebook, name: str) -> tuple[int, int]:
-    """Bring ``translations/<language>/<name>.po`` in step with the notebook: every paragraph is an entry (its
-    translation kept where the text is unchanged), entries whose text is gone are dropped. Returns (entries,
-    entries without a translation)."""
-    old = read_catalog(language, name)
-    new = Catalog(
-        locale=language,
-        domain=name,
-        header_comment=HEADER_COMMENT.format(language=LANGUAGES[language], notebook=name),
-        project="Heads & Masks",
-        version="1",
-        msgid_bugs_address="",
-        creation_date=old.creation_date,  # kept: running update twice changes nothing
-        revision_date=old.revision_date,
-        last_translator=old.last_translator,
-        language_team=f"{LANGUAGES[language]} <{language}>",
-        fuzzy=False,
-    )
+    """Bring ``translations/<language>/<name>.po`` in step with the notebook, as gettext's msgmerge does: every
+    paragraph is an entry, its translation kept where the text is unchanged; a changed paragraph keeps the
+    translation of the text it replaced, marked fuzzy (not used until a translator checks it, the old English
+    shown beside it as ``#| msgid``); entries whose text is gone are kept at the end as obsolete (``#~``).
+    Returns (entries, entries without a usable translation)."""
+    template = Catalog(domain=name)
     for text, cell_id in source_paragraphs(notebook):
-        previous = old.get(text)
-        if text in new:
-            new[text].locations.append((cell_id, 0))
-            continue
-        new.add(
-            text,
-            previous.string if previous else "",
-            locations=[(cell_id, 0)],
-            flags=previous.flags if previous else (),
-        )
+        if text in template:
+            template[text].locations.append((cell_id, 0))
+        else:
+            template.add(text, locations=[(cell_id, 0)])
+    catalog = read_catalog(language, name)
+    catalog.update(template, no_fuzzy_matching=False, update_header_comment=False, update_creation_date=False)
     path = catalog_path(language, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as file:
-        write_po(file, new, width=0, omit_header=False, sort_output=False, include_lineno=False)
-    entries = [m for m in new if m.id]
-    return len(entries), sum(1 for m in entries if not m.string or m.fuzzy)
+        write_po(file, catalog, width=0, include_lineno=False, include_previous=True, sort_output=False)
+    entries = [m for m in catalog if m.id]
+    return len(entries), sum(1 for m in entries if translation_of(catalog, m.id) is None)
 
 
 def main() -> int:
