@@ -181,8 +181,8 @@ def source_paragraphs(notebook) -> list[tuple[str, str]]:
 def update(language: str, notebook, name: str) -> tuple[int, int]:
     """Bring ``translations/<language>/<name>.po`` in step with the notebook, as gettext's msgmerge does: every
     paragraph is an entry, its translation kept where the text is unchanged; a changed paragraph keeps the
-    translation of the text it replaced, marked fuzzy (not used until a translator checks it, the old English
-    shown beside it as ``#| msgid``); entries whose text is gone are kept at the end as obsolete (``#~``).
+    translation of the text it replaced, marked fuzzy (not used until a translator checks it); entries whose
+    text is gone are kept at the end as obsolete (``#~``).
     Returns (entries, entries without a usable translation)."""
     template = Catalog(domain=name)
     for text, cell_id in source_paragraphs(notebook):
@@ -195,7 +195,7 @@ def update(language: str, notebook, name: str) -> tuple[int, int]:
     path = catalog_path(language, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as file:
-        write_po(file, catalog, width=0, include_lineno=False, include_previous=True, sort_output=False)
+        write_po(file, catalog, width=0, include_lineno=False, sort_output=False)
     entries = [m for m in catalog if m.id]
     return len(entries), sum(1 for m in entries if translation_of(catalog, m.id) is None)
 
