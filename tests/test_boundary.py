@@ -784,6 +784,7 @@ def _remove_account(name: str, home: Path) -> None:
     shutil.rmtree(home, ignore_errors=True)
 
 
+@functools.cache  # one probe per account (its home's .interpreter is made once)
 def _instructor_python(name: str, home: Path) -> list[str]:
     """How the instructor runs our Python (this environment's packages, the same interpreter): as themself, in a
     view of the files in which the interpreter's own folder is theirs to read when it lives under a folder no
