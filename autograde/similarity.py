@@ -762,7 +762,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom:
 h3 { font-size: 1.1em; margin-top: 1.5em; } h4 { font-size: 1em; margin: 1em 0 0.3em; } h5 { font-size: 0.95em; margin: 0.3em 0; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; } td, th { padding: 0.15em 0.6em; text-align: left;
  vertical-align: top; border-bottom: 1px solid #eee; } th { background: #f4f4f4; } td.n { text-align: right; }
-.sides { display: flex; gap: 1em; align-items: flex-start; } .side { flex: 1; min-width: 0; overflow-x: auto; }
+.wide { overflow-x: auto; } .sides { display: flex; gap: 1em; align-items: flex-start; } .side { flex: 1; min-width: 0; overflow-x: auto; }
 table.code td { font-family: ui-monospace, monospace; font-size: 0.85em; white-space: pre; border: none;
  padding: 0 0.4em; } table.code td.line { color: #555; text-align: right; } table.code td.mark { font-weight: bold; }
 tr.match td { background: #fff1b8; } img { max-width: 100%; } .muted { color: #555; }
@@ -838,6 +838,8 @@ def render_html(report: Report, picture: bytes, alt: str) -> str:
         "A number accuses nobody.</p>",
         "<h2>The class's scores</h2>",
         f"<img alt='{_e(alt)}' src='data:image/png;base64,{base64.b64encode(picture).decode('ascii')}'>",
+        # a table too wide for a narrow window (or 200 % zoom) scrolls in its own box, which a keyboard can reach
+        "<div class='wide' tabindex='0' role='region' aria-label='Scores of the class, by exercise'>"
         "<table><tr><th>exercise</th><th>answers compared</th><th>pairs</th><th>median score</th>"
         "<th>robust spread</th><th>class level</th><th>median size (tokens)</th><th>pairs flagged</th></tr>",
     ]
@@ -849,7 +851,7 @@ def render_html(report: Report, picture: bytes, alt: str) -> str:
             f"<td class='n'>{exercise.deviation:.2f}</td><td class='n'>{level}</td>"
             f"<td class='n'>{exercise.median_tokens:g}</td><td class='n'>{len(exercise.flagged)}</td></tr>"
         )
-    parts.append("</table>")
+    parts.append("</table></div>")
     parts.append("<h2>Pairs above their threshold</h2>")
     parts.append(
         f"<p>Lines that share a fingerprint with the other answer are marked <b>{MATCH_MARKER}</b> (and shaded).</p>"

@@ -13,6 +13,7 @@ import shutil
 
 import pytest
 from accessibility import audit, blocking, described
+from reflow import at_200_percent, reflow_problems
 from labdriver import page_from_file
 from course import graded_batch
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
@@ -47,6 +48,9 @@ def test_class_report_in_chromium(browser, screenshots):
         # WCAG 2.2 AA (axe-core), the whole page: it is the course's own
         found = blocking(audit(page, "class-report", include=["body"]))
         assert not found, described("the class report", found)
+        with at_200_percent(page):  # WCAG 1.4.10: read without scrolling sideways at 200 % of a 1280 px window
+            problems = reflow_problems(page, "class report", screenshots / "zoom200-class_report.png", ["body"])
+        assert not problems, "the class report at 200 % zoom: " + "; ".join(problems)
         shot = screenshots / "class_report.png"
         page.set_viewport_size({"width": 1200, "height": 1400})
         page.screenshot(path=str(shot), full_page=False)

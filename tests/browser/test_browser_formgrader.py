@@ -28,6 +28,7 @@ import pytest
 from course import grade_class
 from lab_process import LabProcess, instructor_lab_around
 from accessibility import audit, blocking, described
+from reflow import at_200_percent, reflow_problems
 from labdriver import NOT_LOCAL, page_from_file, wait_until
 from submissions import submission
 
@@ -134,6 +135,9 @@ def _check_feedback_page(browser, path, screenshots) -> None:
         answer.screenshot(path=str(screenshots / "feedback_written_answer.png"))
         found = blocking(audit(page, "feedback-page", include=["body"]))
         assert not found, described("the feedback page", found)
+        with at_200_percent(page):  # WCAG 1.4.10: a student reads the feedback on a laptop zoomed to 200 %
+            problems = reflow_problems(page, "feedback page", screenshots / "zoom200-feedback.png", ["body"])
+        assert not problems, "the feedback page at 200 % zoom: " + "; ".join(problems)
 
 
 # What the course puts on the formgrader's grading page: the submitted notebook as nbconvert renders it (its

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 from accessibility import audit, blocking, described
+from reflow import at_200_percent, reflow_problems
 from labdriver import page_from_file
 from similar_classes import build_class, write_class
 
@@ -38,4 +39,7 @@ def test_similarity_page_in_chromium(browser, screenshots, tmp_path):
         assert len(report.flagged) >= len(test_class.planted)
         found = blocking(audit(page, "similarity", include=["body"]))
         assert not found, described("the similar-submissions page", found)
+        with at_200_percent(page):  # WCAG 1.4.10: the side-by-side code may scroll in its own box, not the page
+            problems = reflow_problems(page, "similarity page", screenshots / "zoom200-similarity.png", ["body"])
+        assert not problems, "the similar-submissions page at 200 % zoom: " + "; ".join(problems)
         page.screenshot(path=str(screenshots / "similarity.png"), full_page=False)
