@@ -15,6 +15,10 @@ the package's messages.
     python tools/translations.py check ru     list the paragraphs not translated yet; exit 1 if any
 
 ``tools/build_notebooks.py`` builds ``solutions-<language>/`` and ``notebooks-<language>/`` from these.
+
+When two branches both touch a catalog (one translates, the other changes the English), bring the catalog in
+step with ``update`` after the merge and read the entries it marks fuzzy: a line-based merge of a PO file can
+pair a changed paragraph's new English with the translation of its old text, unmarked (seen once, in 04).
 """
 
 from __future__ import annotations
