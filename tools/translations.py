@@ -16,9 +16,10 @@ the package's messages.
 
 ``tools/build_notebooks.py`` builds ``solutions-<language>/`` and ``notebooks-<language>/`` from these.
 
-When two branches both touch a catalog (one translates, the other changes the English), bring the catalog in
-step with ``update`` after the merge and read the entries it marks fuzzy: a line-based merge of a PO file can
-pair a changed paragraph's new English with the translation of its old text, unmarked (seen once, in 04).
+When two branches both touch a catalog (one translates, the other changes the English), merge them with
+``update``, not line by line: run ``update`` on the translating branch after merging the English in, so that
+a changed paragraph is marked fuzzy. A line-based merge of the PO files can pair a changed paragraph's new
+English with the translation of its old text, unmarked, and nothing can tell afterwards (seen once, in 04).
 """
 
 from __future__ import annotations
