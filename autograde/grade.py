@@ -212,19 +212,23 @@ def main(argv: list[str] | None = None) -> int:
     # What these commands write (submissions, gradebook, logs, grades, reports) is the instructor's alone: on a
     # shared JupyterHub host other users may reach the course folder. Where students must reach what is
     # published (the exchange), its modes are set explicitly (exchange.py, nbgrader); Course.make_private
-    # covers what was made before.
-    os.umask(0o077)
-    if args.command in ("autograde", "all") and not args.scheduler:
-        from autograde import fork_server
-
-        fork_server.start()  # the local cluster's workers will be forked from it: its imports start now
-
-    from autograde.exchange import ExchangeProblem
-
+    # covers what was made before. The umask is given back on return: a caller that runs the command in its own
+    # process (a test, a notebook) keeps its own for what it makes afterwards.
+    callers_umask = os.umask(0o077)
     try:
-        return run_command(args)
-    except ExchangeProblem as problem:  # said in one line, with what to do
-        raise SystemExit(f"error: {problem}") from None
+        if args.command in ("autograde", "all") and not args.scheduler:
+            from autograde import fork_server
+
+            fork_server.start()  # the local cluster's workers will be forked from it: its imports start now
+
+        from autograde.exchange import ExchangeProblem
+
+        try:
+            return run_command(args)
+        except ExchangeProblem as problem:  # said in one line, with what to do
+            raise SystemExit(f"error: {problem}") from None
+    finally:
+        os.umask(callers_umask)
 
 
 def run_command(args) -> int:

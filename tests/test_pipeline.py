@@ -4,6 +4,7 @@ LMS file names, the submission inspection."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import stat
@@ -268,6 +269,23 @@ def test_a_due_date_is_a_date_a_time_and_a_time_zone():
             parse_due(wrong)
     with pytest.raises(SystemExit, match="error: the due date '2026-12-10 17:00' has no time zone"):
         grade.main(["--root", str(REPO / "no-such-course"), "release", "00_start_here", "--due", "2026-12-10 17:00"])
+
+
+def test_the_grading_command_gives_its_caller_the_umask_back():
+    """The command makes what it writes private (umask 077) and, run in a caller's process (a test, a notebook),
+    gives the caller's umask back: under 077 for good, the caller's later files were its own alone (a venv a
+    sandboxed kernel then could not read: "the kernel died before it answered")."""
+    from autograde import grade
+
+    callers = os.umask(0o022)
+    try:
+        with pytest.raises(SystemExit):
+            grade.main(
+                ["--root", str(REPO / "no-such-course"), "release", "00_start_here", "--due", "2026-12-10 17:00"]
+            )
+        assert os.umask(0o022) == 0o022, "the grading command left its umask (077) in the caller's process"
+    finally:
+        os.umask(callers)
 
 
 def test_the_late_policy_counts_days_after_its_grace_and_stops_at_its_cap():
