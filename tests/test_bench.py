@@ -94,11 +94,11 @@ def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone()
     cores = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {min(cores)})  # this process and the ones it starts: one core
-        shared = machine_capacity(2, seconds=0.5)
+        shared = machine_capacity(2, seconds=0.25)
     finally:
         os.sched_setaffinity(0, cores)
     assert 0.75 <= shared <= 1.25, f"two processes on one core did {shared:.2f} cores' worth of work"
-    alone = machine_capacity(1, seconds=0.5)
+    alone = machine_capacity(1, seconds=0.25)
     assert 0.75 <= alone <= 1.25, f"one process did {alone:.2f} cores' worth of its own work"
 
 
