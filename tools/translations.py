@@ -11,8 +11,11 @@ Lokalize) read PO; a changed English paragraph becomes a new entry with no trans
 translation cannot go unnoticed (the build refuses a notebook with one); and the same catalogs format serves
 the package's messages.
 
-    python tools/translations.py update ru    add the paragraphs the catalogs lack, drop the ones gone
-    python tools/translations.py check ru     list the paragraphs not translated yet; exit 1 if any
+    python tools/translations.py update ru    add the paragraphs and messages the catalogs lack, drop the ones gone
+    python tools/translations.py check ru     list the paragraphs and messages not translated yet; exit 1 if any
+
+The package's own messages (checks, widgets, pictures, feedback, reports) are marked in the code with ``_()``
+and ``ngettext()`` (heads_and_masks/i18n.py) and kept in ``heads_and_masks/locale/<language>/<area>.po``.
 
 ``tools/build_notebooks.py`` builds ``solutions-<language>/`` and ``notebooks-<language>/`` from these.
 
@@ -205,6 +208,113 @@ def update(language: str, notebook, name: str) -> tuple[int, int]:
     return len(entries), sum(1 for m in entries if translation_of(catalog, m.id) is None)
 
 
+# ---------------------------------------------------------------------------------------------
+# The package's messages (checks, widgets, pictures, feedback, reports): heads_and_masks/i18n.py
+# ---------------------------------------------------------------------------------------------
+
+PACKAGE_LOCALE = REPO / "heads_and_masks" / "locale"
+KEYWORDS = {"_": None, "ngettext": (1, 2)}  # what marks a message in the code (gettext's own names)
+
+# Each area of the code keeps its own catalog, locale/<language>/<area>.po: a file belongs to the first area whose
+# folder holds it
+MESSAGE_AREAS = (
+    ("checks", "heads_and_masks/checks"),
+    ("widgets", "heads_and_masks/widgets"),
+    ("pictures", "heads_and_masks/pictures"),
+    ("package", "heads_and_masks"),
+    ("grading", "autograde"),
+    ("explore", "tools"),
+)
+
+
+def area_of(path: Path) -> str:
+    relative = path.relative_to(REPO)
+    return next(area for area, folder in MESSAGE_AREAS if relative.is_relative_to(folder))
+
+
+def code_messages() -> dict[str, Catalog]:
+    """Every message marked in the code, as a template catalog per area. A message used in several areas
+    belongs to the first of them in MESSAGE_AREAS (one translation serves all its uses)."""
+    from babel.messages.extract import extract_from_file
+
+    templates = {area: Catalog(domain=area) for area, _pattern in MESSAGE_AREAS}
+    seen: dict[object, str] = {}
+    order = [area for area, _folder in MESSAGE_AREAS]
+    files = {path for _area, folder in MESSAGE_AREAS for path in (REPO / folder).rglob("*.py")}
+    for path in sorted(files, key=lambda path: (order.index(area_of(path)), path)):
+        area = area_of(path)
+        for line, message, comments, _context in extract_from_file(
+            "python", str(path), keywords=KEYWORDS, comment_tags=("Translators:",), strip_comment_tags=True
+        ):
+            key = message[0] if isinstance(message, tuple) else message
+            home = seen.setdefault(key, area)
+            location = (str(path.relative_to(REPO)), line)
+            if key in templates[home]:
+                templates[home][key].locations.append(location)
+            else:
+                templates[home].add(message, locations=[location], auto_comments=comments)
+    return {area: template for area, template in templates.items() if len(template)}
+
+
+def message_catalog_path(language: str, area: str) -> Path:
+    return PACKAGE_LOCALE / language / f"{area}.po"
+
+
+def read_message_catalog(language: str, area: str) -> Catalog:
+    path = message_catalog_path(language, area)
+    if not path.exists():
+        catalog = new_catalog(language, area)
+        catalog.header_comment = MESSAGES_HEADER.format(language=LANGUAGES[language], area=area)
+        return catalog
+    with path.open("rb") as file:
+        return read_po(file, locale=language, domain=area)
+
+
+MESSAGES_HEADER = """\
+# {language} messages of Heads & Masks, area "{area}" of the code: one entry per sentence marked with _() or
+# ngettext(). Made and kept in step by `python tools/translations.py update`; translators write the msgstr lines.
+# Keep every {{placeholder}} as it is (its name says what goes there). The terms: translations/glossary.md"""
+
+
+def message_translated(message) -> bool:
+    if message.fuzzy:
+        return False
+    return all(message.string) if message.pluralizable else bool(message.string)
+
+
+def update_messages(language: str) -> list[tuple[str, int, int]]:
+    """Bring every area's catalog of ``language`` in step with the code, as :func:`update` does for the
+    notebooks. Returns (area, entries, entries without a usable translation) per area."""
+    counts = []
+    for area, template in code_messages().items():
+        catalog = read_message_catalog(language, area)
+        catalog.update(template, no_fuzzy_matching=False, update_header_comment=False, update_creation_date=False)
+        path = message_catalog_path(language, area)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("wb") as file:
+            write_po(file, catalog, width=0, include_lineno=False, sort_output=False)
+        entries = [m for m in catalog if m.id]
+        counts.append((area, len(entries), sum(1 for m in entries if not message_translated(m))))
+    return counts
+
+
+def untranslated_messages(language: str) -> dict[str, list[str]]:
+    """Per area, the messages of the code that ``language``'s catalogs do not translate (none: all done)."""
+    missing = {}
+    for area, template in code_messages().items():
+        catalog = read_message_catalog(language, area)
+        lacking = []
+        for message in template:
+            if not message.id:
+                continue
+            found = catalog.get(message.id)
+            if found is None or not message_translated(found):
+                lacking.append(message.id[0] if isinstance(message.id, tuple) else message.id)
+        if lacking:
+            missing[area] = lacking
+    return missing
+
+
 def main() -> int:
     sys.path[:0] = [str(REPO / "tools")]
     from build_notebooks import assignments, read_source
@@ -224,6 +334,16 @@ def main() -> int:
             entries, missing = len(set(texts)), len({t for t in texts if translation_of(catalog, t) is None})
         missing_in_all += missing
         print(f"{name}: {entries} paragraphs, {missing} without a {args.language} translation")
+    if args.action == "update":
+        for area, entries, missing in update_messages(args.language):
+            missing_in_all += missing
+            print(f"messages, {area}: {entries} messages, {missing} without a {args.language} translation")
+    else:
+        for area, lacking in untranslated_messages(args.language).items():
+            missing_in_all += len(lacking)
+            print(f"messages, {area}: {len(lacking)} without a {args.language} translation")
+            for text in lacking[:20]:
+                print(f"  - {text[:100]!r}")
     return 1 if args.action == "check" and missing_in_all else 0
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from .._answer_warnings import answer_warnings
 from .._guard import ReferenceUsedError, locked
+from ..i18n import _
 from .misconceptions import MISCONCEPTIONS
 
 # Bound at import time: learner code that patches numpy afterwards does not reach these.
@@ -192,15 +193,19 @@ def not_written_yet(function, error: NotImplementedError) -> str:
     frame = _raising_frame(error)
     raised_in = frame.f_code.co_name if frame is not None else name
     in_learner_code = frame is None or frame.f_globals.get("__name__") == "__main__"
-    replace = "replace `raise NotImplementedError()` with your code"
     if in_learner_code and raised_in.isidentifier() and raised_in != name:
-        return (
-            f"✗ `{name}` cannot be checked yet: it calls `{raised_in}`, which is not written yet "
-            f"(in `{raised_in}`, {replace})"
-        )
+        return "✗ " + _(
+            "`{name}` cannot be checked yet: it calls `{called}`, which is not written yet "
+            "(in `{called}`, replace `raise NotImplementedError()` with your code)"
+        ).format(name=name, called=raised_in)
     if str(error):
-        return f"✗ `{name}` is not finished: it raised NotImplementedError({str(error)!r}); {replace}"
-    return f"✗ `{name}` is not written yet: {replace}"
+        return "✗ " + _(
+            "`{name}` is not finished: it raised NotImplementedError({said}); "
+            "replace `raise NotImplementedError()` with your code"
+        ).format(name=name, said=repr(str(error)))
+    return "✗ " + _("`{name}` is not written yet: replace `raise NotImplementedError()` with your code").format(
+        name=name
+    )
 
 
 def fail(message: str, misconception: str | None = None):
