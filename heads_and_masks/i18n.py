@@ -123,6 +123,12 @@ def _(message: str) -> str:
     return translated
 
 
+def N_(message: str) -> str:
+    """Mark ``message`` for translation where it is defined (a table built at import), and leave it in
+    English there: the code that shows it calls ``_(message)`` then, in the language of that moment."""
+    return message
+
+
 def ngettext(singular: str, plural: str, count: int) -> str:
     """The form of a sentence that counts ``count`` things, in the current language (Russian has three)."""
     current = language()

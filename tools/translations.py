@@ -213,7 +213,7 @@ def update(language: str, notebook, name: str) -> tuple[int, int]:
 # ---------------------------------------------------------------------------------------------
 
 PACKAGE_LOCALE = REPO / "heads_and_masks" / "locale"
-KEYWORDS = {"_": None, "ngettext": (1, 2)}  # what marks a message in the code (gettext's own names)
+KEYWORDS = {"_": None, "N_": None, "ngettext": (1, 2)}  # what marks a message in the code (gettext's own names)
 
 # Each area of the code keeps its own catalog, locale/<language>/<area>.po: a file belongs to the first area whose
 # folder holds it
