@@ -267,7 +267,8 @@ print("online:", acc / l, " ordinary:", weights @ values, " equal:", np.allclose
 # output and the count of that same call (the test prints both figures). The memory allowed grows with
 # n × block: a few strips of block × n scores. Here `tracemalloc` measures it; when your instructor grades,
 # the grader reads your kernel's memory from outside it, for every call alike, and also calls your function at
-# n = 8192 in a kernel that cannot hold one n × n matrix (512 MiB in float64): a tiled kernel needs a few MiB there.
+# n = 16384 in a kernel that cannot hold one n × n matrix (2 GiB in float64), nor every causal score at once even in
+# float32 (512 MiB): a tiled kernel needs a few tens of MiB there.
 
 # %% nbgrader={"grade_id": "blocked_causal_attention", "schema_version": 3, "locked": false, "solution": true, "grade": false}
 def blocked_causal_attention(q, k, v, block):
@@ -329,7 +330,7 @@ from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_
 
 check_blocked_causal_attention_count(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
-check_blocked_causal_attention_count(blocked_causal_attention, seed=1299709, thorough=True, n=8192)
+check_blocked_causal_attention_count(blocked_causal_attention, seed=1299709, thorough=True, n=16384)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade_id": "test_blocked_causal_attention_memory", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}
@@ -337,7 +338,7 @@ from heads_and_masks.checks.work_fraction import check_blocked_causal_attention_
 
 check_blocked_causal_attention_memory(blocked_causal_attention)
 ### BEGIN HIDDEN TESTS
-check_blocked_causal_attention_memory(blocked_causal_attention, n=8192, d=8, block=80, seed=17)
+check_blocked_causal_attention_memory(blocked_causal_attention, n=16384, d=8, block=80, seed=17)
 ### END HIDDEN TESTS
 
 # %% nbgrader={"grade_id": "test_blocked_causal_attention_errors", "schema_version": 3, "locked": true, "solution": false, "grade": true, "points": 1}

@@ -758,8 +758,9 @@ class KernelMemory:
     cgroup_mb: int = 0  # as root, the memory cgroup: every page the kernel's processes hold (0: data + 256)
 
 
-# 04's count and memory tests call blocked_causal_attention at n = 8192, whose whole score matrix is 512 MiB in
-# float64 (256 MiB in float32) while a strip of 64 × 8192 scores is 4 MiB. A kernel of 04 holds about 150 MiB of
+# 04's count and memory tests call blocked_causal_attention at n = 16384, whose whole score matrix is 2 GiB in
+# float64 (1 GiB in float32, and every causal score packed in float32 still 512 MiB) while a strip of 64 × 16384
+# scores is 8 MiB. A kernel of 04 holds about 150 MiB of
 # private memory before any call (VmData: Python, numpy, ipykernel) and 206 MiB of address space (one malloc
 # arena: confine.one_malloc_arena); the correct answers of the catalog peak about 100 MiB beside that, so the
 # whole matrix in private memory (RLIMIT_DATA), in any mapping (RLIMIT_AS) or, as root, in any page the kernel

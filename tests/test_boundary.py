@@ -913,27 +913,15 @@ def test_a_helper_of_the_package_answers_nothing(attack):
 
 
 # ------------------------------------------------------------------ a ballast given back as the call starts (issue 36)
-# The ballasts that still earn something (docs/security.md, What is left, knowingly): the test says so until a fix.
-PACKED_TRIANGLE_RESIDUAL = (
-    "known residual: at n = 8192 the packed float32 triangle (128 MiB) fits in 04's kernels, and a ballast given "
-    "back as the call starts hides it from the measured growth (as root: 2 points, count and memory)"
-)
+# The packed float32 triangle with a ballast earned 2 points as root while the graded n was 8192 (its 128 MiB fit in
+# 04's kernels); at n = 16384 it is 512 MiB and meets MemoryError (docs/security.md, tools/memory_budget.py).
 
 
-def ballast_cases(strict: bool) -> list:
-    """BALLAST_ATTACKS as parameters, the known residual marked (``strict``: its earning is certain there)."""
-    residual = pytest.mark.xfail(strict=strict, reason=PACKED_TRIANGLE_RESIDUAL)
-    return [
-        pytest.param(a, id=a.name, marks=[residual] if a.name == "ballast_and_a_packed_triangle" else [])
-        for a in BALLAST_ATTACKS
-    ]
-
-
-@pytest.mark.parametrize("attack", ballast_cases(strict=True))
+@pytest.mark.parametrize("attack", BALLAST_ATTACKS, ids=lambda attack: attack.name)
 def test_a_ballast_earns_nothing_on_the_memory_test(attack):
     """Graded in 04's class run: memory held by the answer cell and given back as the call starts hides the whole
     score matrix from a measurement of the call's growth, but not from the limit of 04's kernels, which the matrix
-    at the graded n (8192) does not fit in. The count and memory tests earn nothing; the solution keeps full marks."""
+    at the graded n (16384) does not fit in. The count and memory tests earn nothing; the solution keeps full marks."""
     run = graded_batch(attack.assignment)
     result = run.results[f"ballast-{attack.name}"]
     attacked = [g for g in result.scores if g in attack.tests]
@@ -993,8 +981,7 @@ def _grade_ballasts_here() -> None:
     (home / "ballasts.json").write_text(json.dumps(graded))
 
 
-# (not strict: on a loaded machine the packed triangle's count call may time out at 30 s, and it then earns nothing)
-@pytest.mark.parametrize("attack", ballast_cases(strict=False))
+@pytest.mark.parametrize("attack", BALLAST_ATTACKS, ids=lambda attack: attack.name)
 def test_a_ballast_earns_nothing_graded_without_root(attack):
     """The ballasts again, graded by an instructor without root (red team, second round: the first round only
     emulated it). Without root there is no memory cgroup: 04's RLIMIT_DATA and RLIMIT_AS alone bound the kernel."""

@@ -449,7 +449,7 @@ def blocked_causal_attention(q, k, v, block):
 # the whole n x n score matrix it then builds adds nothing to what the kernel held when the call began, which is
 # all a measurement of the call's growth sees (it earned 04's count and memory tests, 3 points, as root and
 # without, with plain numpy). What closes it is the limit of 04's kernels (judge.KERNEL_MEMORY): at the n of the
-# graded calls (8192) the matrix does not fit in the kernel, whatever it held before. Graded in 04's class run and
+# graded calls (16384) the matrix does not fit in the kernel, whatever it held before. Graded in 04's class run and
 # read by tests/test_boundary.py: each must earn nothing on the count and memory tests.
 BALLAST_ATTACKS = [
     Attack(
@@ -536,7 +536,8 @@ def blocked_causal_attention(q, k, v, block):
         (
             "ballast_and_a_packed_triangle",
             "the residual docs/security.md named (red team, second round): the causal triangle of scores packed "
-            "row after row in float32 (n(n+1)/2 x 4 bytes, 128 MiB at n = 8192, which fits in 04's kernels), "
+            "row after row in float32 (n(n+1)/2 x 4 bytes: 128 MiB at n = 8192, which fits in 04's kernels, "
+            "512 MiB at n = 16384, the graded n since, which does not), "
             "hidden behind four 40 MiB arrays held by the answer cell and given back as the call starts",
             """
 _ballast = [np.ones(5 * 2**20) for _ in range(4)]  # 4 x 40 MiB, every page written
