@@ -333,8 +333,15 @@ def take_submission(inbound: int, name: str, owner: int, changed: float) -> tupl
 
 def default_zip_regexp(assignment: str) -> str:
     """``<student>_<anything>_<assignment>[suffix].ipynb``: Canvas and Moodle downloads, for example
-    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``."""
-    return rf"(?:.*/)?(?P<student_id>[^/_]+)_(?:[^/]*_)?(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
+    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``; or the same start as a
+    folder, the file named ``<assignment>[suffix].ipynb`` in it or below (Moodle's download in folders, its
+    default: ``Jane Doe_4711_assignsubmission_file/00_start_here.ipynb``).
+
+    The student is the start of the path, the part the LMS writes; never a name further down, which the
+    student chose when uploading (a file ``alice_00_start_here.ipynb`` in Mallory's folder is not Alice's)."""
+    in_folder = r"[^/]*/(?:[^/]+/)*"  # the rest of the LMS's folder name, then the student's own subfolders
+    in_name = r"(?:[^/]*_)?"  # the rest of the LMS's part of the file name
+    return rf"(?P<student_id>[^/_]+)_(?:{in_folder}|{in_name})(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
 
 
 def from_zips(
