@@ -357,13 +357,27 @@ def from_zips(
     when: dict[str, float] = {}
     general: list[str] = []
     cap = MAX_FILE_MB * 2**20
+    # Two entries that give one student the same notebook may be two people: Canvas names a student by their
+    # name (two John Smiths are both "smithjohn"; a student may be allowed to rename themselves like a
+    # classmate). Neither is collected: the later one would replace the other's work, and its date hers.
+    entry_of: dict[tuple[str, str], str] = {}  # (student, notebook) -> the entry it came from
+    ambiguous: dict[str, list[str]] = {}  # student -> notes
 
-    def take(name: str, read, moment: float | None = None) -> None:
+    def take(name: str, read, moment: float | None = None, entry: str = "") -> None:
         match = pattern.match(name)
         if not match:
             return
         student = match.group("student_id")
         file_name = Path(match.group("file_id")).name  # a wrong name is noted and fixed at inspection
+        first = entry_of.setdefault((student, file_name), entry or name)
+        if first != (entry or name):
+            ambiguous.setdefault(student, []).append(
+                f"the download holds two files that give `{printable(student)[:80]}` the notebook `{file_name}`, "
+                f"`{printable(first)[:120]}` and `{printable(entry or name)[:120]}`: neither was collected, since "
+                "they may be two people of one name; collect with a --regexp whose student id includes the LMS's "
+                "user id (the number after the name)"
+            )
+            return
         data = read()
         if data is None:
             return
@@ -375,7 +389,12 @@ def from_zips(
         archive = Path(archive)
         try:
             if archive.suffix.lower() != ".zip":
-                take(archive.name, lambda archive=archive: read_regular(archive, cap), archive.lstat().st_mtime)
+                take(
+                    archive.name,
+                    lambda archive=archive: read_regular(archive, cap),
+                    archive.lstat().st_mtime,
+                    str(archive),
+                )
                 continue
             with zipfile.ZipFile(archive) as bundle:
                 members = bundle.infolist()
@@ -416,10 +435,16 @@ def from_zips(
                     moment = None
                     with contextlib.suppress(ValueError, OverflowError):
                         moment = dt.datetime(*member.date_time, tzinfo=dt.timezone.utc).timestamp()
-                    take(member.filename, read, moment)
+                    take(member.filename, read, moment, f"{archive.name}/{member.filename}")
         except Exception as error:  # noqa: BLE001 - a damaged archive: a note, the other archives still count
             general.append(f"{archive.name} could not be read ({type(error).__name__}: {printable(str(error))[:120]})")
-    students = [collection.add(student, files, [], when.get(student)) for student, files in sorted(found.items())]
+    for student, notes in sorted(ambiguous.items()):
+        collection.fail(student, *notes)
+    students = [
+        collection.add(student, files, [], when.get(student))
+        for student, files in sorted(found.items())
+        if student not in ambiguous
+    ]
     collection.save()
     return students, general
 

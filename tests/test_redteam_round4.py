@@ -258,6 +258,28 @@ def test_a_file_name_chosen_by_the_uploader_never_names_the_student(tmp_path):
     assert (alice / "timestamp.txt").read_text().startswith("2026-11-30 15:00:00")
 
 
+def test_two_students_of_one_name_in_a_download_are_neither_mixed_nor_made_late(tmp_path):
+    """Canvas names a student in its download by name (``smithjohn_<user id>_...``): two John Smiths, or a
+    student allowed to rename himself like a classmate. Before: the later entry replaced the other's notebook
+    without a word, and the student's time was the later of the two (the victim a day late)."""
+    from autograde.collect import Collection, from_zips
+
+    download = _lms_download(
+        tmp_path,
+        {
+            f"smithjohn_1111_11_{A}.ipynb": (b'{"victim": 1}', (2026, 11, 30, 15, 0, 0)),
+            f"smithjohn_late_2222_22_{A}.ipynb": (b'{"impostor": 1}', (2026, 12, 1, 17, 0, 0)),
+            f"doejane_3333_33_{A}.ipynb": (b'{"jane": 1}', (2026, 11, 30, 15, 0, 0)),
+        },
+    )
+    collection = Collection(tmp_path / "submitted", A, tmp_path / "collection.json")
+    students, _ = from_zips(collection, [download])
+    assert students == ["doejane"], students
+    notes = " ".join(collection.data["notes"][A]["smithjohn"])
+    assert "neither was collected" in notes and "smithjohn_1111_11" in notes and "2222" in notes, notes
+    assert not (tmp_path / "submitted" / "smithjohn").exists()
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="On tmpfs a file's times move at the first write through a shared mapping only (tmpfs has no "
