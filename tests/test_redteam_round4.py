@@ -34,6 +34,8 @@ SCRIPT = f'<script>document.title="{HOSTILE}"</script><img src="x" onerror="docu
 # 150,000 empty JSON objects in the notebook's metadata (0.3 MB): past the bound of 100,000 containers. Six
 # million of them (17 MiB, under the size cap) took nbformat 14 s to read, 49 s to write and 7.4 GB.
 BOMB_OBJECTS = 150_000
+# the only notebook of a hand-in, named with markup and a formula (renamed to the assignment's at inspection)
+NOTEBOOK_NAME_IN_HTML = "<img src=x onerror=alert('NAMED-RT4')>;=1+2.ipynb"
 
 
 def _full_marks(result) -> bool:
@@ -112,12 +114,16 @@ def _with_stored_html(notebook: nbformat.NotebookNode, language: str) -> nbforma
     return notebook
 
 
-def _of_nbformat_4_0(notebook: nbformat.NotebookNode) -> bytes:
-    """``notebook`` as nbformat 4.0 writes it: no cell ids (a student's older Jupyter)."""
+def _of_nbformat(notebook: nbformat.NotebookNode, major: int, minor: int | None = None) -> bytes:
+    """``notebook`` as an older nbformat writes it (3: worksheets, no ids; 4.0: no cell ids), or with a minor
+    version from the future."""
+    if major == 3:
+        return nbformat.writes(nbformat.convert(notebook, 3)).encode()
     raw = json.loads(nbformat.writes(notebook))
-    raw["nbformat_minor"] = 0
-    for cell in raw["cells"]:
-        cell.pop("id", None)
+    raw["nbformat_minor"] = minor
+    if minor == 0:
+        for cell in raw["cells"]:
+            cell.pop("id", None)
     return json.dumps(raw).encode()
 
 
@@ -158,7 +164,10 @@ def odd_class():
         "honest": submission(A, {}),
         "stores_html": _with_stored_html(submission(A, {}), language),
         "wrong_in_a_language_of_its_own": _with_stored_html(submission(A, {"attention": boundary.WRONG}), language),
-        "nbformat_4_0": {f"{A}.ipynb": _of_nbformat_4_0(submission(A, {}))},
+        "nbformat_4_0": {f"{A}.ipynb": _of_nbformat(submission(A, {}), 4, 0)},
+        "nbformat_3": {f"{A}.ipynb": _of_nbformat(submission(A, {}), 3)},
+        "nbformat_4_99": {f"{A}.ipynb": _of_nbformat(submission(A, {}), 4, 99)},
+        "names_its_notebook_in_html": {NOTEBOOK_NAME_IN_HTML: nbformat.writes(submission(A, {})).encode()},
         "metadata_bomb": {f"{A}.ipynb": _with_a_metadata_bomb(submission(A, {}))},
         "works_in_russian": _in_russian(),
     }
@@ -198,12 +207,25 @@ def test_a_language_of_the_students_changes_no_verdict():
     assert "✓ passed (" not in pages["wrong_in_a_language_of_its_own"]
 
 
-def test_an_honest_notebook_of_an_older_format_or_in_russian_keeps_full_marks():
-    """nbformat 4.0 (no cell ids) and the Russian edition handed in to the English release: graded as the
-    honest notebooks they are."""
+def test_an_honest_notebook_of_another_format_or_in_russian_keeps_full_marks():
+    """nbformat 3 (worksheets), 4.0 (no cell ids), 4.99 (a minor version from the future) and the Russian
+    edition handed in to the English release: graded as the honest notebooks they are."""
     run, *_ = odd_class()
-    for student in ("honest", "nbformat_4_0", "works_in_russian"):
+    for student in ("honest", "nbformat_3", "nbformat_4_0", "nbformat_4_99", "works_in_russian"):
         assert _full_marks(run.results[student]), f"{student}: {run.results[student].line()}"
+
+
+def test_a_notebook_named_with_markup_is_graded_and_its_name_shown_as_text():
+    """The only notebook of a hand-in, named ``<img src=x onerror=...>;=1+2.ipynb``: graded under the
+    assignment's name (full marks, "needs review" for the name); the name is escaped in the class report,
+    and the CSV's notes cell starts with words, not a formula."""
+    run, pages, rows, class_page = odd_class()
+    result = run.results["names_its_notebook_in_html"]
+    assert _full_marks(result) and result.status == "needs review", result.line()
+    assert "<img src=x" not in class_page and "&lt;img src=x onerror=" in class_page
+    assert "<img src=x" not in pages["names_its_notebook_in_html"]
+    (row,) = [r for r in rows if r["student"] == "names_its_notebook_in_html"]
+    assert row["notes"].startswith("the notebook was named"), row["notes"]
 
 
 def test_a_notebook_of_millions_of_empty_objects_is_refused_before_any_step_spends_on_it():
