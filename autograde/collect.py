@@ -34,6 +34,7 @@ import stat
 import time
 import sys
 import zipfile
+from gettext import ngettext
 from pathlib import Path
 from typing import Iterable
 
@@ -50,6 +51,10 @@ MAX_ZIP_TOTAL_MB = 2_000
 SECRET = "submission_secret.txt"
 KEPT = (SECRET,)
 SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+# Notes kept per student and collection. A student writes as many folders into the exchange's inbound as their
+# quota allows, and each one refused was a note: 20,000 of them made a 4 MB record, which every later step
+# (the roster, each run's notes, the report, the CSV, the class report) read and showed in full.
+MAX_NOTES = 20
 
 
 def safe_id(raw: str) -> str:
@@ -175,6 +180,22 @@ def collected_timestamp(folder: Path) -> str | None:
     return text if text.isprintable() else None
 
 
+def kept_notes(notes: list[str]) -> list[str]:
+    """The notes of one student's collection as they are kept: the first MAX_NOTES, each cut short, and a line
+    for how many more there were."""
+    kept = [printable(note)[:300] for note in notes[:MAX_NOTES]]
+    more = len(notes) - MAX_NOTES
+    if more > 0:
+        kept.append(
+            ngettext(
+                "{n:,} more note of this collection was left out",
+                "{n:,} more notes of this collection were left out",
+                more,
+            ).format(n=more)
+        )
+    return kept
+
+
 class Collection:
     """Where collected submissions go, and the record of original student ids and collection notes."""
 
@@ -209,12 +230,12 @@ class Collection:
             self.data["ids"][student] = raw_id
             notes = [f"the student id `{printable(raw_id)[:80]}` was stored as `{student}`", *notes]
         write_submission(self.submitted / student / self.assignment, files, timestamp)
-        self.data["notes"].setdefault(self.assignment, {})[student] = [printable(n)[:300] for n in notes]
+        self.data["notes"].setdefault(self.assignment, {})[student] = kept_notes(notes)
         return student
 
     def fail(self, raw_id: str, *notes: str) -> None:
         """Notes for a student of whom nothing was collected (an earlier collection's files stay)."""
-        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = [printable(n)[:300] for n in notes]
+        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = kept_notes(notes)
 
     def save(self) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)

@@ -302,6 +302,32 @@ def test_two_students_of_one_name_in_a_download_are_neither_mixed_nor_made_late(
     assert not (tmp_path / "submitted" / "smithjohn").exists()
 
 
+def test_a_thousand_folders_in_the_exchange_are_one_short_record(tmp_path):
+    """Every account writes into the exchange's inbound (it must, to hand in), as many folders as its quota
+    allows. Before: each folder refused (named after a classmate) was a note of its owner's record, all of them
+    kept and shown: 20,000 folders made a 4 MB record that the roster, every run, the report, the CSV and the
+    class report read in full. Now the first MAX_NOTES are kept and a line says how many more there were."""
+    from autograde.collect import Collection, from_exchange
+
+    kept = 20  # collect.MAX_NOTES
+    account = __import__("pwd").getpwuid(os.getuid()).pw_name
+    inbound = tmp_path / "inbound"
+    inbound.mkdir()
+    for i in range(2_000):
+        (inbound / f"alice+{A}+2026-11-30 15:00:00.{i:06d}+{i:x}").mkdir()
+    (inbound / f"{account}+{A}+2026-11-30 15:00:00+abc").mkdir()
+    collection = Collection(tmp_path / "submitted", A, tmp_path / "collection.json")
+    folder = os.open(inbound, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert from_exchange(collection, folder) == [account]
+    finally:
+        os.close(folder)
+    notes = collection.data["notes"][A][account]
+    assert len(notes) == kept + 1 and "names `alice`" in notes[0], (len(notes), notes[:2])
+    assert notes[-1] == f"{2_000 - kept:,} more notes of this collection were left out", notes[-1]
+    assert (tmp_path / "collection.json").stat().st_size < 20_000
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="On tmpfs a file's times move at the first write through a shared mapping only (tmpfs has no "
