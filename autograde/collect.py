@@ -384,17 +384,18 @@ def from_zips(
     entry_of: dict[tuple[str, str], str] = {}  # (student, notebook) -> the entry it came from
     ambiguous: dict[str, list[str]] = {}  # student -> notes
 
-    def take(name: str, read, moment: float | None = None, entry: str = "") -> None:
+    def take(name: str, entry: str, read, moment: float | None = None) -> None:
+        """``name``: what the rule reads (a path in the zip, a file's name); ``entry``: where it is, to say so."""
         match = pattern.match(name)
         if not match:
             return
         student = match.group("student_id")
         file_name = Path(match.group("file_id")).name  # a wrong name is noted and fixed at inspection
-        first = entry_of.setdefault((student, file_name), entry or name)
-        if first != (entry or name):
+        first = entry_of.setdefault((student, file_name), entry)
+        if first != entry:
             ambiguous.setdefault(student, []).append(
                 f"the download holds two files that give `{printable(student)[:80]}` the notebook `{file_name}`, "
-                f"`{printable(first)[:120]}` and `{printable(entry or name)[:120]}`: neither was collected, since "
+                f"`{printable(first)[:120]}` and `{printable(entry)[:120]}`: neither was collected, since "
                 "they may be two people of one name; collect with a --regexp whose student id includes the LMS's "
                 "user id (the number after the name)"
             )
@@ -412,9 +413,9 @@ def from_zips(
             if archive.suffix.lower() != ".zip":
                 take(
                     archive.name,
+                    str(archive),
                     lambda archive=archive: read_regular(archive, cap),
                     archive.lstat().st_mtime,
-                    str(archive),
                 )
                 continue
             with zipfile.ZipFile(archive) as bundle:
@@ -456,7 +457,7 @@ def from_zips(
                     moment = None
                     with contextlib.suppress(ValueError, OverflowError):
                         moment = dt.datetime(*member.date_time, tzinfo=dt.timezone.utc).timestamp()
-                    take(member.filename, read, moment, f"{archive.name}/{member.filename}")
+                    take(member.filename, f"{archive.name}/{member.filename}", read, moment)
         except Exception as error:  # noqa: BLE001 - a damaged archive: a note, the other archives still count
             general.append(f"{archive.name} could not be read ({type(error).__name__}: {printable(str(error))[:120]})")
     for student, notes in sorted(ambiguous.items()):
