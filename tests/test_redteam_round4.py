@@ -184,6 +184,7 @@ def odd_class():
     return run, pages, rows, class_page
 
 
+@pytest.mark.slow  # (grades the class)
 def test_stored_outputs_attachments_and_a_kernelspec_of_the_students_reach_no_page():
     """Outputs stored in the answer, the test and a cell of the student's (HTML, script), an SVG attachment that
     runs script, a kernelspec and a language of its own: graded on its code alone (full marks), and none of it
@@ -198,6 +199,7 @@ def test_stored_outputs_attachments_and_a_kernelspec_of_the_students_reach_no_pa
     assert result.notebook.metadata.get("heads_and_masks", {}).get("language") in (None, "en")
 
 
+@pytest.mark.slow  # (grades the class)
 def test_a_language_of_the_students_changes_no_verdict():
     """A wrong answer whose notebook (and every cell) names a catalog of the student's as its language: it
     earns nothing and its feedback says why in the course's own words."""
@@ -207,6 +209,7 @@ def test_a_language_of_the_students_changes_no_verdict():
     assert "✓ passed (" not in pages["wrong_in_a_language_of_its_own"]
 
 
+@pytest.mark.slow  # (grades the class)
 def test_an_honest_notebook_of_another_format_or_in_russian_keeps_full_marks():
     """nbformat 3 (worksheets), 4.0 (no cell ids), 4.99 (a minor version from the future) and the Russian
     edition handed in to the English release: graded as the honest notebooks they are."""
@@ -215,6 +218,7 @@ def test_an_honest_notebook_of_another_format_or_in_russian_keeps_full_marks():
         assert _full_marks(run.results[student]), f"{student}: {run.results[student].line()}"
 
 
+@pytest.mark.slow  # (grades the class)
 def test_a_notebook_named_with_markup_is_graded_and_its_name_shown_as_text():
     """The only notebook of a hand-in, named ``<img src=x onerror=...>;=1+2.ipynb``: graded under the
     assignment's name (full marks, "needs review" for the name); the name is escaped in the class report,
@@ -228,6 +232,7 @@ def test_a_notebook_named_with_markup_is_graded_and_its_name_shown_as_text():
     assert row["notes"].startswith("the notebook was named"), row["notes"]
 
 
+@pytest.mark.slow  # (grades the class)
 def test_a_notebook_of_millions_of_empty_objects_is_refused_before_any_step_spends_on_it():
     """Empty JSON objects in the metadata (a few bytes each, under the size cap) cost nbformat a Python object
     each, several times over: refused at inspection with its cost, and the similarity page does not read it."""
