@@ -4,8 +4,9 @@ Every per-cell and per-file limit elsewhere (collect.py's file size, the judge's
 hand-in cost the class a lot in total: 150,000 tiny markdown cells under the size cap kept the feedback
 step busy for minutes on one student. So each step that spends on a submission has a bound of its own:
 
-* **structure** (inspection, before any step spends on the notebook): its cells, the characters of their
-  sources, its stored outputs and how deeply its JSON nests (``notebook_shape``, ``structure_limits``);
+* **structure** (inspection, before any step spends on the notebook; the similarity page's reading too): its
+  cells, the characters of their sources, its stored outputs, how deeply its JSON nests and how many objects
+  and arrays it holds (``notebook_shape``, ``structure_limits``);
 * **output** (grading, as it arrives from the kernel): the characters one cell (or one call of the
   student's function) sends, and the size of one message (``judge.MAX_CELL_OUTPUT``,
   ``judge.MAX_MESSAGE_BYTES``): the cell, and the student's grading, end when either is passed;
@@ -29,6 +30,12 @@ MAX_CELLS = 1_000  # 14 times the largest notebook of the course (03: 73 cells)
 MAX_SOURCE_CHARS = 2 * 2**20  # characters of all cells' sources: 60 times the largest (03: 33,000)
 MAX_OUTPUTS = 5_000  # stored outputs (cleared before grading, but parsed, validated and rendered before that)
 MAX_DEPTH = 64  # nesting of the notebook's JSON: 5 in the course's notebooks, a dozen with widget outputs
+# JSON objects and arrays: each becomes Python objects that nbformat converts, validates and copies; 6 million
+# empty objects in the metadata (17 MiB, under the size cap) took nbformat 14 s to read and 49 s to write, at
+# 7.4 GB (red team). The course's notebooks have at most 271 (03); each stored output adds a few (MAX_OUTPUTS of
+# them stay under 25,000)
+MAX_CONTAINERS = 100_000
+WALKED_CONTAINERS = 10 * MAX_CONTAINERS  # measuring stops there (the depth of a deeper notebook is said as far)
 FEEDBACK_SECONDS = 60  # one student's feedback page: 1-2.5 s for an honest one here (on a loaded machine)
 FEEDBACK_MEMORY_MB = 1024  # the address space of the process making one page: an honest one peaks at 210 MiB
 
@@ -41,26 +48,34 @@ class NotebookShape:
     source_chars: int = 0
     outputs: int = 0
     depth: int = 0
+    containers: int = 0  # JSON objects and arrays (counted up to just past WALKED_CONTAINERS)
 
     def describe(self) -> str:
         return (
             f"{self.cells:,} cells, {self.source_chars:,} characters of source, {self.outputs:,} stored outputs, "
-            f"nested {self.depth} deep"
+            f"nested {self.depth} deep, {self.containers:,} JSON objects and arrays"
         )
+
+
+_WALKED = object()  # the end of a container's items
 
 
 def notebook_shape(raw) -> NotebookShape:
     """The shape of a notebook parsed from JSON (plain lists and dicts), measured without recursion: a
-    notebook of any nesting is measured, never a RecursionError."""
+    notebook of any nesting is measured, never a RecursionError, and a container of any length without a copy.
+    The walk stops past WALKED_CONTAINERS: a notebook of millions is refused all the same, in a tenth of the time."""
     shape = NotebookShape()
-    stack = [(raw, 1)]
-    while stack:
-        value, depth = stack.pop()
+    stack = [(iter((raw,)), 1)]  # what is left to walk of each container on the way down, and its items' depth
+    while stack and shape.containers <= WALKED_CONTAINERS:
+        items, depth = stack[-1]
+        value = next(items, _WALKED)
+        if value is _WALKED:
+            stack.pop()
+            continue
         shape.depth = max(shape.depth, depth)
-        if isinstance(value, dict):
-            stack.extend((item, depth + 1) for item in value.values())
-        elif isinstance(value, list):
-            stack.extend((item, depth + 1) for item in value)
+        if isinstance(value, (dict, list)):  # (its items are walked one by one: a list of millions costs no copy)
+            shape.containers += 1
+            stack.append((iter(value.values() if isinstance(value, dict) else value), depth + 1))
     cells = raw.get("cells") if isinstance(raw, dict) else None
     for cell in cells if isinstance(cells, list) else []:
         if not isinstance(cell, dict):
@@ -86,4 +101,9 @@ def structure_limits(shape: NotebookShape) -> list[str]:
         passed.append(f"{shape.outputs:,} stored outputs, over the limit of {MAX_OUTPUTS:,}")
     if shape.depth > MAX_DEPTH:
         passed.append(f"JSON nested {shape.depth:,} deep, over the limit of {MAX_DEPTH}")
+    if shape.containers > MAX_CONTAINERS:
+        counted = (
+            f"more than {WALKED_CONTAINERS:,}" if shape.containers > WALKED_CONTAINERS else f"{shape.containers:,}"
+        )
+        passed.append(f"{counted} JSON objects and arrays, over the limit of {MAX_CONTAINERS:,}")
     return passed

@@ -34,6 +34,7 @@ import stat
 import time
 import sys
 import zipfile
+from gettext import ngettext
 from pathlib import Path
 from typing import Iterable
 
@@ -50,6 +51,10 @@ MAX_ZIP_TOTAL_MB = 2_000
 SECRET = "submission_secret.txt"
 KEPT = (SECRET,)
 SAFE = re.compile(r"[^A-Za-z0-9._@+-]")
+# Notes kept per student and collection. A student writes as many folders into the exchange's inbound as their
+# quota allows, and each one refused was a note: 20,000 of them made a 4 MB record, which every later step
+# (the roster, each run's notes, the report, the CSV, the class report) read and showed in full.
+MAX_NOTES = 20
 
 
 def safe_id(raw: str) -> str:
@@ -175,6 +180,22 @@ def collected_timestamp(folder: Path) -> str | None:
     return text if text.isprintable() else None
 
 
+def kept_notes(notes: list[str]) -> list[str]:
+    """The notes of one student's collection as they are kept: the first MAX_NOTES, each cut short, and a line
+    for how many more there were."""
+    kept = [printable(note)[:300] for note in notes[:MAX_NOTES]]
+    more = len(notes) - MAX_NOTES
+    if more > 0:
+        kept.append(
+            ngettext(
+                "{n:,} more note of this collection was left out",
+                "{n:,} more notes of this collection were left out",
+                more,
+            ).format(n=more)
+        )
+    return kept
+
+
 class Collection:
     """Where collected submissions go, and the record of original student ids and collection notes."""
 
@@ -209,12 +230,12 @@ class Collection:
             self.data["ids"][student] = raw_id
             notes = [f"the student id `{printable(raw_id)[:80]}` was stored as `{student}`", *notes]
         write_submission(self.submitted / student / self.assignment, files, timestamp)
-        self.data["notes"].setdefault(self.assignment, {})[student] = [printable(n)[:300] for n in notes]
+        self.data["notes"].setdefault(self.assignment, {})[student] = kept_notes(notes)
         return student
 
     def fail(self, raw_id: str, *notes: str) -> None:
         """Notes for a student of whom nothing was collected (an earlier collection's files stay)."""
-        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = [printable(n)[:300] for n in notes]
+        self.data["notes"].setdefault(self.assignment, {})[safe_id(raw_id)] = kept_notes(notes)
 
     def save(self) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)
@@ -333,8 +354,15 @@ def take_submission(inbound: int, name: str, owner: int, changed: float) -> tupl
 
 def default_zip_regexp(assignment: str) -> str:
     """``<student>_<anything>_<assignment>[suffix].ipynb``: Canvas and Moodle downloads, for example
-    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``."""
-    return rf"(?:.*/)?(?P<student_id>[^/_]+)_(?:[^/]*_)?(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
+    ``doejane_12345_678_00_start_here.ipynb`` or ``doejane_00_start_here-1.ipynb``; or the same start as a
+    folder, the file named ``<assignment>[suffix].ipynb`` in it or below (Moodle's download in folders, its
+    default: ``Jane Doe_4711_assignsubmission_file/00_start_here.ipynb``).
+
+    The student is the start of the path, the part the LMS writes; never a name further down, which the
+    student chose when uploading (a file ``alice_00_start_here.ipynb`` in Mallory's folder is not Alice's)."""
+    in_folder = r"[^/]*/(?:[^/]+/)*"  # the rest of the LMS's folder name, then the student's own subfolders
+    in_name = r"(?:[^/]*_)?"  # the rest of the LMS's part of the file name
+    return rf"(?P<student_id>[^/_]+)_(?:{in_folder}|{in_name})(?P<file_id>{re.escape(assignment)}[^/]*\.ipynb)$"
 
 
 def from_zips(
@@ -350,13 +378,28 @@ def from_zips(
     when: dict[str, float] = {}
     general: list[str] = []
     cap = MAX_FILE_MB * 2**20
+    # Two entries that give one student the same notebook may be two people: Canvas names a student by their
+    # name (two John Smiths are both "smithjohn"; a student may be allowed to rename themselves like a
+    # classmate). Neither is collected: the later one would replace the other's work, and its date hers.
+    entry_of: dict[tuple[str, str], str] = {}  # (student, notebook) -> the entry it came from
+    ambiguous: dict[str, list[str]] = {}  # student -> notes
 
-    def take(name: str, read, moment: float | None = None) -> None:
+    def take(name: str, entry: str, read, moment: float | None = None) -> None:
+        """``name``: what the rule reads (a path in the zip, a file's name); ``entry``: where it is, to say so."""
         match = pattern.match(name)
         if not match:
             return
         student = match.group("student_id")
         file_name = Path(match.group("file_id")).name  # a wrong name is noted and fixed at inspection
+        first = entry_of.setdefault((student, file_name), entry)
+        if first != entry:
+            ambiguous.setdefault(student, []).append(
+                f"the download holds two files that give `{printable(student)[:80]}` the notebook `{file_name}`, "
+                f"`{printable(first)[:120]}` and `{printable(entry)[:120]}`: neither was collected, since "
+                "they may be two people of one name; collect with a --regexp whose student id includes the LMS's "
+                "user id (the number after the name)"
+            )
+            return
         data = read()
         if data is None:
             return
@@ -368,7 +411,12 @@ def from_zips(
         archive = Path(archive)
         try:
             if archive.suffix.lower() != ".zip":
-                take(archive.name, lambda archive=archive: read_regular(archive, cap), archive.lstat().st_mtime)
+                take(
+                    archive.name,
+                    str(archive),
+                    lambda archive=archive: read_regular(archive, cap),
+                    archive.lstat().st_mtime,
+                )
                 continue
             with zipfile.ZipFile(archive) as bundle:
                 members = bundle.infolist()
@@ -409,10 +457,16 @@ def from_zips(
                     moment = None
                     with contextlib.suppress(ValueError, OverflowError):
                         moment = dt.datetime(*member.date_time, tzinfo=dt.timezone.utc).timestamp()
-                    take(member.filename, read, moment)
+                    take(member.filename, f"{archive.name}/{member.filename}", read, moment)
         except Exception as error:  # noqa: BLE001 - a damaged archive: a note, the other archives still count
             general.append(f"{archive.name} could not be read ({type(error).__name__}: {printable(str(error))[:120]})")
-    students = [collection.add(student, files, [], when.get(student)) for student, files in sorted(found.items())]
+    for student, notes in sorted(ambiguous.items()):
+        collection.fail(student, *notes)
+    students = [
+        collection.add(student, files, [], when.get(student))
+        for student, files in sorted(found.items())
+        if student not in ambiguous
+    ]
     collection.save()
     return students, general
 

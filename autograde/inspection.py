@@ -114,7 +114,8 @@ def inspect(
             result.limits.append(f"notebook structure: `{submitted_name}` has " + "; ".join(passed))
             result.notes.append(
                 f"`{submitted_name}` has {'; '.join(passed)}: it was not graded (every step after this one spends "
-                "time on each cell); remove the extra cells and submit again"
+                "time and memory on each part of it); remove the extra cells, stored outputs or metadata and submit "
+                "again"
             )
             return result
         try:

@@ -42,6 +42,7 @@ import dataclasses
 import hashlib
 import html
 import io
+import json
 import keyword
 import math
 import statistics
@@ -49,6 +50,8 @@ import tokenize
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
+
+from .bounds import notebook_shape, structure_limits
 
 K = 5  # tokens in a k-gram: ``v1 = v2 + v3`` is one
 WINDOW = 4  # winnowing window: every shared run of K + WINDOW - 1 = 8 tokens leaves a common fingerprint
@@ -585,7 +588,14 @@ def read_notebook(path: Path):
             f"the file is enormous ({size // 1_000_000} MB, the bound is {MAX_NOTEBOOK_BYTES // 1_000_000} MB)"
         )
     try:
-        return nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4)
+        raw = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except Exception as error:  # noqa: BLE001 - anything a student's file can make json raise
+        raise ValueError(f"it is not a notebook ({type(error).__name__})") from None
+    passed = structure_limits(notebook_shape(raw))  # (a notebook past a bound costs nbformat minutes and GBs)
+    if passed:
+        raise ValueError(f"it has {'; '.join(passed)}")
+    try:
+        return nbformat.reads(json.dumps(raw), as_version=4)
     except Exception as error:  # noqa: BLE001 - anything a student's file can make nbformat raise
         raise ValueError(f"it is not a notebook ({type(error).__name__})") from None
 

@@ -107,7 +107,16 @@ class _Catalog:
 
 @cache
 def _catalog(language: str) -> _Catalog | None:
-    return _Catalog(language) if (LOCALE / language).is_dir() else None
+    """The catalogs of ``language``, one of the folders of ``locale/`` by name: the language a grader is given
+    comes from the submitted notebook's metadata, and a path there ("/tmp/x", "../..") would make the grader
+    open the student's own files (and every message raise, Babel refusing the path as a locale)."""
+    return _Catalog(language) if language in _languages() else None
+
+
+def _languages() -> set[str]:
+    """The languages the package has catalogs for: the names of the folders in ``locale/`` (read once a
+    language, by the cached ``_catalog``)."""
+    return {path.name for path in LOCALE.iterdir() if path.is_dir()} if LOCALE.is_dir() else set()
 
 
 def _(message: str) -> str:

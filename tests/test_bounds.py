@@ -27,6 +27,7 @@ def test_the_course_notebooks_sit_far_inside_every_structure_bound(assignment):
         assert shape.cells * 10 <= bounds.MAX_CELLS, shape  # the margins docs/security.md gives
         assert shape.source_chars * 50 <= bounds.MAX_SOURCE_CHARS, shape
         assert shape.depth * 10 <= bounds.MAX_DEPTH, shape
+        assert shape.containers * 100 <= bounds.MAX_CONTAINERS, shape
 
 
 def test_each_structure_bound_is_said_with_its_cost():
