@@ -65,7 +65,8 @@ def test_switching_a_head_off_costs_its_rule_and_blanks_its_map(widget, artifact
         other = ["loss, previous token (nats)", "loss, first token (nats)"][1 - jobs[head]]
         assert readouts[rule] > training.chance_loss(run.config), "without its head the rule is lost"
         assert readouts[other] < 0.01, "the other rule does not need it"
-        assert widget.controls[f"head {head}"].description == f"head {head} off"
+        # the control keeps its name: its state is its own (a checkbox unchecked, read out by a screen reader)
+        assert widget.controls[f"head {head}"].description == f"head {head} on"
         # its map is blank, so the readouts give no weights for it: they say, in a sentence, that it is off
         assert not any(name.startswith(f"head {head}: weight") for name in readouts), readouts
         shown = widget.readouts_text()

@@ -12,6 +12,16 @@ shows a ring.
 
 The Python side reads like ipywidgets' ToggleButtons: ``.value``, ``.options``, ``.description``,
 ``.disabled``, ``observe(..., names="value")``; the browser knows only positions 0 … k − 1 and their texts.
+
+An on/off button (``on_off_button``, notebook 08's heads) is the same idea for one option: ipywidgets'
+ToggleButton shows its state by a class (``mod-active``, a colour) and nothing else, so a screen reader says
+"head 0 on, button" whether the head is on or off. The browser's checkbox says "head 0 on, checkbox, checked"
+or "not checked"; it is drawn as the same button, pressed in (darker, bold) while checked, and Space switches it.
+
+A dropdown (``dropdown``, for a choice among many) is the browser's ``<select>`` with its ``<label>``, as
+ipywidgets' Dropdown is, but it keeps its keys in JupyterLab: there, the up and down arrows on ipywidgets'
+dropdown, focused in a notebook in command mode, move the notebook to the cell above or below (the focus
+leaves the widget) and the dropdown never changes (measured in the browser tests, JupyterLab 4).
 """
 
 from __future__ import annotations
@@ -68,6 +78,79 @@ function render({ model, el }) {
   show();
 }
 export default { render };
+"""
+
+_ON_OFF_ESM = """
+let count = 0;
+function render({ model, el }) {
+  const input = document.createElement("input");
+  input.type = "checkbox";
+  input.id = `course-on-off-${++count}-${Math.random().toString(36).slice(2, 8)}`;
+  input.className = "course-choice-input";
+  input.addEventListener("change", () => {
+    model.set("value", input.checked);
+    model.save_changes();
+  });
+  const button = document.createElement("label");
+  button.htmlFor = input.id;
+  button.className = "course-choice-button";
+  function show() {
+    button.textContent = model.get("description");
+    button.title = model.get("tooltip");
+    input.checked = model.get("value");
+    input.disabled = model.get("disabled");
+  }
+  for (const name of ["value", "description", "tooltip", "disabled"]) model.on(`change:${name}`, show);
+  el.classList.add("course-choice", "course-on-off");
+  // Space is the checkbox's: JupyterLab's notebook would take keys on their way up (see slider.py).
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
+  input.addEventListener("keydown", (event) => event.stopPropagation());
+  el.append(input, button);
+  show();
+}
+export default { render };
+"""
+
+_DROPDOWN_ESM = """
+let count = 0;
+function render({ model, el }) {
+  const id = `course-dropdown-${++count}-${Math.random().toString(36).slice(2, 8)}`;
+  const label = document.createElement("label");
+  label.htmlFor = id;
+  label.className = "course-dropdown-label";
+  const select = document.createElement("select");
+  select.id = id;
+  select.className = "course-dropdown-select";
+  select.addEventListener("change", () => {
+    model.set("index", select.selectedIndex);
+    model.save_changes();
+  });
+  function show() {
+    label.textContent = model.get("description");
+    const labels = model.get("labels");
+    if ([...select.options].map((option) => option.text).join("\\n") !== labels.join("\\n"))
+      select.replaceChildren(...labels.map((text) => new Option(text)));
+    select.selectedIndex = model.get("index");
+    select.disabled = model.get("disabled");
+  }
+  for (const name of ["labels", "index", "description", "disabled"]) model.on(`change:${name}`, show);
+  el.classList.add("course-dropdown");
+  // The arrow keys are the list's: JupyterLab's notebook would take them on their way up (see slider.py).
+  el.setAttribute("data-lm-suppress-shortcuts", "true");
+  select.addEventListener("keydown", (event) => event.stopPropagation());
+  el.append(label, select);
+  show();
+}
+export default { render };
+"""
+
+_DROPDOWN_CSS = """
+/* the padding holds the focus ring (2 px away, 2 px wide): the box clips what is drawn outside it */
+.course-dropdown { display: flex; align-items: center; gap: 8px; margin: 0 8px 0 12px; padding: 4px; font-size: var(--jp-widgets-font-size, 13px); }
+.course-dropdown-label { white-space: nowrap; }
+.course-dropdown-select { font: inherit; padding: 2px 4px; border: 1px solid #757575; border-radius: 2px;
+  background: var(--jp-layout-color1, #ffffff); color: var(--jp-ui-font-color1, #212121); }
+.course-dropdown-select:focus-visible { outline: 2px solid var(--jp-brand-color1, #1976d2); outline-offset: 2px; }
 """
 
 # The input stays in the page (focusable, read by screen readers) but takes no room: its label is the button.
@@ -141,13 +224,59 @@ def _choice_class():
     return ToggleButtons
 
 
+@functools.cache
+def _on_off_class():
+    """Made on first use, as the group's."""
+    import anywidget
+    import traitlets
+
+    class OnOffButton(anywidget.AnyWidget):
+        """On (``value`` True) or off: a named checkbox drawn as a button that stays pressed in while on."""
+
+        _esm = _ON_OFF_ESM
+        _css = _CSS
+        value = traitlets.Bool(False).tag(sync=True)
+        description = traitlets.Unicode("").tag(sync=True)
+        tooltip = traitlets.Unicode("").tag(sync=True)
+        disabled = traitlets.Bool(False).tag(sync=True)
+
+    return OnOffButton
+
+
+def on_off_button(value: bool, description: str, tooltip: str = ""):
+    """On or off, as a named checkbox drawn as a button: its state is read out, not only coloured."""
+    return _on_off_class()(value=value, description=description, tooltip=tooltip)
+
+
+@functools.cache
+def _dropdown_class():
+    """The group's Python side (options, value, index) with a ``<select>`` for its browser side."""
+
+    class Dropdown(_choice_class()):
+        """One of ``options`` (values, or (text, value) pairs), chosen from a named list."""
+
+        _esm = _DROPDOWN_ESM
+        _css = _DROPDOWN_CSS
+
+    return Dropdown
+
+
+def dropdown(options, value, description: str = ""):
+    """One of ``options`` (values, or (text, value) pairs), as a named ``<select>`` that keeps its keys."""
+    return _dropdown_class()(options, value, description=description)
+
+
 def toggle_buttons(options, value, description: str = "", button_width: str = ""):
     """One of ``options`` (values, or (text, value) pairs), as a named radio group drawn as toggle buttons."""
     return _choice_class()(options, value, description=description, button_width=button_width)
 
 
 def __getattr__(name: str):
-    """``ToggleButtons`` as a module name (made on first use)."""
+    """``ToggleButtons``, ``OnOffButton`` and ``Dropdown`` as module names (made on first use)."""
     if name == "ToggleButtons":
         return _choice_class()
+    if name == "OnOffButton":
+        return _on_off_class()
+    if name == "Dropdown":
+        return _dropdown_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

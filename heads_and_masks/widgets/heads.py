@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.artist import Artist
 from matplotlib.ticker import FuncFormatter
@@ -11,7 +10,7 @@ from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
 from ..pictures.heads import HEAD_COLOURS
 from ..readable import readable_number
 from .base import CourseWidget
-from .choice import toggle_buttons
+from .choice import dropdown, toggle_buttons
 from .slider import selection_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
@@ -64,12 +63,8 @@ class HeadSplitWidget(CourseWidget):
     figsize = (7.3, 5.6)
 
     def setup(self):
-        self.controls["width"] = widgets.Dropdown(
-            options=WIDTHS, value=768, description="width D", layout=widgets.Layout(width="160px")
-        )
-        self.controls["heads"] = widgets.Dropdown(
-            options=divisors(768), value=12, description="heads h", layout=widgets.Layout(width="160px")
-        )
+        self.controls["width"] = dropdown(options=WIDTHS, value=768, description="width D")
+        self.controls["heads"] = dropdown(options=divisors(768), value=12, description="heads h")
         self.controls["order"] = toggle_buttons(
             options=list(ORDERS), value="(h d)", description="split", button_width="60px"
         )

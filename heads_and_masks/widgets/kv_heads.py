@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from gettext import ngettext
 
-import ipywidgets as widgets
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
@@ -14,7 +13,7 @@ from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
 from ..readable import readable_number
 from .base import CourseWidget
-from .choice import toggle_buttons
+from .choice import dropdown, toggle_buttons
 from .slider import selection_slider
 from .fast_text import PathLegend, PathTitle
 
@@ -62,7 +61,7 @@ class KVCacheCalculator(CourseWidget):
     def setup(self):
         self.models = load_models()
         self.gpus = load_gpus()
-        self.controls["model"] = widgets.Dropdown(options=list(self.models), value="Llama-2-7B", description="model")
+        self.controls["model"] = dropdown(options=list(self.models), value="Llama-2-7B", description="model")
         self.controls["context"] = selection_slider(
             options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context (tokens)"
         )
@@ -70,7 +69,7 @@ class KVCacheCalculator(CourseWidget):
         self.controls["dtype"] = toggle_buttons(
             options=list(BYTES_PER_VALUE), value="bf16", description="format", button_width="4em"
         )
-        self.controls["gpu"] = widgets.Dropdown(
+        self.controls["gpu"] = dropdown(
             options=[(f"{name} · {memory / GiB:.1f} GiB", name) for name, memory in self.gpus.items()],
             value="H100",
             description="GPU",

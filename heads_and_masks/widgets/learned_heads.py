@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import html
 
-import ipywidgets as widgets
 import numpy as np
 
 from ..pictures.learned_heads import RULE_COLOURS, draw_map
 from ..training import RULES, Run, chance_loss, notebook_run, rule_weights
 from .base import CourseWidget
+from .choice import on_off_button
 from .slider import selection_slider
 
 
@@ -41,8 +41,12 @@ class LearnedHeadsWidget(CourseWidget):
             description="step",
         )
         for i in range(h):
-            self.controls[f"head {i}"] = widgets.ToggleButton(
-                value=True, description=f"head {i} on", tooltip=f"switch head {i} off (ablate it)"
+            # its name stays "head i on" and its state (checked or not) is read out: a name that changed with the
+            # state would be heard as the action ("head 0 off, button") and told nothing of what the head is
+            self.controls[f"head {i}"] = on_off_button(
+                True,
+                f"head {i} on",
+                tooltip=f"Unchecked, head {i} is switched off: its output is set to zero (ablated).",
             )
         grid = self.figure.add_gridspec(2, h, height_ratios=[1.35, 1])
         self.map_axes = [self.figure.add_subplot(grid[0, i]) for i in range(h)]
@@ -68,8 +72,6 @@ class LearnedHeadsWidget(CourseWidget):
         run, h = self.run, self.run.config.heads
         index = run.snapshot_steps.index(int(self.value("step")))
         keep = np.array([1.0 if self.value(f"head {i}") else 0.0 for i in range(h)])
-        for i in range(h):
-            self.controls[f"head {i}"].description = f"head {i} on" if keep[i] else f"head {i} off"
         maps = run.maps(index)  # (b, h, n, n)
         scores = rule_weights(maps)  # (h, 2)
         for i, image in enumerate(self.images):

@@ -15,6 +15,7 @@ from ..local_attention import LAYOUTS, layout_mask
 from ..masks import causal_mask, padding_mask, sliding_window_mask
 from ..pictures.other_masks import KEPT_COLOUR, LEGEND_ITEMS, draw_mask, mask_image
 from .base import CourseWidget
+from .choice import dropdown
 from .slider import int_slider
 from .fast_text import PathTitle
 
@@ -43,7 +44,7 @@ class MaskWidget(CourseWidget):
         self.controls["length"] = int_slider(value=11, min=0, max=16, description="length")
         self.controls["w"] = int_slider(value=4, min=1, max=16, description="window w")
         self.controls["block"] = int_slider(value=4, min=1, max=16, description="block")
-        self.controls["layout"] = widgets.Dropdown(options=list(LAYOUTS), value="global + local", description="layout")
+        self.controls["layout"] = dropdown(options=list(LAYOUTS), value="global + local", description="layout")
         self.controls["n"].observe(self._follow_n, names="value")
         for mask_name in self.PARAMETERS:
             self.controls[mask_name].observe(self._enable_parameters, names="value")
