@@ -26,7 +26,7 @@ import io
 import re
 from dataclasses import dataclass
 
-from labdriver import settle, wait_for_change, widget_state
+from labdriver import wait_for_change, wait_until, widget_state
 
 # Every control of the box the focus should stop at, in DOM order: enabled, one per radio group (the checked
 # one). With ``mark``, each gets data-walk="i" so that the Tab walk can say which one it reached; without, they
@@ -107,12 +107,17 @@ def _changed(before, after) -> int:
     return difference.histogram()[255]
 
 
-def keyboard_walk(page, box, label: str, max_presses: int = 60) -> list[Stop]:
-    """Tab from the page's start through the widget and out of it; returns the stops, after checking them."""
-    # the page's start: a mark before everything, focused (not a Tab stop itself, removed after the walk); a
-    # blur() alone would leave the browser's starting point of Tab where the focus was
-    page.evaluate("""() => { const start = document.createElement('span'); start.id = 'walk-start';
-                             start.tabIndex = -1; document.body.prepend(start); start.focus(); window.scrollTo(0, 0); }""")
+def keyboard_walk(page, box, label: str, max_presses: int = 60, from_page_start: bool = True) -> list[Stop]:
+    """Tab from the page's start (or, ``from_page_start`` False, from just before the widget) through the
+    widget and out of it; returns the stops, after checking them."""
+    # the start: a mark before everything (or before the widget), focused (not a Tab stop itself, removed after
+    # the walk); a blur() alone would leave the browser's starting point of Tab where the focus was
+    box.evaluate(
+        """(box, fromPageStart) => { const start = document.createElement('span'); start.id = 'walk-start';
+             start.tabIndex = -1; if (fromPageStart) document.body.prepend(start); else box.before(start);
+             start.focus(); if (fromPageStart) window.scrollTo(0, 0); }""",
+        from_page_start,
+    )
     expected = box.evaluate(_EXPECTED_STOPS_JS, True)
     assert expected, f"{label}: the widget has no control that Tab can reach"
     # each control's piece of the page, unfocused (nothing is focused yet)
@@ -122,7 +127,10 @@ def keyboard_walk(page, box, label: str, max_presses: int = 60) -> list[Stop]:
         control.scroll_into_view_if_needed()
         piece = page.evaluate(_FOCUSED_JS, [box.element_handle(), str(index)])
         unfocused[str(index)] = (piece["piece"], _pixels(page, piece["piece"]))
-    page.evaluate("() => { document.getElementById('walk-start').focus(); window.scrollTo(0, 0); }")
+    page.evaluate(
+        "fromPageStart => { document.getElementById('walk-start').focus(); if (fromPageStart) window.scrollTo(0, 0); }",
+        from_page_start,
+    )
 
     stops: list[Stop] = []
     left_widget = False
@@ -193,7 +201,9 @@ def keyboard_walk(page, box, label: str, max_presses: int = 60) -> list[Stop]:
     return stops
 
 
-# Which key uses a control, and what its value is (read before and after the key).
+# Which key uses a control, what its value is, and what a screen reader is told of its state (read before and
+# after the key). A button's state is only what it exposes (aria-pressed, aria-checked): a class or a colour is
+# not heard, and a text that changes ("head 0 on" to "head 0 off") is heard as a new name, not as a state.
 _KEY_AND_VALUE_JS = """e => {
   const t = e.type, group = t === 'radio' ? [...document.getElementsByName(e.name)] : [];
   const value = t === 'range' ? e.value + ' ' + (e.getAttribute('aria-valuetext') || '')
@@ -201,22 +211,26 @@ _KEY_AND_VALUE_JS = """e => {
       : t === 'radio' ? String(group.findIndex(r => r.checked))
       : e.tagName === 'SELECT' ? String(e.selectedIndex)
       : e.innerText + ' ' + e.className;
+  const exposed = ['range', 'checkbox', 'radio'].includes(t) || e.tagName === 'SELECT' ? value
+      : `aria-pressed=${e.getAttribute('aria-pressed')} aria-checked=${e.getAttribute('aria-checked')}`;
   const key = t === 'range' ? (Number(e.value) < Number(e.max) ? 'ArrowRight' : 'ArrowLeft')
       : t === 'radio' ? 'ArrowRight'
       : e.tagName === 'SELECT' ? (e.selectedIndex < e.options.length - 1 ? 'ArrowDown' : 'ArrowUp')
       : 'Space';
-  return {key, value};
+  return {key, value, exposed};
 }"""
 
 
 _REVERSE = {"ArrowRight": "ArrowLeft", "ArrowLeft": "ArrowRight", "ArrowDown": "ArrowUp", "ArrowUp": "ArrowDown"}
 
 
-def keyboard_session(page, box, label: str, timeout: float = 15.0) -> tuple[list[Stop], list[str]]:
+def keyboard_session(
+    page, box, label: str, timeout: float = 15.0, from_page_start: bool = True
+) -> tuple[list[Stop], list[str]]:
     """The walk, then every control used with its own key, each from the state the widget opened in (it is
     put back after). A control that switches others on (notebook 05: a mask's checkbox enables its sliders)
     is walked through again while it is on, and the controls it enabled are used too."""
-    stops = keyboard_walk(page, box, label)
+    stops = keyboard_walk(page, box, label, from_page_start=from_page_start)
     controls = [page.locator(f"[data-walk='{stop.walk}']").element_handle() for stop in stops]
     used = []
     for stop, control in zip(stops, controls, strict=True):
@@ -240,9 +254,15 @@ def _use(page, box, label: str, stop: Stop, control, enabled_before: set[str] | 
     )
     after = control.evaluate(_KEY_AND_VALUE_JS)
     assert after["value"] != before["value"], f"{label}: {before['key']} on {stop.what} did not change its value"
+    # a control that changes the widget says so to a screen reader: a toggle its state, not a colour (4.1.2)
+    assert after["exposed"] != before["exposed"], (
+        f"{label}: {before['key']} on {stop.what} changed it, but not the state a screen reader is told "
+        f"({before['exposed']} both before and after): a toggle must expose whether it is on "
+        "(aria-pressed, aria-checked, or a native checkbox)"
+    )
     used = [f"{stop.what}: {before['key']}"]
     if enabled_before is not None and box.evaluate(_EXPECTED_STOPS_JS, False) > len(enabled_before):
-        again = keyboard_walk(page, box, f"{label}, {stop.what} changed")
+        again = keyboard_walk(page, box, f"{label}, {stop.what} changed", from_page_start=False)
         for new in again:
             if new.visible not in enabled_before:
                 handle = page.locator(f"[data-walk='{new.walk}']").element_handle()
@@ -251,6 +271,31 @@ def _use(page, box, label: str, stop: Stop, control, enabled_before: set[str] | 
     control.evaluate_handle(
         "e => e.type === 'radio' ? [...document.getElementsByName(e.name)].find(r => r.checked) : e"
     ).as_element().focus()
+    shown = widget_state(box)
     page.keyboard.press(_REVERSE.get(before["key"], before["key"]))
-    settle(box)  # the picture drawn back is not the same bytes (blitting): wait until it stops changing
+    _wait_until_back(box, state, shown, f"{label}: after putting {stop.what} back", timeout)
     return used
+
+
+def _wait_until_back(box, opened: dict, shown: dict, what: str, timeout: float) -> None:
+    """Until the widget shows again the text it opened with, on a picture drawn since ``shown`` (its state
+    when the key that puts it back was pressed).
+
+    The text comes back word for word; the picture drawn back is not the same bytes (blitting), so what is
+    waited for is a new picture after the readouts. The widget writes its readouts before its picture
+    (base.py), so both have arrived once the readouts are back and the picture has changed: no quiet time.
+    """
+
+    def back():
+        now = widget_state(box)
+        return now["readout_words"] == opened["readout_words"] and now["src"] != shown["src"] and now["loaded"]
+
+    try:
+        wait_until(back, timeout=timeout, interval=0.05, what=what, page=box.page)
+    except TimeoutError:
+        now = widget_state(box)
+        raise AssertionError(
+            f"{what}: the widget did not come back as it opened within {timeout:.0f} s "
+            f"(readouts when it opened {opened['readouts']}, now {now['readouts']}; "
+            f"{'a new' if now['src'] != shown['src'] else 'the same'} picture)"
+        ) from None

@@ -642,7 +642,7 @@ def widget_caption(box) -> dict:
 
 def control_names(box) -> list[str]:
     """The descriptions of the widget's controls (not the options of its buttons)."""
-    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic, .course-slider-label, .course-choice-label')]
+    return box.evaluate("""box => [...box.querySelectorAll('.widget-label, .widget-label-basic, .course-slider-label, .course-choice-label, .course-dropdown-label, .course-on-off .course-choice-button')]
         .map(e => e.innerText.replace(/\u200b/g, '').trim()).filter(t => t)""")
 
 

@@ -1,7 +1,7 @@
 """The keyboard walk (keyboard.py) and the reflow check (reflow.py) find what they are there to find.
 
-A small stand-in for a course widget (two named sliders, a picture drawn from their values, readouts) is
-written into a blank page: no server, no kernel. As it is, it passes both checks; broken in one way each, as
+A small stand-in for a course widget (two named sliders, with or without an on/off button, a picture drawn
+from their values, readouts) is written into a blank page: no server, no kernel. As it is, it passes both checks; broken in one way each, as
 a widget could be broken, it must fail the check that is about that way, with a message that says so.
 """
 
@@ -27,6 +27,7 @@ STAND_IN = """<!doctype html><html lang="en"><head><title>stand-in</title><style
       <input type="range" id="size" class="course-slider-input" min="0" max="9" value="3" {size}></div>
     <div class="course-slider"><label for="speed">speed</label>
       <input type="range" id="speed" class="course-slider-input" min="0" max="9" value="5" {speed}></div>
+    {toggle}
   </div>
   <div class="widget-hbox"><img alt="" width="200" height="60">
     <div><table class="course-readouts"><tr><td>size</td><td><b>3</b></td></tr>
@@ -39,18 +40,38 @@ function draw() {{
   canvas.width = 200; canvas.height = 60;
   const pen = canvas.getContext('2d');
   pen.font = '20px sans-serif';
-  pen.fillText(`size ${{size.value}}, speed ${{{speed_drawn}}}`, 10, 35);
+  const grid = window.gridOn ? ', grid' : '';
+  pen.fillText(`size ${{size.value}}, speed ${{{speed_drawn}}}${{grid}}`, 10, 35);
   img.src = canvas.toDataURL();
-  img.alt = `size ${{size.value}}, speed ${{speed.value}}`;
+  img.alt = `size ${{size.value}}, speed ${{speed.value}}${{grid}}`;
   cells[0].textContent = size.value;
-  cells[1].textContent = speed.value;
+  cells[1].textContent = speed.value + grid;
 }}
 size.addEventListener('input', draw);
 speed.addEventListener('input', draw);
 draw();
 </script></body></html>"""
 
-SOUND = {"style": "", "size_label": 'for="size"', "size": "", "speed": "", "extra": "", "speed_drawn": "speed.value"}
+SOUND = {
+    "style": "",
+    "size_label": 'for="size"',
+    "size": "",
+    "speed": "",
+    "toggle": "",
+    "extra": "",
+    "speed_drawn": "speed.value",
+}
+
+# A third control, an on/off button that draws a grid; {pressed} is how it says its state (or does not).
+TOGGLE = """<button id="grid" {pressed}>grid</button>"""
+TOGGLE_SCRIPT = """<script>window.gridOn = false;
+grid.addEventListener('click', () => {
+  gridOn = !gridOn;
+  grid.classList.toggle('on', gridOn);  // what a sighted user sees: a colour
+  if (grid.hasAttribute('aria-pressed')) grid.setAttribute('aria-pressed', String(gridOn));
+  draw();
+});</script>"""
+SOUND_TOGGLE = {"toggle": TOGGLE.format(pressed='aria-pressed="false"'), "extra": TOGGLE_SCRIPT}
 
 # Each breakage: what is changed in the stand-in, and the check's message it must produce.
 BROKEN = {
@@ -70,6 +91,10 @@ BROKEN = {
         r"speed.*the picture \(img src\) did not change",
     ),
     "box-1400-px-wide": ({"extra": '<div style="width: 1400px">a fixed row</div>'}, "the page scrolls sideways"),
+    "toggle-state-only-a-class": (
+        {"toggle": TOGGLE.format(pressed=""), "extra": TOGGLE_SCRIPT},
+        r'button\[submit\] "grid" changed it, but not the state a screen reader is told',
+    ),
 }
 
 
@@ -91,6 +116,10 @@ def page(browser_context):
 
 def test_the_sound_stand_in_passes(page, screenshots):
     checked(page, {}, screenshots / "zoom200-stand-in.png")
+
+
+def test_the_sound_stand_in_with_an_on_off_button_passes(page, screenshots):
+    checked(page, SOUND_TOGGLE, screenshots / "zoom200-stand-in-toggle.png")
 
 
 @pytest.mark.parametrize("breakage", list(BROKEN))

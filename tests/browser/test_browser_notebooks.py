@@ -15,6 +15,8 @@ then check that
 * every course widget (``.course-widget``) shows a picture and its readouts, and moving its first slider
   with the keyboard and then by dragging the handle with the mouse changes both the picture and the
   readouts (a widget without a slider: its first dropdown or checkbox is changed instead).
+In three solutions (``KEYBOARD_IN_LAB``) every widget is then used with the keyboard alone (keyboard.py), from its
+cell selected in command mode, where JupyterLab's shortcuts could take the keys.
 One solution (``ZOOMED``) is then laid out at 200 % zoom, as in a 1280 px window (reflow.py): nothing scrolls
 sideways, every control of its widgets usable.
 A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
@@ -31,6 +33,7 @@ import pytest
 
 from accessibility import audit, blocking, described, pictures_without_lead
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
+from keyboard import keyboard_session
 from laptop import check_pictures_at_laptop_width
 from reflow import at_200_percent, reflow_problems
 from labdriver import (
@@ -59,6 +62,10 @@ pytestmark = pytest.mark.browser
 # The notebook also read at 200 % zoom in JupyterLab (every page of the explore page is, test_browser_explore):
 # its widget has the widest controls (three buttons of 10.5 em), and a solution has every output.
 ZOOMED = "07_generation"
+# The solutions whose widgets are also used with the keyboard alone in JupyterLab (keyboard.py; every widget is,
+# on the explore page): between them every kind of control, a dropdown, a group of buttons, a checkbox, a slider
+# and an on/off button, where JupyterLab's own shortcuts could take their keys.
+KEYBOARD_IN_LAB = ("01_heads", "03_causal_mask", "08_learned_heads")
 
 
 @pytest.mark.parametrize(("kind", "assignment"), NOTEBOOKS, ids=[f"{k}-{a}" for k, a in NOTEBOOKS])
@@ -142,6 +149,11 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
                 "readouts": list(state["readouts"]),
             }
     notebook_page.timings["widgets"] = time.monotonic() - started
+    if kind == "solution" and assignment in KEYBOARD_IN_LAB:  # with the keyboard alone, in the lab (keyboard.py)
+        started = time.monotonic()
+        for index in range(count):
+            check_keyboard_in_lab(page, boxes.nth(index), f"{kind} {assignment}, widget {index + 1} of {count}")
+        notebook_page.timings["keyboard"] = time.monotonic() - started
     if kind == "solution":  # the same outputs laid out again on a laptop: no second Run All
         started = time.monotonic()
         check_pictures_at_laptop_width(page, assignment, screenshots)
@@ -173,6 +185,21 @@ def check_unanswered_exercises_say_so(notebook, shown: list[str], label: str) ->
     assert not silent, f"{label}: test cells that do not say their exercise is not written yet: {silent}"
     tracebacks = {i: text[:300] for i, text in enumerate(shown) if "Traceback" in text}
     assert not tracebacks, f"{label}: a traceback is shown after Run All: {tracebacks}"
+
+
+def check_keyboard_in_lab(page, box, label: str) -> None:
+    """From its cell, selected in command mode as a keyboard user selects it, Tab reaches the widget; then the
+    keyboard walk from just before it (JupyterLab's menus and editors before it are not the course's)."""
+    cell = box.locator("xpath=ancestor::*[contains(@class, 'jp-Cell')][1]")
+    cell.click(position={"x": 3, "y": 3})  # the cell's left edge: selects it
+    page.keyboard.press("Escape")  # command mode: the notebook's shortcuts are live
+    presses = 0
+    while not box.evaluate("box => box.contains(document.activeElement)"):
+        presses += 1
+        assert presses <= 5, f"{label}: 5 presses of Tab from its cell in command mode did not reach the widget"
+        page.keyboard.press("Tab")
+    stops, used = keyboard_session(page, box, f"{label} (JupyterLab)", from_page_start=False)
+    print(f"{label}: from its cell, Tab {presses} times; keys used in JupyterLab: {', '.join(used)}")
 
 
 def check_widget(page, box, label: str, screenshot_path) -> None:
