@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 import heads_and_masks as hm
+from figure_text import clipped_text
+
 from heads_and_masks import model_configs
 from heads_and_masks.checks import kv_heads as checks
 from heads_and_masks.checks.core import CheckFailed
@@ -20,7 +22,7 @@ from heads_and_masks.pictures.kv_heads import (
     head_mapping_figure,
     picture,
 )
-from heads_and_masks.widgets.kv_heads import KVCacheCalculator
+from heads_and_masks.widgets.kv_heads import BATCHES, CONTEXTS, KVCacheCalculator
 
 MODELS = model_configs.load_models()
 REQUIRED = [
@@ -299,3 +301,21 @@ def test_kv_cache_bytes_checks():
         checks.check_kv_cache_bytes(
             lambda L, g, d, n, batch=1, bytes_per_value=2: 2.0 * L * g * d * n * batch * bytes_per_value
         )
+
+
+def test_the_memory_panel_title_fits_at_the_widest_settings():
+    """The left panel's title changes with every control; at its longest (the largest batch and context, fp32,
+    "does not fit") for every model and GPU, no text leaves the picture. It was cut at the left edge by 0.17 in,
+    and by 0.01 in already at batch 8 × 131,072 tokens, bf16 (seen on the explore page's screenshot)."""
+    widget = KVCacheCalculator()
+    widget.controls["context"].value = CONTEXTS[-1]
+    widget.controls["batch"].value = BATCHES[-1]
+    widget.controls["dtype"].value = "fp32"
+    cut = {}
+    for model in widget.models:
+        for gpu in widget.gpus:
+            widget.controls["model"].value = model
+            widget.controls["gpu"].value = gpu
+            if clipped_text(widget.figure):
+                cut[model, gpu] = clipped_text(widget.figure)
+    assert not cut, f"text cut by the picture's edge at the widest settings: {cut}"

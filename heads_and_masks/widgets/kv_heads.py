@@ -77,7 +77,7 @@ class KVCacheCalculator(CourseWidget):
 
         # fixed axes positions: the tick labels change width with the model, the layout must not move
         self.figure.set_layout_engine("none")
-        self.ax_memory = self.figure.add_axes((0.015, 0.15, 0.40, 0.66))
+        self.ax_memory = self.figure.add_axes((0.015, 0.15, 0.40, 0.615))
         self.ax_context = self.figure.add_axes((0.52, 0.15, 0.465, 0.80))
         ax = self.ax_memory
         self.bar_weights = ax.barh([0], [0], color="tab:gray")[0]
@@ -105,7 +105,7 @@ class KVCacheCalculator(CourseWidget):
         ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
         ax.grid(True, which="major", alpha=0.3)
         ax.text(0.99, 0.03, "KV cache (GiB) of the batch", transform=ax.transAxes, ha="right")
-        self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # three lines that change with everything
+        self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # four lines that change with everything
         self.weights_text = PathTitle(self.weights_label, self.dpi)
         self.cache_text = PathTitle(self.cache_label, self.dpi)
         self.legend = PathLegend(ax, self.dpi)  # its entries change with the model and the GPU
@@ -133,7 +133,7 @@ class KVCacheCalculator(CourseWidget):
         self.ax_memory.set_title(
             f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
             f"\none {self.value('gpu')}: {memory / GiB:.1f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
-            f"{self.value('dtype')}: " + ("fits" if fits else "does not fit"),
+            f"{self.value('dtype')}:\n" + ("fits" if fits else "does not fit"),  # a line of its own: the widest fits
             color="black" if fits else "tab:red",
         )
         self.weights_label.set_text(f"weights {readable_number(weights / GiB, 3)} GiB")
