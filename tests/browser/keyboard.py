@@ -15,9 +15,14 @@ through the widget and out of it. It records every control the focus stops at, i
   is not empty and contains the control's visible label ("slider, head size d"; a radio button's group,
   "format"; a button, its own text), so what is seen and what is heard agree (2.5.3, label in name).
 
-``keyboard_changes`` then uses each control with its own keys (a slider: an arrow key; a checkbox or a
+``keyboard_session`` then uses each control with its own keys (a slider: an arrow key; a checkbox or a
 button: Space; a radio group: an arrow key; a dropdown: the down or up arrow) and checks that its value, the
-picture and the text readouts all change.
+picture and the text readouts all change, and so does the state a screen reader is told of the control (a
+toggle's aria-pressed or aria-checked, a native control's own state: 4.1.2); then it puts the control back
+and waits until the widget shows the text it opened with.
+
+In JupyterLab the walk starts just before the widget (``from_page_start=False``): the lab's menus, panels and
+cell editors before it are not the course's, and Tab in an editor indents.
 """
 
 from __future__ import annotations
