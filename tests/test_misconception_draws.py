@@ -36,10 +36,23 @@ SWEPT = [a for a in catalogs() if a != "03_causal_mask"]  # 03: tests/test_causa
 LEFT_OUT = ("check_blocked_causal_attention_memory(",)
 # Simulation checks of winning_rate run 20 000 trials per call: fewer draws keep this test fast.
 FEWER = {("02_why_heads", "winning_rate"): 6}
-# A call at a large n (04's hidden count check runs at n = 8192, which its grading kernel cannot hold whole) takes
-# seconds per draw for a wrong answer: 24 draws of it were 33-48 s per answer (CI run 11). Fewer draws of it; the
-# same answer's calls at the visible size keep every draw.
+# A call at a large n (04's hidden count check runs at n = 16384, which its grading kernel cannot hold whole) takes
+# seconds per draw for a wrong answer: 24 draws of it at 8192 were 33-48 s per answer (CI run 11). Fewer draws of it;
+# the same answer's calls at the visible size keep every draw.
 LARGE_N, LARGE_N_DRAWS = 4096, 4
+# And it is swept at n = 8192 at most: in this process no kernel limit is there for the size to meet, a wrong
+# answer's id comes from the same comparisons (its count, its output) at either size, and a whole score matrix at
+# 16384 would be 2 GiB here (at 16384 the sweep of 04 took 135 s, against 63 s at 8192).
+SWEPT_N_AT_MOST = 8192
+
+
+def _at_sweep_size(call: str) -> str:
+    """``call`` with its ``n=`` lowered to SWEPT_N_AT_MOST where it is larger."""
+    tree = ast.parse(call)
+    for keyword in tree.body[0].value.keywords:
+        if keyword.arg == "n" and isinstance(keyword.value, ast.Constant) and keyword.value.value > SWEPT_N_AT_MOST:
+            keyword.value = ast.Constant(SWEPT_N_AT_MOST)
+    return ast.unparse(tree)
 
 
 def _draws_of(call: str, draws: int) -> int:
@@ -74,7 +87,7 @@ def _calls(assignment: str, answer):
         imports = "\n".join(line for line in lines if not line.startswith("check_"))
         for call in (line for line in lines if line.startswith("check_")):
             if not call.startswith(LEFT_OUT):
-                yield f"{grade_id}: {call}", namespace, f"{imports}\n{call}", call
+                yield f"{grade_id}: {call}", namespace, f"{imports}\n{_at_sweep_size(call)}", call
 
 
 def _named(namespace: dict, source: str, context: str) -> str:
