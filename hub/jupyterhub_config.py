@@ -40,6 +40,7 @@ if os.environ.get("HUB_LTI"):
     c.RosterLTI13Authenticator.client_id = {lti["client_id"]}
     c.RosterLTI13Authenticator.authorize_url = lti["authorize_url"]
     c.RosterLTI13Authenticator.jwks_endpoint = lti["jwks_url"]
+    c.RosterLTI13Authenticator.deployment_ids = lti["deployment_ids"]
     c.RosterLTI13Authenticator.user_id_claim = lti.get("user_id_claim", "sub")
     c.RosterLTI13Authenticator.instructor = INSTRUCTOR
     c.RosterLTI13Authenticator.instructor_lms_user_id = lti.get("instructor_lms_user_id", "")

@@ -3,8 +3,10 @@
 ``make hub LTI=lti.json`` (docs/jupyterhub.md). jupyterhub-ltiauthenticator's LTI13Authenticator does the
 protocol: the login initiation, the redirect to the platform's authorization URL, and every check of the
 id_token the platform posts back (its signature against the platform's JWKS, the issuer, the audience, which
-must be our client id, its expiry and age, the nonce and the state). This module adds the class's rule: the
-id the LMS gives the person (the claim ``sub`` unless lti.json's ``user_id_claim`` names another) must be on
+must be our client id, its expiry and age, the nonce and the state). It requires a ``deployment_id`` claim but
+reads none: this module adds that the launch comes from one of lti.json's ``deployment_ids`` (the hub's
+installations in this course; the same client id may be installed in other courses of the platform). Then
+the class's rule: the id the LMS gives the person (the claim ``sub`` unless lti.json's ``user_id_claim`` names another) must be on
 the roster, which maps it to the person's Unix account, the same one on every launch. ``tools/hub.py
 roster`` records that map from the roster's ``lms_user_id`` column (nbgrader's own column for it; the
 settings and the map are read by hub/lms_users.py). A person the roster does not list is refused with a page
@@ -22,9 +24,10 @@ from ltiauthenticator.lti13.constants import LTI13_CUSTOM_CLAIM
 from ltiauthenticator.lti13.error import InvalidAudienceError, ValidationError
 from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 from tornado import web
-from traitlets import Unicode, default
+from traitlets import List, Unicode, default
 
 
+DEPLOYMENT_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"  # which installation launched
 LAUNCH_REFUSED = (
     "The hub could not accept this launch from the LMS: {why}. Open the course's link in the LMS again; if this "
     "page comes back, show it to your instructor, who can have the hub's LTI settings checked."
@@ -55,6 +58,9 @@ class RosterLTI13Authenticator(LTI13Authenticator):
     callback_handler = LaunchHandler
 
     lms_users = Unicode(config=True, help="The roster's map of LMS user ids to Unix accounts (a CSV).")
+    deployment_ids = List(
+        Unicode(), config=True, help="The deployment ids of the hub's installations in this course (lti.json)."
+    )
     user_id_claim = Unicode("sub", config=True, help="The id_token claim read as the person's LMS user id.")
     instructor = Unicode(config=True, help="The instructor's Unix account.")
     instructor_lms_user_id = Unicode("", config=True, help="The instructor's LMS user id, if they launch too.")
@@ -78,6 +84,27 @@ class RosterLTI13Authenticator(LTI13Authenticator):
         if self.instructor_lms_user_id:
             accounts[self.instructor_lms_user_id] = self.instructor
         return accounts
+
+    def check_deployment(self, id_token: dict) -> None:
+        """A launch from another installation of the hub's client id (another course of the platform, whose
+        instructor may set its custom claims and roles) is refused: only this course's deployments may launch."""
+        deployment = id_token.get(DEPLOYMENT_CLAIM)
+        if deployment in self.deployment_ids:
+            return
+        self.log.warning(
+            "LTI launch refused: deployment id %r is not in lti.json's deployment_ids %r (LMS user id %r)",
+            deployment,
+            list(self.deployment_ids),
+            id_token.get("sub"),
+        )
+        raise web.HTTPError(
+            403,
+            f"This launch came from the LMS's installation of the hub with deployment id “{deployment}”, which is "
+            "not one of this course's, so the hub did not let you in. If you opened the link from this course's "
+            "page in the LMS, show this page to your instructor, who can add that deployment id to the hub's "
+            "LTI settings.",
+            reason="Launch from another course",  # the page's heading; the sentence is its text
+        )
 
     def lms_user_id(self, id_token: dict) -> str:
         """The claim named ``user_id_claim`` (``custom_x`` is ``x`` of the LTI custom claim, as upstream reads it).
@@ -108,6 +135,7 @@ class RosterLTI13Authenticator(LTI13Authenticator):
 
     async def authenticate(self, handler, data=None) -> dict:
         """``data`` is the id_token, already verified by LTI13CallbackHandler; the answer is a roster account."""
+        self.check_deployment(data or {})
         lms_user_id = self.lms_user_id(data or {})
         account = self.accounts().get(lms_user_id)
         if account is None or not self.check_allowed(account):

@@ -20,6 +20,7 @@ REQUIRED_SETTINGS = {
     "client_id": "the client id the platform gave the hub when it was registered",
     "authorize_url": "the platform's OIDC authorization URL, e.g. https://moodle.example.edu/mod/lti/auth.php",
     "jwks_url": "the platform's public keys (JWKS), e.g. https://moodle.example.edu/mod/lti/certs.php",
+    "deployment_ids": "a list of the deployment ids the platform gave the hub's installations in this course",
 }
 OPTIONAL_SETTINGS = {
     "user_id_claim": "the id_token claim that identifies a person (default sub)",
@@ -48,9 +49,16 @@ def read_settings(path: Path) -> dict:
     if unknown:
         known = ", ".join([*REQUIRED_SETTINGS, *OPTIONAL_SETTINGS])
         raise SettingsError(f"{path}: unknown LTI settings {', '.join(unknown)}; the known ones are {known}.")
-    not_text = [name for name, value in settings.items() if not isinstance(value, str)]
+    not_text = [name for name, value in settings.items() if name != "deployment_ids" and not isinstance(value, str)]
     if not_text:
         raise SettingsError(f"{path}: these settings must be strings: {', '.join(not_text)}.")
+    # one client id may be installed in many courses (deployments) of the platform; only this course's may launch
+    deployments = settings["deployment_ids"]
+    if not isinstance(deployments, list) or not all(isinstance(one, str) and one for one in deployments):
+        raise SettingsError(
+            f"{path}: deployment_ids must be a list of deployment ids, each a non-empty string, such as "
+            f'["1:course-heads-and-masks"]; found {json.dumps(deployments)}.'
+        )
     # who a launch is: the platform's own id for the person, or a custom claim; never a claim the person may
     # edit in their LMS profile (email, name, given_name...), which would let them take a classmate's
     claim = settings.get("user_id_claim", "sub")

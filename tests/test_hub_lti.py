@@ -51,6 +51,7 @@ class Platform:
     issuer = "https://lms.example.test"  # an identifier, never fetched
     client_id = "10000000000042"  # what the platform calls the hub
     key_id = "platform-key-1"
+    deployment_id = "1:course-heads-and-masks"  # the hub's installation in this course
 
     def __init__(self) -> None:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -78,6 +79,7 @@ class Platform:
             "client_id": self.client_id,
             "authorize_url": f"{self.url}/authorize",
             "jwks_url": f"{self.url}/jwks",
+            "deployment_ids": [self.deployment_id],
         }
 
     def id_token(
@@ -97,7 +99,7 @@ class Platform:
             "nonce": nonce,
             LTI_CLAIM + "version": "1.3.0",
             LTI_CLAIM + "message_type": "LtiResourceLinkRequest",
-            LTI_CLAIM + "deployment_id": "1:course-heads-and-masks",
+            LTI_CLAIM + "deployment_id": self.deployment_id,
             LTI_CLAIM + "target_link_uri": target,
             LTI_CLAIM + "resource_link": {"id": "heads-and-masks-link"},
             LTI_CLAIM + "roles": ["http://purl.imsglobal.org/vocab/lis/v2/membership#Learner"],
@@ -240,6 +242,18 @@ def test_a_forged_or_unbound_token_is_refused(hub_class, platform, token, status
     assert hub_class.roster[1].name not in hub_class.servers()
 
 
+def test_a_launch_from_another_deployment_is_refused(hub_class, platform):
+    """Red team: the same client id installed in another course of the platform, whose instructor chooses its
+    custom parameters; its launches carry another deployment_id, signed by the same platform key."""
+    student = hub_class.roster[1]
+    another = {LTI_CLAIM + "deployment_id": "2:another-course"}
+    browser, answer = launch(hub_class, platform, student.lms_user_id, changes=another)
+    assert_refused(hub_class, browser, answer, 403, "deployment id “2:another-course”, which is not one of this course")
+    assert "Launch from another course" in answer.text  # as its heading
+    assert student.name not in hub_class.servers()
+    assert "deployment id '2:another-course' is not in lti.json's deployment_ids" in hub_class.log.read_text()
+
+
 def test_a_token_replayed_from_another_browser_is_refused(hub_class, platform):
     """Red team: a launch's id_token and state (what the form posts) replayed from another browser, within the
     token's life: the state and nonce are in the first browser's cookies (signed by the hub), not in the form."""
@@ -319,6 +333,7 @@ def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
         "client_id": "10000000000042",
         "authorize_url": "https://lms.example.test/authorize",
         "jwks_url": "https://lms.example.test/jwks",
+        "deployment_ids": ["1:course-heads-and-masks"],
     }
     path = tmp_path / "lti.json"
     path.write_text(json.dumps(settings))
@@ -330,6 +345,9 @@ def test_lti_settings_say_what_is_missing_or_unknown(tmp_path):
         ({"jwks_url": ""}, "missing: jwks_url"),
         ({"jwks": "https://lms.example.test/jwks"}, "unknown LTI settings jwks;"),
         ({"client_id": 10000000000042}, "must be strings: client_id"),
+        ({"deployment_ids": []}, "missing: deployment_ids"),
+        ({"deployment_ids": "1:course-heads-and-masks"}, "deployment_ids must be a list"),
+        ({"deployment_ids": ["1:course-heads-and-masks", ""]}, "deployment_ids must be a list"),
         ({"jwks_url": "http://lms.example.test/jwks"}, "jwks_url must be https://"),
         # red team: a claim the person edits in their LMS profile would let them name a classmate
         ({"user_id_claim": "email"}, "user_id_claim 'email' cannot name a person"),
