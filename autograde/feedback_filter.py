@@ -34,6 +34,8 @@ from traitlets import Unicode
 
 from heads_and_masks.i18n import N_, _, ngettext, number, use_language
 
+marked = _  # the lookup of a text marked N_(...) where it is defined (PAGE_TEXTS, the traits' defaults)
+
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -45,7 +47,7 @@ def split_hidden(source: str) -> tuple[str, list[str]]:
         stripped = line.strip()
         if stripped.startswith(BEGIN):
             inside = True
-            kept.append(line[: len(line) - len(line.lstrip())] + _(HideHiddenTests.placeholder.default_value))
+            kept.append(line[: len(line) - len(line.lstrip())] + marked(HideHiddenTests.placeholder.default_value))
         elif stripped.startswith(END):
             inside = False
         elif inside:
@@ -107,7 +109,7 @@ class SayInLanguage(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         language = feedback_language(nb)
         with use_language(language):
-            texts = {name: _(text) for name, text in PAGE_TEXTS.items()}
+            texts = {name: marked(text) for name, text in PAGE_TEXTS.items()}
         resources.setdefault("nbgrader", {}).update(language=language, texts=texts)
         return nb, resources
 
@@ -140,7 +142,7 @@ class HideHiddenTests(NbGraderPreprocessor):
             return text
         lines = text.split("\n")
         return "\n".join(
-            _(self.redacted) if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
+            marked(self.redacted) if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
         )
 
     def preprocess_cell(self, cell, resources, index):
