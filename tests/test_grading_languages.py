@@ -21,7 +21,6 @@ from autograde.class_report import misconception_table, read_assignment
 from autograde.feedback import feedback
 from autograde.results import read_verdicts
 
-pytestmark = pytest.mark.slow
 A = "00_start_here"
 NOT_WRITTEN_RU = "ещё не написана: замените `raise NotImplementedError()` своим кодом"
 NOT_WRITTEN_EN = "is not written yet: replace `raise NotImplementedError()` with your code"
@@ -57,6 +56,7 @@ def mixed_class(tmp_path_factory):
     return run, mistake, pages
 
 
+@pytest.mark.slow
 def test_the_same_answers_get_the_same_points_and_misconceptions_in_both_languages(mixed_class):
     run, mistake, _pages = mixed_class
     scores = {student: result.scores for student, result in run.results.items()}
@@ -76,6 +76,7 @@ def test_the_same_answers_get_the_same_points_and_misconceptions_in_both_languag
         assert sorted(table[misconception]) == ["wrong_en", "wrong_ru"], table
 
 
+@pytest.mark.slow
 def test_each_student_reads_the_language_of_the_notebook_they_handed_in(mixed_class):
     run, _mistake, pages = mixed_class
     messages = {
@@ -98,3 +99,20 @@ def test_each_student_reads_the_language_of_the_notebook_they_handed_in(mixed_cl
         assert '<html lang="en">' in pages[student]
         for english in ("Test cell", "Score:", "(Top)", "hidden tests ran here"):
             assert english in pages[student], (student, english)
+
+
+def test_a_late_russian_submission_is_told_what_it_cost_in_whole_russian_sentences():
+    """The late note of the feedback page (feedback_filter.SayLate), in the language of the graded notebook."""
+    import datetime as dt
+
+    from autograde.late_policy import CourseLatePolicy
+    from autograde.lateness import Lateness, late_sentence
+    from heads_and_masks import i18n
+
+    before = i18n.untranslated("ru")
+    late = Lateness(dt.datetime(2026, 12, 11, 19, 5), dt.datetime(2026, 12, 10, 17, 0), 26 * 3600 + 300, 0.6)
+    with i18n.use_language("ru"):
+        note = f"{late_sentence(late)} {CourseLatePolicy().describe()}"
+    assert i18n.untranslated("ru") == before, i18n.untranslated("ru") - before
+    assert "Эта работа сдана через 1 день и 2 часа после срока" in note, note
+    assert "снято 0,6 балла" in note and "15 минут после срока" in note, note
