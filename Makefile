@@ -91,8 +91,10 @@ GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-colle
 .PHONY: release grade feedback export report similarity
 
 # DUE="2026-12-10 17:00 Europe/Berlin": the assignment's due date (DUE=none: none); without DUE it stays as it was.
+# LANG=ru (or a Russian locale in the environment): the Russian notebooks, notebooks-ru/ASSIGNMENT; the grader
+# grades every submission in the language of its notebook, so a class may mix both (docs/instructors.md).
 release: $(STAMP)
-	$(GRADE) release $(ASSIGNMENT) $(if $(DUE),--due "$(DUE)")
+	$(GRADE) release $(ASSIGNMENT) --language "$(LANG)" $(if $(DUE),--due "$(DUE)")
 
 grade: $(STAMP)
 	$(GRADE) all $(ASSIGNMENT) $(GRADE_SOURCE) $(GRADE_ARGS)

@@ -27,7 +27,7 @@ import dataclasses
 import html
 import io
 from collections import Counter, defaultdict
-from gettext import ngettext
+from heads_and_masks.i18n import ngettext
 from pathlib import Path
 
 import nbformat
@@ -215,7 +215,7 @@ def persistence(assignments: list[Assignment]) -> list[tuple[str, str, list[tupl
                 if found in MISCONCEPTIONS and (assignment.name, found) not in seen[(m.student, family(found))]:
                     seen[(m.student, family(found))].append((assignment.name, found))
     return sorted(
-        ((student, fam, found) for (student, fam), found in seen.items() if len({a for a, _ in found}) > 1),
+        ((student, fam, found) for (student, fam), found in seen.items() if len({a for a, _b in found}) > 1),
         key=lambda row: (-len(row[2]), row[0], row[1]),
     )
 
@@ -255,7 +255,7 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
         marks = assignment.marks_of(exercise)
         for outcome in outcome_counts(marks):
             add(exercise, "outcome", outcome, [m.student for m in marks if m.outcome == outcome])
-        for score, _ in score_distribution(marks):
+        for score, _count in score_distribution(marks):
             add(
                 exercise,
                 "score",
@@ -265,7 +265,7 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
         for found, students in misconception_table(marks):
             add(exercise, "misconception", found, students, describe(found))
     by_status: dict[str, list[str]] = defaultdict(list)
-    for student, (status, _) in assignment.statuses.items():
+    for student, (status, _why) in assignment.statuses.items():
         by_status[status].append(student)
     for status, students in by_status.items():
         add(
@@ -285,7 +285,7 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
     for student, fam, found in persistence(others):
         rows.append(
             {
-                "assignment": " ".join(a for a, _ in found),
+                "assignment": " ".join(a for a, _b in found),
                 "exercise": "",
                 "measure": "persists",
                 "value": fam,
@@ -338,7 +338,7 @@ def exercise_picture(exercise: str, marks: list[Mark]) -> str:
     outcomes.set_title("students", fontsize=10)
     distribution = score_distribution(marks)
     maximum = max((m.max_score for m in marks), default=0)
-    scores.bar([f"{s:g}" for s, _ in distribution], [n for _, n in distribution], color="#577590")
+    scores.bar([f"{s:g}" for s, _n in distribution], [n for _s, n in distribution], color="#577590")
     scores.set_title(f"score (out of {maximum:g})", fontsize=10)
     if table:
         names = [found for found, _ in table][:8][::-1]
@@ -438,7 +438,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
             "here came from student code that ran without the sandbox.</p>"
         )
     graded = len(assignment.students) - sum(
-        s in (Status.MISSING, Status.NOT_GRADED) for s, _ in assignment.statuses.values()
+        s in (Status.MISSING, Status.NOT_GRADED) for s, _why in assignment.statuses.values()
     )
     parts.append(
         f"<p>{class_size(len(assignment.students), graded)} Each exercise: how many passed, failed "

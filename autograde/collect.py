@@ -34,7 +34,7 @@ import stat
 import time
 import sys
 import zipfile
-from gettext import ngettext
+from heads_and_masks.i18n import ngettext
 from pathlib import Path
 from typing import Iterable
 

@@ -267,10 +267,17 @@ def gradebook(course: Course):
 
 
 def make_course_copy(root: Path, exchange: Path | None = None, database: str | None = None) -> Course:
-    """A fresh course root with this repository's solutions/ and notebooks/ (for tests and benchmarks)."""
+    """A fresh course root with this repository's solutions/ and notebooks/, and each other language's release
+    (notebooks-ru/: the grader compares a Russian submission with it), for tests and benchmarks."""
+    from heads_and_masks import i18n
+
     root = Path(root)
-    for name in ("solutions", "notebooks"):
-        shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    releases = [f"notebooks-{language}" for language in sorted(i18n.course_languages() - {i18n.ENGLISH})]
+    for name in ["solutions", "notebooks", *releases]:
+        if (REPO / name).is_dir():
+            shutil.copytree(
+                REPO / name, root / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+            )
     return Course(root=root, exchange=exchange, database=database)
 
 
@@ -319,15 +326,34 @@ def _comparable(path: Path) -> str:
     return json.dumps(nbformat.read(path, as_version=4), sort_keys=True)
 
 
-def release(course: Course, assignment: str) -> list[str]:
-    """Put the student notebooks (``notebooks/<assignment>``) into the exchange for students to fetch, each told
-    what its kernel will say of its language (``kernel_language.py``), as `make lab`'s copies are.
+def release_language(requested: str | None) -> str:
+    """The language of the course an instructor asked for ("ru", "ru-RU", a locale such as "ru_RU.UTF-8", as
+    ``make release LANG=ru`` passes it): one the course speaks (heads_and_masks.i18n), else English."""
+    from heads_and_masks import i18n
+
+    code = (requested or "").strip().replace("-", "_").split("_")[0].split(".")[0].lower()
+    return code if code in i18n.course_languages() else i18n.ENGLISH
+
+
+def released_folder(course: Course, assignment: str, language: str) -> Path:
+    """A language's student notebooks of ``assignment``: ``notebooks/`` in English, ``notebooks-ru/`` in Russian
+    (the grader finds a submission's release the same way: judge.language_release)."""
+    from .judge import language_release
+
+    return language_release(course.path("release"), language) / assignment
+
+
+def release(course: Course, assignment: str, language: str = "en") -> list[str]:
+    """Put the student notebooks (``notebooks/<assignment>``, or ``notebooks-ru/<assignment>`` in Russian) into
+    the exchange for students to fetch, each told what its kernel will say of its language
+    (``kernel_language.py``), as `make lab`'s copies are. One language per release: the grader reads each
+    submission's language from its notebook, so a student who worked in the other language is graded alike.
 
     The exchange's folders get the modes every student needs (``exchange.py``) before and after nbgrader's
     ``release_assignment``; what stops the release is an ExchangeProblem, said in one line."""
     warnings = prepare(course.exchange_location)
     warnings += setup(course, assignment)
-    released = course.path("release", assignment=assignment)
+    released = released_folder(course, assignment, language)
     if not released.is_dir():
         raise ExchangeProblem(f"there is no {released} to release: run `make notebooks` first")
     # what students fetch opens unmodified: a copy told what the kernel of this environment, theirs, replies of

@@ -32,6 +32,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
+from heads_and_masks.i18n import N_, _, ngettext, number, use_language
+
+marked = _  # the lookup of a text marked N_(...) where it is defined (PAGE_TEXTS, the traits' defaults)
+
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -43,7 +47,7 @@ def split_hidden(source: str) -> tuple[str, list[str]]:
         stripped = line.strip()
         if stripped.startswith(BEGIN):
             inside = True
-            kept.append(line[: len(line) - len(line.lstrip())] + HideHiddenTests.placeholder.default_value)
+            kept.append(line[: len(line) - len(line.lstrip())] + marked(HideHiddenTests.placeholder.default_value))
         elif stripped.startswith(END):
             inside = False
         elif inside:
@@ -58,15 +62,71 @@ def _text(output) -> str:
     return "".join(text) if isinstance(text, list) else text
 
 
+def feedback_language(nb) -> str:
+    """The language a feedback page is written in: the graded notebook's. Its metadata is its release's (the judge
+    put it there, judge.Judge.preprocess), so this is the language the submission was graded in."""
+    from .judge import submission_language
+
+    return submission_language(nb.metadata)
+
+
+def pending_sentence(answers: int, points: float) -> str:
+    """How many written answers wait for a person, and that the score counts them as 0 until then."""
+    return ngettext(
+        "{n} written answer ({points} points) is not graded yet: your teacher reads it and gives its points "
+        "later, so this score counts it as 0 for now.",
+        "{n} written answers ({points} points) are not graded yet: your teacher reads them and gives their "
+        "points later, so this score counts them as 0 for now.",
+        answers,
+    ).format(n=answers, points=number(points, "g"))
+
+
+# The feedback page's own words (templates/feedback/index.html.j2 shows ``resources.nbgrader.texts.<name>``),
+# marked here for the catalogs and said in the submission's language by SayInLanguage.
+PAGE_TEXTS = {
+    "notebook_score": N_("{notebook} (Score: {score} / {points})"),
+    "test_cell": N_("Test cell"),
+    "coding_answer": N_("Coding free-response"),
+    "written_answer": N_("Written response"),
+    "task": N_("Task"),
+    "comment": N_("Comment"),
+    "late_penalty": N_("Late submission penalty (Score: -{points})"),
+    "score": N_("Score: {score} / {points}"),
+    "score_pending": N_("Score: pending / {points}, not graded yet"),
+    "top": N_("(Top)"),
+    "students_answer": N_("Student's answer"),
+    "students_task": N_("Student's task"),
+    "grade_cell": N_("Grade cell: {grade_id}"),
+    "task_cell": N_("Task: {grade_id}"),
+    "comments": N_("Comments:"),
+}
+
+
+class SayInLanguage(NbGraderPreprocessor):
+    """The feedback page's words in the language of the notebook the student submitted
+    (``resources["nbgrader"]["texts"]``, ``["language"]``: the page's ``lang`` attribute, for screen readers)."""
+
+    def preprocess(self, nb, resources):
+        language = feedback_language(nb)
+        with use_language(language):
+            texts = {name: marked(text) for name, text in PAGE_TEXTS.items()}
+        resources.setdefault("nbgrader", {}).update(language=language, texts=texts)
+        return nb, resources
+
+
 class HideHiddenTests(NbGraderPreprocessor):
     """Remove the hidden tests (and anything that quotes them) from a notebook before it is rendered."""
 
-    placeholder = Unicode("# (hidden tests ran here when your notebook was graded; they are not shown)").tag(
+    placeholder = Unicode(N_("# (hidden tests ran here when your notebook was graded; they are not shown)")).tag(
         config=True
     )
-    redacted = Unicode("[line removed: it repeated a hidden test]").tag(config=True)
+    redacted = Unicode(N_("[line removed: it repeated a hidden test]")).tag(config=True)
 
     def preprocess(self, nb, resources):
+        with use_language(feedback_language(nb)):  # the placeholder and the redaction note in the student's
+            return self._hide(nb, resources)
+
+    def _hide(self, nb, resources):
         hidden: set[str] = set()
         self._test_cells = set()
         for index, cell in enumerate(nb.cells):
@@ -82,7 +142,7 @@ class HideHiddenTests(NbGraderPreprocessor):
             return text
         lines = text.split("\n")
         return "\n".join(
-            self.redacted if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
+            marked(self.redacted) if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
         )
 
     def preprocess_cell(self, cell, resources, index):
@@ -115,6 +175,7 @@ class SayPending(NbGraderPreprocessor):
         from .results import pending_grades
 
         found = resources["nbgrader"]
+        language = feedback_language(nb)
         with Gradebook(found["db_url"]) as gb:
             notebook = gb.find_submission_notebook(found["notebook"], found["assignment"], found["student"])
             waiting = {g.name: g.max_score for g in pending_grades(notebook)}
@@ -123,6 +184,8 @@ class SayPending(NbGraderPreprocessor):
                 cell.metadata.nbgrader["pending"] = is_grade(cell) and cell.metadata.nbgrader.get("grade_id") in waiting
         found["pending"] = len(waiting)
         found["pending_points"] = sum(waiting.values())
+        with use_language(language):
+            found["pending_note"] = pending_sentence(found["pending"], found["pending_points"])
         return nb, resources
 
 
@@ -137,5 +200,6 @@ class SayLate(NbGraderPreprocessor):
         found = resources["nbgrader"]
         with Gradebook(found["db_url"]) as gb:
             lateness = Lateness.of(gb.find_submission(found["assignment"], found["student"]))
-        found["late_note"] = f"{late_sentence(lateness)} {describe_policy(self.config)}" if lateness.late else ""
+        with use_language(feedback_language(nb)):
+            found["late_note"] = f"{late_sentence(lateness)} {describe_policy(self.config)}" if lateness.late else ""
         return nb, resources

@@ -2,7 +2,7 @@
 similarity).
 
     python -m autograde.grade setup     ASSIGNMENT            record it in the gradebook (once)
-    python -m autograde.grade release   ASSIGNMENT [--due "2026-12-10 17:00 Europe/Berlin" | --due none]
+    python -m autograde.grade release   ASSIGNMENT [--language ru] [--due "2026-12-10 17:00 Europe/Berlin" | --due none]
                                                               put notebooks/ASSIGNMENT in the exchange
     python -m autograde.grade collect   ASSIGNMENT            from the exchange
     python -m autograde.grade collect   ASSIGNMENT --zip FILE.zip [--regexp RE]    an LMS download
@@ -29,7 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from gettext import ngettext
+from heads_and_masks.i18n import ngettext
 from pathlib import Path
 
 # Only the standard library here: a grading command starts the workers' fork server before it
@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     release_parser = commands.add_parser("release")
     release_parser.add_argument("assignment")
+    release_parser.add_argument(
+        "--language",
+        default="en",
+        help='the language of the notebooks released ("ru": notebooks-ru/; a locale such as ru_RU.UTF-8 too; '
+        "a language the course does not speak: English)",
+    )
     release_parser.add_argument(
         "--due",
         default=None,
@@ -233,7 +239,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_command(args) -> int:
     from autograde import export, feedback, report, throughput
-    from autograde.course import REPO, Course, PasswordInURL, configured_gradebook_url, release, setup, without_password
+    from autograde.course import (
+        REPO,
+        Course,
+        PasswordInURL,
+        configured_gradebook_url,
+        release,
+        release_language,
+        setup,
+        without_password,
+    )
 
     try:
         database = without_password(args.db or configured_gradebook_url())
@@ -254,9 +269,10 @@ def run_command(args) -> int:
         print(f"{args.assignment} is in the gradebook ({course.describe_gradebook()})")
     elif args.command == "release":
         due = read_due(args.due)  # a due date that cannot be read stops the release before it starts
-        for warning in release(course, args.assignment):
+        language = release_language(args.language)
+        for warning in release(course, args.assignment, language):
             print("warning:", warning)
-        print(f"released {args.assignment} to the exchange {course.exchange_location.describe()}")
+        print(f"released {args.assignment} ({language}) to the exchange {course.exchange_location.describe()}")
         print(set_and_say_due_date(course, args.assignment, due))
     elif args.command == "collect":
         collect_submissions(course, args)

@@ -3,7 +3,8 @@
 ``grade_submission(run, job)`` receives everything as data, never a path on the coordinator's disk:
 
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
-            "source" and "release" ({file name: bytes} of the assignment), "key" (the grading key),
+            "source" ({file name: bytes} of the assignment), "releases" ({language: {file name: bytes}}: its
+            release in each language, pool.released_notebooks), "key" (the grading key),
             "config" ({"Judge.timeout": ..., ...}), "submission_timeout"}
     job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp",
             "last" (one of the run's last submissions, one per worker: no kernel is started after it)}
@@ -48,10 +49,14 @@ def private_course(run: dict) -> Course:
             root = Path(tempfile.mkdtemp(prefix=f"hm-grading-{run['id']}-"))
             atexit.register(shutil.rmtree, root, True)
             (root / "gradebook.db").write_bytes(zlib.decompress(run["gradebook"]))
-            for step in ("source", "release"):
-                folder = root / step / run["assignment"]
+            from .judge import language_release  # (the judge's machinery is imported where it grades)
+
+            folders = {root / "source" / run["assignment"]: run["source"]}
+            for language, files in run["releases"].items():  # release/, release-ru/: judge.language_release
+                folders[language_release(root / "release", language) / run["assignment"]] = files
+            for folder, files in folders.items():
                 folder.mkdir(parents=True)
-                for name, data in run[step].items():
+                for name, data in files.items():
                     (folder / name).write_bytes(data)
             _ROOTS[run["id"]] = root
     return Course(

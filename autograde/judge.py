@@ -1125,6 +1125,7 @@ def judge_notebook(
     budget_seconds: float = 480,
     memory_mb: int = 2048,
     assignment: str | None = None,
+    language: str | None = None,
 ) -> JudgeReport:
     """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
 
@@ -1132,8 +1133,10 @@ def judge_notebook(
     never from the submission's metadata: a cell with a test's grade id is judged here with the
     instructor's source; every other code cell is the student's and runs in the kernel, whatever its
     metadata says. Every cell's metadata is the release's (``adopt_release``); a cell that is its released
-    counterpart unchanged is the instructor's and gets no outputs in the graded notebook.
+    counterpart unchanged is the instructor's and gets no outputs in the graded notebook. The tests run in
+    ``language`` (``submission_language``): their messages are the student's language, their verdicts the same.
     """
+    from heads_and_masks import i18n
     from heads_and_masks.checks.core import secret_inputs
 
     report = JudgeReport(sandboxed=sandbox_available()[0])
@@ -1207,7 +1210,8 @@ def judge_notebook(
         if kernel.usable:
             kernel.run(HARNESS, 30)
         secret = secret_inputs(key, context) if key else contextlib.nullcontext()
-        with secret:
+        # the checks run here, in the grader's process: their messages in the submission's language
+        with secret, i18n.use_language(language):
             for index, cell in tests:
                 grade_id = cell.metadata["nbgrader"]["grade_id"]
                 if stopped:
@@ -1262,6 +1266,30 @@ def _read_once(function):
     return read
 
 
+def submission_language(metadata) -> str:
+    """The language a submission is graded in: the one its notebook's metadata names
+    (``heads_and_masks.language``, written by tools/translations.py in another language's build) if the course
+    has that language, else English. The student wrote that metadata: it only chooses among the course's
+    languages (the package's catalogs), so it can name neither a path nor a file, and it never changes what is
+    run or what a test gives: only the language of the messages and the release the submission is compared with."""
+    from heads_and_masks import i18n
+
+    chosen = metadata.get("heads_and_masks", {}) if isinstance(metadata, dict) else {}
+    named = chosen.get("language") if isinstance(chosen, dict) else None
+    return named if isinstance(named, str) and named in i18n.course_languages() else i18n.ENGLISH
+
+
+def language_release(release_directory: Path, language: str) -> Path:
+    """Where a language's student notebooks are released from: ``notebooks/`` for English, ``notebooks-ru/``
+    beside it for Russian (tools/build_notebooks.py's layout). ``language`` is one of the course's
+    (``submission_language``), never the student's text."""
+    from heads_and_masks import i18n
+
+    if language == i18n.ENGLISH:
+        return release_directory
+    return release_directory.with_name(f"{release_directory.name}-{language}")
+
+
 @_read_once
 def _release(path: Path) -> Release:
     return Release.of(nbformat.read(path, as_version=4))  # only read: adopt_release copies what it takes
@@ -1301,7 +1329,12 @@ class Judge(NbGraderPreprocessor):
         )
         source = source_dir / assignment / f"{name}.ipynb"
         tests_source = dict(_instructor_tests(source))
-        release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
+        # the submission's language, read before its metadata is replaced: its messages, and its release
+        language = submission_language(nb.metadata)
+        released = language_release(Path(self.release_directory or root / "notebooks"), language)
+        release = released / assignment / f"{name}.ipynb"
+        if not release.exists():  # a language not released in this course: the English release's cells, by grade id
+            release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
         if not release.exists():  # (a course that grades from its source alone): the same cells, by the same names
             release = source
         # The graded notebook's own metadata is the instructor's, never the submission's: tools that open it
@@ -1323,6 +1356,7 @@ class Judge(NbGraderPreprocessor):
             budget_seconds=self.budget,
             memory_mb=self.memory_mb,
             assignment=assignment,
+            language=language,
         )
         REPORTS[(assignment, student, name)] = report
         return nb, resources

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import math
-from gettext import ngettext
+from heads_and_masks.i18n import _, ngettext, number
 
 from nbgrader.plugins import LateSubmissionPlugin
 from traitlets import Float
@@ -61,16 +61,17 @@ class CourseLatePolicy(LateSubmissionPlugin):
     def describe(self) -> str:
         """The policy in words, for the instructor's report, the student's feedback and the docs."""
         if self.share_per_day <= 0 or self.max_share <= 0:
-            return "A late submission loses no points; how late it came is shown."
+            return _("A late submission loses no points; how late it came is shown.")
         grace = ngettext(
-            "A submission up to {n} minute after the due date counts as on time. ",
-            "A submission up to {n} minutes after the due date counts as on time. ",
+            "A submission up to {n} minute after the due date counts as on time.",
+            "A submission up to {n} minutes after the due date counts as on time.",
             round(self.grace_minutes),
-        ).format(n=f"{self.grace_minutes:g}")
-        return (grace if self.grace_minutes > 0 else "") + (
-            f"After that, each day or part of a day late costs {self.share_per_day:.0%} of the assignment's "
-            f"points, up to {self.max_share:.0%} of them; a late penalty never takes more than the points earned."
-        )
+        ).format(n=number(self.grace_minutes, "g"))
+        cost = _(
+            "After that, each day or part of a day late costs {share} of the assignment's points, up to {most} "
+            "of them; a late penalty never takes more than the points earned."
+        ).format(share=f"{self.share_per_day:.0%}", most=f"{self.max_share:.0%}")
+        return f"{grace} {cost}" if self.grace_minutes > 0 else cost  # two sentences, each whole
 
 
 def course_policy(config) -> LateSubmissionPlugin:

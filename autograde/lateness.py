@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import zoneinfo
-from gettext import ngettext
+from heads_and_masks.i18n import _, ngettext, number
 
 DAY = 24 * 3600
 
@@ -30,7 +30,7 @@ EXAMPLE = "2026-12-10 17:00 Europe/Berlin"
 def parse_due(text: str) -> dt.datetime:
     """``"2026-12-10 17:00 Europe/Berlin"`` (a date, a time, a time zone) as a naive UTC time, as nbgrader
     keeps times. The zone is required: a bare time would be read as UTC, an hour or more off in most places."""
-    when, _, zone = text.strip().rpartition(" ")
+    when, _space, zone = text.strip().rpartition(" ")
     if not when or zone[:1].isdigit():  # "2026-12-10 17:00": the last word is the time, not a zone
         raise DueDateProblem(f"the due date {text!r} has no time zone: write it as {EXAMPLE!r}")
     try:
@@ -100,19 +100,24 @@ def how_late(seconds: float) -> str:
         ngettext("{n} minute", "{n} minutes", minutes).format(n=minutes) if minutes and not days else "",
     ]
     said = [unit for unit in units if unit][:2]
-    return " and ".join(said) if said else "0 minutes"
+    if len(said) == 2:
+        return _("{larger} and {smaller}").format(larger=said[0], smaller=said[1])
+    return said[0] if said else ngettext("{n} minute", "{n} minutes", 0).format(n=0)
 
 
 def late_sentence(lateness: Lateness) -> str:
     """What a late submission cost, in a whole sentence (empty when it was on time)."""
     if not lateness.late:
         return ""
-    if lateness.penalty > 0:
-        count = 1 if lateness.penalty == 1 else 2  # (plural rules count whole numbers: 0.6 points are "points")
-        taken = ngettext(
-            "the late policy took {points} point off.", "the late policy took {points} points off.", count
-        ).format(points=f"{lateness.penalty:g}")
-    else:
-        taken = "the late policy took no points off."
-    when = f"{how_late(lateness.seconds)} after the due date ({shown_time(lateness.due)})"
-    return f"This submission came {when}: {taken}"
+    late, due = how_late(lateness.seconds), shown_time(lateness.due)
+    if lateness.penalty <= 0:
+        return _("This submission came {late} after the due date ({due}): the late policy took no points off.").format(
+            late=late, due=due
+        )
+    # plural rules count whole numbers: 0.6 points are "points" (Russian: "0,6 балла", the form of 2)
+    count = 1 if lateness.penalty == 1 else 2
+    return ngettext(
+        "This submission came {late} after the due date ({due}): the late policy took {points} point off.",
+        "This submission came {late} after the due date ({due}): the late policy took {points} points off.",
+        count,
+    ).format(late=late, due=due, points=number(lateness.penalty, "g"))

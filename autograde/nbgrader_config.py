@@ -35,7 +35,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_S
 c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-from autograde.feedback_filter import HideHiddenTests, SayLate, SayPending  # noqa: E402
+from autograde.feedback_filter import HideHiddenTests, SayInLanguage, SayLate, SayPending  # noqa: E402
 from autograde.feedback_math import TypesetMath  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
 from autograde.sandbox import sandbox_available  # noqa: E402
@@ -84,6 +84,7 @@ c.LimitOutput.max_traceback = 100
 # Formulas are typeset into MathML as the page is made (autograde/feedback_math.py): the page loads no MathJax
 # from a CDN, and reads the same offline, from the file, or from JupyterLab's sandboxed /files/.
 c.GenerateFeedback.preprocessors = [
+    SayInLanguage,  # first: the page's words, in the language of the notebook the student submitted
     HideHiddenTests,
     GetGrades,
     SayPending,

@@ -27,7 +27,7 @@ import sys
 import time
 import uuid
 import zlib
-from gettext import ngettext
+from heads_and_masks.i18n import ngettext
 from pathlib import Path
 from typing import Callable
 
@@ -391,7 +391,7 @@ def run_jobs(
         "assignment": assignment,
         "gradebook": zlib.compress(snapshot_gradebook(course), 6),
         "source": _files(course.path("source", assignment=assignment)),
-        "release": _files(course.path("release", assignment=assignment)),
+        "releases": released_notebooks(course, assignment),
         "key": key,
         "submission_timeout": submission_timeout,
         "config": {
@@ -476,12 +476,12 @@ def run_jobs(
             )
         elif status == Status.INVALID:
             notes.append("nbgrader could not read the notebook: " + last_error_line(log))
-        _, pending, lateness = merge_into_gradebook(course, assignment, student, None, book)
+        _counts, pending, lateness = merge_into_gradebook(course, assignment, student, None, book)
         return status, {g: 0.0 for g in maxima}, notes, seconds, pending, lateness
 
     def job(student: str, last: bool) -> dict:
         folder = course.path("submitted", student, assignment)
-        files, _, _ = take_folder(folder)  # regular files only, read without following links (collect.py)
+        files, _notes, _newest = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
         return {
             "student": student,
@@ -515,6 +515,17 @@ def run_jobs(
             message, failure = None, f"{type(error).__name__}: {str(error)[:500]}"
         future.release()
         conclude(student, message, failure)
+
+
+def released_notebooks(course: Course, assignment: str) -> dict[str, dict[str, bytes]]:
+    """{language: {file name: bytes}} of every language the assignment is released in (English: notebooks/, Russian:
+    notebooks-ru/): a worker compares each submission with the release of its own language (judge.Judge)."""
+    from heads_and_masks import i18n
+
+    from .course import released_folder
+
+    folders = {language: released_folder(course, assignment, language) for language in sorted(i18n.course_languages())}
+    return {language: _files(folder) for language, folder in folders.items() if folder.is_dir()}
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -606,7 +617,7 @@ def scheduler_security(address: str, insecure: bool = False):
     from distributed.comm import parse_address
     from distributed.security import Security
 
-    scheme, _ = parse_address(address)
+    scheme, _rest = parse_address(address)
     security = Security()  # from dask's configuration
     if scheme == "tls":
         if not (security.tls_ca_file and security.tls_client_cert):

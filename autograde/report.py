@@ -8,7 +8,7 @@ whatever its status), and a warning on top when grading ran unsandboxed.
 
 from __future__ import annotations
 
-from gettext import ngettext
+from heads_and_masks.i18n import ngettext
 
 from .collect import printable
 from .course import Course, roster

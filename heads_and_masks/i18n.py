@@ -119,6 +119,11 @@ def _languages() -> set[str]:
     return {path.name for path in LOCALE.iterdir() if path.is_dir()} if LOCALE.is_dir() else set()
 
 
+def course_languages() -> set[str]:
+    """The languages the course speaks: English and every language the package has catalogs for."""
+    return {ENGLISH} | _languages()
+
+
 def _(message: str) -> str:
     """``message`` in the current language (the English text where there is no translation)."""
     current = language()
