@@ -32,9 +32,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
-from heads_and_masks.i18n import N_, _, ngettext, number, use_language
+from heads_and_masks.i18n import N_, ngettext, number, translated, use_language
 
-marked = _  # the lookup of a text marked N_(...) where it is defined (PAGE_TEXTS, the traits' defaults)
 
 BEGIN, END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -47,7 +46,7 @@ def split_hidden(source: str) -> tuple[str, list[str]]:
         stripped = line.strip()
         if stripped.startswith(BEGIN):
             inside = True
-            kept.append(line[: len(line) - len(line.lstrip())] + marked(HideHiddenTests.placeholder.default_value))
+            kept.append(line[: len(line) - len(line.lstrip())] + translated(HideHiddenTests.placeholder.default_value))
         elif stripped.startswith(END):
             inside = False
         elif inside:
@@ -109,7 +108,7 @@ class SayInLanguage(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         language = feedback_language(nb)
         with use_language(language):
-            texts = {name: marked(text) for name, text in PAGE_TEXTS.items()}
+            texts = {name: translated(text) for name, text in PAGE_TEXTS.items()}
         resources.setdefault("nbgrader", {}).update(language=language, texts=texts)
         return nb, resources
 
@@ -142,7 +141,7 @@ class HideHiddenTests(NbGraderPreprocessor):
             return text
         lines = text.split("\n")
         return "\n".join(
-            marked(self.redacted) if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
+            translated(self.redacted) if any(h in ANSI.sub("", line) for h in self._hidden) else line for line in lines
         )
 
     def preprocess_cell(self, cell, resources, index):

@@ -126,6 +126,10 @@ def course_languages() -> set[str]:
 
 def _(message: str) -> str:
     """``message`` in the current language (the English text where there is no translation)."""
+    return _lookup(message)
+
+
+def _lookup(message: str) -> str:
     current = language()
     if current == ENGLISH:
         return message
@@ -141,6 +145,13 @@ def N_(message: str) -> str:
     """Mark ``message`` for translation where it is defined (a table built at import), and leave it in
     English there: the code that shows it calls ``_(message)`` then, in the language of that moment."""
     return message
+
+
+def translated(marked: str) -> str:
+    """A text marked with ``N_`` where it was defined, in the current language now. (``_`` takes only a string
+    written in place, so that every sentence a translator sees is in the catalog; this is the one way to say a
+    marked text held in a variable.)"""
+    return _lookup(marked)
 
 
 def ngettext(singular: str, plural: str, count: int) -> str:
