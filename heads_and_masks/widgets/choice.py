@@ -172,21 +172,17 @@ _CSS = """
 @functools.cache
 def _choice_class():
     """Made on first use (in grading mode no widget is built, and anywidget is not imported)."""
-    import anywidget
     import traitlets
 
-    class ToggleButtons(anywidget.AnyWidget):
+    from heads_and_masks.widgets.positions import positions_class
+
+    class ToggleButtons(positions_class()):
         """One of ``options`` (values, or (text, value) pairs), chosen from a named group of buttons."""
 
         _esm = _ESM
         _css = _CSS
-        description = traitlets.Unicode("").tag(sync=True)
-        labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        index = traitlets.Int(0).tag(sync=True)
-        disabled = traitlets.Bool(False).tag(sync=True)
         button_width = traitlets.Unicode("").tag(sync=True)
         options = traitlets.List()
-        value = traitlets.Any()  # the value at ``index`` (Python only)
 
         def __init__(self, options, value, description: str = "", button_width: str = ""):
             super().__init__(description=description, button_width=button_width)
@@ -214,9 +210,6 @@ def _choice_class():
         def _an_option(self, proposal):
             self._position(proposal["value"])  # refused before it is taken
             return proposal["value"]
-
-        def _index_moved(self, change) -> None:
-            self.value = self.positions[change["new"]]
 
         def _value_set(self, change) -> None:
             self.index = self._position(change["new"])

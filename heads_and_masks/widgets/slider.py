@@ -87,19 +87,15 @@ def _decimals(step: float) -> int:
 @functools.cache
 def _classes():
     """The slider classes, made on first use (in grading mode no widget is built, and anywidget is not imported)."""
-    import anywidget
     import traitlets
 
-    class Slider(anywidget.AnyWidget):
+    from heads_and_masks.widgets.positions import positions_class
+
+    class Slider(positions_class()):
         """Positions 0 … k − 1 in the browser, ``positions[i]`` in Python; ``labels[i]`` is what is shown and read."""
 
         _esm = _ESM
         _css = _CSS
-        description = traitlets.Unicode("").tag(sync=True)
-        labels = traitlets.List(traitlets.Unicode()).tag(sync=True)
-        index = traitlets.Int(0).tag(sync=True)
-        disabled = traitlets.Bool(False).tag(sync=True)
-        value = traitlets.Any()  # the value at ``index`` (Python only)
 
         def __init__(self, value, description: str = "", **traits):
             super().__init__(description=description, **traits)
@@ -132,9 +128,6 @@ def _classes():
             one that is no option at all is refused before it is taken."""
             positions = getattr(self, "positions", None)
             return positions[self._nearest(proposal["value"])] if positions else proposal["value"]
-
-        def _index_moved(self, change) -> None:
-            self.value = self.positions[change["new"]]
 
         def _value_set(self, change) -> None:
             self.index = self._nearest(change["new"])
