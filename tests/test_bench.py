@@ -97,9 +97,11 @@ def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone()
         shared = machine_capacity(2, seconds=0.25)
     finally:
         os.sched_setaffinity(0, cores)
-    assert 0.75 <= shared <= 1.25, f"two processes on one core did {shared:.2f} cores' worth of work"
+    # The bounds tell one core's worth from two (what a wrong measure gives) with room for a shared machine's noise:
+    # the medians of 3 rounds still moved by 0.35 on a loaded machine
+    assert 0.6 <= shared <= 1.5, f"two processes on one core did {shared:.2f} cores' worth of work"
     alone = machine_capacity(1, seconds=0.25)
-    assert 0.75 <= alone <= 1.25, f"one process did {alone:.2f} cores' worth of its own work"
+    assert 0.6 <= alone <= 1.5, f"one process did {alone:.2f} cores' worth of its own work"
 
 
 def _repository_with(tmp_path, monkeypatch, benchmarks: str, readme_block: str, around=("", "")):

@@ -22,7 +22,7 @@ from autograde.course import is_test
 from autograde.export import exercise_of
 from autograde.inspection import compare_with_release
 from autograde.collect import default_zip_regexp
-from autograde.feedback_filter import HideHiddenTests, split_hidden
+from autograde.feedback_filter import HideHiddenTests, SayInLanguage, split_hidden
 from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
 
 LAUNCHER = REPO / "autograde" / "kernel_launch.py"
@@ -110,7 +110,9 @@ def test_course_config_puts_the_judge_in_place_of_execute():
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "autograde")).load_config()
     steps = config.Autograde.autograde_preprocessors
     assert steps[0] is Judge and not any(getattr(s, "__name__", "") == "Execute" for s in steps)
-    assert config.GenerateFeedback.preprocessors[0] is HideHiddenTests
+    # the feedback's language first (the placeholder of a hidden test is said in it), then the hidden tests go,
+    # before any step that renders the page
+    assert config.GenerateFeedback.preprocessors[:2] == [SayInLanguage, HideHiddenTests]
     assert config.OverwriteCells.add_missing_cells is True
 
 
