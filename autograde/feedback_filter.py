@@ -77,7 +77,7 @@ def pending_sentence(answers: int, points: float) -> str:
         "{n} written answers ({points} points) are not graded yet: your teacher reads them and gives their "
         "points later, so this score counts them as 0 for now.",
         answers,
-    ).format(n=answers, points=number(points, "g"))
+    ).format(n=answers, points=number(points, ".1f"))  # as the page shows every score: 2.0
 
 
 # The feedback page's own words (templates/feedback/index.html.j2 shows ``resources.nbgrader.texts.<name>``),
