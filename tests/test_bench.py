@@ -6,6 +6,7 @@ checks its own targets and exits non-zero on a miss.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -86,22 +87,33 @@ def test_a_class_sized_run_gives_every_worker_the_same_share():
     assert class_size(1.0, 29.0, 6, 1) == 29  # one worker: nothing to share
 
 
+def _nearest_to_one_core(measure, attempts: int = 3) -> float:
+    """The measurement nearest one core's worth among up to ``attempts`` (stopping at the first within a quarter
+    of it). A burst of the host's other work moves one measurement (the medians of 3 rounds moved by 0.4 on a
+    loaded CI machine); a wrong measure is wrong every time."""
+    measured = []
+    for _attempt in range(attempts):
+        measured.append(measure())
+        if 0.8 <= measured[-1] <= 1.25:
+            break
+    return min(measured, key=lambda ratio: abs(math.log(ratio)))
+
+
 def test_the_machines_capacity_is_the_work_of_processes_at_once_over_one_alone():
     """The ceiling's measure of the machine: pinned to one core, two processes do one core's worth of work
-    (each half of it), however many cores the machine has; one process is one core's worth."""
+    (each half of it), however many cores the machine has; one process is one core's worth. A measure that
+    ran them one after the other would say 2, one that averaged them would say 0.5: the bounds lie between."""
     from autograde.throughput import machine_capacity
 
     cores = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {min(cores)})  # this process and the ones it starts: one core
-        shared = machine_capacity(2, seconds=0.25)
+        shared = _nearest_to_one_core(lambda: machine_capacity(2, seconds=0.25))
     finally:
         os.sched_setaffinity(0, cores)
-    # The bounds tell one core's worth from two (what a wrong measure gives) with room for a shared machine's noise:
-    # the medians of 3 rounds still moved by 0.35 on a loaded machine
-    assert 0.6 <= shared <= 1.5, f"two processes on one core did {shared:.2f} cores' worth of work"
-    alone = machine_capacity(1, seconds=0.25)
-    assert 0.6 <= alone <= 1.5, f"one process did {alone:.2f} cores' worth of its own work"
+    assert 0.71 <= shared <= 1.41, f"two processes on one core did {shared:.2f} cores' worth of work"
+    alone = _nearest_to_one_core(lambda: machine_capacity(1, seconds=0.25))
+    assert 0.71 <= alone <= 1.41, f"one process did {alone:.2f} cores' worth of its own work"
 
 
 def _repository_with(tmp_path, monkeypatch, benchmarks: str, readme_block: str, around=("", "")):

@@ -134,13 +134,14 @@ def _with_a_metadata_bomb(notebook: nbformat.NotebookNode) -> bytes:
 
 
 def _in_russian() -> nbformat.NotebookNode:
-    """The Russian edition's notebook, its answers from the Russian solutions: a learner who worked in Russian
-    (``make lab LANG=ru``) and hands in to the course's English release."""
+    """The Russian edition's notebook, its answers (code and written) from the Russian solutions: a learner who
+    worked in Russian (``make lab LANG=ru``) and hands in to the course's English release. A written answer left
+    as the Russian release has it is unanswered (nbgrader gives it 0, no person needs to read it)."""
     notebook = student_notebook(A, language="ru")
     answers = {
         c.metadata["nbgrader"]["grade_id"]: c.source
         for c in solution_notebook(A, language="ru").cells
-        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+        if c.metadata.get("nbgrader", {}).get("solution")
     }
     for cell in notebook.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
