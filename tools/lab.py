@@ -225,8 +225,21 @@ def open_in_browser(url: str, runtime: Path) -> None:
         print("No web browser found here: open the URL above in one.")
 
 
+def refuse_a_gradebook_password() -> None:
+    """Stop, as the grading commands do, when the gradebook's URL (``make instructor-lab DB=...``) holds a
+    password: every user of the machine reads it in the command's line while it runs (autograde/course.py)."""
+    from autograde.course import PasswordInURL, configured_gradebook_url, without_password
+
+    try:
+        without_password(configured_gradebook_url())
+    except PasswordInURL as refused:  # said before the formgrader connects
+        raise SystemExit(f"error: {refused}") from None
+
+
 def main(arguments: list[str]) -> int:
     instructor = "--instructor" in arguments
+    if instructor:
+        refuse_a_gradebook_password()
     extra = [a for a in arguments if a != "--instructor"]
     requested = ""
     if "--language" in extra:  # --language VALUE (make passes $(LANG), which may be empty)
