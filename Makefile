@@ -44,12 +44,18 @@ ENV_PROBLEM = $(shell \
   else echo "There is no $(PYTHON) to make the environment with: install Python 3.11, or name one (make env PYTHON=/path/to/python3.11)"; \
   fi 2>&1)
 
+# The environment is made readable by every user, whatever the caller's umask: a grading kernel runs as a uid
+# of its own (docs/security.md), and under an instructor's umask 077 it could not read its Python ("the kernel
+# died before it answered"). `umask 022;` sets it for that line's shell alone: the caller keeps its own.
+READABLE := umask 022;
+
 # A venv left half-made (no pip in it) is made again.
 $(STAMP): pyproject.toml requirements.lock
 	$(if $(ENV_PROBLEM),$(error $(ENV_PROBLEM)))
 	@$(BIN)/python -m pip --version >/dev/null 2>&1 || \
-	  { echo "Creating the environment in $(VENV) with $(PYTHON) (about two minutes, once)"; $(PYTHON) -m venv $(VENV); }
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
+	  { echo "Creating the environment in $(VENV) with $(PYTHON) (about two minutes, once)"; \
+	    $(READABLE) $(PYTHON) -m venv $(VENV); }
+	$(READABLE) $(BIN)/python -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[test]'
 	@touch $@
 
 # LANG=ru (or a Russian locale in the environment): the course in Russian, JupyterLab too (tools/lab.py)
@@ -73,7 +79,7 @@ bench: $(STAMP)
 
 # Optional: PyTorch beside the course's packages, so `make bench` also compares with its causal SDPA.
 bench-torch: $(STAMP)
-	$(BIN)/python -m pip install --disable-pip-version-check -r requirements-bench.txt
+	$(READABLE) $(BIN)/python -m pip install --disable-pip-version-check -r requirements-bench.txt
 
 # For instructors (docs/instructors.md). ASSIGNMENT=00_start_here; SOURCE=exchange, a .zip from the
 # LMS, or a folder <student>/<assignment>/...; the exchange is nbgrader's Exchange.root (its configuration,

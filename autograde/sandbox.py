@@ -41,6 +41,7 @@ import itertools
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -397,7 +398,8 @@ PRIVATE_FOLDERS = ("/tmp", "/dev/shm")
 
 
 class HiddenFromKernels(RuntimeError):
-    """What a grading kernel must see (its Python, the course) lies where every kernel sees an empty folder."""
+    """What a grading kernel must see (its Python, the course) lies where every kernel sees an empty folder, or
+    is unreadable by the uid of its own it runs as."""
 
 
 def forked_kernels() -> bool:
@@ -409,7 +411,8 @@ def check_kernels_can_see_the_course() -> None:
     """Raise HiddenFromKernels, saying what to do, when the Python environment or the course itself lies
     under a folder each forked kernel gets empty of its own: every kernel would die as it started, and
     every student would be graded "kernel died" with no word of why."""
-    hidden = _hidden_from_kernels(tuple(python_paths()), REPO)
+    environment = tuple(python_paths())
+    hidden = _hidden_from_kernels(environment, REPO) or _unreadable_by_kernels(environment, kernel_reads())
     if hidden:
         raise HiddenFromKernels(hidden)
 
@@ -426,6 +429,36 @@ def _hidden_from_kernels(environment: tuple[Path, ...], course: Path) -> str | N
                         f"{needed} is under {folder}, which each grading kernel sees empty: no kernel could find "
                         f"{what}. Move the course and its environment elsewhere (home, /srv, /opt), grade again"
                     )
+    return None
+
+
+def kernel_reads() -> tuple[Path, ...]:
+    """Files every kernel reads from its Python: the interpreter (as named, and the file it is), the standard
+    library, ipykernel and numpy."""
+    import importlib.util
+
+    read = [Path(sys.executable), Path(os.path.realpath(sys.executable)), Path(os.__file__)]
+    return (*read, *(Path(importlib.util.find_spec(module).origin) for module in ("ipykernel", "numpy")))
+
+
+def _unreadable_by_kernels(environment: tuple[Path, ...], read: tuple[Path, ...]) -> str | None:
+    """Why a kernel, a uid of its own that only the modes' "others" bits let in, could not ``read`` its Python in
+    ``environment`` (None: it can), from those files and the folders down to each (a few dozen stats).
+    An environment made under an instructor's umask 077 fails at the first (a walk of all of it, some 90,000
+    files, would take seconds)."""
+    for file in read:
+        around = next((root for root in environment if {root, root.resolve()} & set(file.parents)), None)
+        if around is None:  # in /usr: the system's, not ours to judge
+            continue
+        # the folders from the environment down to the file (those above it are bubblewrap's, 0755)
+        folders = [folder for folder in file.parents if {around, around.resolve()} & {folder, *folder.parents}]
+        for path, needs in [(file, stat.S_IROTH), *((folder, stat.S_IROTH | stat.S_IXOTH) for folder in folders)]:
+            mode = path.stat().st_mode
+            if mode & needs != needs:
+                return (  # short: a student's note keeps 200 characters of it
+                    f"{around} is not readable by other users ({path.name}: mode {stat.S_IMODE(mode):o}), and each "
+                    f"grading kernel runs as a user of its own: chmod -R a+rX {around}, then grade again"
+                )
     return None
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 from course import REPO
 
+# tools/lab.py and what it imports from beside it (the languages of the course: tools/translations.py)
+LAB_TOOLS = ("lab.py", "translations.py")
 # The PATH of a shell that knows nothing of the course's environment: lab.py must add it for the terminals.
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -40,7 +42,8 @@ def free_port() -> int:
 def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
     """What `make lab` needs; the instructor's lab also needs the source and the course's nbgrader config."""
     (destination / "tools").mkdir(parents=True)
-    shutil.copy(REPO / "tools" / "lab.py", destination / "tools" / "lab.py")
+    for tool in LAB_TOOLS:
+        shutil.copy(REPO / "tools" / tool, destination / "tools" / tool)
     for config in (REPO / "tools").glob("lab_config*"):  # lab_config_<language>: JupyterLab in that language
         shutil.copytree(config, destination / "tools" / config.name)
     for released in REPO.glob("notebooks*"):  # notebooks-<language>: the course in another language
@@ -61,7 +64,8 @@ def instructor_lab_around(root: Path) -> None:
     tools/lab.py with its configuration and the instructor's formgrader data, pyproject.toml, and autograde's
     modules and templates (the course's nbgrader_config.py and its feedback page)."""
     (root / "tools").mkdir(exist_ok=True)
-    shutil.copy(REPO / "tools" / "lab.py", root / "tools" / "lab.py")
+    for tool in LAB_TOOLS:
+        shutil.copy(REPO / "tools" / tool, root / "tools" / tool)
     shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
     shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")

@@ -396,24 +396,29 @@ def test_the_database_setting_reaches_every_reader_of_the_gradebook(monkeypatch)
     )
 
 
-@pytest.mark.parametrize("given", ["--db", "DB="])
+@pytest.mark.parametrize("given", ["--db", "DB=", "instructor-lab DB="])
 def test_a_gradebook_url_holding_its_password_is_refused(given, tmp_path):
     """Red team: every user of the machine reads every process's command line (/proc/PID/cmdline), students on
     the class's hub included, so ``make grade DB=postgresql+psycopg://heads_grader:PASSWORD@...`` (or ``--db``)
     showed the shared gradebook's password to the class for as long as the run lasted. The grading commands now
-    refuse such a URL before anything connects, and say where the password goes; nothing echoes it."""
+    refuse such a URL before anything connects, and say where the password goes; nothing echoes it. So does
+    ``make instructor-lab DB=...`` (tools/lab.py), before its formgrader connects."""
     import subprocess
     import sys
 
     password = "hunter2-" + os.urandom(4).hex()
     url = f"postgresql+psycopg://heads_grader:{password}@127.0.0.1:5432/heads_and_masks"
-    command = [sys.executable, "-m", "autograde.grade", "--root", str(tmp_path)]
+    grade = [sys.executable, "-m", "autograde.grade", "--root", str(tmp_path)]
     env = {k: v for k, v in os.environ.items() if k != GRADEBOOK_URL_VARIABLE}
     if given == "--db":
-        command += ["--db", url]
+        command = [*grade, "--db", url, "export"]
     else:  # what make's DB= sets
         env[GRADEBOOK_URL_VARIABLE] = url
-    ran = subprocess.run([*command, "export"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        command = [*grade, "export"]
+    if given == "instructor-lab DB=":
+        # --version: were the URL let through, JupyterLab would print its version and stop, not serve
+        command = [sys.executable, str(REPO / "tools" / "lab.py"), "--instructor", "--version"]
+    ran = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode != 0, f"the command ran with a password in its URL:\n{ran.stdout}{ran.stderr}"
     assert "holds a password" in ran.stderr and "~/.pgpass" in ran.stderr, ran.stderr
     assert password not in ran.stdout + ran.stderr

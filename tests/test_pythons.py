@@ -106,6 +106,41 @@ def test_make_env_names_a_missing_python(tmp_path):
     assert not (tmp_path / "venv").exists()
 
 
+# A stand-in python3 for `make env` that makes nothing but writes down, for each step it is asked to do, the
+# umask it was asked under: `-m venv DIR` (it puts itself in DIR/bin/python, as the venv's python) and the
+# venv's `-m pip install`. The check (tools/check_python.py) it runs as the interpreter it is.
+_RECORDING = """#!{python}
+import os, runpy, shutil, sys
+umask = os.umask(0)
+os.umask(umask)
+if sys.argv[1:2] == ["tools/check_python.py"]:
+    sys.argv = sys.argv[1:]
+    runpy.run_path(sys.argv[0], run_name="__main__")
+with open({asked!r}, "a") as asked:
+    asked.write("%s %03o\\n" % (" ".join(sys.argv[1:3]), umask))
+if sys.argv[1:3] == ["-m", "venv"]:
+    os.makedirs(os.path.join(sys.argv[3], "bin"))
+    shutil.copy(sys.argv[0], os.path.join(sys.argv[3], "bin", "python"))
+"""
+
+
+def test_make_env_makes_an_environment_others_can_read_under_an_instructors_umask_077(tmp_path):
+    """A grading kernel runs as a uid of its own: an environment made under umask 077 is the instructor's alone,
+    and every kernel dies before it answers. `make env` makes and fills it under umask 022, whatever the caller's."""
+    asked = tmp_path / "asked"
+    python = tmp_path / "python3"
+    python.write_text(_RECORDING.format(python=sys.executable, asked=str(asked)))
+    python.chmod(0o755)
+    callers = os.umask(0o077)  # make and its shells inherit it
+    try:
+        run = _make("env", f"PYTHON={python}", f"VENV={tmp_path / 'venv'}", timeout=60)
+    finally:
+        os.umask(callers)
+    assert run.returncode == 0, run.stdout + run.stderr
+    steps = asked.read_text().splitlines()
+    assert steps == ["-m venv 022", "-m pip 022"], f"the steps of make env and their umasks: {steps}"
+
+
 def _debian_environment() -> Path:
     """The second environment, made with Debian's own Python by `make env` (or found up to date)."""
     if not DEBIAN_PYTHON.exists():

@@ -10,6 +10,7 @@ import pytest
 from course import REPO, solution_notebook, student_notebook
 
 sys.path[:0] = [str(REPO / "tools")]
+import lab  # noqa: E402
 import translations  # noqa: E402
 from build_notebooks import assignments, read_source  # noqa: E402
 
@@ -155,3 +156,15 @@ def test_each_language_has_the_same_code_cells_grade_ids_and_points(language, ve
             if cell.cell_type == "markdown" and cell.source != a.source
         ]
         assert changed, f"{name}: no markdown cell is translated"
+
+
+def test_the_lab_opens_the_languages_of_translations_and_names_them_for_an_unknown_one(monkeypatch):
+    """`make lab LANG=...` knows the course's languages from translations.LANGUAGES alone (it had a copy of its
+    own), and for a language the course is not built in it says so and lists those there are."""
+    assert lab.course_language("ru_RU.UTF-8") == "ru" and lab.course_language("xx") is None
+    assert lab.unknown_language_note("en_US.UTF-8") is None and lab.unknown_language_note("C.UTF-8") is None
+    assert lab.unknown_language_note("ru") is None
+    monkeypatch.setitem(translations.LANGUAGES, "eo", "Esperanto")  # a language added where the build adds it
+    note = lab.unknown_language_note("xx")
+    assert note is not None and "'xx'" in note and "English" in note
+    assert "Russian (LANG=ru)" in note and "Esperanto (LANG=eo)" in note, note

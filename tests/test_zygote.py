@@ -225,6 +225,29 @@ def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monk
     assert not (tmp_path / "course" / "autograde" / "results").exists(), "something was graded"
 
 
+def test_an_environment_made_under_umask_077_is_refused_with_what_to_do(monkeypatch, tmp_path):
+    """An instructor whose umask is 077 made the environment before `make env` set its own: it is theirs alone,
+    and no kernel, a uid of its own, could start Python in it ("the kernel died before it answered"). Refused
+    before anything is graded (grade.py says it in one line), with the command that mends it."""
+    environment = tmp_path / "venv"
+    numpy = environment / "lib" / "python3.11" / "site-packages" / "numpy" / "__init__.py"
+    callers = os.umask(0o077)
+    try:
+        numpy.parent.mkdir(parents=True)
+        numpy.write_text("")
+    finally:
+        os.umask(callers)
+    monkeypatch.setattr(sandbox, "python_paths", lambda: [environment])
+    monkeypatch.setattr(sandbox, "kernel_reads", lambda: (numpy,))
+    monkeypatch.setattr(sandbox, "PRIVATE_FOLDERS", ("/dev/shm",))  # tmp_path is in /tmp: not this test's matter
+    unreadable = r"venv is not readable by other users \(__init__.py: mode 600\)"
+    with pytest.raises(sandbox.HiddenFromKernels, match=unreadable) as refused:
+        sandbox.check_kernels_can_see_the_course()
+    assert f"chmod -R a+rX {environment}, then grade again" in str(refused.value)
+    subprocess.run(["chmod", "-R", "a+rX", str(environment)], check=True)  # what it says to do
+    sandbox.check_kernels_can_see_the_course()
+
+
 def test_the_socket_folders_base_has_one_mode_whoever_made_it_first():
     """The folder of the kernels' socket folders is 0755 whether a grading command made it first (it runs under
     umask 077: 0700) or a library caller (0755): what a local user may list does not depend on the order."""

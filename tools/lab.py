@@ -17,7 +17,8 @@ environment's ``bin/`` on their PATH, so ``nbgrader validate`` works there too.
 speaks Russian gets the Russian course): the course's Russian notebooks (``notebooks-ru/``), copied into
 ``my-work/ru/``, and JupyterLab itself in Russian (its language pack, as the lab's default language: a
 language chosen in JupyterLab's Settings menu still wins). A language the course is not built in gives
-the English course.
+the English course, with a line that says so and names the languages it is built in (``tools/translations.py``'s
+``LANGUAGES``, the one list of them).
 
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
 run from ``autograde/`` so that they use the course's configuration (docs/instructors.md). Its
@@ -36,11 +37,11 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from translations import LANGUAGES  # the languages the course is built in besides English (tools/, beside us)
+
 REPO = Path(__file__).resolve().parents[1]
 WORK = "my-work"
 LAB_CONFIG = Path(__file__).resolve().parent / "lab_config"
-# JupyterLab's display language for each language of the course (its language packs' locales)
-LAB_LOCALES = {"ru": "ru_RU"}
 # the instructor's: nbconvert templates for the formgrader (MathJax from this server, not a CDN)
 INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
 # The instructor's lab keeps its layout here, apart from the learner's (JupyterLab's workspaces folder, by
@@ -58,11 +59,33 @@ def copy_assignment(source: Path, target: Path) -> None:
     tell_notebooks_their_kernel(target)
 
 
+def language_code(requested: str) -> str:
+    """The language of ``requested`` ("ru", "ru-RU", a locale such as "ru_RU.UTF-8"): "ru"; "" for nothing."""
+    return requested.strip().replace("-", "_").split("_")[0].split(".")[0].lower()
+
+
 def course_language(requested: str) -> str | None:
-    """The language of the course to open for ``requested`` ("ru", "ru-RU", a locale such as "ru_RU.UTF-8"):
-    one the course is built in (a ``notebooks-<language>/`` folder), else None: English."""
-    code = requested.strip().replace("-", "_").split("_")[0].split(".")[0].lower()
-    return code if code and code in LAB_LOCALES and (REPO / f"notebooks-{code}").is_dir() else None
+    """The language of the course to open for ``requested``: one the course is built in (in ``LANGUAGES``, with
+    its ``notebooks-<language>/`` folder), else None: English."""
+    code = language_code(requested)
+    return code if code in LANGUAGES and (REPO / f"notebooks-{code}").is_dir() else None
+
+
+# What a locale says when it names no language at all, or English: the English course, without a word about it.
+ENGLISH_LOCALES = {"", "en", "c", "posix"}
+
+
+def unknown_language_note(requested: str) -> str | None:
+    """A line for a ``requested`` language the course is not built in (``make lab LANG=de``, or a German
+    locale): the course opens in English, and these are the languages there are. None when there is nothing
+    to say."""
+    if language_code(requested) in ENGLISH_LOCALES or course_language(requested) is not None:
+        return None
+    there_are = ", ".join(f"{name} (LANG={code})" for code, name in sorted(LANGUAGES.items()))
+    return (
+        f"The course is not built in the language {requested!r}, so it opens in English (LANG=en). "
+        f"Besides English, it is built in: {there_are}."
+    )
 
 
 def work_folder(language: str | None) -> str:
@@ -202,8 +225,21 @@ def open_in_browser(url: str, runtime: Path) -> None:
         print("No web browser found here: open the URL above in one.")
 
 
+def refuse_a_gradebook_password() -> None:
+    """Stop, as the grading commands do, when the gradebook's URL (``make instructor-lab DB=...``) holds a
+    password: every user of the machine reads it in the command's line while it runs (autograde/course.py)."""
+    from autograde.course import PasswordInURL, configured_gradebook_url, without_password
+
+    try:
+        without_password(configured_gradebook_url())
+    except PasswordInURL as refused:  # said before the formgrader connects
+        raise SystemExit(f"error: {refused}") from None
+
+
 def main(arguments: list[str]) -> int:
     instructor = "--instructor" in arguments
+    if instructor:
+        refuse_a_gradebook_password()
     extra = [a for a in arguments if a != "--instructor"]
     requested = ""
     if "--language" in extra:  # --language VALUE (make passes $(LANG), which may be empty)
@@ -211,6 +247,9 @@ def main(arguments: list[str]) -> int:
         requested = extra[at + 1] if at + 1 < len(extra) else ""
         del extra[at : at + 2]
     language = None if instructor else course_language(requested)
+    note = None if instructor else unknown_language_note(requested)
+    if note:
+        print(note)
     work = work_folder(language)
     if not instructor:
         copied = copy_missing_notebooks(REPO / work, language)

@@ -199,13 +199,18 @@ def update(language: str, notebook, name: str) -> tuple[int, int]:
         else:
             template.add(text, locations=[(cell_id, 0)])
     catalog = read_catalog(language, name)
+    entries = write_updated(catalog, template, catalog_path(language, name))
+    return len(entries), sum(1 for m in entries if translation_of(catalog, m.id) is None)
+
+
+def write_updated(catalog: Catalog, template: Catalog, path: Path) -> list:
+    """``catalog`` brought in step with ``template`` (msgmerge's way: a changed text keeps its old translation,
+    marked fuzzy) and written to ``path``; its entries (the header left out)."""
     catalog.update(template, no_fuzzy_matching=False, update_header_comment=False, update_creation_date=False)
-    path = catalog_path(language, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb") as file:
         write_po(file, catalog, width=0, include_lineno=False, sort_output=False)
-    entries = [m for m in catalog if m.id]
-    return len(entries), sum(1 for m in entries if translation_of(catalog, m.id) is None)
+    return [m for m in catalog if m.id]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,12 +293,7 @@ def update_messages(language: str) -> list[tuple[str, int, int]]:
     counts = []
     for area, template in code_messages().items():
         catalog = read_message_catalog(language, area)
-        catalog.update(template, no_fuzzy_matching=False, update_header_comment=False, update_creation_date=False)
-        path = message_catalog_path(language, area)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("wb") as file:
-            write_po(file, catalog, width=0, include_lineno=False, sort_output=False)
-        entries = [m for m in catalog if m.id]
+        entries = write_updated(catalog, template, message_catalog_path(language, area))
         counts.append((area, len(entries), sum(1 for m in entries if not message_translated(m))))
     return counts
 
