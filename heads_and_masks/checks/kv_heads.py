@@ -7,11 +7,12 @@ import numpy as np
 from ..attention import attention as reference_attention
 from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
+from ..i18n import N_, _, ngettext, number, translated
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, expect_shape, is_close, plain_array, sentence
 
 
-_SHAPE_HINT = (
+_SHAPE_HINT = N_(
     "Query head i reads KV head i // (h // g): each KV head is repeated h // g times "
     "(the group size, not g), along the heads axis (axis 1), so k and v get h heads like q."
 )
@@ -29,7 +30,7 @@ def _wrong_gqa(q, k, v, mask):
     heads = np.arange(h)
     yield (
         _with_kv_heads(q, k, v, mask, heads % g),
-        (
+        _(
             "query head i got KV head i % g: the KV heads were tiled (np.tile, or a reshape to (b, h // g, g, ...)) "
             "instead of repeated (np.repeat, a reshape to (b, g, h // g, ...)). Consecutive query heads share a KV "
             "head: head i must read KV head i // (h // g)."
@@ -38,7 +39,7 @@ def _wrong_gqa(q, k, v, mask):
     )
     yield (
         _with_kv_heads(q, k, v, mask, np.zeros(h, int)),
-        (
+        _(
             "every query head read KV head 0: the other KV heads were never used. Head i must read KV head "
             "i // (h // g)."
         ),
@@ -46,20 +47,20 @@ def _wrong_gqa(q, k, v, mask):
     )
     yield (
         _with_kv_heads(q, k, v, mask, np.full(h, g - 1)),
-        "every query head read the last KV head.",
+        _("every query head read the last KV head."),
         "kv_heads.one_kv_head_used",
     )
     right = heads // (h // g)
     d = q.shape[-1]
     # the reference divides by sqrt(d): scaling q changes what the scores are divided by
-    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), "the scores are not divided by sqrt(d).", "scale.missing"
+    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), _("the scores are not divided by sqrt(d)."), "scale.missing"
     yield (
         _with_kv_heads(q / np.sqrt(h), k, v, mask, right),
-        ("the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."),
+        _("the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."),
         "scale.width_not_head_size",
     )
     if mask is not None:
-        yield _with_kv_heads(q, k, v, None, right), "the mask is ignored.", "mask.ignored"
+        yield _with_kv_heads(q, k, v, None, right), _("the mask is ignored."), "mask.ignored"
 
 
 def _with_g_squared_heads(gqa, q, k, v, mask) -> str | None:
@@ -77,7 +78,7 @@ def _with_g_squared_heads(gqa, q, k, v, mask) -> str | None:
     q_g2 = q[:, heads]  # (b, g·g, n_q, d)
     mask_g2 = mask[:, heads] if mask is not None and mask.ndim == 4 and mask.shape[1] == h > 1 else mask
     args = (q_g2, k, v) if mask is None else (q_g2, k, v, mask_g2)
-    what = f"grouped_query_attention with h = {g * g} query heads and g = {g} KV heads"
+    what = _("grouped_query_attention with h = {h} query heads and g = {g} KV heads").format(h=g * g, g=g)
     try:
         out = plain_array(call(gqa, *args, what=what), what=what)
     except CheckFailed:
@@ -91,7 +92,8 @@ def _with_g_squared_heads(gqa, q, k, v, mask) -> str | None:
 def _probe(gqa, q, k, v, mask, label):
     __tracebackhide__ = True
     args = (q, k, v) if mask is None else (q, k, v, mask)
-    what = f"grouped_query_attention(q, k, v{', mask' if mask is not None else ''}) {label}"
+    call_text = "grouped_query_attention(q, k, v, mask)" if mask is not None else "grouped_query_attention(q, k, v)"
+    what = f"{call_text} {label}"  # the call stays code; the label is a translated phrase
     try:
         out = plain_array(call(gqa, *args, what=what, allow_warnings=False), what=what)
     except CheckFailed as error:
@@ -100,27 +102,35 @@ def _probe(gqa, q, k, v, mask, label):
         found = _with_g_squared_heads(gqa, q, k, v, mask) if " raised " in message else None
         if found == "repeated":
             fail(
-                f"{sentence(message)} k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
-                f"g = {g} times (the number of KV heads) instead of h // g = {h // g} times (the group size), "
-                f"which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query heads, where "
-                f"h // g = g, your function matches the reference. Query head i reads KV head i // (h // g): "
-                "np.repeat(k, h // g, axis=1).",
+                sentence(message)
+                + " "
+                + _(
+                    "k and v must get h = {h} heads, like q. Likely cause: each KV head was repeated "
+                    "g = {g} times (the number of KV heads) instead of h // g = {group} times (the group size), "
+                    "which gives g · g = {g2} KV heads for {h} query heads. With h = {g2} query heads, where "
+                    "h // g = g, your function matches the reference. Query head i reads KV head i // (h // g): "
+                    "np.repeat(k, h // g, axis=1)."
+                ).format(h=h, g=g, group=h // g, g2=g * g),
                 "kv_heads.repeated_g_times",
             )
         if found == "tiled":
             fail(
-                f"{sentence(message)} k and v must get h = {h} heads, like q. Likely cause: the KV heads were tiled g = {g} "
-                f"times (np.tile: the number of KV heads) instead of each repeated h // g = {h // g} times (the "
-                f"group size), which gives g · g = {g * g} KV heads for {h} query heads. With h = {g * g} query "
-                "heads your function runs, but query head i reads KV head i % g: tiled, where consecutive query "
-                "heads must share a KV head. Query head i reads KV head i // (h // g): np.repeat(k, h // g, axis=1).",
+                sentence(message)
+                + " "
+                + _(
+                    "k and v must get h = {h} heads, like q. Likely cause: the KV heads were tiled g = {g} "
+                    "times (np.tile: the number of KV heads) instead of each repeated h // g = {group} times (the "
+                    "group size), which gives g · g = {g2} KV heads for {h} query heads. With h = {g2} query "
+                    "heads your function runs, but query head i reads KV head i % g: tiled, where consecutive query "
+                    "heads must share a KV head. Query head i reads KV head i // (h // g): np.repeat(k, h // g, axis=1)."
+                ).format(h=h, g=g, group=h // g, g2=g * g),
                 "kv_heads.repeated_g_times",
             )
         if " raised " in message:
-            message += " " + _SHAPE_HINT
+            message += " " + translated(_SHAPE_HINT)
             if mask is not None and mask.ndim == 4:
-                message += (
-                    " A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
+                message += " " + _(
+                    "A mask of shape (b, 1, n, n) or (b, h, n, n) belongs to the query heads: "
                     "broadcast it to (b, h, n, n) before you group the query heads as (b, g, h // g, n, n)."
                 )
                 misconception = misconception or "kv_heads.mask_not_broadcast"
@@ -130,9 +140,9 @@ def _probe(gqa, q, k, v, mask, label):
         out,
         expected.shape,
         what=what,
-        hint="The output has one head per query head: (b, h, n_queries, d), the shape of q.",
+        hint=_("The output has one head per query head: (b, h, n_queries, d), the shape of q."),
     )
-    expect_close(out, expected, what=what, diagnoses=_wrong_gqa(q, k, v, mask), hint=_SHAPE_HINT)
+    expect_close(out, expected, what=what, diagnoses=_wrong_gqa(q, k, v, mask), hint=translated(_SHAPE_HINT))
 
 
 def _qkv(r, b, h, g, n, d, n_q=None):
@@ -152,21 +162,26 @@ def check_grouped_query_attention(gqa, seed: int = 0, thorough: bool = False) ->
     )
     for b, h, g, n, d in shapes:
         q, k, v = _qkv(r, b, h, g, n, d)
-        _probe(gqa, q, k, v, None, f"with h = {h} query heads and g = {g} KV heads (q {q.shape}, k and v {k.shape})")
-    passed("grouped-query attention (1 < g < h) matches the reference: query head i reads KV head i // (h // g)")
+        _probe(gqa, q, k, v, None, _("with h = {h} query heads and g = {g} KV heads (q {q_shape}, k and v {k_shape})").format(
+            h=h, g=g, q_shape=q.shape, k_shape=k.shape))
+    passed(_("grouped-query attention (1 < g < h) matches the reference: query head i reads KV head i // (h // g)"))
 
     # the two ends of the family: g = h is MHA, g = 1 is MQA
     for b, h, g, n, d in [(2, 4, 4, 3, 5), (2, 6, 1, 4, 3)] + ([(1, 1, 1, 2, 2), (3, 16, 1, 2, 4)] if thorough else []):
         q, k, v = _qkv(r, b, h, g, n, d)
-        name = "MHA (g = h)" if g == h else "MQA (g = 1)"
-        _probe(gqa, q, k, v, None, f"as {name} with h = {h}, g = {g}")
-    passed("g = h gives multi-head attention and g = 1 gives multi-query attention")
+        label = _("as MHA (g = h) with h = {h}, g = {g}") if g == h else _("as MQA (g = 1) with h = {h}, g = {g}")
+        _probe(gqa, q, k, v, None, label.format(h=h, g=g))
+    passed(_("g = h gives multi-head attention and g = 1 gives multi-query attention"))
 
     # one new query per head against n cached keys and values: a generation step
     b, h, g, n, d = (2, 6, 2, 7, 4) if not thorough else (1, 10, 5, 9, 3)
     q, k, v = _qkv(r, b, h, g, n, d, n_q=1)
-    _probe(gqa, q, k, v, None, f"for one generation step (q {q.shape} against a cache of {n} keys, k {k.shape})")
-    passed("a single new query per head attends over the cached keys and values")
+    _probe(gqa, q, k, v, None, ngettext(
+        "for one generation step (q {q_shape} against a cache of {n} key, k {k_shape})",
+        "for one generation step (q {q_shape} against a cache of {n} keys, k {k_shape})",
+        n,
+    ).format(q_shape=q.shape, n=n, k_shape=k.shape))
+    passed(_("a single new query per head attends over the cached keys and values"))
 
 
 @exercise_check
@@ -177,17 +192,19 @@ def check_grouped_query_attention_masks(gqa, seed: int = 0, thorough: bool = Fal
     b, h, g, n, d = (3, 6, 2, 5, 4) if not thorough else (2, 12, 3, 6, 3)
     q, k, v = _qkv(r, b, h, g, n, d)
     causal = np.tril(np.ones((n, n), bool))
-    _probe(gqa, q, k, v, causal, f"with an ({n}, {n}) causal mask (h = {h}, g = {g})")
-    passed("an (n, n) causal mask applies to every query head")
+    _probe(gqa, q, k, v, causal, _("with an ({n}, {n}) causal mask (h = {h}, g = {g})").format(n=n, h=h, g=g))
+    passed(_("an (n, n) causal mask applies to every query head"))
 
     lengths = r.integers(1, n + 1, size=b)
     lengths[0] = n - 1  # at least one sequence with padding
     padding = np.arange(n)[None, :] < lengths[:, None]  # (b, n): real keys
     mask = causal[None, None] & padding[:, None, None, :]  # (b, 1, n, n); no row is empty: key 0 is real
-    _probe(gqa, q, k, v, mask, f"with a causal-and-padding mask of shape {mask.shape} (b = {b} ≠ g = {g})")
+    _probe(gqa, q, k, v, mask, _("with a causal-and-padding mask of shape {shape} (b = {b} ≠ g = {g})").format(shape=mask.shape, b=b, g=g)
+    )
     per_head = (r.random((b, h, n, n)) < 0.5) | np.eye(n, dtype=bool)  # every head its own pattern
-    _probe(gqa, q, k, v, per_head, f"with a different random mask for each query head, shape {per_head.shape}")
-    passed("masks of shape (b, 1, n, n) and (b, h, n, n) go to the right query heads")
+    _probe(gqa, q, k, v, per_head, _("with a different random mask for each query head, shape {shape}").format(shape=per_head.shape)
+    )
+    passed(_("masks of shape (b, 1, n, n) and (b, h, n, n) go to the right query heads"))
 
 
 @exercise_check
@@ -203,51 +220,51 @@ def check_grouped_query_attention_errors(gqa, seed: int = 0, thorough: bool = Fa
             q,
             k,
             v,
-            what=f"grouped_query_attention with h = {h} query heads and g = {g} KV heads",
-            why=f"{h} query heads cannot be split into {g} equal groups: h must be divisible by g",
+            what=_("grouped_query_attention with h = {h} query heads and g = {g} KV heads").format(h=h, g=g),
+            why=_("{h} query heads cannot be split into {g} equal groups: h must be divisible by g").format(h=h, g=g),
         )
-    passed("h not divisible by g is refused with ValueError")
+    passed(_("h not divisible by g is refused with ValueError"))
 
 
 # ---------------------------------------------------------------------------- kv_cache_bytes
 def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, bytes_per_value):
     yield (
         expected // 2,
-        "the factor 2 is missing: the cache holds K *and* V, two tensors of the same size.",
+        _("the factor 2 is missing: the cache holds K *and* V, two tensors of the same size."),
         "kv_cache.k_and_v",
     )
     yield (
         expected * 2,
-        ("twice the right size: the factor 2 of K and V counted twice, or a default other than bytes_per_value=2."),
+        _("twice the right size: the factor 2 of K and V counted twice, or a default other than bytes_per_value=2."),
         "kv_cache.k_and_v",
     )
     yield (
         expected * 8,
-        "that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte).",
+        _("that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte)."),
         "kv_cache.bits_not_bytes",
     )
-    yield expected * 16, "bits instead of bytes, and the factor 2 of K and V counted twice.", "kv_cache.bits_not_bytes"
+    yield expected * 16, _("bits instead of bytes, and the factor 2 of K and V counted twice."), "kv_cache.bits_not_bytes"
     if batch > 1:
         yield (
             expected // batch,
-            "the batch is ignored: every sequence of the batch has its own cache.",
+            _("the batch is ignored: every sequence of the batch has its own cache."),
             "kv_cache.argument_ignored",
         )
     if bytes_per_value != 1:
         yield (
             expected // bytes_per_value,
-            "bytes_per_value is ignored (every value takes bytes_per_value bytes).",
+            _("bytes_per_value is ignored (every value takes bytes_per_value bytes)."),
             "kv_cache.argument_ignored",
         )
     if bytes_per_value != 2:
         yield (
             expected // bytes_per_value * 2,
-            "bytes_per_value is fixed at 2 instead of using the argument.",
+            _("bytes_per_value is fixed at 2 instead of using the argument."),
             "kv_cache.argument_ignored",
         )
     yield (
         expected // 2 // bytes_per_value,
-        "the factor 2 of K and V and bytes_per_value are both missing.",
+        _("the factor 2 of K and V and bytes_per_value are both missing."),
         "kv_cache.k_and_v",
     )
 
@@ -262,21 +279,34 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
     expected = reference_kv_cache_bytes(*args, **kwargs)
     if result == expected:
         return
-    if expected and result:
-        ratio = result / expected
-        size = f" ({ratio:.4g} times too large)." if ratio > 1 else f" ({1 / ratio:.4g} times too small)."
-    else:
-        size = "."
-    message = (
-        f"{what} {label} should be {expected:,} bytes = 2 (K and V) × {full['n_layers']} layers × "
-        f"{full['n_kv_heads']} KV heads × head size {full['head_dim']} × {full['seq_len']} tokens × batch "
-        f"{full['batch']} × {full['bytes_per_value']} bytes per value, but it returned {result:,}{size}"
+    message = _(
+        "{what} {label} should be {expected} bytes = 2 (K and V) × {layers} layers × {kv_heads} KV heads × "
+        "head size {head_dim} × {tokens} tokens × batch {batch} × {bytes} bytes per value, but it returned {result}."
+    ).format(
+        what=what,
+        label=label,
+        expected=f"{expected:,}",
+        layers=full["n_layers"],
+        kv_heads=full["n_kv_heads"],
+        head_dim=full["head_dim"],
+        tokens=full["seq_len"],
+        batch=full["batch"],
+        bytes=full["bytes_per_value"],
+        result=f"{result:,}",
     )
+    if expected and result:  # how far off, as its own sentence
+        ratio = result / expected
+        if ratio > 1:
+            message += " " + _("That is {ratio} times too large.").format(ratio=number(ratio, ".4g"))
+        else:
+            message += " " + _("That is {ratio} times too small.").format(ratio=number(1 / ratio, ".4g"))
     for wrong, explanation, misconception in _wrong_sizes(expected, *full.values()):
         if result == wrong:
-            fail(message + f" Likely cause: {explanation}", misconception)
+            fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
     if full["seq_len"] > 1 and result * full["seq_len"] == expected:
-        fail(message + " Likely cause: the number of tokens (seq_len) is ignored.", "kv_cache.argument_ignored")
+        fail(
+            message + " " + _("Likely cause: the number of tokens (seq_len) is ignored."), "kv_cache.argument_ignored"
+        )
     fail(message)
 
 
@@ -284,31 +314,37 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
 def check_kv_cache_bytes(kv_cache_bytes, seed: int = 0, thorough: bool = False) -> None:
     """Exact byte counts against the formula, with defaults, keywords, batches and other value sizes."""
     __tracebackhide__ = True
-    _probe_size(kv_cache_bytes, (32, 32, 128, 4096), {}, "(Llama-2-7B at 4096 tokens, batch 1, 2 bytes per value)")
-    _probe_size(kv_cache_bytes, (80, 8, 128, 8192), {"batch": 4}, "(Llama-2-70B-sized, batch 4)")
-    _probe_size(kv_cache_bytes, (18, 1, 256, 1000), {"batch": 3, "bytes_per_value": 1}, "(an MQA model, fp8)")
-    _probe_size(kv_cache_bytes, (40, 40, 128, 2048, 2, 4), {}, "(all six arguments by position, fp32)")
-    passed("kv_cache_bytes counts K and V, every layer, KV head, token and sequence, in bytes")
+    _probe_size(kv_cache_bytes, (32, 32, 128, 4096), {}, _("(Llama-2-7B at 4096 tokens, batch 1, 2 bytes per value)"))
+    _probe_size(kv_cache_bytes, (80, 8, 128, 8192), {"batch": 4}, _("(Llama-2-70B-sized, batch 4)"))
+    _probe_size(kv_cache_bytes, (18, 1, 256, 1000), {"batch": 3, "bytes_per_value": 1}, _("(an MQA model, fp8)"))
+    _probe_size(kv_cache_bytes, (40, 40, 128, 2048, 2, 4), {}, _("(all six arguments by position, fp32)"))
+    passed(_("kv_cache_bytes counts K and V, every layer, KV head, token and sequence, in bytes"))
     if thorough:
         r = rng(seed)
-        for _ in range(6):
+        for _draw in range(6):
             args = tuple(int(x) for x in r.integers(1, 200, size=4))
             kwargs = {"batch": int(r.integers(2, 64)), "bytes_per_value": int(r.choice([1, 2, 4]))}
-            _probe_size(kv_cache_bytes, args, kwargs, "(random sizes)")
-        _probe_size(kv_cache_bytes, (96, 96, 128, 0), {}, "(no tokens yet: an empty cache)")
-        _probe_size(kv_cache_bytes, (96, 96, 128, 1_000_000), {"batch": 512, "bytes_per_value": 4}, "(very large)")
-        passed("kv_cache_bytes is exact on random and extreme sizes")
+            _probe_size(kv_cache_bytes, args, kwargs, _("(random sizes)"))
+        _probe_size(kv_cache_bytes, (96, 96, 128, 0), {}, _("(no tokens yet: an empty cache)"))
+        _probe_size(kv_cache_bytes, (96, 96, 128, 1_000_000), {"batch": 512, "bytes_per_value": 4}, _("(very large)"))
+        passed(_("kv_cache_bytes is exact on random and extreme sizes"))
 
 
 @exercise_check
 def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = False) -> None:
     """Negative counts are refused with ValueError."""
     __tracebackhide__ = True
-    cases = [((32, 8, 128, -1), "a negative number of tokens"), ((-32, 8, 128, 10), "a negative number of layers")]
+    cases = [
+        ((32, 8, 128, -1), N_("a negative number of tokens makes no sense")),
+        ((-32, 8, 128, 10), N_("a negative number of layers makes no sense")),
+    ]
     if thorough:
-        cases += [((32, -8, 128, 10), "a negative number of KV heads"), ((32, 8, -128, 10), "a negative head size")]
+        cases += [
+            ((32, -8, 128, 10), N_("a negative number of KV heads makes no sense")),
+            ((32, 8, -128, 10), N_("a negative head size makes no sense")),
+        ]
     for args, why in cases:
-        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=f"{why} makes no sense")
+        expect_value_error(kv_cache_bytes, *args, what=f"kv_cache_bytes{args}", why=translated(why))
     if thorough:
         expect_value_error(
             lambda *a: kv_cache_bytes(*a, batch=-2),
@@ -317,6 +353,6 @@ def check_kv_cache_bytes_errors(kv_cache_bytes, seed: int = 0, thorough: bool = 
             128,
             10,
             what="kv_cache_bytes(32, 8, 128, 10, batch=-2)",
-            why="a negative batch makes no sense",
+            why=_("a negative batch makes no sense"),
         )
-    passed("negative sizes are refused with ValueError")
+    passed(_("negative sizes are refused with ValueError"))
