@@ -210,6 +210,27 @@ def test_calculator_follows_its_controls(artifacts):
     assert widget.png() != first_png
 
 
+def test_the_gpus_line_crosses_no_label_of_the_bar():
+    """Every model on every GPU, one sequence and the largest batch: the GPU's black line (where the memory ends)
+    never runs through the text of the weights' or the cache's label, wherever the GPU's size falls among them
+    (GPT-3's weights are four H100s long: its label once lay across the H100's line)."""
+    widget = KVCacheCalculator()
+    crossed = []
+    for gpu in model_configs.load_gpus():
+        for model in MODELS:
+            for batch in (1, BATCHES[-1]):
+                widget.controls["gpu"].value, widget.controls["model"].value = gpu, model
+                widget.controls["batch"].value = batch
+                widget.png()  # drawn: the texts have their places
+                renderer = widget.figure.canvas.get_renderer()
+                line = widget.gpu_line.get_window_extent(renderer)
+                for label in (widget.weights_label, widget.cache_label):
+                    text = label.get_window_extent(renderer)
+                    if text.x0 < line.x1 and line.x0 < text.x1 and text.y0 < line.y1 and line.y0 < text.y1:
+                        crossed.append(f"{model} on {gpu}, batch {batch}: {label.get_text()!r}")
+    assert not crossed, "the GPU's line runs through a label: " + "; ".join(crossed)
+
+
 def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
     """Target: 100 ms per update on an idle machine. Shared test machines are not idle, so the
     calculator is timed interleaved with notebook 00's two-bar widget and must stay within 3× of it."""

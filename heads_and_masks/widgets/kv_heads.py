@@ -82,7 +82,9 @@ class KVCacheCalculator(CourseWidget):
         ax = self.ax_memory
         self.bar_weights = ax.barh([0], [0], color="tab:gray")[0]
         self.bar_cache = ax.barh([0], [0], color="tab:orange")[0]
-        self.gpu_line = ax.axvline(0, color="black", lw=2)
+        # the GPU's line spans the bar alone (y from -0.8 to 1.2: -0.46 to 0.44), so it never crosses the labels
+        # above and below the bar, wherever the GPU's size falls among them
+        self.gpu_line = ax.axvline(0, ymin=0.17, ymax=0.62, color="black", lw=2)
         self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", color="dimgray")
         self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", color="tab:orange")
         ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GiB (2³⁰ bytes)")
