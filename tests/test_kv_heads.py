@@ -231,24 +231,29 @@ def test_the_gpus_line_crosses_no_label_of_the_bar():
     assert not crossed, "the GPU's line runs through a label: " + "; ".join(crossed)
 
 
-def test_calculator_updates_about_as_fast_as_the_simplest_widget(artifacts):
-    """Target: 100 ms per update on an idle machine. Shared test machines are not idle, so the
-    calculator is timed interleaved with notebook 00's two-bar widget and must stay within 3× of it."""
-    from heads_and_masks.widgets.start_here import QueryWidget
-
-    widget, simplest = KVCacheCalculator(), QueryWidget()
-    times, baseline = [], []
-    for step, model in enumerate(list(MODELS) * 2):
+def test_calculator_renders_its_axes_once_for_each_pair_of_limits(artifacts):
+    """What keeps an update near the 100 ms target (measured by ``make bench``, not here: the machines are shared):
+    the axes are rendered in full once for each pair of round limits (``background_key``), and every other update
+    draws only the bars, lines and texts over them. Two passes over every model: the second renders nothing in full."""
+    widget = KVCacheCalculator()
+    full_renders, render = [], widget.canvas.draw
+    widget.canvas.draw = lambda *args, **kwargs: (full_renders.append(widget.background_key()), render(*args, **kwargs))
+    keys, times = [], []
+    for model in MODELS:
+        widget.controls["model"].value = model
+        keys.append(widget.background_key())
+        times.append(widget.last_update_seconds)
+    first_pass = len(full_renders)
+    for model in MODELS:
         widget.controls["model"].value = model
         times.append(widget.last_update_seconds)
-        simplest.controls["angle"].value = (37 * step) % 360
-        baseline.append(simplest.last_update_seconds)
-    median, reference = statistics.median(times), statistics.median(baseline)
     (artifacts / "widget_06_update_times.txt").write_text(
-        f"calculator median {median * 1000:.1f} ms (max {max(times) * 1000:.1f}); "
-        f"notebook 00 widget median {reference * 1000:.1f} ms\n"
+        f"calculator median {statistics.median(times) * 1000:.1f} ms (max {max(times) * 1000:.1f}); {first_pass} full "
+        f"renders for {len(MODELS)} models, {len(set(keys))} pairs of limits\n"
     )
-    assert median < 3 * reference, f"calculator {median * 1000:.0f} ms vs {reference * 1000:.0f} ms for notebook 00's"
+    assert len(set(keys)) <= widget.background_cache_size  # else the second pass would render some again
+    assert first_pass <= len(set(keys)), f"{first_pass} full renders for {len(set(keys))} pairs of limits"
+    assert len(full_renders) == first_pass, f"the second pass rendered in full again: {full_renders[first_pass:]}"
 
 
 # ---------------------------------------------------------------------------- pictures
