@@ -53,7 +53,11 @@ def _wrong_gqa(q, k, v, mask):
     right = heads // (h // g)
     d = q.shape[-1]
     # the reference divides by sqrt(d): scaling q changes what the scores are divided by
-    yield _with_kv_heads(q * np.sqrt(d), k, v, mask, right), _("the scores are not divided by sqrt(d)."), "scale.missing"
+    yield (
+        _with_kv_heads(q * np.sqrt(d), k, v, mask, right),
+        _("the scores are not divided by sqrt(d)."),
+        "scale.missing",
+    )
     yield (
         _with_kv_heads(q / np.sqrt(h), k, v, mask, right),
         _("the scores are divided by sqrt(h · d) instead of sqrt(d), the head size."),
@@ -162,8 +166,16 @@ def check_grouped_query_attention(gqa, seed: int = 0, thorough: bool = False) ->
     )
     for b, h, g, n, d in shapes:
         q, k, v = _qkv(r, b, h, g, n, d)
-        _probe(gqa, q, k, v, None, _("with h = {h} query heads and g = {g} KV heads (q {q_shape}, k and v {k_shape})").format(
-            h=h, g=g, q_shape=q.shape, k_shape=k.shape))
+        _probe(
+            gqa,
+            q,
+            k,
+            v,
+            None,
+            _("with h = {h} query heads and g = {g} KV heads (q {q_shape}, k and v {k_shape})").format(
+                h=h, g=g, q_shape=q.shape, k_shape=k.shape
+            ),
+        )
     passed(_("grouped-query attention (1 < g < h) matches the reference: query head i reads KV head i // (h // g)"))
 
     # the two ends of the family: g = h is MHA, g = 1 is MQA
@@ -176,11 +188,18 @@ def check_grouped_query_attention(gqa, seed: int = 0, thorough: bool = False) ->
     # one new query per head against n cached keys and values: a generation step
     b, h, g, n, d = (2, 6, 2, 7, 4) if not thorough else (1, 10, 5, 9, 3)
     q, k, v = _qkv(r, b, h, g, n, d, n_q=1)
-    _probe(gqa, q, k, v, None, ngettext(
-        "for one generation step (q {q_shape} against a cache of {n} key, k {k_shape})",
-        "for one generation step (q {q_shape} against a cache of {n} keys, k {k_shape})",
-        n,
-    ).format(q_shape=q.shape, n=n, k_shape=k.shape))
+    _probe(
+        gqa,
+        q,
+        k,
+        v,
+        None,
+        ngettext(
+            "for one generation step (q {q_shape} against a cache of {n} key, k {k_shape})",
+            "for one generation step (q {q_shape} against a cache of {n} keys, k {k_shape})",
+            n,
+        ).format(q_shape=q.shape, n=n, k_shape=k.shape),
+    )
     passed(_("a single new query per head attends over the cached keys and values"))
 
 
@@ -199,10 +218,22 @@ def check_grouped_query_attention_masks(gqa, seed: int = 0, thorough: bool = Fal
     lengths[0] = n - 1  # at least one sequence with padding
     padding = np.arange(n)[None, :] < lengths[:, None]  # (b, n): real keys
     mask = causal[None, None] & padding[:, None, None, :]  # (b, 1, n, n); no row is empty: key 0 is real
-    _probe(gqa, q, k, v, mask, _("with a causal-and-padding mask of shape {shape} (b = {b} ≠ g = {g})").format(shape=mask.shape, b=b, g=g)
+    _probe(
+        gqa,
+        q,
+        k,
+        v,
+        mask,
+        _("with a causal-and-padding mask of shape {shape} (b = {b} ≠ g = {g})").format(shape=mask.shape, b=b, g=g),
     )
     per_head = (r.random((b, h, n, n)) < 0.5) | np.eye(n, dtype=bool)  # every head its own pattern
-    _probe(gqa, q, k, v, per_head, _("with a different random mask for each query head, shape {shape}").format(shape=per_head.shape)
+    _probe(
+        gqa,
+        q,
+        k,
+        v,
+        per_head,
+        _("with a different random mask for each query head, shape {shape}").format(shape=per_head.shape),
     )
     passed(_("masks of shape (b, 1, n, n) and (b, h, n, n) go to the right query heads"))
 
@@ -243,7 +274,11 @@ def _wrong_sizes(expected: int, layers, kv_heads, head_dim, seq_len, batch, byte
         _("that is the size in bits: multiply by bytes per value, not by bits (8 bits = 1 byte)."),
         "kv_cache.bits_not_bytes",
     )
-    yield expected * 16, _("bits instead of bytes, and the factor 2 of K and V counted twice."), "kv_cache.bits_not_bytes"
+    yield (
+        expected * 16,
+        _("bits instead of bytes, and the factor 2 of K and V counted twice."),
+        "kv_cache.bits_not_bytes",
+    )
     if batch > 1:
         yield (
             expected // batch,
@@ -304,9 +339,7 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
         if result == wrong:
             fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
     if full["seq_len"] > 1 and result * full["seq_len"] == expected:
-        fail(
-            message + " " + _("Likely cause: the number of tokens (seq_len) is ignored."), "kv_cache.argument_ignored"
-        )
+        fail(message + " " + _("Likely cause: the number of tokens (seq_len) is ignored."), "kv_cache.argument_ignored")
     fail(message)
 
 
