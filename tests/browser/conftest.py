@@ -21,6 +21,7 @@ from labdriver import (
     SOLUTION_ASSIGNMENTS,
     STUDENT_ASSIGNMENTS,
     LabServer,
+    LabWindow,
     new_browser_context,
     opened_notebook,
 )
@@ -88,15 +89,35 @@ def browser_context(browser):
     context.close()
 
 
-@pytest.fixture
-def open_notebook(lab, browser_context):
-    """``open_notebook(kind, assignment)``: the notebook opened in a fresh page, kernel connected.
+@pytest.fixture(scope="session")
+def lab_windows(lab, browser_context):
+    """The JupyterLab window the notebooks of the session open in, one after another (labdriver.LabWindow):
+    ``lab_windows()`` gives the current one, or a fresh one when the last notebook broke it."""
+    windows = []
 
-    At the end of the test the page is closed, its kernel shut down, and the test fails if the page
-    raised any JavaScript error.
+    def current() -> LabWindow:
+        if not windows or windows[-1].broken:
+            if windows:
+                windows[-1].close()
+            windows.append(LabWindow(lab, browser_context))
+        return windows[-1]
+
+    yield current
+    for window in windows:
+        window.close()
+
+
+@pytest.fixture
+def open_notebook(lab, browser_context, lab_windows):
+    """``open_notebook(kind, assignment)``: the notebook opened in the session's JupyterLab window, kernel connected.
+
+    At the end of the test its tab is closed, its kernel shut down, and the test fails if the page raised any
+    JavaScript error while it was open.
     """
     with contextlib.ExitStack() as stack:
-        yield lambda kind, assignment: stack.enter_context(opened_notebook(lab, browser_context, kind, assignment))
+        yield lambda kind, assignment: stack.enter_context(
+            opened_notebook(lab, browser_context, kind, assignment, lab_windows())
+        )
 
 
 @pytest.fixture(scope="session")

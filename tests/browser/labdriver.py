@@ -4,8 +4,10 @@ The browser tests (``test_browser_*.py``) read like a learner's session; the mec
 
 * ``LabServer``: one JupyterLab on 127.0.0.1 with a token and fresh config, data, settings, workspace and
   runtime folders in a temporary directory. The notebooks are *copies* (the repository is never written).
-* ``NotebookSession``: one notebook open in one browser page. Every request that does not go to
-  127.0.0.1/localhost is aborted, and every JavaScript error on the page is recorded (the tests fail on it).
+* ``LabWindow``: one JupyterLab page kept open while notebooks are opened in it one after another (File → Open
+  from Path…, File → Close All Tabs), as a learner keeps the lab open.
+* ``NotebookSession``: one notebook open, in a page of its own or in a LabWindow. Every request that does not go
+  to 127.0.0.1/localhost is aborted, and every JavaScript error on the page is recorded (the tests fail on it).
 * widget helpers: read a course widget's picture (``img`` src, PNG) and readouts (``table.course-readouts``),
   move a slider (the course's native ``<input type="range">``) by keyboard (focus it, arrow key) or by
   dragging its thumb with the mouse.
@@ -310,27 +312,102 @@ def wait_until(condition, timeout: float, interval: float = 0.1, what: str = "co
         pause(page, interval)
 
 
-class NotebookSession:
-    """A notebook opened in JupyterLab in its own page."""
+def _file_browser_width(page) -> float:
+    return page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
 
-    def __init__(self, server: LabServer, context, kind: str, assignment: str):
-        self.server, self.kind, self.assignment = server, kind, assignment
-        self.path = server.notebook_path(kind, assignment)
-        self.watch = PageWatch()
-        self.timings: dict[str, float] = {}  # seconds per phase, reported by the tests
+
+def choose_menu_item(page, menu: str, item: str) -> None:
+    """A command chosen from JupyterLab's menu bar, as a learner chooses it: ``menu`` → ``item``."""
+    page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(rf"^{re.escape(menu)}$")).click()
+    page.locator(".lm-Menu-item", has_text=item).first.click()
+
+
+class LabWindow:
+    """One JupyterLab page kept open while notebooks are opened in it one after another, as a learner keeps the lab
+    open: File → Open from Path…, then File → Close All Tabs. Booting JupyterLab was 3 to 5 s of the 6 that a
+    fresh page took to show a notebook with its kernel up (measured here, on a loaded machine), once per notebook.
+
+    Before each notebook the window is put back as it was when JupyterLab started (its size, the file browser
+    open or closed); a notebook that fails leaves the window ``broken`` and the next one gets a fresh page."""
+
+    def __init__(self, server: LabServer, context):
+        self.server, self.context = server, context
         self.page = context.new_page()
         self.page.set_default_timeout(30_000)
+        self.watch = PageWatch()
         self.watch.attach(self.page)
+        self.broken = False
+        self.page.goto(f"{server.base_url}/lab?reset&token={server.token}")  # ?reset: an empty workspace
+        self.page.wait_for_selector("#jp-menu-panel .lm-MenuBar-item", timeout=90_000)
+        self.page.wait_for_selector(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']", timeout=90_000)
+        self.viewport = dict(self.page.viewport_size)
+        self.file_browser_open = _file_browser_width(self.page) >= 50
+
+    def as_it_started(self) -> None:
+        """The window's size and the file browser as JupyterLab started with them."""
+        if self.page.viewport_size != self.viewport:
+            self.page.set_viewport_size(self.viewport)
+        if self.file_browser_open:
+            open_file_browser(self.page)
+        else:
+            close_file_browser(self.page)
+
+    def close_all_tabs(self) -> None:
+        """File → Close All Tabs; a notebook with unsaved changes (a widget moved after the save) is discarded."""
+        choose_menu_item(self.page, "File", "Close All Tabs")
+        deadline = time.monotonic() + 30
+        while self.page.locator(".jp-NotebookPanel").count():
+            discard = self.page.locator(".jp-Dialog button", has_text=re.compile(r"^(Discard|Don't Save)$"))
+            if discard.count():
+                discard.first.click()
+            if time.monotonic() > deadline:
+                raise TimeoutError("the notebook's tab did not close within 30 s")
+            pause(self.page, 0.1)
 
     def close(self) -> None:
-        self.page.close()
+        if not self.page.is_closed():
+            self.page.close()
+
+
+class NotebookSession:
+    """A notebook opened in JupyterLab: in a page of its own, or in a LabWindow shared by a session's notebooks."""
+
+    def __init__(self, server: LabServer, context, kind: str, assignment: str, window: LabWindow | None = None):
+        self.server, self.kind, self.assignment, self.window = server, kind, assignment, window
+        self.path = server.notebook_path(kind, assignment)
+        self.timings: dict[str, float] = {}  # seconds per phase, reported by the tests
+        if window is None:
+            self.watch = PageWatch()
+            self.page = context.new_page()
+            self.page.set_default_timeout(30_000)
+            self.watch.attach(self.page)
+        else:
+            self.watch, self.page = window.watch, window.page
+        self.errors_before = len(self.watch.page_errors)  # the window's, from the notebooks before this one
+
+    @property
+    def page_errors(self) -> list[str]:
+        """The JavaScript errors the page raised while this notebook was open."""
+        return self.watch.page_errors[self.errors_before :]
+
+    def close(self) -> None:
+        if self.window is None:
+            self.page.close()
+        else:
+            self.window.close_all_tabs()
 
     # ---- opening and running -------------------------------------------------------------------
     def open(self, timeout: float = 90.0) -> None:
         started = time.monotonic()
         relative = self.path.relative_to(self.server.root).as_posix()
-        # ?reset: start from an empty workspace (no tabs restored from an earlier test)
-        self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
+        if self.window is None:
+            # ?reset: start from an empty workspace (no tabs restored from an earlier test)
+            self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
+        else:
+            self.window.as_it_started()
+            choose_menu_item(self.page, "File", "Open from Path")
+            self.page.locator(".jp-Dialog input").fill(relative)
+            self.page.keyboard.press("Enter")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
         self.page.wait_for_function(KERNEL_IDLE_JS, timeout=timeout * 1000)
         self.timings["open"] = time.monotonic() - started
@@ -424,17 +501,24 @@ class NotebookSession:
 
 
 @contextlib.contextmanager
-def opened_notebook(server: LabServer, context, kind: str, assignment: str):
-    """The notebook open in a fresh page with its kernel connected; afterwards the page is closed, the
-    kernel shut down, and any JavaScript error the page raised fails the test."""
-    session = NotebookSession(server, context, kind, assignment)
+def opened_notebook(server: LabServer, context, kind: str, assignment: str, window: LabWindow | None = None):
+    """The notebook open with its kernel connected, in a fresh page or in ``window``; afterwards its page or tab is
+    closed, the kernel shut down, and any JavaScript error the page raised meanwhile fails the test."""
+    session = NotebookSession(server, context, kind, assignment, window)
     try:
         session.open()
         yield session
+    except BaseException:
+        if window is not None:  # whatever state the failure left it in is not for the next notebook
+            window.broken = True
+        raise
     finally:
-        session.close()
-        server.shut_down_kernels()
-    errors = session.watch.page_errors
+        try:
+            if window is None or not window.broken:
+                session.close()
+        finally:
+            server.shut_down_kernels()
+    errors = session.page_errors
     assert not errors, f"JavaScript errors on the page of {kind} {assignment}:\n" + "\n".join(errors)
 
 
