@@ -285,10 +285,10 @@ def _probe_cost(mha_cost, n, width, h):
         "plus 2n²D = {attention} for the scores and the weighted sum), but it returned {result}."
     ).format(
         what=what,
-        expected=f"{expected:,}",
-        projections=f"{4 * n * width**2:,}",
-        attention=f"{2 * n * n * width:,}",
-        result=f"{result:,}",
+        expected=number(expected, ","),
+        projections=number(4 * n * width**2, ","),
+        attention=number(2 * n * n * width, ","),
+        result=number(result, ","),
     )
     if expected and result > 0:  # how far off, as its own sentence
         message += " " + _("That is {ratio} times the expected count.").format(ratio=number(result / expected, ".3g"))
