@@ -37,8 +37,9 @@ SAYS = {
     "heads_values_keep_position": "w_v[h] должна копировать содержимое",
     "rate_pairwise": "Вероятная причина: совпадение сравнивалось",
     "rate_noise_as_variance": "стандартное отклонение",
-    "rate_counts_wins": "число побед",
-    "rate_ignores_seed": "один и тот же сид",
+    "rate_counts_wins": "вернула 1522,0; доля — это число от 0 до 1",
+    "rate_one_key_too_many": "на один ключ больше",
+    "rate_ignores_seed": ", а затем 0,",  # two unseeded rates, in prose with a decimal comma
     "rate_no_value_errors": "размер головы d должен быть не меньше 1",
 }
 

@@ -370,10 +370,10 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
                 _(
                     "{what} returned {got}; a rate is a fraction between 0 and 1: did you return the number of "
                     "wins instead of wins / trials?"
-                ).format(what=what, got=repr(got)),
+                ).format(what=what, got=number(got, "")),
                 "noise.wins_not_rate",
             )
-        fail(_("{what} returned {got}; a rate is a fraction between 0 and 1.").format(what=what, got=repr(got)))
+        fail(_("{what} returned {got}; a rate is a fraction between 0 and 1.").format(what=what, got=number(got, "")))
     exact = exact_winning_rate(d, noise, n_keys)
     allowed = margin(exact, TRIALS)
     if abs(got - exact) <= allowed:
@@ -438,7 +438,7 @@ def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> N
                     _(
                         "{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
                         "random number from np.random.default_rng(seed) (or seed numpy with it)."
-                    ).format(what=what, got=got, again=again),
+                    ).format(what=what, got=number(got, ""), again=number(again, "")),
                     "noise.unseeded",
                 )
     passed(
