@@ -15,13 +15,14 @@ from ..attention import masked_softmax as reference_softmax
 from ..heads import mha_cost as reference_cost
 from ..heads import multi_head_attention as reference_mha
 from ..heads import split_heads as reference_split
+from ..i18n import N_, _, number, translated
 from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, plain_array, plain_int
 
 # Graded answers are the learner's own code (`call` locks every course reference), so the single-head
 # attention inside multi_head_attention is the learner's too.
 
-_BATCH_HINT = (
+_BATCH_HINT = N_(
     "It works for a batch of one sequence (b = 1) but not for b = {b}: a batch size of 1 is "
     "assumed somewhere. Read b from x.shape (or let reshape infer it with -1) and keep the batch "
     "axis first."
@@ -41,7 +42,7 @@ def _batch_aware(probe, batch_args, single_args, b):
     except CheckFailed:
         pass  # wrong for one sequence too: the first message is the useful one
     else:
-        message += " " + _BATCH_HINT.format(b=b)
+        message += " " + translated(_BATCH_HINT).format(b=b)
         misconception = "conventions.batch_of_one"
     fail(message, misconception)
 
@@ -50,17 +51,19 @@ def _batch_aware(probe, batch_args, single_args, b):
 def _split_shape_hint(shape, b, n, h, d) -> tuple[str, str | None]:
     """The hint for a wrong shape of split_heads, and the misconception it names."""
     if shape == (b, n, h, d):
-        return (
+        return _(
             "The axes are (b, n, h, d): the reshape is right but the transpose is missing; swap the "
             "axes n and h so that the heads come before the tokens."
         ), "heads.missing_transpose"
     if h != d and shape in ((b, n, d, h), (b, d, n, h), (b, h, n, h), (b, d, n, d)):
-        return "h and d look swapped: h is the number of heads, d = D / h the size of each head.", "heads.h_d_swapped"
+        return _(
+            "h and d look swapped: h is the number of heads, d = D / h the size of each head."
+        ), "heads.h_d_swapped"
     if len(shape) == 3:
-        return (
+        return _(
             "The batch axis is missing: the result keeps b first, (b, h, n, d). Was a batch size of 1 assumed?"
         ), "conventions.batch_of_one"
-    return "The axes are batch, heads, tokens, head size: (b, h, n, d).", None
+    return _("The axes are batch, heads, tokens, head size: (b, h, n, d)."), None
 
 
 def _wrong_splits(x, h):
@@ -69,7 +72,7 @@ def _wrong_splits(x, h):
     d = width // h
     yield (
         x.reshape(b, n, d, h).transpose(0, 3, 1, 2),
-        (
+        _(
             "head i should be the i-th slice of the width, x[..., i*d:(i+1)*d], but your heads take every h-th "
             "column: the width was split as (d h) instead of (h d)."
         ),
@@ -77,7 +80,7 @@ def _wrong_splits(x, h):
     )
     yield (
         x.reshape(b, h, n, d),
-        (
+        _(
             "a reshape to (b, h, n, d) without a transpose cuts the numbers in memory order, so a 'head' holds "
             "pieces of several tokens. Reshape to (b, n, h, d) first, then transpose the axes n and h."
         ),
@@ -85,7 +88,7 @@ def _wrong_splits(x, h):
     )
     yield (
         x.reshape(b, d, n, h).transpose(0, 3, 2, 1),
-        ("a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d]."),
+        _("a reshape without a transpose, read in the (d h) order: head i must be x[..., i*d:(i+1)*d]."),
         "heads.reshape_without_transpose",
     )
 
@@ -94,10 +97,10 @@ def _first_wrong_head(result, x, h) -> str:
     d = x.shape[-1] // h
     for i in range(h):
         if not np.allclose(result[:, i], x[..., i * d : (i + 1) * d], rtol=1e-6, atol=1e-9):
-            return (
-                f"Head {i} should be the columns {i * d}…{(i + 1) * d - 1} of the width, "
-                f"x[..., {i * d}:{(i + 1) * d}], for every sequence and token."
-            )
+            return _(
+                "Head {i} should be the columns {first}…{last} of the width, "
+                "x[..., {first}:{stop}], for every sequence and token."
+            ).format(i=i, first=i * d, last=(i + 1) * d - 1, stop=(i + 1) * d)
     return ""
 
 
@@ -105,13 +108,17 @@ def _probe_split(split_heads, x, h):
     __tracebackhide__ = True
     b, n, width = x.shape
     d = width // h
-    what = f"split_heads(x, h={h}) with x of shape {x.shape}"
+    what = _("split_heads(x, h={h}) with x of shape {shape}").format(h=h, shape=x.shape)
     result = plain_array(call(split_heads, x, h, what=what), what=what)
     expected = reference_split(x, h)  # (b, h, n, d)
     if result.shape != expected.shape:
         hint, misconception = _split_shape_hint(result.shape, b, n, h, d)
         fail(
-            f"{what} should have shape (b, h, n, d) = {expected.shape}, but it has shape {result.shape}. " + hint,
+            _("{what} should have shape (b, h, n, d) = {expected}, but it has shape {actual}.").format(
+                what=what, expected=expected.shape, actual=result.shape
+            )
+            + " "
+            + hint,
             misconception,
         )
     expect_close(result, expected, what=what, diagnoses=_wrong_splits(x, h), hint=_first_wrong_head(result, x, h))
@@ -128,15 +135,15 @@ def check_split_heads(split_heads, seed: int = 0, thorough: bool = False) -> Non
         cases += [(2, 5, 12, 4), (4, 2, 12, 6), (2, 3, 6, 1), (2, 1, 5, 5), (1, 4, 8, 2)]
         cases += [
             (int(r.integers(2, 4)), int(r.integers(1, 6)), h * d, h)
-            for h, d in ((int(r.integers(2, 7)), int(r.integers(1, 6))) for _ in range(3))
+            for h, d in ((int(r.integers(2, 7)), int(r.integers(1, 6))) for _draw in range(3))
         ]
     for b, n, width, h in cases:
         x = r.normal(size=(b, n, width))
         _batch_aware(_probe_split, (split_heads, x, h), (split_heads, x[:1], h), b)
-    passed(
-        "split_heads: shape (b, h, n, d) and head i is x[..., i*d:(i+1)*d]"
-        + (" on every shape tried" if thorough else "")
-    )
+    if thorough:
+        passed(_("split_heads: shape (b, h, n, d) and head i is x[..., i*d:(i+1)*d] on every shape tried"))
+    else:
+        passed(_("split_heads: shape (b, h, n, d) and head i is x[..., i*d:(i+1)*d]"))
 
 
 @exercise_check
@@ -150,10 +157,10 @@ def check_split_heads_errors(split_heads, thorough: bool = False) -> None:
             split_heads,
             x,
             h,
-            what=f"split_heads(x, h={h}) with a width D = {width}",
-            why=f"h must divide the width D, and {width} is not a multiple of {h}",
+            what=_("split_heads(x, h={h}) with a width D = {width}").format(h=h, width=width),
+            why=_("h must divide the width D, and {width} is not a multiple of {h}").format(width=width, h=h),
         )
-    passed("split_heads raises ValueError when h does not divide the width")
+    passed(_("split_heads raises ValueError when h does not divide the width"))
 
 
 # ---------------------------------------------------------------------------------- merge_heads
@@ -161,7 +168,7 @@ def _wrong_merges(heads):
     b, h, n, d = heads.shape
     yield (
         heads.reshape(b, n, h * d),
-        (
+        _(
             "a merge without the transpose back: the heads axis must first return behind the tokens, "
             "(b, h, n, d) -> (b, n, h, d), and only then can the last two axes be joined into h*d."
         ),
@@ -169,7 +176,7 @@ def _wrong_merges(heads):
     )
     yield (
         heads.transpose(0, 2, 3, 1).reshape(b, n, d * h),
-        (
+        _(
             "the heads were joined in the (d h) order, interleaving their columns; head i must land in the "
             "columns i*d … (i+1)*d - 1, the (h d) order."
         ),
@@ -180,20 +187,21 @@ def _wrong_merges(heads):
 def _probe_merge(merge_heads, x, h):
     __tracebackhide__ = True
     heads = reference_split(x, h)  # (b, h, n, d)
-    b, _, n, d = heads.shape
-    what = f"merge_heads(heads) with heads of shape {heads.shape}"
+    what = _("merge_heads(heads) with heads of shape {shape}").format(shape=heads.shape)
     result = plain_array(call(merge_heads, np.ascontiguousarray(heads), what=what), what=what)
     if result.shape != x.shape:
         fail(
-            f"{what} should have shape (b, n, h*d) = {x.shape}, but it has shape {result.shape}. The tokens go "
-            "back to the second axis and the heads sit side by side along the width."
+            _(
+                "{what} should have shape (b, n, h*d) = {expected}, but it has shape {actual}. The tokens go "
+                "back to the second axis and the heads sit side by side along the width."
+            ).format(what=what, expected=x.shape, actual=result.shape)
         )
     expect_close(
         result,
         x,
         what=what,
         diagnoses=_wrong_merges(heads),
-        hint="merge_heads must undo split_heads exactly: merge_heads(split_heads(x, h)) is x again.",
+        hint=_("merge_heads must undo split_heads exactly: merge_heads(split_heads(x, h)) is x again."),
     )
 
 
@@ -208,7 +216,7 @@ def check_merge_heads(merge_heads, seed: int = 0, thorough: bool = False) -> Non
     for b, n, width, h in cases:
         x = r.normal(size=(b, n, width))
         _batch_aware(_probe_merge, (merge_heads, x, h), (merge_heads, x[:1], h), b)
-    passed("merge_heads: shape (b, n, h*d), and merge_heads(split_heads(x, h)) gives x back")
+    passed(_("merge_heads: shape (b, n, h*d), and merge_heads(split_heads(x, h)) gives x back"))
 
 
 # ---------------------------------------------------------------------------------- mha_cost
@@ -217,7 +225,7 @@ def _wrong_costs(n, width, h):
     projections, attention = 4 * n * width**2, 2 * n * n * width
     yield (
         2 * (projections + attention),
-        (
+        _(
             "this counts FLOPs: a multiply-add is one multiplication plus one addition, two FLOPs, and the "
             "course counts multiply-adds (an (m, k) @ (k, p) product is m·k·p of them)."
         ),
@@ -225,7 +233,7 @@ def _wrong_costs(n, width, h):
     )
     yield (
         projections + attention * h,
-        (
+        _(
             "the attention part was multiplied by h: each head works on d = D/h columns, so the h heads "
             "together cost h · n²d = n²D for the scores, and the same for the weighted sum."
         ),
@@ -233,36 +241,36 @@ def _wrong_costs(n, width, h):
     )
     yield (
         (projections + attention) * h,
-        "the whole cost was multiplied by h, but h does not change it.",
+        _("the whole cost was multiplied by h, but h does not change it."),
         "cost.heads_multiply_cost",
     )
     yield (
         projections * h + attention,
-        "the projections were multiplied by h: each is one (n, D) @ (D, D) product.",
+        _("the projections were multiplied by h: each is one (n, D) @ (D, D) product."),
         "cost.heads_multiply_cost",
     )
     yield (
         3 * n * width**2 + attention,
-        ("the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O."),
+        _("the output projection W^O is missing: there are four (n, D) @ (D, D) products, Q, K, V and W^O."),
         "cost.missing_term",
     )
     yield (
         projections + attention // 2,
-        ("only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D."),
+        _("only one of the two n × n products is counted: the scores Q Kᵀ and the weighted sum A V each cost n²D."),
         "cost.missing_term",
     )
     yield (
         projections + 2 * n * n * d,
-        "the attention part of one head (n²d) was counted instead of all h heads (n²D).",
+        _("the attention part of one head (n²d) was counted instead of all h heads (n²D)."),
         "cost.one_head_only",
     )
     yield (
         4 * n * n * width + 2 * n * width**2,
-        "n and D are swapped: the projections cost 4nD², the attention 2n²D.",
+        _("n and D are swapped: the projections cost 4nD², the attention 2n²D."),
         "cost.n_d_swapped",
     )
-    yield projections, "the attention part 2n²D (scores and weighted sum) is missing.", "cost.missing_term"
-    yield attention, "the projections 4nD² (Q, K, V and W^O) are missing.", "cost.missing_term"
+    yield projections, _("the attention part 2n²D (scores and weighted sum) is missing."), "cost.missing_term"
+    yield attention, _("the projections 4nD² (Q, K, V and W^O) are missing."), "cost.missing_term"
 
 
 def _probe_cost(mha_cost, n, width, h):
@@ -272,14 +280,21 @@ def _probe_cost(mha_cost, n, width, h):
     expected = reference_cost(n, width, h)
     if result == expected:
         return
-    message = (
-        f"{what} should be {expected:,} multiply-adds (4nD² = {4 * n * width**2:,} for the four projections "
-        f"plus 2n²D = {2 * n * n * width:,} for the scores and the weighted sum), but it returned {result:,}"
-        + (f", {result / expected:.3g} times the expected count." if expected and result > 0 else ".")
+    message = _(
+        "{what} should be {expected} multiply-adds (4nD² = {projections} for the four projections "
+        "plus 2n²D = {attention} for the scores and the weighted sum), but it returned {result}."
+    ).format(
+        what=what,
+        expected=number(expected, ","),
+        projections=number(4 * n * width**2, ","),
+        attention=number(2 * n * n * width, ","),
+        result=number(result, ","),
     )
+    if expected and result > 0:  # how far off, as its own sentence
+        message += " " + _("That is {ratio} times the expected count.").format(ratio=number(result / expected, ".3g"))
     for wrong, explanation, misconception in _wrong_costs(n, width, h):
         if result == wrong:
-            fail(message + f" Likely cause: {explanation}", misconception)
+            fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
     fail(message)
 
 
@@ -293,33 +308,32 @@ def check_mha_cost(mha_cost, seed: int = 0, thorough: bool = False) -> None:
         cases += [(0, 12, 3), (1, 8, 8), (3, 6, 1), (4096, 12288, 96), (8192, 4096, 32)]
         cases += [
             (int(r.integers(1, 3000)), h * d, h)
-            for h, d in ((int(r.integers(1, 40)), int(r.integers(1, 200))) for _ in range(4))
+            for h, d in ((int(r.integers(1, 40)), int(r.integers(1, 200))) for _draw in range(4))
         ]
     for n, width, h in cases:
         _probe_cost(mha_cost, n, width, h)
-    passed(
-        "mha_cost counts 4nD² + 2n²D multiply-adds, whatever h"
-        + (" (also for n = 0, h = 1, h = D and large models)" if thorough else "")
-    )
+    if thorough:
+        passed(
+            _("mha_cost counts 4nD² + 2n²D multiply-adds, whatever h (also for n = 0, h = 1, h = D and large models)")
+        )
+    else:
+        passed(_("mha_cost counts 4nD² + 2n²D multiply-adds, whatever h"))
 
 
 @exercise_check
 def check_mha_cost_errors(mha_cost, thorough: bool = False) -> None:
     """``mha_cost`` refuses h that does not divide D, and a negative length."""
     __tracebackhide__ = True
-    cases = [
-        ((10, 10, 4), "h must divide the width D, and 10 is not a multiple of 4"),
-        ((-1, 8, 2), "a sequence cannot have a negative length"),
-    ]
+    cases = [(10, 10, 4), (-1, 8, 2)]
     if thorough:
-        cases += [
-            ((5, 12, 5), "h must divide the width D, and 12 is not a multiple of 5"),
-            ((4, 6, 12), "h must divide the width D, and 6 is not a multiple of 12"),
-            ((-16, 768, 12), "a sequence cannot have a negative length"),
-        ]
-    for (n, width, h), why in cases:
+        cases += [(5, 12, 5), (4, 6, 12), (-16, 768, 12)]
+    for n, width, h in cases:
+        if n < 0:
+            why = _("a sequence cannot have a negative length")
+        else:
+            why = _("h must divide the width D, and {width} is not a multiple of {h}").format(width=width, h=h)
         expect_value_error(mha_cost, n, width, h, what=f"mha_cost(n={n}, D={width}, h={h})", why=why)
-    passed("mha_cost raises ValueError when h does not divide D or n is negative")
+    passed(_("mha_cost raises ValueError when h does not divide D or n is negative"))
 
 
 # ---------------------------------------------------------------------------------- multi_head_attention
@@ -368,7 +382,7 @@ def _wrong_mhas(x, weights, h, mask):
     width = x.shape[-1]
     yield (
         _mha_variant(x, weights, h, mask, output_projection=False),
-        (
+        _(
             "W^O is forgotten: MHA(x) = concat(heads) W^O. Without the output projection the heads are only "
             "placed side by side and never mixed."
         ),
@@ -376,7 +390,7 @@ def _wrong_mhas(x, weights, h, mask):
     )
     yield (
         _mha_variant(x, weights, h, mask, scale_width=width),
-        (
+        _(
             "the scores were divided by √D (the model width) instead of √d (the head size): each head's dot "
             "products add up only d = D/h terms."
         ),
@@ -384,7 +398,7 @@ def _wrong_mhas(x, weights, h, mask):
     )
     yield (
         _mha_variant(x, weights, 1, mask),
-        (
+        _(
             "the answer ignores h: it is one head of size D over the whole width. Cut q, k and v into h heads "
             "of d = D/h and run attention in each."
         ),
@@ -392,7 +406,7 @@ def _wrong_mhas(x, weights, h, mask):
     )
     yield (
         _mha_variant(x, weights, 1, mask, scale_width=width // h),
-        (
+        _(
             "the answer ignores h: it is one attention over the whole width (scaled by √d). Cut q, k and v "
             "into h heads and run attention in each."
         ),
@@ -401,24 +415,24 @@ def _wrong_mhas(x, weights, h, mask):
     if mask is not None:
         yield (
             _mha_variant(x, weights, h, mask, use_mask=False),
-            ("the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis)."),
+            _("the mask is ignored: pass it to the attention of every head (it broadcasts over the heads axis)."),
             "mask.ignored",
         )
         yield (
             _mha_variant(x, weights, h, mask, flip_mask=True),
-            ("the mask polarity is flipped: in this course True means *may attend*."),
+            _("the mask polarity is flipped: in this course True means *may attend*."),
             "mask.polarity_flipped",
         )
     for merge in ("(h d)", "(d h)"):
         yield (
             _mha_variant(x, weights, h, mask, split="(d h)", merge=merge),
-            ("q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1."),
+            _("q, k and v were cut into heads in the (d h) order: head i must be the columns i*d … (i+1)*d - 1."),
             "heads.d_h_split",
         )
     for merge in ("(h d)", "none"):
         yield (
             _mha_variant(x, weights, h, mask, split="none", merge=merge),
-            (
+            _(
                 "the heads were cut with a reshape to (b, h, n, d) without a transpose, which mixes tokens into "
                 "heads: reshape to (b, n, h, d), then transpose."
             ),
@@ -426,17 +440,17 @@ def _wrong_mhas(x, weights, h, mask):
         )
     yield (
         _mha_variant(x, weights, h, mask, merge="none"),
-        ("the heads were merged without the transpose back to (b, n, h, d) before joining h and d."),
+        _("the heads were merged without the transpose back to (b, n, h, d) before joining h and d."),
         "heads.merge_without_transpose",
     )
     yield (
         _mha_variant(x, weights, h, mask, merge="(d h)"),
-        ("the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1."),
+        _("the heads were merged in the (d h) order; head i must come back to the columns i*d … (i+1)*d - 1."),
         "heads.d_h_split",
     )
     yield (
         _mha_variant(x, weights, h, mask, transposed_weights=True),
-        ("the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out))."),
+        _("the weights were transposed: in this course they are applied as x @ w (w of shape (D_in, D_out))."),
         "projection.weights_transposed",
     )
 
@@ -444,21 +458,30 @@ def _wrong_mhas(x, weights, h, mask):
 def _probe_mha(mha, x, weights, h, mask):
     __tracebackhide__ = True
     b, n, width = x.shape
-    what = (
-        f"multi_head_attention(x, w_q, w_k, w_v, w_o, h={h}{', mask' if mask is not None else ''}) "
-        f"with x of shape {x.shape}" + (f" and a mask of shape {mask.shape}" if mask is not None else "")
-    )
+    if mask is None:
+        what = _("multi_head_attention(x, w_q, w_k, w_v, w_o, h={h}) with x of shape {shape}").format(
+            h=h, shape=x.shape
+        )
+    else:
+        what = _(
+            "multi_head_attention(x, w_q, w_k, w_v, w_o, h={h}, mask) with x of shape {shape} "
+            "and a mask of shape {mask_shape}"
+        ).format(h=h, shape=x.shape, mask_shape=mask.shape)
     args = (x, *weights, h) + (() if mask is None else (mask,))
     result = plain_array(call(mha, *args, what=what), what=what)
     expected = reference_mha(x, *weights, h, mask)  # (b, n, D)
     if result.shape != expected.shape:
         hint = (
-            "The heads are not merged back: the output has the shape of x, (b, n, D)."
+            _("The heads are not merged back: the output has the shape of x, (b, n, D).")
             if result.ndim == 4
-            else "The output has the shape of x, (b, n, D)."
+            else _("The output has the shape of x, (b, n, D).")
         )
         fail(
-            f"{what} should have shape {expected.shape}, but it has shape {result.shape}. {hint}",
+            _("{what} should have shape {expected}, but it has shape {actual}.").format(
+                what=what, expected=expected.shape, actual=result.shape
+            )
+            + " "
+            + hint,
             "heads.not_merged_back" if result.ndim == 4 else None,
         )
     expect_close(result, expected, what=what, diagnoses=_wrong_mhas(x, weights, h, mask), rtol=1e-6, atol=1e-8)
@@ -467,7 +490,7 @@ def _probe_mha(mha, x, weights, h, mask):
 def _mha_inputs(r, b, n, width):
     x = r.normal(size=(b, n, width))
     # weights of scale 1/sqrt(D): scores of order 1, so scaling and masking visibly change the weights
-    weights = tuple(r.normal(size=(width, width)) / np.sqrt(width) for _ in range(4))
+    weights = tuple(r.normal(size=(width, width)) / np.sqrt(width) for _weight in range(4))
     return x, weights
 
 
@@ -510,10 +533,10 @@ def check_multi_head_attention(mha, seed: int = 0, thorough: bool = False) -> No
     if thorough:
         cases += [(2, 6, 12, 4, None), (1, 3, 8, 2, None), (2, 1, 6, 3, None), (2, 4, 6, 6, None), (3, 4, 6, 1, None)]
     _run_mha_cases(mha, r, cases)
-    passed(
-        "multi_head_attention matches the reference without a mask"
-        + (" (also for n = 1, h = 1 and h = D)" if thorough else "")
-    )
+    if thorough:
+        passed(_("multi_head_attention matches the reference without a mask (also for n = 1, h = 1 and h = D)"))
+    else:
+        passed(_("multi_head_attention matches the reference without a mask"))
 
 
 @exercise_check
@@ -530,7 +553,12 @@ def check_multi_head_attention_masked(mha, seed: int = 0, thorough: bool = False
             (2, 4, 12, 6, random_per_head),
         ]
     _run_mha_cases(mha, r, cases)
-    passed(
-        "multi_head_attention applies an (n, n) causal mask and a (b, 1, 1, n) padding mask"
-        + (", and a different mask for every head" if thorough else "")
-    )
+    if thorough:
+        passed(
+            _(
+                "multi_head_attention applies an (n, n) causal mask and a (b, 1, 1, n) padding mask, "
+                "and a different mask for every head"
+            )
+        )
+    else:
+        passed(_("multi_head_attention applies an (n, n) causal mask and a (b, 1, 1, n) padding mask"))

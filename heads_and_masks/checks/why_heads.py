@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ..i18n import N_, _, number, translated
 from ..retrieval import head_weights, token_vectors
 from ..score_noise import exact_winning_rate, win_probability
 from .core import call, exercise_check, expect_value_error, fail, passed, rng
@@ -30,6 +31,9 @@ ENOUGH = 0.98  # the weight a head must put on the key its rule names
 TRIALS = 4000  # trials the checks ask of winning_rate
 MARGIN = 6.0  # standard errors
 
+# the two heads by their rules, as a failure names them (the subject of its sentence)
+_HEAD_NAMES = (N_("head 0 (previous token)"), N_("head 1 (first token)"))
+
 
 # ------------------------------------------------------------------ retrieval_heads
 def _learner_heads(retrieval_heads, n, c):
@@ -37,9 +41,17 @@ def _learner_heads(retrieval_heads, n, c):
     what = f"retrieval_heads({n}, {c})"
     result = call(retrieval_heads, n, c, what=what)
     if _type(result) not in (_tuple, _list) or _len(result) != 3:
+        returned = _type(result).__name__
+        if _type(result) in (_tuple, _list):
+            fail(
+                _(
+                    "{what} should return three arrays (w_q, w_k, w_v), but it returned a {type} of length {length}."
+                ).format(what=what, type=returned, length=_len(result))
+            )
         fail(
-            f"{what} should return three arrays (w_q, w_k, w_v), but it returned {_type(result).__name__}"
-            + (f" of length {_len(result)}" if _type(result) in (_tuple, _list) else "")
+            _("{what} should return three arrays (w_q, w_k, w_v), but it returned {type}.").format(
+                what=what, type=returned
+            )
         )
     w_q, w_k, w_v = (
         plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in enumerate(zip(result, ("w_q", "w_k", "w_v")))
@@ -52,20 +64,26 @@ def _expect_rule_shapes(what, w_q, w_k, n, c):
     width = c + n
     if w_q.ndim != 3 or w_q.shape[:2] != (2, width):
         fail(
-            f"{what}: w_q should have shape (2, c + n, d) = (2, {width}, d), one (c + n, d) matrix per head "
-            f"for any head size d ≥ 1, but it has shape {w_q.shape}"
+            _(
+                "{what}: w_q should have shape (2, c + n, d) = (2, {width}, d), one (c + n, d) matrix per head "
+                "for any head size d ≥ 1, but it has shape {shape}."
+            ).format(what=what, width=width, shape=w_q.shape)
         )
     if w_k.shape != w_q.shape:
         fail(
-            f"{what}: w_k should have the same shape as w_q, {w_q.shape} (queries and keys of a head share "
-            f"the head size d), but it has shape {w_k.shape}"
+            _(
+                "{what}: w_k should have the same shape as w_q, {q_shape} (queries and keys of a head share "
+                "the head size d), but it has shape {k_shape}."
+            ).format(what=what, q_shape=w_q.shape, k_shape=w_k.shape)
         )
     if w_q.shape[2] < 1:
-        fail(f"{what}: the head size d (last axis of w_q) must be at least 1")
+        fail(_("{what}: the head size d (last axis of w_q) must be at least 1.").format(what=what))
     if not (np.isfinite(w_q).all() and np.isfinite(w_k).all()):
         fail(
-            f"{what}: w_q and w_k must be finite numbers (inf - inf gives NaN scores); a large finite "
-            "number like 100 is sharp enough"
+            _(
+                "{what}: w_q and w_k must be finite numbers (inf - inf gives NaN scores); a large finite "
+                "number like 100 is sharp enough."
+            ).format(what=what)
         )
 
 
@@ -91,57 +109,76 @@ def _diagnose_rules(weights, unmasked, n, c, d):
     t = np.arange(1, n)
     prev_ok, first_ok = _follows(weights, 0, "previous"), _follows(weights, 1, "first")
     scale_note = (
-        f" Remember that the scores are divided by sqrt(d) = {math.sqrt(d):.3g} before the softmax: "
-        "a lead of g in q·k becomes g/sqrt(d)."
+        " "
+        + _(
+            "Remember that the scores are divided by sqrt(d) = {root} before the softmax: "
+            "a lead of g in q·k becomes g/sqrt(d)."
+        ).format(root=number(math.sqrt(d), ".3g"))
         if d > 1
         else ""
     )
     if _follows(weights, 0, "first") and _follows(weights, 1, "previous"):
-        return (
+        return _(
             "your two heads are swapped: head 0 must follow the 'previous token' rule and head 1 the "
             "'first token' rule (the output is [content of t-1 | content of 0], in that order)."
         ), "retrieval.heads_swapped"
     if not first_ok and prev_ok and _follows(weights, 1, "previous"):
-        return (
+        return _(
             "both heads follow the 'previous token' rule: a second head is only useful with a different "
             "rule; head 1 must attend to the first token (position 0) from every query."
         ), "retrieval.same_rule_twice"
     if not prev_ok and first_ok and _follows(weights, 0, "first"):
-        return (
+        return _(
             "both heads follow the 'first token' rule: head 0 must attend to the previous token, key t - 1 for query t."
         ), "retrieval.same_rule_twice"
     for head, rule, ok in ((0, "previous", prev_ok), (1, "first", first_ok)):
         if ok:
             continue
-        name = "head 0 (previous token)" if head == 0 else "head 1 (first token)"
+        name = translated(_HEAD_NAMES[head])
         wanted = t - 1 if rule == "previous" else np.zeros_like(t)
         on_rule = _rule_holds(weights, head, rule)
         worst = int(np.argmin(on_rule))
         favourite = _favourite(weights, head)
         if head == 0 and n > 2 and np.all(np.argmax(unmasked[0, :-1], axis=-1) == np.arange(1, n)):
-            return (
-                f"{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
+            return _(
+                "{name} asks for the *next* token, t + 1, which the causal mask forbids (so its weights "
                 "spread evenly). With x @ w, row t of w_q is the query of token t: its entry must sit in the "
                 "column of key t - 1 (np.eye(n, k=-1), not k=1)."
-            ), "retrieval.asks_next_token"
+            ).format(name=name), "retrieval.asks_next_token"
         if np.all(favourite == t) and not (rule == "first" and n == 2):
-            return (
-                f"{name} attends to the current token itself (key t for query t); it must ask for "
-                + ("the token before it, key t - 1." if rule == "previous" else "position 0 whatever t is.")
-            ), "retrieval.attends_itself"
+            if rule == "previous":
+                itself = _(
+                    "{name} attends to the current token itself (key t for query t); it must ask for "
+                    "the token before it, key t - 1."
+                )
+            else:
+                itself = _(
+                    "{name} attends to the current token itself (key t for query t); it must ask for "
+                    "position 0 whatever t is."
+                )
+            return itself.format(name=name), "retrieval.attends_itself"
         if np.all(favourite == wanted):
-            return (
-                f"{name} picks the right key but not sharply enough: at query t = {worst + 1} the right key "
-                f"gets only {on_rule[worst]:.3f} of the weight (at least {ENOUGH} is needed). Make the "
+            return _(
+                "{name} picks the right key but not sharply enough: at query t = {t} the right key "
+                "gets only {weight} of the weight (at least {enough} is needed). Make the "
                 "wanted score lead the others by more: softmax turns a lead of g into a weight of about "
-                f"1 / (1 + (n - 1) e^-g), so scale the queries up.{scale_note}"
-            ), "retrieval.not_sharp_enough"
-        return (
-            f"{name} should put at least {ENOUGH} of its weight on key {int(wanted[worst])} for query "
-            f"t = {worst + 1}, but puts {on_rule[worst]:.3f} there and its largest weight "
-            f"{weights[head, worst + 1].max():.3f} on key {int(favourite[worst])}."
+                "1 / (1 + (n - 1) e^-g), so scale the queries up."
+            ).format(
+                name=name, t=worst + 1, weight=number(on_rule[worst], ".3f"), enough=number(ENOUGH)
+            ) + scale_note, "retrieval.not_sharp_enough"
+        return _(
+            "{name} should put at least {enough} of its weight on key {key} for query "
+            "t = {t}, but puts {weight} there and its largest weight {largest} on key {favourite}."
+        ).format(
+            name=name,
+            enough=number(ENOUGH),
+            key=int(wanted[worst]),
+            t=worst + 1,
+            weight=number(on_rule[worst], ".3f"),
+            largest=number(weights[head, worst + 1].max(), ".3f"),
+            favourite=int(favourite[worst]),
         ), None
-    return "the heads do not follow their rules.", None
+    return _("the heads do not follow their rules."), None
 
 
 def _causal_scores(x, w_q, w_k) -> np.ndarray:
@@ -163,17 +200,19 @@ def check_retrieval_heads(retrieval_heads, seed: int = 0, thorough: bool = False
     r = rng(seed)
     cases = [(6, 3)] + ([(2, 1), (12, 4), (32, 2)] if thorough else [])
     for n, c in cases:
-        what, w_q, w_k, _ = _learner_heads(retrieval_heads, n, c)
+        what, w_q, w_k, _w_v = _learner_heads(retrieval_heads, n, c)
         _expect_rule_shapes(what, w_q, w_k, n, c)
         d = w_q.shape[2]
-        for _ in range(3):
+        for _draw in range(3):
             contents = r.uniform(-1, 1, size=(n, c))
             x = token_vectors(contents)  # (n, c + n)
             weights = head_weights(x, w_q, w_k)  # (2, n, n), causal, scaled by 1/sqrt(d)
             if not np.isfinite(weights).all():
                 fail(
-                    f"{what}: the attention weights of your heads contain NaN or inf (are the scores too "
-                    "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty)."
+                    _(
+                        "{what}: the attention weights of your heads contain NaN or inf (are the scores too "
+                        "large? a lead of about 20 after the 1/sqrt(d) scaling is plenty)."
+                    ).format(what=what)
                 )
             if not (_follows(weights, 0, "previous") and _follows(weights, 1, "first")):
                 diagnosis, misconception = _diagnose_rules(weights, head_weights(x, w_q, w_k, causal=False), n, c, d)
@@ -183,16 +222,18 @@ def check_retrieval_heads(retrieval_heads, seed: int = 0, thorough: bool = False
                 # themselves (up to a constant per row, which softmax ignores) tell a head that reads content.
                 shift = _causal_scores(token_vectors(other_contents), w_q, w_k) - _causal_scores(x, w_q, w_k)
                 if np.abs(other - weights).max() > 1e-3 or np.abs(shift).max() > 1e-6:
-                    diagnosis = (
+                    diagnosis = _(
                         "your heads' weights change when only the token contents change (same positions): "
                         "a rule by position must read only the position part of x, rows c: of w_q and "
-                        "w_k; make rows :c zero. With these contents: " + diagnosis
-                    )
+                        "w_k; make rows :c zero. With these contents: {diagnosis}"
+                    ).format(diagnosis=diagnosis)
                     misconception = "retrieval.reads_content"
                 fail(f"{what}: {diagnosis}", misconception)
         passed(
-            f"retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
-            f"(at least {ENOUGH} of the weight, for any contents)"
+            _(
+                "retrieval_heads({n}, {c}): head 0 attends to the previous token, head 1 to the first token "
+                "(at least {enough} of the weight, for any contents)"
+            ).format(n=n, c=c, enough=number(ENOUGH))
         )
 
 
@@ -203,38 +244,57 @@ def check_retrieval_heads_values(retrieval_heads, seed: int = 0, thorough: bool 
     r = rng(seed + 1)
     cases = [(6, 3)] + ([(2, 1), (9, 5), (4, 7)] if thorough else [])
     for n, c in cases:
-        what, _, _, w_v = _learner_heads(retrieval_heads, n, c)
+        what, _w_q, _w_k, w_v = _learner_heads(retrieval_heads, n, c)
         if w_v.shape != (2, c + n, c):
             fail(
-                f"{what}: w_v should have shape (2, c + n, c) = (2, {c + n}, {c}): each head turns a token into "
-                f"a value of c = {c} numbers, so the two heads side by side give 2c; it has shape {w_v.shape}"
+                _(
+                    "{what}: w_v should have shape (2, c + n, c) = (2, {width}, {c}): each head turns a token into "
+                    "a value of c = {c} numbers, so the two heads side by side give 2c; it has shape {shape}."
+                ).format(what=what, width=c + n, c=c, shape=w_v.shape)
             )
-        for _ in range(2):
+        for _draw in range(2):
             contents = r.uniform(-1, 1, size=(n, c))
             values = np.einsum("nD,hDv->hnv", token_vectors(contents), w_v)  # (2, n, c)
             # head 0 fetches tokens 0 .. n-2 (the previous token of 1 .. n-1); head 1 fetches token 0
-            for head, fetched, name in (
-                (0, slice(0, n - 1), "head 0 (previous token)"),
-                (1, slice(0, 1), "head 1 (first token)"),
+            for head, fetched, values_of in (
+                (
+                    0,
+                    slice(0, n - 1),
+                    N_("{what}: the values of head 0 (previous token), x @ w_v[0], for the tokens it fetches"),
+                ),
+                (
+                    1,
+                    slice(0, 1),
+                    N_("{what}: the values of head 1 (first token), x @ w_v[1], for the tokens it fetches"),
+                ),
             ):
                 expect_close(
                     values[head, fetched],
                     contents[fetched],
-                    what=f"{what}: the values of {name}, x @ w_v[{head}], for the tokens it fetches",
+                    what=translated(values_of).format(what=what),
                     diagnoses=[
                         (
                             token_vectors(contents)[fetched, c : c + c],
-                            "the values read the position part of x; they must copy the content, the first c numbers.",
+                            _(
+                                "the values read the position part of x; they must copy the content, the first c "
+                                "numbers."
+                            ),
                             "retrieval.values_read_position",
                         )
                     ]
                     if n >= c
                     else [],
-                    hint="w_v[h] must copy the content (the first c numbers of x) and add nothing from "
-                    "the position part to the tokens the head fetches: the first c rows an "
-                    "identity, the rows of those positions zero.",
+                    hint=_(
+                        "w_v[h] must copy the content (the first c numbers of x) and add nothing from "
+                        "the position part to the tokens the head fetches: the first c rows an "
+                        "identity, the rows of those positions zero."
+                    ),
                 )
-        passed(f"retrieval_heads({n}, {c}): both heads hand back the content of the token they attend to")
+        passed(
+            _("retrieval_heads({n}, {c}): both heads hand back the content of the token they attend to").format(
+                n=n, c=c
+            )
+        )
 
 
 # ------------------------------------------------------------------ winning_rate
@@ -248,7 +308,7 @@ def _wrong_rates(d, noise, n_keys):
     rivals = n_keys - 1
     yield (
         win_probability(d, noise, noise, 1),
-        (
+        _(
             "the match was compared with each other key separately (a pairwise rate); it wins only when it beats "
             "every other key at once: compare its score with the maximum of the others."
         ),
@@ -256,7 +316,7 @@ def _wrong_rates(d, noise, n_keys):
     )
     yield (
         win_probability(d, 0.0, noise, rivals),
-        (  # the same rate as noise-free unrelated keys
+        _(  # the same rate as noise-free unrelated keys
             "the query has no noise (or the unrelated keys have none); every view is noisy: "
             "q = meaning + noise·ε, and each key is its own meaning + noise·ε."
         ),
@@ -264,29 +324,29 @@ def _wrong_rates(d, noise, n_keys):
     )
     yield (
         win_probability(d, noise, noise, rivals, match_noise=0.0),
-        ("the matching key has no noise; it is a noisy view of the shared meaning, like every key."),
+        _("the matching key has no noise; it is a noisy view of the shared meaning, like every key."),
         "noise.noise_missing",
     )
     if noise not in (0.0, 1.0):
         yield (
             win_probability(d, noise**2, noise**2, rivals),
-            ("noise was used as a variance; it is the standard deviation: multiply ε by noise."),
+            _("noise was used as a variance; it is the standard deviation: multiply ε by noise."),
             "noise.variance_not_sd",
         )
         yield (
             win_probability(d, math.sqrt(noise), math.sqrt(noise), rivals),
-            ("noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation."),
+            _("noise was used as a variance (scale=np.sqrt(noise)); it is the standard deviation."),
             "noise.variance_not_sd",
         )
     yield (
         win_probability(d, noise, noise, n_keys),
-        ("one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals."),
+        _("one key too many: n_keys counts all the keys, the match included, so the match has n_keys - 1 rivals."),
         "noise.rivals_off_by_one",
     )
     if rivals > 1:
         yield (
             win_probability(d, noise, noise, rivals - 1),
-            ("one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals."),
+            _("one key too few: there are n_keys keys in all, the match and n_keys - 1 rivals."),
             "noise.rivals_off_by_one",
         )
 
@@ -305,19 +365,30 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
     what = f"winning_rate({d}, {noise}, {n_keys}, {TRIALS}, {seed})"
     got = _rate(winning_rate, d, noise, n_keys, seed, what)
     if not math.isfinite(got) or not 0.0 <= got <= 1.0:
-        fail(
-            f"{what} returned {got!r}; a rate is a fraction between 0 and 1"
-            + (": did you return the number of wins instead of wins / trials?" if got > 1 else "."),
-            "noise.wins_not_rate" if got > 1 else None,
-        )
+        if got > 1:
+            fail(
+                _(
+                    "{what} returned {got}; a rate is a fraction between 0 and 1: did you return the number of "
+                    "wins instead of wins / trials?"
+                ).format(what=what, got=number(got, "")),
+                "noise.wins_not_rate",
+            )
+        fail(_("{what} returned {got}; a rate is a fraction between 0 and 1.").format(what=what, got=number(got, "")))
     exact = exact_winning_rate(d, noise, n_keys)
     allowed = margin(exact, TRIALS)
     if abs(got - exact) <= allowed:
         return got
-    message = (
-        f"{what} returned {got:.4f}, but the probability it estimates is {exact:.4f} (computed exactly by "
-        f"integration). With {TRIALS} trials a correct simulation lands within ±{allowed:.3f} of it "
-        f"(six standard errors); yours is off by {abs(got - exact):.3f}."
+    message = _(
+        "{what} returned {got}, but the probability it estimates is {exact} (computed exactly by "
+        "integration). With {trials} trials a correct simulation lands within ±{allowed} of it "
+        "(six standard errors); yours is off by {off}."
+    ).format(
+        what=what,
+        got=number(got, ".4f"),
+        exact=number(exact, ".4f"),
+        trials=TRIALS,
+        allowed=number(allowed, ".3f"),
+        off=number(abs(got - exact), ".3f"),
     )
     # every usual mistake whose rate this one matches, the closest first (at some points two coincide)
     causes = sorted(
@@ -325,11 +396,14 @@ def _expect_rate(winning_rate, d, noise, n_keys, seed):
         for wrong, explanation, misconception in _wrong_rates(d, noise, n_keys)
         if abs(got - wrong) <= margin(wrong, TRIALS) and abs(wrong - exact) > allowed
     )
-    if causes:  # the closest names the misconception
-        fail(message + " Likely cause: " + " Or: ".join(explanation for _, explanation, _ in causes[:2]), causes[0][2])
+    if causes:  # the closest names the misconception; a second one that coincides here is offered too
+        message += " " + _("Likely cause: {explanation}").format(explanation=causes[0][1])
+        for _distance, explanation, _id in causes[1:2]:
+            message += " " + _("Or: {explanation}").format(explanation=explanation)
+        fail(message, causes[0][2])
     else:
-        message += (
-            " Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
+        message += " " + _(
+            "Check the model: key 0 shares the query's meaning, the other n_keys - 1 have their own; "
             "query and keys are meaning + noise·ε; the match wins when its q·k beats every other key's."
         )
     fail(message)
@@ -361,14 +435,17 @@ def check_winning_rate(winning_rate, seed: int = 0, thorough: bool = False) -> N
             again = _rate(winning_rate, d, noise, n_keys, seed + index, what)
             if again != got:
                 fail(
-                    f"{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
-                    "random number from np.random.default_rng(seed) (or seed numpy with it).",
+                    _(
+                        "{what} returned {got} and then {again}: the same seed must give the same rate. Draw every "
+                        "random number from np.random.default_rng(seed) (or seed numpy with it)."
+                    ).format(what=what, got=number(got, ""), again=number(again, "")),
                     "noise.unseeded",
                 )
     passed(
-        "winning_rate agrees with the exact probability at "
-        + ", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points)
-        + f" (within six standard errors of {TRIALS} trials), and the same seed gives the same rate"
+        _(
+            "winning_rate agrees with the exact probability at {points} (within six standard errors of {trials} "
+            "trials), and the same seed gives the same rate"
+        ).format(points=", ".join(f"d={d} noise={noise} keys={k}" for d, noise, k in points), trials=TRIALS)
     )
 
 
@@ -377,10 +454,10 @@ def check_winning_rate_errors(winning_rate) -> None:
     """Arguments that make no sense are refused with ValueError."""
     __tracebackhide__ = True
     for args, why in [
-        ((0, 1.0, 16, 100, 0), "the head size d must be at least 1"),
-        ((8, -0.5, 16, 100, 0), "noise is a standard deviation, it cannot be negative"),
-        ((8, 1.0, 1, 100, 0), "with fewer than 2 keys there is nothing to win against"),
-        ((8, 1.0, 16, 0, 0), "a rate over 0 trials is undefined"),
+        ((0, 1.0, 16, 100, 0), N_("the head size d must be at least 1")),
+        ((8, -0.5, 16, 100, 0), N_("noise is a standard deviation, it cannot be negative")),
+        ((8, 1.0, 1, 100, 0), N_("with fewer than 2 keys there is nothing to win against")),
+        ((8, 1.0, 16, 0, 0), N_("a rate over 0 trials is undefined")),
     ]:
-        expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=why)
-    passed("winning_rate refuses d < 1, negative noise, fewer than 2 keys and 0 trials with ValueError")
+        expect_value_error(winning_rate, *args, what=f"winning_rate{args}", why=translated(why))
+    passed(_("winning_rate refuses d < 1, negative noise, fewer than 2 keys and 0 trials with ValueError"))
