@@ -34,8 +34,7 @@ def _describe_difference(actual, expected, axes, what):
     where = ", ".join(f"{translated(axis)} {index}" for axis, index in zip(axes, first))
     return ngettext(
         "{what} is wrong: {count} entry of {size} differs, at [{where}]: expected {expected}, got {actual}.",
-        "{what} is wrong: {count} of {size} entries differ; the first at [{where}]: expected {expected}, "
-        "got {actual}.",
+        "{what} is wrong: {count} of {size} entries differ; the first at [{where}]: expected {expected}, got {actual}.",
         len(wrong),
     ).format(
         what=what,
@@ -167,9 +166,7 @@ def check_padding_mask_errors(padding_mask, thorough: bool = False) -> None:
             5,
         ).format(length=6, n=5),
     )
-    expect_value_error(
-        padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", why=_("a length cannot be negative")
-    )
+    expect_value_error(padding_mask, [3, -1], 4, what="padding_mask([3, -1], 4)", why=_("a length cannot be negative"))
     passed(_("padding_mask refuses lengths longer than n and negative lengths"))
     if thorough:
         expect_value_error(
