@@ -47,7 +47,10 @@ def _describe_difference(actual, expected, axes, what):
 
 
 def expect_same_mask(actual, expected, *, what, axes, diagnoses=(), hint="", shape_misconception=None):
-    """Fail unless two boolean masks are equal; name a matching misconception from ``diagnoses``."""
+    """Fail unless two boolean masks are equal; name a matching misconception from ``diagnoses``.
+
+    ``axes`` names the mask's axes, one word each, marked with ``N_`` where it is written (the message shows it
+    in the learner's language with ``translated``)."""
     __tracebackhide__ = True
     expect_shape(actual, expected.shape, what=what, hint=hint, misconception=shape_misconception)
     if _array_equal(actual, expected):
