@@ -14,6 +14,7 @@ import numpy as np
 from ..attention import masked_softmax as reference_softmax
 from ..attention import row_entropy_bits as reference_entropy
 from ..masks import causal_mask as reference_mask
+from ..i18n import _, number
 from .core import CheckFailed, call, exercise_check, expect_value_error, fail, passed, rng, secret_draws
 from .core import _array_equal, expect_close, expect_shape, named, plain_array, plain_bool_array
 
@@ -27,7 +28,7 @@ def _wrong_masks(n):
     ones = np.ones((n, n), dtype=bool)
     yield (
         np.triu(ones),
-        (
+        _(
             "True above the diagonal means each query sees the *future* keys: "
             "did you use np.triu instead of np.tril (or compare key >= query)?"
         ),
@@ -35,7 +36,7 @@ def _wrong_masks(n):
     )
     yield (
         np.tril(ones, k=-1),
-        (
+        _(
             "the diagonal is False, but a token may attend to itself (key <= query, "
             "not key < query): did you use np.tril(..., k=-1) or a strict comparison?"
         ),
@@ -43,31 +44,47 @@ def _wrong_masks(n):
     )
     yield (
         np.triu(ones, k=1),
-        ("the polarity is flipped: True must mean *may attend*, so True on and below the diagonal, False above it."),
+        _("the polarity is flipped: True must mean *may attend*, so True on and below the diagonal, False above it."),
         "mask.polarity_flipped",
     )
     yield (
         np.tril(ones, k=1),
-        "one future key per query is allowed (np.tril(..., k=1)): key must be <= query.",
+        _("one future key per query is allowed (np.tril(..., k=1)): key must be <= query."),
         "mask.future_allowed",
     )
 
 
 def _expect_mask(actual, expected, *, what, diagnoses):
     __tracebackhide__ = True
-    expect_shape(actual, expected.shape, what=what, hint="A causal mask has one row per query and one column per key.")
+    expect_shape(
+        actual, expected.shape, what=what, hint=_("A causal mask has one row per query and one column per key.")
+    )
     if _array_equal(actual, expected):
         return
     query, key = (int(i) for i in np.argwhere(actual != expected)[0])
-    side = "in the future of" if key > query else ("the query itself, for" if key == query else "in the past of")
-    message = (
-        f"{what} is wrong at [{query}, {key}]: key {key} is {side} query {query}, so the entry "
-        f"should be {bool(expected[query, key])}, but it is {bool(actual[query, key])}."
+    # one whole sentence for each place of the key (word order differs between languages)
+    if key > query:
+        message = _(
+            "{what} is wrong at [{query}, {key}]: key {key} is in the future of query {query}, so the entry "
+            "should be {expected}, but it is {actual}."
+        )
+    elif key == query:
+        message = _(
+            "{what} is wrong at [{query}, {key}]: key {key} is the query itself, for query {query}, so the entry "
+            "should be {expected}, but it is {actual}."
+        )
+    else:
+        message = _(
+            "{what} is wrong at [{query}, {key}]: key {key} is in the past of query {query}, so the entry "
+            "should be {expected}, but it is {actual}."
+        )
+    message = message.format(
+        what=what, query=query, key=key, expected=bool(expected[query, key]), actual=bool(actual[query, key])
     )
     for diagnosis in diagnoses:
         wrong, explanation, misconception = named(diagnosis)
         if wrong.shape == actual.shape and _array_equal(actual, wrong):
-            fail(message + f" Likely cause: {explanation}", misconception)
+            fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
     fail(message)
 
 
@@ -80,7 +97,10 @@ def check_causal_mask(causal_mask, thorough: bool = False) -> None:
         what = f"causal_mask({n})"
         mask = plain_bool_array(call(causal_mask, n, what=what), what=what)
         _expect_mask(mask, reference_mask(n), what=what, diagnoses=_wrong_masks(n))
-    passed("causal_mask is True exactly where key <= query" + (" (n = 0 to 64)" if thorough else ""))
+    if thorough:
+        passed(_("causal_mask is True exactly where key <= query (n = 0 to 64)"))
+    else:
+        passed(_("causal_mask is True exactly where key <= query"))
 
 
 @exercise_check
@@ -88,8 +108,8 @@ def check_causal_mask_bad_n(causal_mask) -> None:
     """A negative length is refused with ValueError."""
     __tracebackhide__ = True
     for n in (-1, -5):
-        expect_value_error(causal_mask, n, what=f"causal_mask({n})", why="a sequence cannot have a negative length")
-    passed("causal_mask refuses a negative length with ValueError")
+        expect_value_error(causal_mask, n, what=f"causal_mask({n})", why=_("a sequence cannot have a negative length"))
+    passed(_("causal_mask refuses a negative length with ValueError"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -114,7 +134,7 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
         yield from _wrong_fills(scores, allowed)
     yield (
         _softmax_all(np.where(allowed, scores, 0.0)),
-        (
+        _(
             "forbidden scores were set to 0, but a score of 0 is not a ban: it gets weight e^0 = 1 before "
             "normalising, an ordinary weight. Fill with -inf (or a number so negative that no score comes near it)."
         ),
@@ -123,7 +143,7 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
     after = _softmax_all(scores) * allowed
     totals = after.sum(axis=-1, keepdims=True)
     renormalised = after / totals
-    vanished = (
+    vanished = _(
         "a forbidden score dwarfs the allowed ones here, and every allowed weight was rounded to 0 "
         "before the division. Either the mask was applied after softmax (the first softmax gives the "
         "allowed keys exp(-huge) = 0, and renormalising then divides 0 by 0), or the row maximum was "
@@ -134,7 +154,7 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
     yield np.nan_to_num(renormalised), vanished, "softmax.allowed_weights_vanish"
     yield (
         after,
-        (
+        _(
             "the mask was applied after softmax: the forbidden weights were zeroed, but the rows no "
             "longer sum to 1. Mask the scores *before* softmax, so the forbidden keys drop out of "
             "the denominator too."
@@ -145,7 +165,7 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
     uniform = np.where(any_allowed, reference_softmax(scores, allowed), 1.0 / allowed.shape[-1])
     yield (
         uniform,
-        (
+        _(
             "a row with no allowed key got the same weight on every key: a finite fill value "
             "(like -1e9 or the dtype minimum) makes all of them equal, so softmax spreads the row "
             "evenly. Set the forbidden weights to exactly 0 after exp, and leave a row with nothing "
@@ -157,10 +177,10 @@ def _wrong_softmaxes(scores, mask, *, fills_first=False):
         yield from _wrong_fills(scores, allowed)
     yield (
         reference_softmax(scores, ~allowed),
-        "the polarity is flipped: in this course True means *may attend*.",
+        _("the polarity is flipped: in this course True means *may attend*."),
         "mask.polarity_flipped",
     )
-    yield _softmax_all(scores), "the mask is ignored.", "mask.ignored"
+    yield _softmax_all(scores), _("the mask is ignored."), "mask.ignored"
 
 
 def _wrong_fills(scores, allowed):
@@ -168,19 +188,19 @@ def _wrong_fills(scores, allowed):
     for fill in (-1e4, -1e3, -100.0):
         yield (
             _softmax_all(np.where(allowed, scores, fill)),
-            (
-                f"the fill value {fill:g} is too small for these scores: a forbidden key filled with {fill:g} beats "
+            _(
+                "the fill value {fill} is too small for these scores: a forbidden key filled with {fill} beats "
                 "allowed keys whose scores are lower still, so it gets the weight. Use -inf, -1e9 or the dtype's "
                 "minimum (np.finfo(scores.dtype).min), which no real score comes near."
-            ),
+            ).format(fill=number(fill, "g")),
             "mask.fill_too_small",
         )
         yield (
             _softmax_all(scores + np.where(allowed, 0.0, fill)),
-            (
-                f"the additive mask {fill:g} is too small for these scores: a forbidden score minus {-fill:g} can still "
+            _(
+                "the additive mask {fill} is too small for these scores: a forbidden score minus {minus} can still "
                 "exceed the allowed scores. Use -inf, -1e9 or the dtype's minimum."
-            ),
+            ).format(fill=number(fill, "g"), minus=number(-fill, "g")),
             "mask.fill_too_small",
         )
 
@@ -201,7 +221,7 @@ def _probe_softmax(
         weights,
         expected.shape,
         what=what,
-        hint="The weights have the shape of the scores (the mask broadcasts against them).",
+        hint=_("The weights have the shape of the scores (the mask broadcasts against them)."),
     )
     allowed = np.broadcast_to(mask, expected.shape)
     if np.isnan(weights).any():
@@ -209,9 +229,11 @@ def _probe_softmax(
         empty_rows = ~allowed.any(axis=-1)
         if (nan_rows & empty_rows).any():
             fail(
-                f"{what} returned NaN on a row with no allowed key (a fully masked row). Such a row must be "
-                "all zeros: with -inf everywhere the row maximum is -inf and -inf - (-inf) is NaN, or the sum "
-                "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...)).",
+                _(
+                    "{what} returned NaN on a row with no allowed key (a fully masked row). Such a row must be "
+                    "all zeros: with -inf everywhere the row maximum is -inf and -inf - (-inf) is NaN, or the sum "
+                    "is 0 and 0 / 0 is NaN. Handle that row explicitly (np.where, or np.divide(..., where=...))."
+                ).format(what=what),
                 "mask.fully_masked_nan",
             )
     expect_close(
@@ -230,10 +252,17 @@ def _probe_softmax(
         # (a fill of 0 whose weights underflowed almost to nothing, say), name that mistake, on any draw.
         for wrong, why, named in _wrong_softmaxes(scores, mask):
             if np.shape(wrong) == weights.shape and np.allclose(weights, wrong, rtol=1e-9, atol=0.0):
-                fail(f"{what}: forbidden keys must get weight exactly 0, but one got {worst:.3g}: {why}", named)
+                fail(
+                    _("{what}: forbidden keys must get weight exactly 0, but one got {worst}: {why}").format(
+                        what=what, worst=number(worst, ".3g"), why=why
+                    ),
+                    named,
+                )
         fail(
-            f"{what}: forbidden keys must get weight exactly 0, but one got {worst:.3g}. "
-            "Fill with -inf, or zero the forbidden entries explicitly after exp.",
+            _(
+                "{what}: forbidden keys must get weight exactly 0, but one got {worst}. "
+                "Fill with -inf, or zero the forbidden entries explicitly after exp."
+            ).format(what=what, worst=number(worst, ".3g")),
             "mask.forbidden_not_zero",
         )
     if strict:
@@ -256,32 +285,37 @@ def check_masked_softmax(masked_softmax, seed: int = 0, thorough: bool = False) 
     n = 5 if not thorough else 7
     causal = np.tril(np.ones((n, n), dtype=bool))
     scores = r.normal(size=(n, n)) * 2.0
-    _probe_softmax(masked_softmax, scores, causal, f"with a causal mask on ({n}, {n}) scores")
-    passed("masked_softmax matches the reference with a causal mask: forbidden weights exactly 0, rows sum to 1")
+    _probe_softmax(masked_softmax, scores, causal, _("with a causal mask on ({n}, {n}) scores").format(n=n))
+    passed(_("masked_softmax matches the reference with a causal mask: forbidden weights exactly 0, rows sum to 1"))
 
     mask = r.random((4, 6)) < 0.5
     mask[np.arange(4), r.integers(0, 6, size=4)] = True  # at least one allowed key per row
-    _probe_softmax(masked_softmax, r.normal(size=(4, 6)) * 3.0, mask, "with a random (4, 6) mask")
+    _probe_softmax(masked_softmax, r.normal(size=(4, 6)) * 3.0, mask, _("with a random (4, 6) mask"))
     batched = r.normal(size=(2, 3, n, n))
     _probe_softmax(
         masked_softmax,
         batched,
         causal,
-        f"with scores (2, 3, {n}, {n}) and an ({n}, {n}) mask broadcast over batch and heads",
-        hint="The mask must broadcast against the scores: np.where(mask, scores, ...) does it for you.",
+        _("with scores (2, 3, {n}, {n}) and an ({n}, {n}) mask broadcast over batch and heads").format(n=n),
+        hint=_("The mask must broadcast against the scores: np.where(mask, scores, ...) does it for you."),
     )
-    passed("masked_softmax works with random masks and broadcasts an (n, n) mask over leading axes")
+    passed(_("masked_softmax works with random masks and broadcasts an (n, n) mask over leading axes"))
 
     if thorough:
-        for _ in range(4):
+        for _draw in range(4):
             b, h, n_q, n_k = (int(x) for x in r.integers(1, 5, size=4))
             scores = r.normal(size=(b, h, n_q, n_k)) * r.uniform(0.5, 5)
             lengths = r.integers(1, n_k + 1, size=b)
             padding = (np.arange(n_k)[None, :] < lengths[:, None])[:, None, None, :]  # (b, 1, 1, n_k)
             _probe_softmax(
-                masked_softmax, scores, padding, f"with scores {scores.shape} and a padding mask {padding.shape}"
+                masked_softmax,
+                scores,
+                padding,
+                _("with scores {scores_shape} and a padding mask {mask_shape}").format(
+                    scores_shape=scores.shape, mask_shape=padding.shape
+                ),
             )
-        passed("masked_softmax matches the reference on random shapes and padding masks")
+        passed(_("masked_softmax matches the reference on random shapes and padding masks"))
 
 
 @exercise_check
@@ -291,7 +325,7 @@ def check_masked_softmax_empty_rows(masked_softmax, seed: int = 0, thorough: boo
     r = rng(seed)
     mask = np.tril(np.ones((4, 4), dtype=bool))
     mask[1, :] = False  # query 1 may look at nothing
-    hint = (
+    hint = _(
         "A row with no allowed key must come back as zeros, without NaN and without a numpy warning "
         "(a warning usually means -inf - (-inf) or 0 / 0 was computed along the way)."
     )
@@ -299,14 +333,14 @@ def check_masked_softmax_empty_rows(masked_softmax, seed: int = 0, thorough: boo
         masked_softmax,
         r.normal(size=(4, 4)),
         mask,
-        "with a fully masked row (query 1 may see no key)",
+        _("with a fully masked row (query 1 may see no key)"),
         strict=True,
         hint=hint,
     )
     if thorough:
         nothing = np.zeros((3, 5), dtype=bool)
         _probe_softmax(
-            masked_softmax, r.normal(size=(3, 5)), nothing, "with every row fully masked", strict=True, hint=hint
+            masked_softmax, r.normal(size=(3, 5)), nothing, _("with every row fully masked"), strict=True, hint=hint
         )
         lengths = np.array([3, 0])  # the second sequence is empty: every one of its rows is fully masked
         padding = (np.arange(4)[None, :] < lengths[:, None])[:, None, None, :]  # (2, 1, 1, 4)
@@ -314,11 +348,11 @@ def check_masked_softmax_empty_rows(masked_softmax, seed: int = 0, thorough: boo
             masked_softmax,
             r.normal(size=(2, 2, 4, 4)) * 3,
             padding,
-            "with a padding mask where one sequence has length 0",
+            _("with a padding mask where one sequence has length 0"),
             strict=True,
             hint=hint,
         )
-    passed("masked_softmax gives all-zero weights to a fully masked row, without NaN or warnings")
+    passed(_("masked_softmax gives all-zero weights to a fully masked row, without NaN or warnings"))
 
 
 def _large_scores(r, n: int) -> np.ndarray:
@@ -357,9 +391,9 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
         masked_softmax,
         _large_scores(r, n),
         causal,
-        "on large scores (|s| in the thousands)",
+        _("on large scores (|s| in the thousands)"),
         strict=True,
-        hint="np.exp overflows beyond about 709: subtract each row's largest allowed score before exp.",
+        hint=_("np.exp overflows beyond about 709: subtract each row's largest allowed score before exp."),
         misconception="softmax.overflow",
     )
 
@@ -368,24 +402,26 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
         masked_softmax,
         future_dwarfs,
         causal,
-        "on scores whose forbidden (future) entries are huge (about 3e4) and allowed ones ordinary",
+        _("on scores whose forbidden (future) entries are huge (about 3e4) and allowed ones ordinary"),
         strict=True,
-        hint="Forbidden keys must get exactly 0 however large their scores are: mask before softmax.",
+        hint=_("Forbidden keys must get exactly 0 however large their scores are: mask before softmax."),
         misconception="mask.after_softmax",
     )
-    passed("masked_softmax handles large scores and huge forbidden scores without NaN or warnings")
+    passed(_("masked_softmax handles large scores and huge forbidden scores without NaN or warnings"))
 
     very_negative = -5e4 + r.normal(size=(n, n)) * 10.0
     _probe_softmax(
         masked_softmax,
         very_negative,
         causal,
-        "on very negative scores (about -5e4)",
+        _("on very negative scores (about -5e4)"),
         strict=True,
         fills_first=True,
-        hint="A fill value is too small when real scores can lie below it: use -inf, -1e9 or "
-        "np.finfo(dtype).min, and subtract the largest *allowed* score so exp does not underflow "
-        "to 0 for the whole row.",
+        hint=_(
+            "A fill value is too small when real scores can lie below it: use -inf, -1e9 or "
+            "np.finfo(dtype).min, and subtract the largest *allowed* score so exp does not underflow "
+            "to 0 for the whole row."
+        ),
         misconception="mask.fill_too_small",
     )
     if thorough:
@@ -395,11 +431,11 @@ def check_masked_softmax_large_scores(masked_softmax, seed: int = 0, thorough: b
                 masked_softmax,
                 scores,
                 causal,
-                f"on scores of size about {scale:g}",
+                _("on scores of size about {scale}").format(scale=number(scale, "g")),
                 strict=True,
-                hint="Subtract the largest allowed score per row and fill with a value no score comes near.",
+                hint=_("Subtract the largest allowed score per row and fill with a value no score comes near."),
             )
-    passed("masked_softmax handles very negative scores: the fill value is small enough")
+    passed(_("masked_softmax handles very negative scores: the fill value is small enough"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -411,13 +447,17 @@ def _wrong_entropies(weights):
     bits = reference_entropy(weights)
     yield (
         bits * np.log(2.0),
-        "this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2).",
+        _("this is the entropy in nats (natural log): in bits use np.log2 (or divide by ln 2)."),
         "entropy.nats",
     )
-    yield -bits, "the sign is flipped: entropy is -Σ p·log2(p), which is >= 0 because log2(p) <= 0.", "entropy.sign"
+    yield (
+        -bits,
+        _("the sign is flipped: entropy is -Σ p·log2(p), which is >= 0 because log2(p) <= 0."),
+        "entropy.sign",
+    )
     yield (
         -(weights * np.log2(weights)).sum(axis=-1),
-        (
+        _(
             "0·log2(0) came out as NaN (0 times -inf). By convention 0·log 0 = 0: compute the logarithm only "
             "where the weight is positive (np.where, np.log2(..., where=..., out=...)) and use 0 elsewhere."
         ),
@@ -426,15 +466,16 @@ def _wrong_entropies(weights):
     if weights.ndim >= 2 and weights.shape[-1] == weights.shape[-2]:
         yield (
             reference_entropy(np.swapaxes(weights, -1, -2)),
-            (
-                "the entropy was taken down the columns: each row (one query's weights, the last axis) is one distribution."
+            _(
+                "the entropy was taken down the columns: each row (one query's weights, the last axis) is one "
+                "distribution."
             ),
             "entropy.wrong_axis",
         )
     yield (
         np.where(positive, -weights * np.log2(np.where(positive, weights, 1.0)), 0.0).sum(axis=-1)
         / np.log2(np.maximum(positive.sum(axis=-1), 2)),
-        "the entropy was divided by its maximum: return it in plain bits.",
+        _("the entropy was divided by its maximum: return it in plain bits."),
         "entropy.normalised",
     )
 
@@ -448,7 +489,7 @@ def _probe_entropy(row_entropy_bits, weights, label):
         result,
         expected.shape,
         what=what,
-        hint="One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...).",
+        hint=_("One entropy per row: sum over the last axis (no keepdims), so (..., n_k) -> (...)."),
         misconception="entropy.not_one_per_row",
     )
     expect_close(result, expected, what=what, diagnoses=_wrong_entropies(weights), rtol=1e-7, atol=1e-9)
@@ -463,25 +504,27 @@ def check_row_entropy_bits(row_entropy_bits, seed: int = 0, thorough: bool = Fal
     uniform = np.full((3, 8), 1.0 / 8)
     uniform[1] = [0.25] * 4 + [0.0] * 4
     uniform[2] = [1.0] + [0.0] * 7
-    _probe_entropy(row_entropy_bits, uniform, "on rows of 8, 4 and 1 equal weights (3, 2 and 0 bits)")
+    _probe_entropy(row_entropy_bits, uniform, _("on rows of 8, 4 and 1 equal weights (3, 2 and 0 bits)"))
     causal = np.tril(np.ones((n, n), dtype=bool))
     weights = reference_softmax(r.normal(size=(n, n)) * 2, causal)
     _probe_entropy(
-        row_entropy_bits, weights, f"on the causal attention weights of ({n}, {n}) scores (zeros above the diagonal)"
+        row_entropy_bits,
+        weights,
+        _("on the causal attention weights of ({n}, {n}) scores (zeros above the diagonal)").format(n=n),
     )
-    passed("row_entropy_bits is right in bits, with 0·log 0 = 0")
+    passed(_("row_entropy_bits is right in bits, with 0·log 0 = 0"))
 
     empty = np.tril(np.ones((4, 4), dtype=bool))
     empty[2] = False
     weights = reference_softmax(r.normal(size=(2, 3, 4, 4)), empty)  # row 2 of every matrix is all zeros
-    _probe_entropy(row_entropy_bits, weights, "on weights of shape (2, 3, 4, 4) with an all-zero row")
-    passed("row_entropy_bits works over leading axes and gives 0 for an all-zero row")
+    _probe_entropy(row_entropy_bits, weights, _("on weights of shape (2, 3, 4, 4) with an all-zero row"))
+    passed(_("row_entropy_bits works over leading axes and gives 0 for an all-zero row"))
     if thorough:
-        for _ in range(3):
+        for _draw in range(3):
             shape = tuple(int(x) for x in r.integers(1, 6, size=r.integers(2, 4)))
             mask = r.random(shape) < 0.6
             weights = reference_softmax(r.normal(size=shape) * r.uniform(0.1, 20), mask)
-            _probe_entropy(row_entropy_bits, weights, f"on random weights of shape {shape}")
+            _probe_entropy(row_entropy_bits, weights, _("on random weights of shape {shape}").format(shape=shape))
         peaked = reference_softmax(np.array([[0.0, -800.0, -30.0, -745.0]]))  # weights down to ~1e-324
-        _probe_entropy(row_entropy_bits, peaked, "on a row with tiny (subnormal) weights")
-        passed("row_entropy_bits matches the reference on random shapes and tiny weights")
+        _probe_entropy(row_entropy_bits, peaked, _("on a row with tiny (subnormal) weights"))
+        passed(_("row_entropy_bits matches the reference on random shapes and tiny weights"))
