@@ -260,7 +260,11 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
             )
         )
     if result.dtype.kind not in "biuf":
-        fail(_("{what} should return an array of numbers, but its dtype is {dtype}").format(what=what, dtype=result.dtype))
+        fail(
+            _("{what} should return an array of numbers, but its dtype is {dtype}").format(
+                what=what, dtype=result.dtype
+            )
+        )
     if result.dtype in _TOO_COARSE:
         fail(
             _(

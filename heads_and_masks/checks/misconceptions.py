@@ -16,9 +16,13 @@ from ..i18n import N_, translated
 MISCONCEPTIONS: dict[str, str] = {
     # conventions of the whole course
     "conventions.batch_of_one": N_("works for one sequence only: a batch size of 1 is assumed"),
-    "conventions.batch_axes_mixed": N_("right for one row, wrong for a batch: the batch axis mixed with the tokens axis"),
+    "conventions.batch_axes_mixed": N_(
+        "right for one row, wrong for a batch: the batch axis mixed with the tokens axis"
+    ),
     "conventions.called_reference": N_("calls the course's reference function instead of its own code"),
-    "conventions.empty_case": N_("an empty case the contract allows (zero new queries) refused, or given the wrong shape"),
+    "conventions.empty_case": N_(
+        "an empty case the contract allows (zero new queries) refused, or given the wrong shape"
+    ),
     "conventions.earlier_exercise_wrong": N_("fails because the learner's own earlier function it builds on is wrong"),
     "conventions.in_place": N_("changes its input array in place"),
     "conventions.no_return": N_("returns nothing (a missing `return`)"),
@@ -60,7 +64,9 @@ MISCONCEPTIONS: dict[str, str] = {
     "mask.forbidden_not_zero": N_("forbidden keys get a small weight instead of exactly 0"),
     "mask.not_combined": N_("masks not combined with AND (causal, window, padding)"),
     "mask.missing_head_axis": N_("the combined mask has no head axis: (b, n, n) instead of (b, 1, n, n)"),
-    "mask.broadcast_across_batch": N_("a (b, 1, n, n) mask broadcast against (b, n, n) scores: every sequence with every mask"),
+    "mask.broadcast_across_batch": N_(
+        "a (b, 1, n, n) mask broadcast against (b, n, n) scores: every sequence with every mask"
+    ),
     "padding.off_by_one": N_("padding off by one (<= for <, or one real token too few)"),
     "padding.left_padding": N_("filler at the start (left padding)"),
     "padding.queries_not_keys": N_("padding applied to the queries (rows) instead of the keys (columns)"),
@@ -123,8 +129,12 @@ MISCONCEPTIONS: dict[str, str] = {
     "backward.scale_forgotten": N_("the 1/√d left out of dq and dk (the chain rule goes through the scaling)"),
     "backward.jacobian_diagonal_only": N_("only the diagonal of the softmax Jacobian (ds = p ⊙ dp or p(1 − p) ⊙ dp)"),
     "backward.dq_dk_swapped": N_("dq and dk computed with their transposes swapped"),
-    "backward.through_forbidden": N_("gradient through forbidden entries (unmasked weights, or a finite fill on an empty row)"),
-    "backward.sum_wrong_axis": N_("the softmax backward's sum Σⱼ pⱼ dpⱼ taken over the wrong axis (queries, all, or no keepdims)"),
+    "backward.through_forbidden": N_(
+        "gradient through forbidden entries (unmasked weights, or a finite fill on an empty row)"
+    ),
+    "backward.sum_wrong_axis": N_(
+        "the softmax backward's sum Σⱼ pⱼ dpⱼ taken over the wrong axis (queries, all, or no keepdims)"
+    ),
     "rules.first_queries_included": N_("queries t = 0, 1 averaged in, where the previous token is the first token"),
     "rules.diagonal_for_previous": N_("key t (the query itself) read as the previous token"),
     "rules.query_key_swapped": N_("the weights read as [key, query] instead of [query, key]"),
@@ -134,7 +144,9 @@ MISCONCEPTIONS: dict[str, str] = {
     "decode.forgets_own_kv": N_("the new query attends over the cache without the new token's own K/V"),
     "decode.cache_not_appended": N_("the returned cache lacks the new token's K/V"),
     "decode.new_token_first": N_("the new token's K/V put before the cached ones"),
-    "mask.top_left_alignment": N_("a rectangular causal mask aligned top-left (np.tril, is_causal) instead of bottom-right"),
+    "mask.top_left_alignment": N_(
+        "a rectangular causal mask aligned top-left (np.tril, is_causal) instead of bottom-right"
+    ),
     "mask.transposed": N_("the mask transposed: indexed [key, query]"),
     "mask.and_not_or": N_("masks that grant attention (sinks, prefix) combined with AND instead of OR"),
     "mask.or_not_and": N_("masks that forbid (document, causal) combined with OR instead of AND"),
@@ -146,9 +158,13 @@ MISCONCEPTIONS: dict[str, str] = {
     "sinks.off_by_one": N_("one sink too many (key <= sinks)"),
     "documents.see_earlier_documents": N_("packed documents see earlier documents: causal only, no document mask"),
     "documents.not_causal": N_("the document mask is bidirectional inside a document"),
-    "documents.assumes_sorted_ids": N_("the document mask assumes ids that increase along the row (sorted, numbered in order)"),
+    "documents.assumes_sorted_ids": N_(
+        "the document mask assumes ids that increase along the row (sorted, numbered in order)"
+    ),
     "kv_cache.every_layer_global": N_("every layer counted as global: local layers' window ignored"),
-    "kv_cache.window_not_capped": N_("a local layer counted as holding a whole window even when the sequence is shorter"),
+    "kv_cache.window_not_capped": N_(
+        "a local layer counted as holding a whole window even when the sequence is shorter"
+    ),
     "kv_cache.every_layer_local": N_("every layer counted as local: the global layers' full length ignored"),
     "kv_cache.layers_left_out": N_("the local or the global layers left out of the count"),
 }

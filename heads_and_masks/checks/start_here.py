@@ -8,7 +8,7 @@ from ..attention import attention as reference_attention
 from ..attention import masked_softmax as reference_softmax
 from ..i18n import N_, _, translated
 from .core import CheckFailed, call, exercise_check, fail, passed, rng
-from .core import expect_close, expect_shape, plain_array
+from .core import expect_close, expect_shape, plain_array, sentence
 
 
 def _wrong_attentions(q, k, v, mask):
@@ -82,7 +82,9 @@ def _probe(attention, q, k, v, mask, label, *, misconception=None, hint=""):
     except CheckFailed as failure:
         if misconception is None or failure.misconception not in (None, "numerics.warning"):
             raise
-        fail(f"{failure} {hint}".strip(), misconception)
+        fail(
+            f"{sentence(str(failure))} {hint}" if hint else str(failure), misconception
+        )  # the hint: a sentence of its own
 
 
 def _compare(attention, q, k, v, mask, label):
@@ -115,7 +117,9 @@ def check_attention(attention, seed: int = 0, thorough: bool = False) -> None:
     shapes = [(3, 4, 2, 5)] + ([(1, 1, 3, 1), (5, 2, 7, 3), (6, 6, 16, 4)] if thorough else [])
     for n_q, n_k, d, d_v in shapes:
         q, k, v = r.normal(size=(n_q, d)), r.normal(size=(n_k, d)), r.normal(size=(n_k, d_v))
-        label = _("with q {q_shape}, k {k_shape}, v {v_shape}").format(q_shape=q.shape, k_shape=k.shape, v_shape=v.shape)
+        label = _("with q {q_shape}, k {k_shape}, v {v_shape}").format(
+            q_shape=q.shape, k_shape=k.shape, v_shape=v.shape
+        )
         _probe(attention, q, k, v, None, label)
     passed(_("attention without a mask matches the reference"))
 
