@@ -19,7 +19,7 @@ import numpy as np
 
 from .._answer_warnings import answer_warnings
 from .._guard import ReferenceUsedError, locked
-from ..i18n import _
+from ..i18n import N_, _, number, translated
 from .misconceptions import MISCONCEPTIONS
 
 # Bound at import time: learner code that patches numpy afterwards does not reach these.
@@ -71,7 +71,8 @@ def take_unwritten() -> list[str]:
 # tests), which repeats the visible probes first. Their ✓ lines are not printed a second time.
 _report: dict | None = None
 _visible_lines: dict[str, tuple[str, ...]] = {}
-SAME_ON_MORE_INPUTS = "✓ the same on more inputs (hidden tests)"
+_SAME_ON_MORE = N_("the same on more inputs (hidden tests)")
+SAME_ON_MORE_INPUTS = f"✓ {_SAME_ON_MORE}"  # the line in English; printed in the language of the moment
 
 
 def exercise_check(function):
@@ -122,7 +123,7 @@ def exercise_check(function):
             if not thorough:
                 _visible_lines[key] = tuple(report["printed"])
             elif not report["new"]:
-                print(SAME_ON_MORE_INPUTS)
+                print(f"✓ {translated(_SAME_ON_MORE)}")
         return result
 
     return quiet
@@ -246,17 +247,30 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
     """
     __tracebackhide__ = True
     if _type(result) is not _ndarray:
+        if result is None:
+            fail(
+                _("{what} should return a numpy array, but it returned NoneType (did you forget the `return`?)").format(
+                    what=what
+                ),
+                "conventions.no_return",
+            )
         fail(
-            f"{what} should return a numpy array, but it returned {_type(result).__name__}"
-            + (" (did you forget the `return`?)" if result is None else ""),
-            "conventions.no_return" if result is None else None,
+            _("{what} should return a numpy array, but it returned {type}").format(
+                what=what, type=_type(result).__name__
+            )
         )
     if result.dtype.kind not in "biuf":
-        fail(f"{what} should return an array of numbers, but its dtype is {result.dtype}")
+        fail(
+            _("{what} should return an array of numbers, but its dtype is {dtype}").format(
+                what=what, dtype=result.dtype
+            )
+        )
     if result.dtype in _TOO_COARSE:
         fail(
-            f"{what} returned float16 values, which keep only about 3 significant digits: too coarse to check. "
-            "Compute (and return) float64, the type of the inputs, or float32"
+            _(
+                "{what} returned float16 values, which keep only about 3 significant digits: too coarse to check. "
+                "Compute (and return) float64, the type of the inputs, or float32"
+            ).format(what=what)
         )
     if result.dtype in _LOWER_PRECISION:  # a float32 answer is compared at its own precision
         return _array(result, copy=True)
@@ -266,11 +280,17 @@ def plain_array(result, *, what: str, dtype=np.float64) -> np.ndarray:
 def plain_bool_array(result, *, what: str) -> np.ndarray:
     __tracebackhide__ = True
     if _type(result) is not _ndarray:
-        fail(f"{what} should return a numpy array of booleans, but it returned {_type(result).__name__}")
+        fail(
+            _("{what} should return a numpy array of booleans, but it returned {type}").format(
+                what=what, type=_type(result).__name__
+            )
+        )
     if result.dtype != np.bool_:
         fail(
-            f"{what} should return a boolean array (True = may attend), but its dtype is {result.dtype}: "
-            "an additive float mask (0 and -inf) or 0/1 numbers are a different convention",
+            _(
+                "{what} should return a boolean array (True = may attend), but its dtype is {dtype}: "
+                "an additive float mask (0 and -inf) or 0/1 numbers are a different convention"
+            ).format(what=what, dtype=result.dtype),
             "mask.not_boolean",
         )
     return _array(result, dtype=bool, copy=True)
@@ -279,11 +299,18 @@ def plain_bool_array(result, *, what: str) -> np.ndarray:
 def plain_int(result, *, what: str) -> int:
     __tracebackhide__ = True
     if _type(result) is bool or not (_type(result) is int or _isinstance(result, np.integer)):
+        if _isinstance(result, float):
+            fail(
+                _(
+                    "{what} should return a whole number (an int), but it returned {value} ({type}): "
+                    "use // or int(...) if you divided"
+                ).format(what=what, value=_repr(result), type=_type(result).__name__),
+                "conventions.not_int",
+            )
         fail(
-            f"{what} should return a whole number (an int), but it returned {_repr(result)} "
-            f"({_type(result).__name__})"
-            + (": use // or int(...) if you divided" if _isinstance(result, float) else ""),
-            "conventions.not_int" if _isinstance(result, float) else None,
+            _("{what} should return a whole number (an int), but it returned {value} ({type})").format(
+                what=what, value=_repr(result), type=_type(result).__name__
+            )
         )
     return int(result)
 
@@ -291,7 +318,7 @@ def plain_int(result, *, what: str) -> int:
 def plain_float(result, *, what: str) -> float:
     __tracebackhide__ = True
     if _type(result) not in (int, float) and not _isinstance(result, (np.floating, np.integer)):
-        fail(f"{what} should return a number, but it returned {_type(result).__name__}")
+        fail(_("{what} should return a number, but it returned {type}").format(what=what, type=_type(result).__name__))
     return float(result)
 
 
@@ -324,10 +351,10 @@ def expect_shape(
 ) -> None:
     __tracebackhide__ = True
     if actual.shape != tuple(shape):
-        fail(
-            f"{what} should have shape {tuple(shape)}, but it has shape {actual.shape}." + (f" {hint}" if hint else ""),
-            misconception,
+        message = _("{what} should have shape {expected}, but it has shape {actual}.").format(
+            what=what, expected=tuple(shape), actual=actual.shape
         )
+        fail(message + (f" {hint}" if hint else ""), misconception)
 
 
 def expect_close(
@@ -354,22 +381,30 @@ def expect_close(
         return
     if _isnan(actual).any() and not _isnan(expected).any():
         where = tuple(int(i) for i in _unravel(_argmax(_isnan(actual)), actual.shape))
-        message = f"{what} contains NaN (first at index {where}) where a number was expected."
+        message = _("{what} contains NaN (first at index {where}) where a number was expected.").format(
+            what=what, where=where
+        )
     else:
         difference = max_difference(actual, expected)
         with _errstate(invalid="ignore", over="ignore"):
             where = (
                 tuple(int(i) for i in _unravel(_argmax(_abs(actual - expected)), actual.shape)) if actual.size else ()
             )
-        message = (
-            f"{what} is wrong: it differs from the expected values by up to {difference:.3g} "
-            f"(at index {where}: expected {expected[where]:.6g}, got {actual[where]:.6g})."
+        message = _(
+            "{what} is wrong: it differs from the expected values by up to {difference} "
+            "(at index {where}: expected {expected}, got {actual})."
+        ).format(
+            what=what,
+            difference=number(difference, ".3g"),
+            where=where,
+            expected=number(expected[where], ".6g"),
+            actual=number(actual[where], ".6g"),
         )
     for diagnosis in diagnoses:
         wrong, explanation, found = named(diagnosis)
         wrong = _array(wrong, dtype=actual.dtype)
         if wrong.shape == actual.shape and is_close(actual, wrong, rtol=1e-5, atol=1e-8):
-            message += f" Likely cause: {explanation}"
+            message += " " + _("Likely cause: {explanation}").format(explanation=explanation)
             fail(message, found)
     if hint:
         message += f" {hint}"
@@ -412,18 +447,27 @@ def call(
             raise
         except NotImplementedError as error:
             if _raised_by_a_library(error):
-                fail(f"{what} raised NotImplementedError: {error}")
+                fail(_("{what} raised NotImplementedError: {error}").format(what=what, error=error))
             raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:  # the learner's crash, reported in words
             if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
-                detail = f" ({error})" if str(error) else ""  # (also when a remote call reports it in words)
+                # the error's own words when it has some (also when a remote call reports it in words)
+                ran_out = (
+                    _(
+                        "{what} ran out of memory ({error}): it asked for more memory than it may have here "
+                        "(the machine's, or a grading kernel's limit)."
+                    )
+                    if str(error)
+                    else _(
+                        "{what} ran out of memory: it asked for more memory than it may have here "
+                        "(the machine's, or a grading kernel's limit)."
+                    )
+                ).format(what=what, error=error)
                 fail(
-                    f"{what} ran out of memory{detail}: it asked for more memory than it may have here "
-                    "(the machine's, or a grading kernel's limit). "
-                    + (memory_hint or "Does it build an array much larger than its inputs?"),
+                    ran_out + " " + (memory_hint or _("Does it build an array much larger than its inputs?")),
                     memory_misconception,
                 )
-            fail(f"{what} raised {_type(error).__name__}: {error}")
+            fail(_("{what} raised {type}: {error}").format(what=what, type=_type(error).__name__, error=error))
     for position, (original, handed) in enumerate(zip(originals, given)):
         if (
             _type(original) is _ndarray
@@ -434,8 +478,10 @@ def call(
     if caught and not allow_warnings:
         first = caught[0]
         fail(
-            f"{what} emitted a warning: {first.category.__name__}: {first.message}. A correct answer computes "
-            "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)",
+            _(
+                "{what} emitted a warning: {category}: {warning}. A correct answer computes "
+                "without warnings (they usually mean NaN from inf - inf or 0/0, or an overflow somewhere)"
+            ).format(what=what, category=first.category.__name__, warning=first.message),
             "numerics.warning",
         )
     return result
@@ -444,15 +490,15 @@ def call(
 def _changed_in_place(what: str, name: str | None) -> str:
     """The message for an input the learner's function changed: which one, and how to leave it as it was."""
     if name is None:
-        return (
-            f"{what} changed one of its input arrays in place; copy an input before writing into it (for example "
+        return _(
+            "{what} changed one of its input arrays in place; copy an input before writing into it (for example "
             "`x = x.copy()`), or build a new array (np.where, np.concatenate): the caller's data must stay as it was"
-        )
-    return (
-        f"{what} changed its input `{name}` in place; copy it before writing into it (for example "
-        f"`out = {name}.copy()`, then write into out), or build a new array (np.where, np.concatenate): "
-        f"the caller's `{name}` must stay as it was"
-    )
+        ).format(what=what)
+    return _(
+        "{what} changed its input `{name}` in place; copy it before writing into it (for example "
+        "`out = {name}.copy()`, then write into out), or build a new array (np.where, np.concatenate): "
+        "the caller's `{name}` must stay as it was"
+    ).format(what=what, name=name)
 
 
 def expect_value_error(function, *args, what: str, why: str):
@@ -470,20 +516,28 @@ def expect_value_error(function, *args, what: str, why: str):
         except NotImplementedError as error:
             if _raised_by_a_library(error):
                 fail(
-                    f"{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}",
+                    _("{what} should raise ValueError ({why}), but it raised NotImplementedError: {error}").format(
+                        what=what, why=why, error=error
+                    ),
                     "conventions.no_value_error",
                 )
             raise  # the exercise is not written yet: exercise_check says so in one line
         except Exception as error:
             fail(
-                f"{what} should raise ValueError ({why}), but it raised {_type(error).__name__}: {error}",
+                _("{what} should raise ValueError ({why}), but it raised {type}: {error}").format(
+                    what=what, why=why, type=_type(error).__name__, error=error
+                ),
                 "conventions.no_value_error",
             )
-    fail(
-        f"{what} should raise ValueError ({why}), but it returned a result "
-        f"{'of shape ' + str(result.shape) if _type(result) is _ndarray else _repr(result)[:60]}",
-        "conventions.no_value_error",
-    )
+    if _type(result) is _ndarray:
+        returned = _("{what} should raise ValueError ({why}), but it returned a result of shape {shape}").format(
+            what=what, why=why, shape=result.shape
+        )
+    else:
+        returned = _("{what} should raise ValueError ({why}), but it returned a result {value}").format(
+            what=what, why=why, value=_repr(result)[:60]
+        )
+    fail(returned, "conventions.no_value_error")
 
 
 def call_count(function, name: str, args: tuple, kwargs: dict, *, names: tuple, defaults: dict, label: str = ""):
