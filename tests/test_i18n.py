@@ -98,7 +98,9 @@ def test_a_decimal_comma_in_russian_prose_only():
     with i18n.use_language("ru"):
         assert i18n.number(0.125, ".2f") == "0,12" or i18n.number(0.125, ".2f") == "0,13"
         assert i18n.number(1.5) == "1,5"
-    assert i18n.number(1.5) == "1.5"
+        # thousands apart by a narrow no-break space ("294,912" would read as a fraction), the decimals by a comma
+        assert i18n.number(294912, ",") == "294\u202f912" and i18n.number(1234.5, ",.1f") == "1\u202f234,5"
+    assert i18n.number(1.5) == "1.5" and i18n.number(294912, ",") == "294,912"
 
 
 def test_a_stub_is_not_written_yet_in_the_language_of_its_notebook():

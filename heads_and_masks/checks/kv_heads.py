@@ -320,14 +320,14 @@ def _probe_size(kv_cache_bytes, args, kwargs, label):
     ).format(
         what=what,
         label=label,
-        expected=f"{expected:,}",
+        expected=number(expected, ","),
         layers=full["n_layers"],
         kv_heads=full["n_kv_heads"],
         head_dim=full["head_dim"],
         tokens=full["seq_len"],
         batch=full["batch"],
         bytes=full["bytes_per_value"],
-        result=f"{result:,}",
+        result=number(result, ","),
     )
     if expected and result:  # how far off, as its own sentence
         ratio = result / expected
