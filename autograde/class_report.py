@@ -32,6 +32,7 @@ from pathlib import Path
 
 import nbformat
 
+from heads_and_masks.checks import misconceptions
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 
 from .course import Course, due_date, gradebook, roster
@@ -225,7 +226,7 @@ def describe(misconception: str) -> str:
         return "failed in a way no check names yet"
     if misconception in STOPPED.values():
         return "the code was stopped before the check could judge it (see the statuses)"
-    return MISCONCEPTIONS.get(misconception, "")
+    return misconceptions.describe(misconception)  # in the report's language
 
 
 # ---------------------------------------------------------------------------------------------
