@@ -746,23 +746,12 @@ def _probe_bytes(mixed_cache_bytes, args, kwargs, label):
     expected = reference.mixed_cache_bytes(*args, **kwargs)
     if result == expected:
         return
+    # the placeholders are the arguments' names: every argument by name, as call_count gives them
     message = _(
-        "{what} should be {expected} bytes = 2 (K and V) × {kv_heads} KV heads × head size {head_dim} × "
+        "{what} should be {expected} bytes = 2 (K and V) × {n_kv_heads} KV heads × head size {head_dim} × "
         "({n_local} local layers × min({seq_len}, {window}) + {n_global} global layers × {seq_len}) tokens × "
-        "batch {batch} × {bytes} bytes, but it returned {result}."
-    ).format(
-        what=what,
-        expected=number(expected, ","),  # the thousands separator is the language's
-        kv_heads=full["n_kv_heads"],
-        head_dim=full["head_dim"],
-        n_local=full["n_local"],
-        seq_len=full["seq_len"],
-        window=full["window"],
-        n_global=full["n_global"],
-        batch=full["batch"],
-        bytes=full["bytes_per_value"],
-        result=number(result, ","),
-    )
+        "batch {batch} × {bytes_per_value} bytes, but it returned {result}."
+    ).format(what=what, expected=number(expected, ","), result=number(result, ","), **full)
     for wrong, explanation, misconception in _byte_mistakes(full):
         if result == wrong:
             fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
