@@ -17,6 +17,7 @@ import numpy as np
 from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
+from ..i18n import DECIMAL_COMMA, N_, _, language, ngettext, number, translated
 from .core import call, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int
 
@@ -30,37 +31,48 @@ _get_traced, _reset_peak = tracemalloc.get_traced_memory, tracemalloc.reset_peak
 def _wrong_entries(n):
     yield (
         n * (n - 1) // 2,
-        "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2.",
+        _(
+            "the diagonal is missing: a query may attend to itself, so query i (counting from 0) has i + 1 allowed keys, and 1 + 2 + ... + n = n(n+1)/2."
+        ),
         "mask.diagonal_forbidden",
     )
     yield (
         n * n,
-        "that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query.",
+        _("that is every entry of the n × n matrix; the causal mask keeps only the keys at or before each query."),
         "cost.full_matrix_counted",
     )
     yield (
         n * n / 2,
-        (
+        _(
             "the diagonal is missing: n²/2 is the lower triangle without it, which is only the limit for "
             "large n. Query i may attend to itself, so the diagonal adds n/2: n(n+1)/2 = n²/2 + n/2."
         ),
         "cost.large_n_limit",
     )
-    yield n * n // 2, "n²/2 is only the limit for large n: the diagonal adds n/2 more entries.", "cost.large_n_limit"
+    yield n * n // 2, _("n²/2 is only the limit for large n: the diagonal adds n/2 more entries."), "cost.large_n_limit"
     yield (
         (n + 1) * (n + 2) // 2,
-        "one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2.",
+        _("one key too many per query: query i has i + 1 allowed keys (0, ..., i), not i + 2."),
         "mask.future_allowed",
     )
 
 
 _LARGE_N = 10**6  # the contexts of today's models: the exercise states it, the tests use it
 
-_COUNT_BY_FORMULA = (
-    f"At n = {_LARGE_N:,} an n × n mask has {_LARGE_N**2:,} entries ({_LARGE_N**2 / 2**30:,.0f} GiB even "
-    "as booleans): do not build the matrix to count it, use the formula n(n+1)/2, which costs "
-    "nothing at any n."
-)
+
+def _grouped(value, spec: str = ",") -> str:
+    """``value`` for a sentence, its thousands apart: 1,048,576 in English; in Russian a narrow space between
+    thousands and a decimal comma (1 048 576), as translations/glossary.md writes numbers. (``number`` gives the
+    decimal comma, but a comma between thousands would read as one there.)"""
+    text = number(value, spec.replace(",", "_"))
+    return text.replace("_", "\u202f" if language() in DECIMAL_COMMA else ",")
+
+
+def _count_by_formula() -> str:
+    return _(
+        "At n = {n} an n × n mask has {entries} entries ({gib} GiB even as booleans): do not build the matrix "
+        "to count it, use the formula n(n+1)/2, which costs nothing at any n."
+    ).format(n=_grouped(_LARGE_N), entries=_grouped(_LARGE_N**2), gib=_grouped(_LARGE_N**2 / 2**30, ",.0f"))
 
 
 @exercise_check
@@ -74,56 +86,70 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
             causal_used_entries,
             n,
             what=what,
-            memory_hint=_COUNT_BY_FORMULA if n >= _LARGE_N else "",
+            memory_hint=_count_by_formula() if n >= _LARGE_N else "",
             memory_misconception="cost.builds_matrix_to_count" if n >= _LARGE_N else None,
         )
         expected = int(n) * (int(n) + 1) // 2
         as_number = float(got) if isinstance(got, (float, np.floating)) else got
         if isinstance(as_number, float) and as_number != expected:  # a float answer: say what is wrong with its value
-            message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got!r}."
+            message = _entries_message(what, n, expected, repr(got))
             misconception = "conventions.not_int"
             for wrong, explanation, named_id in _wrong_entries(int(n)):
                 if as_number == wrong:
-                    message += f" Likely cause: {explanation}"
+                    message += " " + _("Likely cause: {explanation}").format(explanation=explanation)
                     misconception = named_id
                     break
-            fail(message + " It should also be a whole number (an int): use // rather than / to divide.", misconception)
+            fail(
+                message + " " + _("It should also be a whole number (an int): use // rather than / to divide."),
+                misconception,
+            )
         got = plain_int(got, what=what)
         if got != expected:
-            message = f"{what} should be {expected:,} (out of n² = {int(n) ** 2:,}), but it returned {got:,}."
+            message = _entries_message(what, n, expected, _grouped(got))
             for wrong, explanation, misconception in _wrong_entries(int(n)):
                 if got == wrong:
-                    fail(message + f" Likely cause: {explanation}", misconception)
+                    fail(
+                        message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception
+                    )
             fail(message)
-    passed(
-        "causal_used_entries gives n(n+1)/2 as an int, for n up to a million" + (" (and from 0 on)" if thorough else "")
+    if thorough:
+        passed(_("causal_used_entries gives n(n+1)/2 as an int, for n up to a million (and from 0 on)"))
+    else:
+        passed(_("causal_used_entries gives n(n+1)/2 as an int, for n up to a million"))
+
+
+def _entries_message(what, n, expected, got) -> str:
+    return _("{what} should be {expected} (out of n² = {entries}), but it returned {got}.").format(
+        what=what, expected=_grouped(expected), entries=_grouped(int(n) ** 2), got=got
     )
 
 
 def _wrong_fractions(n):
     yield (
         0.5,
-        "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2.",
+        _(
+            "1/2 is the limit for large n, not the fraction at this n: the diagonal adds n entries out of n², so the fraction is (n+1)/(2n), a little above 1/2."
+        ),
         "cost.large_n_limit",
     )
     yield (
         (n + 1) // (2 * n),
-        "integer division (//) rounds the fraction down to a whole number; use / for a fraction.",
+        _("integer division (//) rounds the fraction down to a whole number; use / for a fraction."),
         "numerics.integer_division",
     )
     yield (
         (n - 1) / (2 * n),
-        "the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2.",
+        _("the diagonal is missing: query i may attend to itself, so the used entries are n(n+1)/2, not n(n−1)/2."),
         "mask.diagonal_forbidden",
     )
     yield (
         (n + 1) / 2 * n,
-        "operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n).",
+        _("operator precedence: (n+1)/2*n multiplies by n; write (n + 1) / (2 * n)."),
         "numerics.operator_precedence",
     )
     yield (
         n * (n + 1) / 2,
-        "that is the number of used entries; the fraction divides it by the n² entries of the matrix.",
+        _("that is the number of used entries; the fraction divides it by the n² entries of the matrix."),
         "cost.count_not_fraction",
     )
 
@@ -138,12 +164,19 @@ def check_causal_used_fraction(causal_used_fraction, thorough: bool = False) -> 
         got = plain_float(call(causal_used_fraction, n, what=what), what=what)
         expected = (int(n) + 1) / (2 * int(n))
         if not math.isclose(got, expected, rel_tol=1e-12, abs_tol=0.0):
-            message = f"{what} should be {expected:.10g} ({expected:.4%}), but it returned {got!r}."
+            message = _("{what} should be {expected} ({percent}), but it returned {got}.").format(
+                what=what, expected=number(expected, ".10g"), percent=number(expected, ".4%"), got=repr(got)
+            )
             for wrong, explanation, misconception in _wrong_fractions(int(n)):
                 if math.isclose(got, wrong, rel_tol=1e-12, abs_tol=1e-15):
-                    fail(message + f" Likely cause: {explanation}", misconception)
+                    fail(
+                        message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception
+                    )
             fail(message)
-    passed("causal_used_fraction gives (n+1)/(2n)" + (", which falls towards 1/2 from above" if thorough else ""))
+    if thorough:
+        passed(_("causal_used_fraction gives (n+1)/(2n), which falls towards 1/2 from above"))
+    else:
+        passed(_("causal_used_fraction gives (n+1)/(2n)"))
 
 
 # ---------------------------------------------------------------- the tiled kernel
@@ -166,7 +199,7 @@ def _wrong_outputs(q, k, v, block):
     earlier_tile = tile[None, :] < tile[:, None]
     yield (
         _attend(q, k, v, same_or_earlier_tile),
-        (
+        _(
             "the diagonal tiles were not masked inside, so a query saw the keys after it in its own tile "
             "(the future leaks). Inside a diagonal tile, set the scores of keys after the query to -inf."
         ),
@@ -174,13 +207,13 @@ def _wrong_outputs(q, k, v, block):
     )
     yield (
         _attend(q, k, v, np.ones((n, n), bool)),
-        "no causal mask at all: every query saw every key (the future leaks).",
+        _("no causal mask at all: every query saw every key (the future leaks)."),
         "mask.ignored",
     )
     skipped_diagonal = _attend(q, k, v, earlier_tile)
     yield (
         skipped_diagonal,
-        (
+        _(
             "the diagonal tiles were skipped: a query may attend to itself and to the keys "
             "before it in its own tile, so the diagonal tiles must be computed (and masked inside)."
         ),
@@ -190,12 +223,12 @@ def _wrong_outputs(q, k, v, block):
         nan_rows = np.where(earlier_tile.any(axis=1, keepdims=True), skipped_diagonal, np.nan)
     yield (
         nan_rows,
-        "the diagonal tiles were skipped (the first tile's queries then have no key at all).",
+        _("the diagonal tiles were skipped (the first tile's queries then have no key at all)."),
         "tiles.diagonal_skipped",
     )
     yield (
         _attend(q, k, v, causal, scale=False),
-        "the scores are not divided by sqrt(d) (d = the width of q and k).",
+        _("the scores are not divided by sqrt(d) (d = the width of q and k)."),
         "scale.missing",
     )
     per_tile = np.zeros((n, v.shape[1]))
@@ -204,7 +237,7 @@ def _wrong_outputs(q, k, v, block):
         per_tile += _attend(q, k, v, allowed)
     yield (
         per_tile,
-        (
+        _(
             "each key tile got its own softmax and the results were added: the softmax must run over "
             "all the keys of a query, across tiles (keep a running maximum and sum, and rescale what "
             "was accumulated when the maximum grows)."
@@ -213,8 +246,8 @@ def _wrong_outputs(q, k, v, block):
     )
 
 
-_SKIPPED_DIAGONAL = (
-    "the diagonal tiles were skipped{which}: a query may attend to itself and to the keys before "
+_SKIPPED_DIAGONAL = N_(
+    "the diagonal tiles were skipped: a query may attend to itself and to the keys before "
     "it in its own tile, so a diagonal tile must be computed (whole) and masked inside (key > query "
     "set to -inf). Only the tiles strictly above the diagonal, whose keys all come after all their "
     "queries, are skipped."
@@ -242,7 +275,7 @@ def _skipped_diagonal_tiles(out, q, k, v, block) -> list[int]:
     return missing
 
 
-_ONLINE_HINT = (
+_ONLINE_HINT = N_(
     "If you use a running (online) softmax: when the running maximum m grows to m_new, multiply both "
     "the running sum and the accumulated output by exp(m − m_new) before adding the new tile, and "
     "divide by the running sum only at the end."
@@ -267,15 +300,23 @@ def _run(blocked, q, k, v, block, label, memory_hint=""):
         memory_hint=memory_hint,
         memory_misconception="tiles.full_matrix_built" if memory_hint else None,
     )
-    if type(result) not in (tuple, list) or len(result) != 2:
+    kind = type(result).__name__
+    if result is None:
         fail(
-            f"{what} should return a pair (out, computed), but it returned {type(result).__name__}"
-            + (f" of length {len(result)}" if type(result) in (tuple, list) else "")
-            + (" (did you forget the `return`?)" if result is None else "")
-            + "."
+            _(
+                "{what} should return a pair (out, computed), but it returned {kind} (did you forget the `return`?)."
+            ).format(what=what, kind=kind)
         )
-    out = plain_array(result[0], what=f"the output of {what}")
-    computed = plain_int(result[1], what=f"the count `computed` of {what}")
+    if type(result) in (tuple, list) and len(result) != 2:
+        fail(
+            _("{what} should return a pair (out, computed), but it returned {kind} of length {length}.").format(
+                what=what, kind=kind, length=len(result)
+            )
+        )
+    if type(result) not in (tuple, list):
+        fail(_("{what} should return a pair (out, computed), but it returned {kind}.").format(what=what, kind=kind))
+    out = plain_array(result[0], what=_("the output of {what}").format(what=what))
+    computed = plain_int(result[1], what=_("the count `computed` of {what}").format(what=what))
     return what, out, computed
 
 
@@ -294,12 +335,15 @@ def _cases(r, thorough):
             (20, 6, 2, 20, 1.0),
             (21, 6, 2, 20, 1.0),
         ]
-        for _ in range(4):
+        for _draw in range(4):
             n = int(r.integers(1, 40))
             cases.append((n, int(r.integers(1, 9)), int(r.integers(1, 5)), int(r.integers(1, n + 3)), 1.0))
     for n, d, d_v, block, scale in cases:
         q, k, v = _inputs(r, n, d, d_v, scale)
-        label = f"with n = {n}, d = {d}, d_v = {d_v}" + (" and very large scores" if scale > 1 else "")
+        if scale > 1:
+            label = _("with n = {n}, d = {d}, d_v = {d_v} and very large scores").format(n=n, d=d, d_v=d_v)
+        else:
+            label = _("with n = {n}, d = {d}, d_v = {d_v}").format(n=n, d=d, d_v=d_v)
         yield label, q, k, v, block
 
 
@@ -309,40 +353,54 @@ def check_blocked_causal_attention(blocked_causal_attention, seed: int = 0, thor
     __tracebackhide__ = True
     r = rng(seed)
     for label, q, k, v, block in _cases(r, thorough):
-        what, out, _ = _run(blocked_causal_attention, q, k, v, block, label)
-        expected, _ = _reference_blocked(q, k, v, block)
+        what, out, _computed = _run(blocked_causal_attention, q, k, v, block, label)
+        expected, _count = _reference_blocked(q, k, v, block)
+        the_output = _("the output of {what}").format(what=what)
         expect_shape(
-            out,
-            expected.shape,
-            what=f"the output of {what}",
-            hint="It has one row per query and the width of v: (n, d_v).",
+            out, expected.shape, what=the_output, hint=_("It has one row per query and the width of v: (n, d_v).")
         )
-        hint = _ONLINE_HINT
-        if q.shape[0] % block:
+        hint = translated(_ONLINE_HINT)
+        n, rows = q.shape[0], q.shape[0] % block
+        if rows:
             hint = (
-                f"Here n = {q.shape[0]} is not a multiple of block = {block}: the last tile is smaller "
-                f"({q.shape[0] % block} rows); slices like q[start:start + block] handle that by themselves. " + hint
+                ngettext(
+                    "Here n = {n} is not a multiple of block = {block}: the last tile is smaller ({rows} row); "
+                    "slices like q[start:start + block] handle that by themselves.",
+                    "Here n = {n} is not a multiple of block = {block}: the last tile is smaller ({rows} rows); "
+                    "slices like q[start:start + block] handle that by themselves.",
+                    rows,
+                ).format(n=n, block=block, rows=rows)
+                + " "
+                + hint
             )
         missing = [] if is_close(out, expected) else _skipped_diagonal_tiles(out, q, k, v, block)
         if missing:
-            tiles = -(-q.shape[0] // block)
-            which = (
-                ""
-                if len(missing) == tiles
-                else (
-                    f" (for query tile{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing))}, counting from 0)"
-                )
-            )
-            fail(
-                f"the output of {what} is wrong for the queries of {len(missing)} of the {tiles} query tiles. "
-                f"Likely cause: {_SKIPPED_DIAGONAL.format(which=which)}",
-                "tiles.diagonal_skipped",
-            )
-        expect_close(out, expected, what=f"the output of {what}", diagnoses=_wrong_outputs(q, k, v, block), hint=hint)
-    passed(
-        "blocked_causal_attention computes causal attention"
-        + (" for every tiling tried, ragged last tiles included" if thorough else ", also when block does not divide n")
-    )
+            _fail_skipped_diagonal(the_output, missing, tiles=-(-n // block))
+        expect_close(out, expected, what=the_output, diagnoses=_wrong_outputs(q, k, v, block), hint=hint)
+    if thorough:
+        passed(
+            _("blocked_causal_attention computes causal attention for every tiling tried, ragged last tiles included")
+        )
+    else:
+        passed(_("blocked_causal_attention computes causal attention, also when block does not divide n"))
+
+
+def _fail_skipped_diagonal(the_output, missing, tiles) -> None:
+    """Fail on an output whose wrong rows are those of query tiles whose diagonal tile was skipped."""
+    __tracebackhide__ = True
+    message = ngettext(
+        "{the_output} is wrong for the queries of {wrong} of the {tiles} query tile.",
+        "{the_output} is wrong for the queries of {wrong} of the {tiles} query tiles.",
+        tiles,
+    ).format(the_output=the_output, wrong=len(missing), tiles=tiles)
+    if len(missing) < tiles:  # which ones, as a sentence of its own
+        message += " " + ngettext(
+            "That is query tile {which}, counting from 0.",
+            "Those are query tiles {which}, counting from 0.",
+            len(missing),
+        ).format(which=", ".join(map(str, missing)))
+    explanation = translated(_SKIPPED_DIAGONAL)
+    fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), "tiles.diagonal_skipped")
 
 
 def _missing_diagonal_tiles(n, block, computed) -> int:
@@ -364,12 +422,14 @@ def _wrong_counts(n, block):
     below = sum(sizes[i] * sizes[j] for i in range(tiles) for j in range(i))
     yield (
         n * n,
-        "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped.",
+        _(
+            "every tile was computed (or counted), also those above the diagonal; a tile whose keys all come after all its queries must be skipped."
+        ),
         "tiles.every_tile_computed",
     )
     yield (
         n * (n + 1) // 2,
-        (
+        _(
             "that is the ideal count n(n+1)/2, not what your kernel did: a diagonal tile is computed "
             "whole (all its block × block scores) and only then masked, so count every entry of every tile you compute."
         ),
@@ -377,29 +437,32 @@ def _wrong_counts(n, block):
     )
     yield (
         below,
-        "the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside.",
+        _("the diagonal tiles are missing from the count (were they skipped?); they are computed and masked inside."),
         "tiles.diagonal_skipped",
     )
     yield (
         (tiles * (tiles + 1) // 2) * block * block,
-        (
-            f"each tile was counted as block × block = {block * block} entries, but when block does not divide n the last "
-            "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice)."
-        ),
+        ngettext(
+            "each tile was counted as block × block = {entries} entry, but when block does not divide n the last "
+            "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice).",
+            "each tile was counted as block × block = {entries} entries, but when block does not divide n the last "
+            "row and column of tiles are smaller: count the real size of each tile (len of the query slice × len of the key slice).",
+            block * block,
+        ).format(entries=block * block),
         "tiles.ragged_last_tile",
     )
     whole = n // block
     yield (
         whole * (whole + 1) // 2 * block * block,
-        (
-            f"only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
+        _(
+            "only the complete tiles were counted (or computed): n = {n} is not a multiple of block = {block}, so the "
             "last row of tiles is narrower and must be included too."
-        ),
+        ).format(n=n, block=block),
         "tiles.ragged_last_tile",
     )
     yield (
         tiles * (tiles + 1) // 2,
-        "that is the number of tiles computed; count the score entries (each tile holds rows × columns of them).",
+        _("that is the number of tiles computed; count the score entries (each tile holds rows × columns of them)."),
         "tiles.counted_tiles_not_entries",
     )
 
@@ -415,7 +478,7 @@ def check_blocked_causal_attention_count(
     __tracebackhide__ = True
     r = rng(seed + 1)
     for label, q, k, v, block in _cases(r, thorough):
-        what, _, computed = _run(blocked_causal_attention, q, k, v, block, label)
+        what, _out, computed = _run(blocked_causal_attention, q, k, v, block, label)
         size = q.shape[0]
         expected = _reference_computed(size, block)
         if computed != expected:
@@ -424,38 +487,48 @@ def check_blocked_causal_attention_count(
     # counts are all that was computed (the whole n × n matrix does not fit in a tiled kernel's memory).
     d, block = 8, 64  # d = 8: at n = 16384 the output (1 MiB of float64) stays well within what the judge passes back
     q, k, v = _inputs(r, n, d, d)
-    what, _, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+    label = _("with n = {n}, d = {d}").format(n=n, d=d)
+    what, _out, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, label)
     expected = _reference_computed(n, block)
     limit = _memory_limit(q, k, v, block)
     if computed == expected and peak > limit:
         fail(
-            f"the count `computed` of {what} is {computed}, the entries of the tiles on and below the diagonal, but "
-            f"the kernel did more than that: {_full_matrix_message(what, peak, limit, n, block)} Count only what "
-            "is really computed.",
+            _(
+                "the count `computed` of {what} is {computed}, the entries of the tiles on and below the diagonal, "
+                "but the kernel did more than that: {memory} Count only what is really computed."
+            ).format(what=what, computed=computed, memory=_full_matrix_message(what, peak, limit, n, block)),
             "tiles.full_matrix_built",
         )
     if computed != expected:
         _fail_count(what, n, block, computed, expected)
-    passed("blocked_causal_attention counts exactly the entries of the tiles it computed")
+    passed(_("blocked_causal_attention counts exactly the entries of the tiles it computed"))
 
 
 def _fail_count(what, n, block, computed, expected, after: str = "") -> None:
     """Fail on a wrong count ``computed``, naming the mistake that gives exactly that count when one does."""
     __tracebackhide__ = True
-    message = (
-        f"the count `computed` of {what} should be {expected} score entries "
-        f"({expected / n**2:.1%} of the n² = {n * n}), but it is {computed}.{after}"
-    )
+    message = ngettext(
+        "the count `computed` of {what} should be {expected} score entry ({share} of the n² = {entries}), "
+        "but it is {computed}.",
+        "the count `computed` of {what} should be {expected} score entries ({share} of the n² = {entries}), "
+        "but it is {computed}.",
+        expected,
+    ).format(what=what, expected=expected, share=number(expected / n**2, ".1%"), entries=n * n, computed=computed)
+    if after:
+        message += " " + after
     for wrong, explanation, misconception in _wrong_counts(n, block):
         if computed == wrong:
-            fail(message + f" Likely cause: {explanation}", misconception)
+            fail(message + " " + _("Likely cause: {explanation}").format(explanation=explanation), misconception)
     missing = _missing_diagonal_tiles(n, block, computed)
     if missing:
+        tiles = -(-n // block)
+        # the English keeps "tile(s)" (the catalog of wrong answers quotes it); the Russian says it without a plural
+        short = _("That is exactly {missing} diagonal tile(s) short, of the {tiles} on the diagonal.").format(
+            missing=missing, tiles=tiles
+        )
+        cause = _("Likely cause: {explanation}").format(explanation=translated(_SKIPPED_DIAGONAL))
         fail(
-            message
-            + f" That is exactly {missing} diagonal tile(s) short. Likely cause: "
-            + _SKIPPED_DIAGONAL.format(which=f" ({missing} of the {-(-n // block)})")
-            + " Count every entry of every tile you compute.",
+            message + " " + short + " " + cause + " " + _("Count every entry of every tile you compute."),
             "tiles.diagonal_skipped",
         )
     fail(message)
@@ -474,7 +547,7 @@ class _MemoryProbe:
         self.saved = [
             (module, name, getattr(module, name)) for module in (tracemalloc, _tracemalloc) for name in self._names
         ]
-        for module, name, _ in self.saved:
+        for module, name, _original in self.saved:
             setattr(module, name, self._refuse(name))
         _reset_peak()
         self.base = _get_traced()[0]
@@ -483,13 +556,15 @@ class _MemoryProbe:
     @staticmethod
     def _refuse(name):
         def refused(*args, **kwargs):
-            raise RuntimeError(f"tracemalloc.{name}() is not available while the memory of your answer is measured")
+            raise RuntimeError(
+                _("tracemalloc.{name}() is not available while the memory of your answer is measured").format(name=name)
+            )
 
         return refused
 
     def peak(self) -> int:
         if not _is_tracing():
-            fail("tracemalloc was stopped while your answer ran, so its memory could not be measured.")
+            fail(_("tracemalloc was stopped while your answer ran, so its memory could not be measured."))
         return max(0, _get_traced()[1] - self.base)
 
     def __exit__(self, *exc):
@@ -503,11 +578,22 @@ class _MemoryProbe:
 def _too_large_hint(n, block) -> str:
     """What a call at ``n`` that ran out of memory most likely did (graded, 04's kernels cannot hold the matrix)."""
     mib = 2**20
+    sizes = _(
+        "At n = {n} one n × n float64 matrix is {matrix} MiB ({matrix32} MiB in float32), while a strip of "
+        "block × n scores is {strip} MiB: a tiled kernel fits in memory where the whole matrix does not."
+    ).format(
+        n=n,
+        matrix=_grouped(n * n * 8 / mib, ",.0f"),
+        matrix32=_grouped(n * n * 4 / mib, ",.0f"),
+        strip=number(block * n * 8 / mib, ".1f"),
+    )
     return (
-        f"At n = {n} one n × n float64 matrix is {n * n * 8 / mib:,.0f} MiB ({n * n * 4 / mib:,.0f} MiB in float32), "
-        f"while a strip of block × n scores is {block * n * 8 / mib:.1f} MiB: a tiled kernel fits in memory where the "
-        "whole matrix does not. Likely cause: the whole score matrix (or the weights, or an n × n mask) is built at "
-        "once; keep only one tile (or one strip of block query rows) of scores at a time."
+        sizes
+        + " "
+        + _(
+            "Likely cause: the whole score matrix (or the weights, or an n × n mask) is built at once; keep only one "
+            "tile (or one strip of block query rows) of scores at a time."
+        )
     )
 
 
@@ -525,7 +611,7 @@ def _measured_run(blocked, q, k, v, block, label):
         what, out, computed = _run(blocked, q, k, v, block, label, hint)
         peak = blocked.last_peak_bytes
         if peak is None:
-            fail(f"the memory of {what} could not be measured in your kernel.")
+            fail(_("the memory of {what} could not be measured in your kernel.").format(what=what))
         return what, out, computed, peak
     with _MemoryProbe() as probe:
         what, out, computed = _run(blocked, q, k, v, block, label, hint)
@@ -555,12 +641,25 @@ def _memory_limit(q, k, v, block) -> int:
 
 def _full_matrix_message(what, peak, limit, n, block) -> str:
     mib = 2**20
+    sizes = _(
+        "{what} needed {peak} MiB of memory at its peak (measured while it ran), but a tiled kernel should stay "
+        "below {limit} MiB: one n × n float64 matrix alone is {matrix} MiB, a strip of block × n scores {strip} MiB "
+        "and a tile only {tile} KiB."
+    ).format(
+        what=what,
+        peak=number(peak / mib, ".1f"),
+        limit=number(limit / mib, ".0f"),
+        matrix=number(n * n * 8 / mib, ".0f"),
+        strip=number(block * n * 8 / mib, ".1f"),
+        tile=number(block * block * 8 / 1024, ".0f"),
+    )
     return (
-        f"{what} needed {peak / mib:.1f} MiB of memory at its peak (measured while it ran), but a tiled kernel "
-        f"should stay below {limit / mib:.0f} MiB: one n × n float64 matrix alone is {n * n * 8 / mib:.0f} MiB, "
-        f"a strip of block × n scores {block * n * 8 / mib:.1f} MiB and a tile only {block * block * 8 / 1024:.0f} KiB. "
-        "Likely cause: the whole score matrix (or the weights, or an n × n float mask) is built and then masked; keep "
-        "only one tile (or one strip of block query rows) of scores at a time."
+        sizes
+        + " "
+        + _(
+            "Likely cause: the whole score matrix (or the weights, or an n × n float mask) is built and then masked; "
+            "keep only one tile (or one strip of block query rows) of scores at a time."
+        )
     )
 
 
@@ -574,26 +673,31 @@ def check_blocked_causal_attention_memory(
     __tracebackhide__ = True
     r = rng(seed + 2)
     q, k, v = _inputs(r, n, d, d)
-    what, out, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, f"with n = {n}, d = {d}")
+    label = _("with n = {n}, d = {d}").format(n=n, d=d)
+    what, out, computed, peak = _measured_run(blocked_causal_attention, q, k, v, block, label)
     expected, expected_count = _reference_blocked(q, k, v, block)
     expect_close(
         out,
         expected,
-        what=f"the output of {what}",
+        what=_("the output of {what}").format(what=what),
         # each known mistake is an n × n computation here: named at small n only (the output test names it)
         diagnoses=_wrong_outputs(q, k, v, block) if n <= _DIAGNOSED_UP_TO else (),
-        hint="The memory is measured only for a correct output: fix the output first (the test of the "
-        "output above names the likely mistake).",
+        hint=_(
+            "The memory is measured only for a correct output: fix the output first (the test of the "
+            "output above names the likely mistake)."
+        ),
     )
     if computed != expected_count:
-        _fail_count(what, n, block, computed, expected_count, after=" The memory is measured only for a correct count.")
+        after = _("The memory is measured only for a correct count.")
+        _fail_count(what, n, block, computed, expected_count, after=after)
     limit = _memory_limit(q, k, v, block)
     if peak > limit:
         fail(_full_matrix_message(what, peak, limit, n, block), "tiles.full_matrix_built")
     mib = 2**20
     passed(
-        f"blocked_causal_attention at n = {n} peaked at {peak / mib:.2f} MiB "
-        f"(one n × n float64 matrix would be {n * n * 8 / mib:.0f} MiB)"
+        _(
+            "blocked_causal_attention at n = {n} peaked at {peak} MiB (one n × n float64 matrix would be {matrix} MiB)"
+        ).format(n=n, peak=number(peak / mib, ".2f"), matrix=number(n * n * 8 / mib, ".0f"))
     )
 
 
@@ -611,7 +715,7 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
             v,
             block,
             what=f"blocked_causal_attention(q, k, v, block={block})",
-            why="a tile needs at least one row: block must be at least 1",
+            why=_("a tile needs at least one row: block must be at least 1"),
         )
     expect_value_error(
         blocked_causal_attention,
@@ -619,8 +723,8 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
         r.normal(size=(7, 3)),
         v,
         2,
-        what="blocked_causal_attention with q of 6 rows and k of 7 rows",
-        why="q, k and v must have the same number of rows n",
+        what=_("blocked_causal_attention with q of 6 rows and k of 7 rows"),
+        why=_("q, k and v must have the same number of rows n"),
     )
     expect_value_error(
         blocked_causal_attention,
@@ -628,7 +732,7 @@ def check_blocked_causal_attention_errors(blocked_causal_attention) -> None:
         k,
         r.normal(size=(5, 2)),
         2,
-        what="blocked_causal_attention with q and k of 6 rows and v of 5 rows",
-        why="q, k and v must have the same number of rows n",
+        what=_("blocked_causal_attention with q and k of 6 rows and v of 5 rows"),
+        why=_("q, k and v must have the same number of rows n"),
     )
-    passed("blocked_causal_attention refuses block < 1 and q, k, v of different lengths with ValueError")
+    passed(_("blocked_causal_attention refuses block < 1 and q, k, v of different lengths with ValueError"))
