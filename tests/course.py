@@ -236,6 +236,7 @@ def _grade_ahead_here() -> None:
     """(In the process grade_ahead starts) grade each class run into the parent's scratch folder."""
     global _SCRATCH
     _SCRATCH = Path(sys.argv[1])
+    _stop_with_the_session(os.getppid())
     for assignment in sys.argv[2:]:
         try:
             _graded_batch(assignment, os.getpid())
@@ -247,6 +248,23 @@ def _grade_ahead_here() -> None:
             written.rename(_SCRATCH / f"{assignment}.{_FAILED}")  # whole when the tests see it
         else:
             (_SCRATCH / f"{assignment}.{_DONE}").touch()
+
+
+def _stop_with_the_session(session: int) -> None:
+    """(In the process grading ahead) stop, with everything it started, once the pytest process ``session`` is gone
+    without stopping it (killed by a timeout or a signal, its atexit never ran): two such orphans once went on
+    grading every class run for twenty minutes, on a machine others were measuring on."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == session:
+            time.sleep(1)
+        os.killpg(0, signal.SIGTERM)  # its own group (start_new_session), as stop_grading_ahead does
+        time.sleep(20)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="stop-with-the-session", daemon=True).start()
 
 
 def _graded_ahead(assignment: str) -> ClassRun | None:

@@ -411,6 +411,15 @@ def expect_close(
     fail(message, misconception)
 
 
+def raised_by_the_answer(failure: CheckFailed) -> bool:
+    """Whether ``failure`` (from ``call``) reports an exception the learner's function raised. ``call`` fails
+    inside the ``except`` that caught it, so that exception is the failure's context: a fact, where the message's
+    words are in the learner's language ("raised" in English only). Running out of memory is the machine
+    refusing, and calling the course's reference is not the answer's own error: neither counts."""
+    error = failure.__context__
+    return _isinstance(error, Exception) and not _isinstance(error, (MemoryError, ReferenceUsedError))
+
+
 def copies(*arrays):
     """Fresh copies of the inputs, to hand to the learner's function and detect in-place changes."""
     return tuple(_array(a, copy=True) if a is not None else None for a in arrays)

@@ -12,7 +12,7 @@ from ..attention import attention as reference_attention
 from ..i18n import N_, _, ngettext, number, translated
 from ..masks import causal_mask as reference_causal
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
-from .core import expect_close, expect_shape, plain_array, plain_bool_array, sentence
+from .core import expect_close, expect_shape, raised_by_the_answer, plain_array, plain_bool_array, sentence
 from .other_masks import expect_same_mask
 
 _type, _len, _isinstance = builtins.type, builtins.len, builtins.isinstance
@@ -334,15 +334,6 @@ def check_bottom_right_causal_mask(bottom_right_causal_mask, seed: int = 0, thor
         passed(_("bottom_right_causal_mask matches the reference on random sizes"))
 
 
-def _raised(failure: CheckFailed) -> bool:
-    """Whether ``failure`` reports that the learner's function raised. ``call`` fails inside the ``except`` that
-    caught the learner's exception, so that exception is the failure's context: a fact, where the words of the
-    message are in the learner's language ("raised" in English only)."""
-    error = failure.__context__
-    # running out of memory is the machine refusing, not the answer
-    return _isinstance(error, Exception) and not _isinstance(error, MemoryError)
-
-
 @exercise_check
 def check_bottom_right_causal_mask_no_new_queries(
     bottom_right_causal_mask, seed: int = 0, thorough: bool = False
@@ -358,7 +349,7 @@ def check_bottom_right_causal_mask_no_new_queries(
         try:
             result = call(bottom_right_causal_mask, 0, n_keys, what=what)
         except CheckFailed as failure:
-            refused = failure.misconception is None and _raised(failure)
+            refused = failure.misconception is None and raised_by_the_answer(failure)
             fail(
                 f"{sentence(failure)} {empty}" if refused else str(failure),  # two whole sentences
                 "conventions.empty_case" if refused else None,

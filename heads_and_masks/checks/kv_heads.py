@@ -9,7 +9,7 @@ from ..kv_heads import grouped_query_attention as reference_gqa
 from ..kv_heads import kv_cache_bytes as reference_kv_cache_bytes
 from ..i18n import N_, _, ngettext, number, translated
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng
-from .core import expect_close, expect_shape, is_close, plain_array, sentence
+from .core import expect_close, expect_shape, raised_by_the_answer, is_close, plain_array, sentence
 
 
 _SHAPE_HINT = N_(
@@ -103,7 +103,7 @@ def _probe(gqa, q, k, v, mask, label):
     except CheckFailed as error:
         message, misconception = str(error), error.misconception
         h, g = q.shape[1], k.shape[1]
-        found = _with_g_squared_heads(gqa, q, k, v, mask) if " raised " in message else None
+        found = _with_g_squared_heads(gqa, q, k, v, mask) if raised_by_the_answer(error) else None
         if found == "repeated":
             fail(
                 sentence(message)
@@ -130,7 +130,7 @@ def _probe(gqa, q, k, v, mask, label):
                 ).format(h=h, g=g, group=h // g, g2=g * g),
                 "kv_heads.repeated_g_times",
             )
-        if " raised " in message:
+        if raised_by_the_answer(error):
             message += " " + translated(_SHAPE_HINT)
             if mask is not None and mask.ndim == 4:
                 message += " " + _(

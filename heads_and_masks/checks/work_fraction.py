@@ -17,7 +17,7 @@ import numpy as np
 from ..attention import masked_softmax as _softmax
 from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
-from ..i18n import DECIMAL_COMMA, N_, _, language, ngettext, number, translated
+from ..i18n import N_, _, ngettext, number, translated
 from .core import call, exercise_check, expect_value_error, fail, passed, rng
 from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int
 
@@ -60,19 +60,11 @@ def _wrong_entries(n):
 _LARGE_N = 10**6  # the contexts of today's models: the exercise states it, the tests use it
 
 
-def _grouped(value, spec: str = ",") -> str:
-    """``value`` for a sentence, its thousands apart: 1,048,576 in English; in Russian a narrow space between
-    thousands and a decimal comma (1 048 576), as translations/glossary.md writes numbers. (``number`` gives the
-    decimal comma, but a comma between thousands would read as one there.)"""
-    text = number(value, spec.replace(",", "_"))
-    return text.replace("_", "\u202f" if language() in DECIMAL_COMMA else ",")
-
-
 def _count_by_formula() -> str:
     return _(
         "At n = {n} an n × n mask has {entries} entries ({gib} GiB even as booleans): do not build the matrix "
         "to count it, use the formula n(n+1)/2, which costs nothing at any n."
-    ).format(n=_grouped(_LARGE_N), entries=_grouped(_LARGE_N**2), gib=_grouped(_LARGE_N**2 / 2**30, ",.0f"))
+    ).format(n=number(_LARGE_N, ","), entries=number(_LARGE_N**2, ","), gib=number(_LARGE_N**2 / 2**30, ",.0f"))
 
 
 @exercise_check
@@ -105,7 +97,7 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
             )
         got = plain_int(got, what=what)
         if got != expected:
-            message = _entries_message(what, n, expected, _grouped(got))
+            message = _entries_message(what, n, expected, number(got, ","))
             for wrong, explanation, misconception in _wrong_entries(int(n)):
                 if got == wrong:
                     fail(
@@ -120,7 +112,7 @@ def check_causal_used_entries(causal_used_entries, thorough: bool = False) -> No
 
 def _entries_message(what, n, expected, got) -> str:
     return _("{what} should be {expected} (out of n² = {entries}), but it returned {got}.").format(
-        what=what, expected=_grouped(expected), entries=_grouped(int(n) ** 2), got=got
+        what=what, expected=number(expected, ","), entries=number(int(n) ** 2, ","), got=got
     )
 
 
@@ -583,8 +575,8 @@ def _too_large_hint(n, block) -> str:
         "block × n scores is {strip} MiB: a tiled kernel fits in memory where the whole matrix does not."
     ).format(
         n=n,
-        matrix=_grouped(n * n * 8 / mib, ",.0f"),
-        matrix32=_grouped(n * n * 4 / mib, ",.0f"),
+        matrix=number(n * n * 8 / mib, ",.0f"),
+        matrix32=number(n * n * 4 / mib, ",.0f"),
         strip=number(block * n * 8 / mib, ".1f"),
     )
     return (
