@@ -167,13 +167,17 @@ def ngettext(singular: str, plural: str, count: int) -> str:
 
 
 def number(value: float, spec: str = "g") -> str:
-    """``value`` formatted with ``spec`` for a sentence in the current language: a decimal comma in Russian.
+    """``value`` formatted with ``spec`` for a sentence in the current language: in Russian a decimal comma,
+    and a thin space between thousands where ``spec`` groups them (``","``): 1 048 576,5.
     (Code and its printed arrays keep Python's point: this is for prose only.)"""
     text = format(value, spec)
-    return text.replace(".", ",") if language() in DECIMAL_COMMA else text
+    if language() not in DECIMAL_COMMA:
+        return text
+    return text.replace(",", THIN_SPACE).replace(".", ",")
 
 
 DECIMAL_COMMA = frozenset({"ru"})
+THIN_SPACE = "\u202f"  # narrow no-break space: groups the thousands, and a number is never cut at a line end
 
 
 def untranslated(language: str) -> set[str]:

@@ -98,7 +98,9 @@ def test_a_decimal_comma_in_russian_prose_only():
     with i18n.use_language("ru"):
         assert i18n.number(0.125, ".2f") == "0,12" or i18n.number(0.125, ".2f") == "0,13"
         assert i18n.number(1.5) == "1,5"
+        assert i18n.number(1048576.5, ",.1f") == "1\u202f048\u202f576,5"  # not "1,048,576,5"
     assert i18n.number(1.5) == "1.5"
+    assert i18n.number(1048576.5, ",.1f") == "1,048,576.5"
 
 
 def test_a_stub_is_not_written_yet_in_the_language_of_its_notebook():
