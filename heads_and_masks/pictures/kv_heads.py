@@ -97,16 +97,20 @@ def _cache_per_token_lead(models: dict[str, ModelConfig], bytes_per_value: int) 
     """The range across all models, then each kind of attention's range."""
     size = {name: c.kv_bytes_per_token(bytes_per_value) / KiB for name, c in models.items()}
     most, least = max(size, key=size.get), min(size, key=size.get)
+    ratio = round(size[most] / size[least])  # a whole number of times: counted (Russian: "в 2 раза", "в 5 раз")
     sentences = [
-        _(
+        ngettext(
+            "{most} adds {most_kib} KiB of cache with every token, {ratio} time as much as {least}, which "
+            "adds {least_kib} KiB.",
             "{most} adds {most_kib} KiB of cache with every token, {ratio} times as much as {least}, which "
-            "adds {least_kib} KiB."
+            "adds {least_kib} KiB.",
+            ratio,
         ).format(
             most=most,
             most_kib=number(size[most], ",.0f"),
             least=least,
             least_kib=number(size[least], ",.0f"),
-            ratio=number(size[most] / size[least], ".0f"),
+            ratio=ratio,
         )
     ]
     by_kind = {kind: [size[n] for n, c in models.items() if c.attention == kind] for kind in ATTENTION_COLOURS}
@@ -167,10 +171,13 @@ def cache_vs_context_figure(
 def _cache_vs_context_lead(config: ModelConfig, batch: int, bytes_per_value: int, memory_bytes) -> str:
     """The cache grows with the context; the fewer KV heads, the longer the context that fits in the memory."""
     sentences = [
-        _(
+        ngettext(
             "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's "
-            "cache is {ratio} times smaller than MHA's at every length."
-        ).format(ratio=number(config.query_heads, ".0f"))
+            "cache is {ratio} time smaller than MHA's at every length.",
+            "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's "
+            "cache is {ratio} times smaller than MHA's at every length.",
+            config.query_heads,
+        ).format(ratio=config.query_heads)
     ]
     if memory_bytes is not None:
         fits = {

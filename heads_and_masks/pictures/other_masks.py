@@ -9,12 +9,11 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
-from ..i18n import N_, _, ngettext, number, translated
+from ..i18n import N_, _, ngettext, number
 from ..local_attention import block_sparse_work, keys_in_cache
 from ..masks import kept_fraction
 from ..text_alternative import with_lead
@@ -23,16 +22,12 @@ from . import picture  # noqa: F401  (the notebook imports it from here)
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
 KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
 MASK_COLOURS = ListedColormap([FORBIDDEN_COLOUR, FILLER_COLOUR, KEPT_COLOUR])  # indexed by the codes above
-LEGEND_ITEMS = [  # each colour's meaning, marked N_: shown through translated() in the language of the moment
+# each colour's meaning, for a legend (the mask widget's): marked N_, shown through translated() when drawn
+LEGEND_ITEMS = [
     (KEPT_COLOUR, N_("may attend")),
     (FORBIDDEN_COLOUR, N_("forbidden by the pattern")),
     (FILLER_COLOUR, N_("key is filler")),
 ]
-
-
-def legend_handles() -> list[Patch]:
-    """The colours of a mask and their meanings, in the current language, for a legend."""
-    return [Patch(facecolor=colour, edgecolor="0.6", label=translated(label)) for colour, label in LEGEND_ITEMS]
 
 
 def mask_image(mask, key_is_real=None):
@@ -194,16 +189,21 @@ def cache_growth_figure(bytes_per_token: int, context: int, window: int, model: 
     )
     ax.legend()
     full, bounded = (bytes_per_token * keys_in_cache(context, w)[-1] / 2**30 for w in (None, window))
-    lead = _(
+    ratio = round(full / bounded)  # a whole number of times: counted (Russian: "в 2 раза", "в 5 раз")
+    lead = ngettext(
         "With the causal mask the cache grows with every token, to {full} GiB after {context} tokens. "
         "With a window of {window} it stops growing once it holds {window} tokens, at {bounded} GiB, "
-        "{ratio} times less."
+        "{ratio} time less.",
+        "With the causal mask the cache grows with every token, to {full} GiB after {context} tokens. "
+        "With a window of {window} it stops growing once it holds {window} tokens, at {bounded} GiB, "
+        "{ratio} times less.",
+        ratio,
     ).format(
         full=number(full, ".1f"),
         context=number(context, ","),
         window=number(window, ","),
         bounded=number(bounded, ".1f"),
-        ratio=number(full / bounded, ".0f"),
+        ratio=ratio,
     )
     return with_lead(figure, lead)
 
