@@ -10,11 +10,21 @@ from matplotlib.figure import Figure
 from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
 from ..figure_style import KV_LAYOUT_COLOURS, drawn_in_course_style
 from ..grading import idle_while_grading
-from ..i18n import _, ngettext, number
+from ..i18n import N_, _, ngettext, number, translated
 from ..model_configs import KiB
 from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
+# The titles notebook 07 passes to these pictures. A notebook's code is the same in every language, so its
+# titles are English there; they are marked here and translated where they are drawn (``translated``), and a
+# title not listed stays as the notebook wrote it.
+NOTEBOOK_TITLES = (
+    N_("window 4 OR 2 sinks\n(causal AND)"),
+    N_("window 4 AND 2 sinks\n(the bug)"),
+    N_("prefix LM, prompt of 5:\ncausal OR key < 5"),
+    N_("causal only: documents\nsee earlier documents"),
+    N_("document mask:\nsame id AND causal"),
+)
 MASK_COLOURS = ListedColormap(["#e8e8e8", "#1f4e79"])  # forbidden, may attend
 ATTENTION_COLOURS = KV_LAYOUT_COLOURS
 
@@ -84,6 +94,7 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
 @drawn_in_course_style
 def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
     """A row of square masks side by side, each with its title."""
+    masks = {translated(title): mask for title, mask in masks.items()}
     figure = Figure(figsize=(min(2.4 * len(masks), 7.2), 3.0), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):

@@ -13,7 +13,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
-from ..i18n import N_, _, ngettext, number
+from ..i18n import N_, _, ngettext, number, translated
 from ..local_attention import block_sparse_work, keys_in_cache
 from ..masks import kept_fraction
 from ..text_alternative import with_lead
@@ -22,6 +22,22 @@ from . import picture  # noqa: F401  (the notebook imports it from here)
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
 KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
 MASK_COLOURS = ListedColormap([FORBIDDEN_COLOUR, FILLER_COLOUR, KEPT_COLOUR])  # indexed by the codes above
+# The titles notebook 05 passes to these pictures. A notebook's code is the same in every language, so its
+# titles are English there; they are marked here and translated where they are drawn (``translated``), and a
+# title not listed stays as the notebook wrote it.
+NOTEBOOK_TITLES = (
+    N_("causal"),
+    N_("padding (length 8 of 12)"),
+    N_("sliding window (w = 4)"),
+    N_("block-sparse (tiles of 3)"),
+    N_("prefix LM:\ncausal OR key < 4"),
+    N_("window 3 OR 2 sinks\n(and causal)"),
+    N_("local 3 OR global\nfirst (and causal)"),
+    N_("local"),  # the kinds of block-sparse layout (local_attention.layout_mask's names)
+    N_("global + local"),
+    N_("strided"),
+)
+
 # each colour's meaning, for a legend (the mask widget's): marked N_, shown through translated() when drawn
 LEGEND_ITEMS = [
     (KEPT_COLOUR, N_("may attend")),
@@ -91,6 +107,7 @@ def _rows_without_keys(mask) -> int:
 def four_masks_figure(panels: dict) -> Figure:
     """The four masks of the lesson in a 2 × 2 grid: ``{title: (mask, key_is_real or None, block or None)}``,
     each titled with the share of the score matrix it keeps."""
+    panels = {translated(title): panel for title, panel in panels.items()}
     figure = Figure(figsize=(7.1, 7.3), layout="constrained")
     axes = figure.subplots(2, 2)
     for ax, (title, (mask, key_is_real, block)) in zip(axes.flat, panels.items()):
@@ -240,6 +257,7 @@ def receptive_field_figure(reach_by_layers: dict) -> Figure:
 @drawn_in_course_style
 def granting_masks_figure(masks: dict) -> Figure:
     """Masks built with OR (rules that grant attention) side by side, ``{title: mask}``, each with its share kept."""
+    masks = {translated(title): mask for title, mask in masks.items()}
     figure = Figure(figsize=(7.2, 3.2), layout="constrained")  # fits a laptop's notebook
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
@@ -282,7 +300,9 @@ def block_sparse_figure(layouts: dict, block: int) -> Figure:
     extra = []  # for each layout, what its kernel computes beyond what its mask keeps (share of n²)
     for column, (kind, (layout, mask)) in enumerate(layouts.items()):
         n = np.asarray(mask).shape[0]
-        draw_mask(axes[0, column], layout, _("{kind}: layout {shape}").format(kind=kind, shape=np.shape(layout)))
+        draw_mask(
+            axes[0, column], layout, _("{kind}: layout {shape}").format(kind=translated(kind), shape=np.shape(layout))
+        )
         axes[0, column].set(xlabel=_("key block"), ylabel=_("query block"))
         work = block_sparse_work(layout, block, n) / n**2
         tokens = _("tokens: keeps {kept}\ncomputes {work} of n²").format(

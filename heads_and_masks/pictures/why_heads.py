@@ -8,12 +8,22 @@ from matplotlib.figure import Figure
 
 from ..figure_style import drawn_in_course_style, ordered_colours
 from ..grading import idle_while_grading
-from ..i18n import _, ngettext, number
+from ..i18n import N_, _, ngettext, number, translated
 from ..retrieval import convex_hull, inside_hull, reachable_outputs
 from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
 PRACTICAL = (32, 128)
+
+# The titles notebook 02 passes to these pictures. A notebook's code is the same in every language, so its
+# titles are English there; they are marked here and translated where they are drawn (``translated``), and a
+# title not listed stays as the notebook wrote it.
+NOTEBOOK_TITLES = (
+    N_("head 0: previous token"),
+    N_("head 1: first token"),
+    N_("your winning_rate, σ = 1"),
+    N_("course's simulation, σ = 1"),
+)
 
 
 def _practical_range() -> str:
@@ -109,7 +119,7 @@ def recovery_figure(weights_on_previous, recovered_previous, recovered_first) ->
 @drawn_in_course_style
 def head_weights_figure(weights, titles) -> Figure:
     """Heat maps of the attention weights of several heads (queries down, keys across)."""
-    weights = np.asarray(weights)
+    weights, titles = np.asarray(weights), [translated(title) for title in titles]
     figure = Figure(figsize=(3.2 * len(weights) + 0.7, 3.5), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(weights)))
     for ax, w, title in zip(axes, weights, titles):
@@ -216,7 +226,7 @@ def winning_figure(d_values, curves: dict, n_keys: int, marks=(), simulated=None
         )
     if simulated is not None:
         (d_points, rates, label) = simulated
-        ax.plot(d_points, rates, "k^", ms=6, label=label)
+        ax.plot(d_points, rates, "k^", ms=6, label=translated(label))
     for d, text in marks:
         ax.axvline(d, color="0.5", lw=0.8, ls="--")
         ax.annotate(text, (d, 0.02), rotation=90, color="0.3", xytext=(3, 0), textcoords="offset points")
