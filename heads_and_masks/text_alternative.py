@@ -12,6 +12,8 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING
 
+from .i18n import _
+
 if TYPE_CHECKING:  # nothing of matplotlib is imported here: grading kernels import no drawing library
     from matplotlib.figure import Figure
 
@@ -42,20 +44,22 @@ def _panel_sentences(ax, number: int, count: int) -> list[str]:
     sentences = []
     if count == 1:
         if title:
-            sentences.append(f"Panel titled: {title}.")
+            sentences.append(_("Panel titled: {title}.").format(title=title))
     elif title:
-        sentences.append(f"Panel {number} of {count}, titled: {title}.")
+        sentences.append(
+            _("Panel {number} of {count}, titled: {title}.").format(number=number, count=count, title=title)
+        )
     else:
-        sentences.append(f"Panel {number} of {count}.")
+        sentences.append(_("Panel {number} of {count}.").format(number=number, count=count))
     xlabel, ylabel = _clean(ax.get_xlabel()), _clean(ax.get_ylabel())
     if xlabel:
-        sentences.append(f"Horizontal axis: {xlabel}.")
+        sentences.append(_("Horizontal axis: {label}.").format(label=xlabel))
     if ylabel:
-        sentences.append(f"Vertical axis: {ylabel}.")
-    _, labels = ax.get_legend_handles_labels()
+        sentences.append(_("Vertical axis: {label}.").format(label=ylabel))
+    _handles, labels = ax.get_legend_handles_labels()
     labels = [_clean(label) for label in labels if label and not label.startswith("_")]
     if labels:
-        sentences.append(f"Legend: {'; '.join(labels)}.")
+        sentences.append(_("Legend: {labels}.").format(labels="; ".join(labels)))
     return sentences
 
 
@@ -72,11 +76,11 @@ def describe_figure(figure: Figure, lead: str | None = None) -> str:
     sentences = [lead.strip()] if lead else []
     suptitle = figure._suptitle.get_text() if getattr(figure, "_suptitle", None) else ""
     if suptitle.strip():
-        sentences.append(f"Figure titled: {_clean(suptitle)}.")
+        sentences.append(_("Figure titled: {title}.").format(title=_clean(suptitle)))
     # the panels that say something: a colour bar or a blank spacer with no text is not a panel to read
     panels = [ax for ax in figure.get_axes() if ax.get_visible() and _says_something(ax)]
     for number, ax in enumerate(panels, start=1):
         sentences.extend(_panel_sentences(ax, number, len(panels)))
     if not sentences:
-        return "A figure without titles or labels."
+        return _("A figure without titles or labels.")
     return " ".join(sentences)

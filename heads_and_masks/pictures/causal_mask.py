@@ -10,19 +10,20 @@ from matplotlib.patches import Rectangle
 from ..attention import masked_softmax
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import N_, _, ngettext, number, translated
 from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebooks import it from here)
 
 HATCH = dict(facecolor="0.93", edgecolor="0.5", hatch="///", linewidth=0)
 
 
-def _grid(ax, labels_x, labels_y, *, keys_label="keys", queries_label="queries"):
+def _grid(ax, labels_x, labels_y, *, keys_label=None, queries_label=None):
     ax.set_xticks(range(len(labels_x)), labels_x)
     ax.set_yticks(range(len(labels_y)), labels_y)
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
-    ax.set_xlabel(keys_label)
-    ax.set_ylabel(queries_label)
+    ax.set_xlabel(keys_label or _("keys"))
+    ax.set_ylabel(queries_label or _("queries"))
     ax.tick_params(length=0)
 
 
@@ -65,18 +66,18 @@ def mask_figure(mask, tokens) -> Figure:
     figure = Figure(figsize=(3.8, 3.6), layout="constrained")
     ax = figure.add_subplot()
     ax.imshow(np.where(mask, 0.35, 0.0), cmap="Greens", vmin=0, vmax=1)
-    _grid(ax, tokens, tokens, keys_label="keys (may be looked at?)", queries_label="queries")
+    _grid(ax, tokens, tokens, keys_label=_("keys (may be looked at?)"))
     hatch_cells(ax, np.argwhere(~mask))
     for i, j in np.argwhere(mask):
         ax.text(j, i, "True", ha="center", va="center")
     if np.array_equal(mask, np.tril(np.ones_like(mask))):
-        lead = (
+        lead = _(
             "The allowed cells form the lower triangle, on and below the diagonal: each query may look at itself "
             "and at the tokens before it, so “{first}” sees only itself and “{last}” sees all {n}. The hatched "
             "cells above the diagonal are the future, forbidden."
         ).format(first=tokens[0], last=tokens[-1], n=len(tokens))
     else:
-        lead = "{allowed} of the {cells} cells are allowed (True); the hatched ones are forbidden.".format(
+        lead = _("{allowed} of the {cells} cells are allowed (True); the hatched ones are forbidden.").format(
             allowed=int(mask.sum()), cells=mask.size
         )
     return with_lead(figure, lead)
@@ -93,10 +94,10 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
     zero_filled = np.where(mask, scores, 0.0)
     e0 = np.exp(zero_filled - zero_filled.max(axis=-1, keepdims=True))
     panels = [
-        ("−∞ before softmax", masked_softmax(scores, mask), ~mask, None),
-        ("0 before softmax", e0 / e0.sum(axis=-1, keepdims=True), ~mask, None),
-        ("entries deleted", masked_softmax(scores, mask), None, ~mask),
-        ("mask after softmax", plain * mask, ~mask, None),
+        (_("−∞ before softmax"), masked_softmax(scores, mask), ~mask, None),
+        (_("0 before softmax"), e0 / e0.sum(axis=-1, keepdims=True), ~mask, None),
+        (_("entries deleted"), masked_softmax(scores, mask), None, ~mask),
+        (_("mask after softmax"), plain * mask, ~mask, None),
     ]
     figure = Figure(figsize=(7.2, 6.8), layout="constrained")  # two by two: fits a laptop's notebook
     axes = figure.subplots(2, 2).ravel()
@@ -104,21 +105,27 @@ def four_ways_figure(scores, mask, tokens) -> Figure:
         weights_heatmap(ax, weights, tokens, forbidden=forbidden, missing=missing, title=title)
         sums = np.where(missing, 0.0, weights).sum(axis=-1) if missing is not None else weights.sum(axis=-1)
         for i, total in enumerate(sums):
-            note = f"Σ={total:.2f}" if missing is None else f"{i + 1} entr{'y' if i == 0 else 'ies'}"
+            entries = ngettext("{n} entry", "{n} entries", i + 1).format(n=i + 1)
+            note = f"Σ={total:.2f}" if missing is None else entries  # beside the cells' numbers: the same point
             bad = missing is None and abs(total - 1) > 1e-9
             ax.text(n - 0.3, i, note, ha="left", va="center", color="tab:red" if bad else "0.3")
         ax.set_xlim(-0.5, n + 1.3)
-    axes[1].set_xlabel("forbidden keys get weight: a leak", color="tab:red")
-    axes[2].set_xlabel("rows of 1, 2, … entries: not a matrix", color="tab:red")
-    axes[3].set_xlabel("rows no longer sum to 1", color="tab:red")
+    axes[1].set_xlabel(_("forbidden keys get weight: a leak"), color="tab:red")
+    axes[2].set_xlabel(_("rows of 1, 2, … entries: not a matrix"), color="tab:red")
+    axes[3].set_xlabel(_("rows no longer sum to 1"), color="tab:red")
     leak = panels[1][1][~mask].max()  # the most weight a forbidden key gets when its score is set to 0
     lengths = mask.sum(axis=-1)
-    lead = (
+    lead = _(
         "Only −∞ before softmax gives the forbidden keys exactly 0 with every row summing to 1. Setting their "
-        "scores to 0 gives a forbidden key up to {leak:.2f} of a row (a leak), deleting the entries leaves rows "
+        "scores to 0 gives a forbidden key up to {leak} of a row (a leak), deleting the entries leaves rows "
         "of {shortest} to {longest} entries (not a matrix), and masking after softmax leaves rows that sum to as "
-        "little as {smallest:.2f}."
-    ).format(leak=leak, shortest=lengths.min(), longest=lengths.max(), smallest=panels[3][1].sum(axis=-1).min())
+        "little as {smallest}."
+    ).format(
+        leak=number(leak, ".2f"),
+        shortest=lengths.min(),
+        longest=lengths.max(),
+        smallest=number(panels[3][1].sum(axis=-1).min(), ".2f"),
+    )
     return with_lead(figure, lead)
 
 
@@ -132,41 +139,50 @@ def readouts_versus_d_figure(head_sizes, with_sqrt, without_sqrt) -> Figure:
     head_sizes = np.asarray(head_sizes, dtype=float)
     figure = Figure(figsize=(7.2, 3.2), layout="constrained")
     axes = figure.subplots(1, 3)
-    for ax, name, log in zip(axes, ["score spread", "row entropy (bits)", "gradient scale"], [True, False, False]):
-        ax.plot(head_sizes, with_sqrt[name], "o-", color="tab:blue", label="divided by √d")
-        ax.plot(head_sizes, without_sqrt[name], "s-", color="tab:red", label="not divided")
+    for ax, (name, title), log in zip(axes, READOUT_TITLES.items(), [True, False, False]):
+        ax.plot(head_sizes, with_sqrt[name], "o-", color="tab:blue", label=_("divided by √d"))
+        ax.plot(head_sizes, without_sqrt[name], "s-", color="tab:red", label=_("not divided"))
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("head size d")
-        ax.set_title(name + (" (max − min)" if name == "score spread" else ""))
+        ax.set_xlabel(_("head size d"))
+        ax.set_title(translated(title))
         if log:
             ax.set_yscale("log", base=2)
             reference = np.sqrt(head_sizes) * without_sqrt[name][0] / np.sqrt(head_sizes[0])
-            ax.plot(head_sizes, reference, ":", color="0.4", label="∝ √d")
+            ax.plot(head_sizes, reference, ":", color="0.4", label="∝ √d")  # a formula: the same in every language
         ax.grid(alpha=0.3)
     axes[0].legend()
     return with_lead(figure, _readouts_lead(head_sizes, with_sqrt, without_sqrt))
+
+
+# the widget's readouts drawn (its readout names, which stay English: the keys of with_sqrt and without_sqrt),
+# each with its panel's title
+READOUT_TITLES = {
+    "score spread": N_("score spread (max − min)"),
+    "row entropy (bits)": N_("row entropy (bits)"),
+    "gradient scale": N_("gradient scale"),
+}
 
 
 def _readouts_lead(head_sizes, with_sqrt, without_sqrt) -> str:
     """How far each readout moves from the smallest head size to the largest, without and with √d."""
     raw = {name: np.asarray(values) for name, values in without_sqrt.items()}
     scaled = {name: np.asarray(values) for name, values in with_sqrt.items()}
-    return (
-        "Not divided by √d (red squares), the score spread grows {growth:.1f}-fold from d = {d_first:g} to "
-        "d = {d_last:g}, along the dotted √d line, while the row entropy goes from {entropy_first:.2f} to "
-        "{entropy_last:.2f} bits and the gradient scale from {gradient_first:.3g} to {gradient_last:.3g}: the rows "
-        "saturate. Divided by √d (blue circles), the spread stays between {low:.2f} and {high:.2f} and the row "
-        "entropy between {entropy_low:.2f} and {entropy_high:.2f} bits at every head size."
+    return _(
+        "Not divided by √d (red squares), the score spread grows {growth}-fold from d = {d_first} to "
+        "d = {d_last}, along the dotted √d line, while the row entropy goes from {entropy_first} to "
+        "{entropy_last} bits and the gradient scale from {gradient_first} to {gradient_last}: the rows "
+        "saturate. Divided by √d (blue circles), the spread stays between {low} and {high} and the row "
+        "entropy between {entropy_low} and {entropy_high} bits at every head size."
     ).format(
-        growth=raw["score spread"][-1] / raw["score spread"][0],
-        d_first=head_sizes[0],
-        d_last=head_sizes[-1],
-        entropy_first=raw["row entropy (bits)"][0],
-        entropy_last=raw["row entropy (bits)"][-1],
-        gradient_first=raw["gradient scale"][0],
-        gradient_last=raw["gradient scale"][-1],
-        low=scaled["score spread"].min(),
-        high=scaled["score spread"].max(),
-        entropy_low=scaled["row entropy (bits)"].min(),
-        entropy_high=scaled["row entropy (bits)"].max(),
+        growth=number(raw["score spread"][-1] / raw["score spread"][0], ".1f"),
+        d_first=number(head_sizes[0]),
+        d_last=number(head_sizes[-1]),
+        entropy_first=number(raw["row entropy (bits)"][0], ".2f"),
+        entropy_last=number(raw["row entropy (bits)"][-1], ".2f"),
+        gradient_first=number(raw["gradient scale"][0], ".3g"),
+        gradient_last=number(raw["gradient scale"][-1], ".3g"),
+        low=number(scaled["score spread"].min(), ".2f"),
+        high=number(scaled["score spread"].max(), ".2f"),
+        entropy_low=number(scaled["row entropy (bits)"].min(), ".2f"),
+        entropy_high=number(scaled["row entropy (bits)"].max(), ".2f"),
     )

@@ -3,8 +3,6 @@ model of the course."""
 
 from __future__ import annotations
 
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
@@ -12,10 +10,21 @@ from matplotlib.figure import Figure
 from ..generation import CacheLayout, bottom_right_causal_mask, top_left_causal_mask
 from ..figure_style import KV_LAYOUT_COLOURS, drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import N_, _, ngettext, number, translated
 from ..model_configs import KiB
 from ..text_alternative import with_lead
 from . import picture  # noqa: F401  (the notebook imports it from here)
 
+# The titles notebook 07 passes to these pictures. A notebook's code is the same in every language, so its
+# titles are English there; they are marked here and translated where they are drawn (``translated``), and a
+# title not listed stays as the notebook wrote it.
+NOTEBOOK_TITLES = (
+    N_("window 4 OR 2 sinks\n(causal AND)"),
+    N_("window 4 AND 2 sinks\n(the bug)"),
+    N_("prefix LM, prompt of 5:\ncausal OR key < 5"),
+    N_("causal only: documents\nsee earlier documents"),
+    N_("document mask:\nsame id AND causal"),
+)
 MASK_COLOURS = ListedColormap(["#e8e8e8", "#1f4e79"])  # forbidden, may attend
 ATTENTION_COLOURS = KV_LAYOUT_COLOURS
 
@@ -32,8 +41,8 @@ def draw_mask(ax, mask, title: str, *, first_query: int = 0, key_labels: bool = 
     ax.set_yticks(np.arange(-0.5, n_q), minor=True)
     ax.grid(which="minor", color="white", linewidth=1)
     ax.tick_params(which="minor", length=0)
-    ax.set_xlabel("key position")
-    ax.set_ylabel("query position")
+    ax.set_xlabel(_("key position"))
+    ax.set_ylabel(_("query position"))
     ax.set_title(title)
 
 
@@ -47,24 +56,29 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
     draw_mask(
         left,
         bottom_right_causal_mask(n_new, n_keys),
-        f"bottom right (right): query {first} + i\nsees keys 0 … {first} + i",
+        _("bottom right (right): query {first} + i\nsees keys 0 … {first} + i").format(first=first),
         first_query=first,
     )
     draw_mask(
         right,
         top_left_causal_mask(n_new, n_keys),
-        "top left, np.tril (wrong for a cache):\nquery i sees keys 0 … i",
+        _("top left, np.tril (wrong for a cache):\nquery i sees keys 0 … i"),
         first_query=first,
     )
     right, wrong = (mask(n_new, n_keys).sum(axis=-1) for mask in (bottom_right_causal_mask, top_left_causal_mask))
-    lead = ngettext(
-        "The new query sits at position {first}. Aligned bottom right, it sees {right_first} keys: every cached "
-        "key and itself. Aligned top left, as np.tril does, it sees {wrong_first}: the cache is hidden from it.",
-        "The {new} new queries sit at positions {first} to {last}. Aligned bottom right, they see from "
-        "{right_first} to {right_last} keys: every cached key and themselves. Aligned top left, as np.tril does, "
-        "they see only {wrong_first} to {wrong_last}: most of the cache is hidden from them.",
-        n_new,
-    ).format(
+    # one new query and several are different sentences (a position, or a range of them), not one counted
+    if n_new == 1:
+        lead = _(
+            "The new query sits at position {first}. Aligned bottom right, it sees {right_first} keys: every cached "
+            "key and itself. Aligned top left, as np.tril does, it sees {wrong_first}: the cache is hidden from it."
+        )
+    else:
+        lead = _(
+            "The {new} new queries sit at positions {first} to {last}. Aligned bottom right, they see from "
+            "{right_first} to {right_last} keys: every cached key and themselves. Aligned top left, as np.tril "
+            "does, they see only {wrong_first} to {wrong_last}: most of the cache is hidden from them."
+        )
+    lead = lead.format(
         new=n_new,
         first=first,
         last=n_keys - 1,
@@ -80,11 +94,12 @@ def decode_masks_figure(n_new: int = 3, n_keys: int = 8) -> Figure:
 @drawn_in_course_style
 def composed_masks_figure(masks: dict[str, np.ndarray]) -> Figure:
     """A row of square masks side by side, each with its title."""
+    masks = {translated(title): mask for title, mask in masks.items()}
     figure = Figure(figsize=(min(2.4 * len(masks), 7.2), 3.0), layout="constrained")
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
         draw_mask(ax, mask, title)
-        ax.set_ylabel("query" if ax is axes[0] else "")
+        ax.set_ylabel(_("query") if ax is axes[0] else "")
     sentences = [_mask_sentence(title, np.asarray(mask, dtype=bool)) for title, mask in masks.items()]
     if len(masks) == 2:  # a mask and its correction: what the second takes away from the first
         (first, allowed), (second, kept) = ((" ".join(t.split()), np.asarray(m, dtype=bool)) for t, m in masks.items())
@@ -104,7 +119,7 @@ def _mask_sentence(title: str, mask) -> str:
     empty = int((~mask.any(axis=-1)).sum())
     title = " ".join(title.split())
     if not empty:
-        return "“{title}” keeps {kept} of the {cells} cells, and every query sees at least one key.".format(
+        return _("“{title}” keeps {kept} of the {cells} cells, and every query sees at least one key.").format(
             title=title, kept=int(mask.sum()), cells=mask.size
         )
     return ngettext(
@@ -136,30 +151,45 @@ def bytes_per_token_figure(
         ax.text(
             max(at_short, at_long) * 1.08,
             i,
-            f"{at_long:,.0f}" + (f" (at {short // 1024}K: {at_short:,.0f})" if abs(at_short - at_long) > 0.5 else ""),
+            _bar_label(at_long, at_short, short),
             va="center",
         )
     labels = []
     for name in names:
         layout = layouts[name]
-        kind = layout.attention + (
-            f", {layout.local_layers} of {layout.layers} layers local"
-            if 0 < layout.local_layers < layout.layers
-            else ", rolling buffer"
-            if layout.local_layers
-            else ""
-        )
-        labels.append(f"{name} ({kind})")
+        labels.append(_layout_label(name, layout))
     ax.set_yticks(y, labels)
     ax.set_xscale("log")
     ax.set_xlim(2, 30000)
     ax.set_xlabel(
-        f"KV cache per token of context (KiB, bf16):\nfilled at {long // 1024}K tokens, open at {short // 1024}K",
+        _("KV cache per token of context (KiB, bf16):\nfilled at {long_k}K tokens, open at {short_k}K").format(
+            long_k=long // 1024, short_k=short // 1024
+        ),
     )
     ax.grid(True, axis="x", alpha=0.3)
     for spine in ("top", "right"):
         ax.spines[spine].set_visible(False)
     return with_lead(figure, _bytes_per_token_lead(layouts, short, long, bytes_per_value))
+
+
+def _bar_label(at_long: float, at_short: float, short: int) -> str:
+    """The KiB a token costs at the long context, and at the short one where that differs."""
+    if abs(at_short - at_long) <= 0.5:
+        return number(at_long, ",.0f")
+    return _("{at_long} (at {short_k}K: {at_short})").format(
+        at_long=number(at_long, ",.0f"), short_k=short // 1024, at_short=number(at_short, ",.0f")
+    )
+
+
+def _layout_label(name: str, layout: CacheLayout) -> str:
+    """A model's name with its kind of attention, and its local layers or its rolling buffer."""
+    if 0 < layout.local_layers < layout.layers:
+        return _("{name} ({attention}, {local} of {layers} layers local)").format(
+            name=name, attention=layout.attention, local=layout.local_layers, layers=layout.layers
+        )
+    if layout.local_layers:
+        return _("{name} ({attention}, rolling buffer)").format(name=name, attention=layout.attention)
+    return f"{name} ({layout.attention})"
 
 
 def _bytes_per_token_lead(layouts: dict[str, CacheLayout], short: int, long: int, bytes_per_value: int) -> str:
@@ -168,19 +198,19 @@ def _bytes_per_token_lead(layouts: dict[str, CacheLayout], short: int, long: int
     at_short = {name: layout.bytes_per_token(short, bytes_per_value) / KiB for name, layout in layouts.items()}
     most, least = max(at_long, key=at_long.get), min(at_long, key=at_long.get)
     falls = max(layouts, key=lambda name: at_short[name] / at_long[name])
-    return (
-        "At {long_k}K tokens of context, a token costs from {least_kib:,.0f} KiB of cache ({least}) to "
-        "{most_kib:,.0f} KiB ({most}). Models whose layers are all global cost the same at any length; local "
-        "layers and rolling buffers cost less the longer the context: {falls} from {falls_short:,.0f} KiB at "
-        "{short_k}K to {falls_long:,.0f} KiB at {long_k}K."
+    return _(
+        "At {long_k}K tokens of context, a token costs from {least_kib} KiB of cache ({least}) to "
+        "{most_kib} KiB ({most}). Models whose layers are all global cost the same at any length; local "
+        "layers and rolling buffers cost less the longer the context: {falls} from {falls_short} KiB at "
+        "{short_k}K to {falls_long} KiB at {long_k}K."
     ).format(
         long_k=long // 1024,
         short_k=short // 1024,
         least=least,
-        least_kib=at_long[least],
+        least_kib=number(at_long[least], ",.0f"),
         most=most,
-        most_kib=at_long[most],
+        most_kib=number(at_long[most], ",.0f"),
         falls=falls,
-        falls_short=at_short[falls],
-        falls_long=at_long[falls],
+        falls_short=number(at_short[falls], ",.0f"),
+        falls_long=number(at_long[falls], ",.0f"),
     )

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.figure import Figure
 
 from ..figure_style import KV_LAYOUT_COLOURS, KV_LAYOUT_LINE_STYLES, drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import _, ngettext, number
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import GiB, KiB, ModelConfig, longest_context
 from ..text_alternative import with_lead
@@ -25,8 +24,8 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
         raise ValueError(f"h = {h} must be divisible by g = {g}")
     group = h // g
     rows = {
-        "repeat: KV head i // (h // g)  (right)": np.arange(h) // group,
-        "tile: KV head i % g  (the silent bug)": np.arange(h) % g,
+        _("repeat: KV head i // (h // g)  (right)"): np.arange(h) // group,
+        _("tile: KV head i % g  (the silent bug)"): np.arange(h) % g,
     }
     figure = Figure(figsize=(min(0.6 * h + 0.4, 7.2), 2.9), layout="constrained")
     ax = figure.subplots()
@@ -38,12 +37,14 @@ def head_mapping_figure(h: int = 8, g: int = 2) -> Figure:
             ax.text(i + 0.5, y + 0.5, f"q{i}\nkv{j}", ha="center", va="center", color="white")
         ax.text(0.05, y + 1.05, label, ha="left", va="bottom")
     ax.set(xlim=(-0.05, h + 0.05), ylim=(-0.05, 3.0), aspect="equal")
-    ax.set_title(f"h = {h} query heads, g = {g} KV heads:\nwhich KV head each query head reads")
+    ax.set_title(_("h = {h} query heads, g = {g} KV heads:\nwhich KV head each query head reads").format(h=h, g=g))
     ax.axis("off")
     right, tiled = rows.values()
     wrong = int((right != tiled).sum())
     if not wrong:
-        lead = "Here both orders give every query head the same KV head: with g = {g} they cannot differ.".format(g=g)
+        lead = _("Here both orders give every query head the same KV head: with g = {g} they cannot differ.").format(
+            g=g
+        )
     else:
         lead = ngettext(
             "With repeat, each KV head serves {group} consecutive query heads: q0 to q{last} read kv0. With tile, "
@@ -75,16 +76,20 @@ def cache_per_token_figure(models: dict[str, ModelConfig], bytes_per_value: int 
     for bar, m, size in zip(bars, names, sizes):
         c = models[m]
         y = bar.get_y() + bar.get_height() / 2
-        ax.text(size * 1.1, y, f"{size:,.0f} KiB", va="center")
-        shape = f"{c.attention}: {c.layers} layers × {c.kv_heads} KV heads × {c.head_dim}"
+        ax.text(size * 1.1, y, _("{size} KiB").format(size=number(size, ",.0f")), va="center")
+        shape = _("{attention}: {layers} layers × {kv_heads} KV heads × {head_dim}").format(
+            attention=c.attention, layers=c.layers, kv_heads=c.kv_heads, head_dim=c.head_dim
+        )
         ax.text(1.03, y, shape, va="center", transform=ax.get_yaxis_transform())  # right of the axes
     ax.set_xscale("log")
     ax.set_xlim(min(sizes) / 1.5, max(sizes) * 8)
-    ax.set_xlabel(f"KV cache per token (KiB = 2¹⁰ bytes, {8 * bytes_per_value}-bit values), log scale")
+    ax.set_xlabel(
+        _("KV cache per token (KiB = 2¹⁰ bytes, {bits}-bit values), log scale").format(bits=8 * bytes_per_value)
+    )
     for kind, colour in ATTENTION_COLOURS.items():
         ax.bar([0], [0], color=colour, label=kind)
     figure.legend(loc="outside lower center", ncols=3, frameon=False)
-    ax.set_title("How much memory one more token of context costs")
+    ax.set_title(_("How much memory one more token of context costs"))
     return with_lead(figure, _cache_per_token_lead(models, bytes_per_value))
 
 
@@ -92,21 +97,33 @@ def _cache_per_token_lead(models: dict[str, ModelConfig], bytes_per_value: int) 
     """The range across all models, then each kind of attention's range."""
     size = {name: c.kv_bytes_per_token(bytes_per_value) / KiB for name, c in models.items()}
     most, least = max(size, key=size.get), min(size, key=size.get)
+    ratio = round(size[most] / size[least])  # a whole number of times: counted (Russian: "в 2 раза", "в 5 раз")
     sentences = [
-        "{most} adds {most_kib:,.0f} KiB of cache with every token, {ratio:.0f} times as much as {least}, which "
-        "adds {least_kib:,.0f} KiB.".format(
-            most=most, most_kib=size[most], least=least, least_kib=size[least], ratio=size[most] / size[least]
+        ngettext(
+            "{most} adds {most_kib} KiB of cache with every token, {ratio} time as much as {least}, which "
+            "adds {least_kib} KiB.",
+            "{most} adds {most_kib} KiB of cache with every token, {ratio} times as much as {least}, which "
+            "adds {least_kib} KiB.",
+            ratio,
+        ).format(
+            most=most,
+            most_kib=number(size[most], ",.0f"),
+            least=least,
+            least_kib=number(size[least], ",.0f"),
+            ratio=ratio,
         )
     ]
     by_kind = {kind: [size[n] for n, c in models.items() if c.attention == kind] for kind in ATTENTION_COLOURS}
     if all(by_kind.values()):
         sentences.append(
-            "The MHA models add at least {mha:,.0f} KiB per token, the GQA models {gqa_low:,.0f} to {gqa_high:,.0f} "
-            "and the MQA models at most {mqa:,.0f}: the fewer KV heads, the cheaper each token.".format(
-                mha=min(by_kind["MHA"]),
-                gqa_low=min(by_kind["GQA"]),
-                gqa_high=max(by_kind["GQA"]),
-                mqa=max(by_kind["MQA"]),
+            _(
+                "The MHA models add at least {mha} KiB per token, the GQA models {gqa_low} to {gqa_high} "
+                "and the MQA models at most {mqa}: the fewer KV heads, the cheaper each token."
+            ).format(
+                mha=number(min(by_kind["MHA"]), ",.0f"),
+                gqa_low=number(min(by_kind["GQA"]), ",.0f"),
+                gqa_high=number(max(by_kind["GQA"]), ",.0f"),
+                mqa=number(max(by_kind["MQA"]), ",.0f"),
             )
         )
     return " ".join(sentences)
@@ -131,17 +148,20 @@ def cache_vs_context_figure(
             color=KV_LAYOUT_COLOURS[kind],
             ls=KV_LAYOUT_LINE_STYLES[kind],
             lw=3 if own else 1.5,
-            label=label + ("  ← the real model" if own else ""),
+            label=_("{variant}  ← the real model").format(variant=label) if own else label,
         )
     if memory_bytes is not None:
         free = memory_bytes - config.weights_bytes(bytes_per_value)
-        ax.axhline(free / GiB, color="black", ls="--", lw=1, label=f"{memory_bytes / GiB:.0f} GiB minus the weights")
+        memory = _("{memory} GiB minus the weights").format(memory=number(memory_bytes / GiB, ".0f"))
+        ax.axhline(free / GiB, color="black", ls="--", lw=1, label=memory)
     ax.set(
         xscale="log",
         yscale="log",
-        xlabel="context (tokens)",
-        ylabel="KV cache (GiB)",
-        title=f"{config.model}, batch {batch}, {8 * bytes_per_value}-bit values",
+        xlabel=_("context (tokens)"),
+        ylabel=_("KV cache (GiB)"),
+        title=_("{model}, batch {batch}, {bits}-bit values").format(
+            model=config.model, batch=batch, bits=8 * bytes_per_value
+        ),
     )
     ax.grid(True, alpha=0.3)
     ax.legend()
@@ -151,8 +171,13 @@ def cache_vs_context_figure(
 def _cache_vs_context_lead(config: ModelConfig, batch: int, bytes_per_value: int, memory_bytes) -> str:
     """The cache grows with the context; the fewer KV heads, the longer the context that fits in the memory."""
     sentences = [
-        "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's cache is "
-        "{ratio:.0f} times smaller than MHA's at every length.".format(ratio=config.query_heads)
+        ngettext(
+            "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's "
+            "cache is {ratio} time smaller than MHA's at every length.",
+            "Every line rises in proportion to the context, and the fewer KV heads, the lower the line: MQA's "
+            "cache is {ratio} times smaller than MHA's at every length.",
+            config.query_heads,
+        ).format(ratio=config.query_heads)
     ]
     if memory_bytes is not None:
         fits = {
@@ -162,15 +187,17 @@ def _cache_vs_context_lead(config: ModelConfig, batch: int, bytes_per_value: int
         own = next(label for label, g in config.variants().items() if g == config.kv_heads)
         mha, mqa = next(iter(fits)), list(fits)[-1]
         sentences.append(
-            "In {memory:.0f} GiB beside the weights, a cache of {own_tokens:,} tokens fits with the real model, "
-            "{own}, against {mha_tokens:,} with {mha} and {mqa_tokens:,} with {mqa}.".format(
-                memory=memory_bytes / GiB,
+            _(
+                "In {memory} GiB beside the weights, a cache of {own_tokens} tokens fits with the real model, "
+                "{own}, against {mha_tokens} with {mha} and {mqa_tokens} with {mqa}."
+            ).format(
+                memory=number(memory_bytes / GiB, ".0f"),
                 own=own,
-                own_tokens=fits[own],
+                own_tokens=number(fits[own], ","),
                 mha=mha,
-                mha_tokens=fits[mha],
+                mha_tokens=number(fits[mha], ","),
                 mqa=mqa,
-                mqa_tokens=fits[mqa],
+                mqa_tokens=number(fits[mqa], ","),
             )
         )
     return " ".join(sentences)

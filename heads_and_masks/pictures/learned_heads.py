@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.figure import Figure
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import N_, _, ngettext, number, translated
 from ..readable import readable_number
 from ..text_alternative import with_lead
 from ..training import RULES, Run, chance_loss, rule_weights
@@ -16,6 +15,10 @@ from ..training import RULES, Run, chance_loss, rule_weights
 from . import picture  # noqa: F401, E402  (the notebook imports it from here)
 
 RULE_COLOURS = {"previous token": "tab:orange", "first token": "tab:purple"}
+# each rule's curve in the legend (the rules' names, training.RULES, stay English: they are keys)
+PREDICTING = {"previous token": N_("predicting the previous token"), "first token": N_("predicting the first token")}
+# each rule's name in a sentence
+RULE_NAMES = {"previous token": N_("previous token"), "first token": N_("first token")}
 
 
 def draw_map(ax, weights: np.ndarray, title: str = "") -> object:
@@ -32,7 +35,9 @@ def draw_map(ax, weights: np.ndarray, title: str = "") -> object:
 
 def head_label(i: int, scores: np.ndarray) -> str:
     previous, first = scores[i]
-    return f"head {i}\nprev {previous:.2f}, first {first:.2f}"
+    return _("head {i}\nprev {previous}, first {first}").format(
+        i=i, previous=number(previous, ".2f"), first=number(first, ".2f")
+    )
 
 
 @idle_while_grading()
@@ -51,11 +56,12 @@ def head_maps_figure(run: Run, snapshots=(0, None, -1)) -> Figure:
         scores = rule_weights(maps)  # (h, 2)
         for i in range(h):
             ax = axes[i, column]
-            draw_map(ax, maps[:, i].mean(axis=0), f"step {run.snapshot_steps[index]}" if i == 0 else "")
+            step = _("step {step}").format(step=run.snapshot_steps[index])
+            draw_map(ax, maps[:, i].mean(axis=0), step if i == 0 else "")
             ax.set_ylabel(head_label(i, scores))
             if i == h - 1:
-                ax.set_xlabel("key position")
-    figure.suptitle("attention of each head, averaged over held-out sequences (rows: queries)")
+                ax.set_xlabel(_("key position"))
+    figure.suptitle(_("attention of each head, averaged over held-out sequences (rows: queries)"))
     return with_lead(figure, _head_maps_lead(run, chosen[0], chosen[-1]))
 
 
@@ -64,15 +70,20 @@ def _head_maps_lead(run: Run, start: int, end: int) -> str:
     needs it (a previous-token head draws the band below the diagonal, a first-token head column 0)."""
     before, after = rule_weights(run.maps(start)), rule_weights(run.maps(end))
     sentences = [
-        "At step {step}, no head puts more than {most:.0%} of its weight where a rule needs it.".format(
-            step=run.snapshot_steps[start], most=before.max()
+        _("At step {step}, no head puts more than {most} of its weight where a rule needs it.").format(
+            step=run.snapshot_steps[start], most=number(before.max(), ".0%")
         )
     ]
     for head, (previous, first) in enumerate(after):
         sentences.append(
-            "By step {step}, head {head} puts {previous:.0%} of its weight on the previous token (the band just "
-            "below the diagonal) and {first:.0%} on the first token (column 0).".format(
-                step=run.snapshot_steps[end], head=head, previous=previous, first=first
+            _(
+                "By step {step}, head {head} puts {previous} of its weight on the previous token (the band just "
+                "below the diagonal) and {first} on the first token (column 0)."
+            ).format(
+                step=run.snapshot_steps[end],
+                head=head,
+                previous=number(previous, ".0%"),
+                first=number(first, ".0%"),
             )
         )
     return " ".join(sentences)
@@ -93,11 +104,16 @@ def loss_curves_figure(run: Run) -> Figure:
     ax = figure.subplots()
     steps = np.arange(1, len(run.losses) + 1)
     for j, rule in enumerate(RULES):
-        ax.plot(steps, run.rule_losses[:, j], color=RULE_COLOURS[rule], lw=1.3, label=f"predicting the {rule}")
-    ax.axhline(chance_loss(run.config), color="0.4", ls="--", lw=0.9, label=f"knowing nothing: ln {run.config.vocab}")
-    ax.set(yscale="log", xlabel="training step", ylabel="cross-entropy (log scale)")
+        ax.plot(steps, run.rule_losses[:, j], color=RULE_COLOURS[rule], lw=1.3, label=translated(PREDICTING[rule]))
+    chance = _("knowing nothing: ln {vocab}").format(vocab=run.config.vocab)
+    ax.axhline(chance_loss(run.config), color="0.4", ls="--", lw=0.9, label=chance)
+    ax.set(yscale="log", xlabel=_("training step"), ylabel=_("cross-entropy (log scale)"))
     ax.legend(frameon=False, loc="upper right", bbox_to_anchor=(1.0, 0.88))
-    ax.set_title(f"training: h = {run.config.heads} heads of d = {run.config.head_size}, seed {run.seed}")
+    ax.set_title(
+        _("training: h = {h} heads of d = {d}, seed {seed}").format(
+            h=run.config.heads, d=run.config.head_size, seed=run.seed
+        )
+    )
     return with_lead(figure, _loss_curves_lead(run))
 
 
@@ -106,30 +122,30 @@ def _loss_curves_lead(run: Run) -> str:
     losses = np.asarray(run.rule_losses)  # (steps, rules)
     halved = [int(np.argmax(losses[:, j] <= losses[0, j] / 2)) + 1 for j in range(len(RULES))]
     template = ngettext(
-        "The losses start at {previous_start:.2f} (previous token) and {first_start:.2f} (first token), where "
-        "knowing nothing gives ln {vocab} = {chance:.2f}, and after {steps} step they end at {previous_end:.2g} "
-        "and {first_end:.2g}.",
-        "The losses start at {previous_start:.2f} (previous token) and {first_start:.2f} (first token), where "
-        "knowing nothing gives ln {vocab} = {chance:.2f}, and after {steps} steps they end at {previous_end:.2g} "
-        "and {first_end:.2g}.",
+        "The losses start at {previous_start} (previous token) and {first_start} (first token), where "
+        "knowing nothing gives ln {vocab} = {chance}, and after {steps} step they end at {previous_end} "
+        "and {first_end}.",
+        "The losses start at {previous_start} (previous token) and {first_start} (first token), where "
+        "knowing nothing gives ln {vocab} = {chance}, and after {steps} steps they end at {previous_end} "
+        "and {first_end}.",
         len(losses),
     )
     sentences = [
         template.format(
-            previous_start=losses[0, 0],
-            first_start=losses[0, 1],
+            previous_start=number(losses[0, 0], ".2f"),
+            first_start=number(losses[0, 1], ".2f"),
             vocab=run.config.vocab,
-            chance=chance_loss(run.config),
+            chance=number(chance_loss(run.config), ".2f"),
             steps=len(losses),
-            previous_end=losses[-1, 0],
-            first_end=losses[-1, 1],
+            previous_end=number(losses[-1, 0], ".2g"),
+            first_end=number(losses[-1, 1], ".2g"),
         )
     ]
     if all(losses[h - 1, j] <= losses[0, j] / 2 for j, h in enumerate(halved)):
         first = int(np.argmin(halved))
         sentences.append(
-            "The “{rule}” rule is learnt first: its loss halves by step {step}, the other's by step {other}.".format(
-                rule=RULES[first], step=halved[first], other=halved[1 - first]
+            _("The “{rule}” rule is learnt first: its loss halves by step {step}, the other's by step {other}.").format(
+                rule=translated(RULE_NAMES[RULES[first]]), step=halved[first], other=halved[1 - first]
             )
         )
     return " ".join(sentences)
@@ -146,8 +162,10 @@ def head_count_figure(results: dict[int, np.ndarray], width: int) -> Figure:
         ax.plot(x + jitter, losses, "o", color="tab:blue", ms=5, alpha=0.8)
         ax.plot([x - 0.25, x + 0.25], [np.median(losses)] * 2, color="black", lw=2)
     ax.set_xticks(range(len(results)), [f"h = {h}, d = {width // h}" for h in results])
-    ax.set(yscale="log", ylabel="held-out loss after training\n(log scale)")
-    ax.set_title(f"the same width D = {width}, the same cost:\none head against several (dots: seeds)")
+    ax.set(yscale="log", ylabel=_("held-out loss after training\n(log scale)"))
+    ax.set_title(
+        _("the same width D = {width}, the same cost:\none head against several (dots: seeds)").format(width=width)
+    )
     return with_lead(figure, _head_count_lead({h: float(np.median(losses)) for h, losses in results.items()}, width))
 
 
@@ -155,23 +173,23 @@ def _head_count_lead(medians: dict[int, float], width: int) -> str:
     """One head against the best number of heads, by the median over the seeds."""
     best = min(medians, key=medians.get)
     if 1 in medians and best != 1:
-        return (
-            "With one head of size {width}, the median held-out loss is {one:.2g}; with {best} heads of size {d} "
-            "it is {best_loss:.2g}, {ratio} times lower, for the same width and the same cost."
+        return _(
+            "With one head of size {width}, the median held-out loss is {one}; with {best} heads of size {d} "
+            "it is {best_loss}, {ratio} times lower, for the same width and the same cost."
         ).format(
             width=width,
-            one=medians[1],
+            one=number(medians[1], ".2g"),
             best=best,
             d=width // best,
-            best_loss=medians[best],
+            best_loss=number(medians[best], ".2g"),
             ratio=readable_number(medians[1] / medians[best], 2),
         )
     sentences = [
         ngettext(
-            "With {h} head of size {d}, the median held-out loss is {median:.2g}.",
-            "With {h} heads of size {d}, the median held-out loss is {median:.2g}.",
+            "With {h} head of size {d}, the median held-out loss is {median}.",
+            "With {h} heads of size {d}, the median held-out loss is {median}.",
             h,
-        ).format(h=h, d=width // h, median=median)
+        ).format(h=h, d=width // h, median=number(median, ".2g"))
         for h, median in medians.items()
     ]
     return " ".join(sentences)

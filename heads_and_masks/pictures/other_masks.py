@@ -6,16 +6,14 @@ because the key is filler are tinted apart from those forbidden by the pattern (
 
 from __future__ import annotations
 
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import N_, _, ngettext, number, translated
 from ..local_attention import block_sparse_work, keys_in_cache
 from ..masks import kept_fraction
 from ..text_alternative import with_lead
@@ -24,12 +22,28 @@ from . import picture  # noqa: F401  (the notebook imports it from here)
 FORBIDDEN, FILLER, KEPT = 0, 1, 2
 KEPT_COLOUR, FORBIDDEN_COLOUR, FILLER_COLOUR = "#2f6fb0", "#eeeeee", "#f5c99b"
 MASK_COLOURS = ListedColormap([FORBIDDEN_COLOUR, FILLER_COLOUR, KEPT_COLOUR])  # indexed by the codes above
+# The titles notebook 05 passes to these pictures. A notebook's code is the same in every language, so its
+# titles are English there; they are marked here and translated where they are drawn (``translated``), and a
+# title not listed stays as the notebook wrote it.
+NOTEBOOK_TITLES = (
+    N_("causal"),
+    N_("padding (length 8 of 12)"),
+    N_("sliding window (w = 4)"),
+    N_("block-sparse (tiles of 3)"),
+    N_("prefix LM:\ncausal OR key < 4"),
+    N_("window 3 OR 2 sinks\n(and causal)"),
+    N_("local 3 OR global\nfirst (and causal)"),
+    N_("local"),  # the kinds of block-sparse layout (local_attention.layout_mask's names)
+    N_("global + local"),
+    N_("strided"),
+)
+
+# each colour's meaning, for a legend (the mask widget's): marked N_, shown through translated() when drawn
 LEGEND_ITEMS = [
-    (KEPT_COLOUR, "may attend"),
-    (FORBIDDEN_COLOUR, "forbidden by the pattern"),
-    (FILLER_COLOUR, "key is filler"),
+    (KEPT_COLOUR, N_("may attend")),
+    (FORBIDDEN_COLOUR, N_("forbidden by the pattern")),
+    (FILLER_COLOUR, N_("key is filler")),
 ]
-LEGEND = [Patch(facecolor=colour, edgecolor="0.6", label=label) for colour, label in LEGEND_ITEMS]
 
 
 def mask_image(mask, key_is_real=None):
@@ -47,8 +61,8 @@ def draw_mask(ax, mask, title="", key_is_real=None, block=None, labels=None):
     image = ax.imshow(codes, cmap=MASK_COLOURS, vmin=0, vmax=2, interpolation="nearest")
     n_q, n_k = codes.shape
     ax.set_title(title)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
+    ax.set_xlabel(_("key"))
+    ax.set_ylabel(_("query"))
     if labels is not None:
         ax.set_xticks(range(n_k), labels, rotation=90)
         ax.set_yticks(range(n_q), labels)
@@ -76,7 +90,7 @@ def show_blocks(ax, block, n_q, n_k):
 
 
 def _keeps(title: str, mask) -> str:
-    return f"{title}\nkeeps {kept_fraction(mask):.1%}"
+    return _("{title}\nkeeps {kept}").format(title=title, kept=number(kept_fraction(mask), ".1%"))
 
 
 def _one_line(title: str) -> str:
@@ -93,16 +107,22 @@ def _rows_without_keys(mask) -> int:
 def four_masks_figure(panels: dict) -> Figure:
     """The four masks of the lesson in a 2 × 2 grid: ``{title: (mask, key_is_real or None, block or None)}``,
     each titled with the share of the score matrix it keeps."""
+    panels = {translated(title): panel for title, panel in panels.items()}
     figure = Figure(figsize=(7.1, 7.3), layout="constrained")
     axes = figure.subplots(2, 2)
     for ax, (title, (mask, key_is_real, block)) in zip(axes.flat, panels.items()):
         draw_mask(ax, mask, _keeps(title, mask), key_is_real=key_is_real, block=block)
     kept = {title: kept_fraction(mask) for title, (mask, _, _) in panels.items()}
     most, least = max(kept, key=kept.get), min(kept, key=kept.get)
-    lead = (
+    lead = _(
         "The dark cells are the scores a kernel must compute, and the masks keep very different shares of them: "
-        "“{most}” keeps the most, {most_kept:.1%}, and “{least}” the least, {least_kept:.1%}."
-    ).format(most=_one_line(most), most_kept=kept[most], least=_one_line(least), least_kept=kept[least])
+        "“{most}” keeps the most, {most_kept}, and “{least}” the least, {least_kept}."
+    ).format(
+        most=_one_line(most),
+        most_kept=number(kept[most], ".1%"),
+        least=_one_line(least),
+        least_kept=number(kept[least], ".1%"),
+    )
     return with_lead(figure, lead)
 
 
@@ -112,16 +132,19 @@ def keys_not_queries_figure(keys_masked, rows_masked_too, key_is_real) -> Figure
     """Padding that masks the filler keys (left) against padding that also masks the filler queries (right)."""
     figure = Figure(figsize=(7.1, 4.2), layout="constrained")
     left, right = figure.subplots(1, 2)
-    draw_mask(left, keys_masked, "causal AND key is real\n(the course's attention_mask)", key_is_real=key_is_real)
+    draw_mask(left, keys_masked, _("causal AND key is real\n(the course's attention_mask)"), key_is_real=key_is_real)
     draw_mask(
-        right, rows_masked_too, "…and filler queries masked too\n(rows with nothing allowed)", key_is_real=key_is_real
+        right,
+        rows_masked_too,
+        _("…and filler queries masked too\n(rows with nothing allowed)"),
+        key_is_real=key_is_real,
     )
     filler = int((~np.asarray(key_is_real, dtype=bool)).sum())
-    left_says = ngettext(
-        "On the left only the filler key, the last column, is forbidden to every query.",
-        "On the left only the filler keys, the last {filler} columns, are forbidden to every query.",
-        filler,
-    ).format(filler=filler)
+    if filler == 1:  # "the last column", or "the last 3 columns": different sentences, not one counted
+        left_says = _("On the left only the filler key, the last column, is forbidden to every query.")
+    else:
+        left_says = _("On the left only the filler keys, the last {filler} columns, are forbidden to every query.")
+    left_says = left_says.format(filler=filler)
     empty = _rows_without_keys(rows_masked_too)
     right_says = ngettext(
         "On the right the filler's own queries are masked too, which leaves {empty} row with no allowed key at "
@@ -140,28 +163,28 @@ def padding_damage_figure(lengths, filler_share, output_error, n: int) -> Figure
     lengths = np.asarray(lengths)
     figure = Figure(figsize=(7.1, 3.8), layout="constrained")
     ax = figure.subplots()
-    ax.plot(lengths, filler_share, "o-", ms=3, label="share of attention on filler")
-    ax.plot(lengths, output_error, "s-", ms=3, label="error of the output (in value-vector lengths)")
+    ax.plot(lengths, filler_share, "o-", ms=3, label=_("share of attention on filler"))
+    ax.plot(lengths, output_error, "s-", ms=3, label=_("error of the output (in value-vector lengths)"))
     ax.plot(lengths, (n - lengths) / n, "k:", lw=1, label="(n − L) / n")
     ax.set(
-        xlabel=f"real length L of the sequence (batch padded to n = {n})",
+        xlabel=_("real length L of the sequence (batch padded to n = {n})").format(n=n),
         ylim=(0, None),
     )
-    ax.set_title("forgetting the padding mask: the shorter the sequence, the worse")
+    ax.set_title(_("forgetting the padding mask: the shorter the sequence, the worse"))
     ax.legend()
     short, long = 0, int(np.flatnonzero(lengths < n)[-1])  # the shortest length, and the longest with filler
-    lead = (
+    lead = _(
         "The shorter the real sequence, the more of its attention goes to the filler, close to the dotted line "
-        "(n − L)/n: at L = {short} the filler takes {short_share:.0%} and the output is off by {short_error:.2f} "
-        "value-vector lengths; at L = {long} it takes {long_share:.0%} and the output is off by "
-        "{long_error:.2f}."
+        "(n − L)/n: at L = {short} the filler takes {short_share} and the output is off by {short_error} "
+        "value-vector lengths; at L = {long} it takes {long_share} and the output is off by "
+        "{long_error}."
     ).format(
         short=lengths[short],
-        short_share=filler_share[short],
-        short_error=output_error[short],
+        short_share=number(filler_share[short], ".0%"),
+        short_error=number(output_error[short], ".2f"),
         long=lengths[long],
-        long_share=filler_share[long],
-        long_error=output_error[long],
+        long_share=number(filler_share[long], ".0%"),
+        long_error=number(output_error[long], ".2f"),
     )
     return with_lead(figure, lead)
 
@@ -173,16 +196,32 @@ def cache_growth_figure(bytes_per_token: int, context: int, window: int, model: 
     figure = Figure(figsize=(7.1, 3.1), layout="constrained")
     ax = figure.subplots()
     tokens = np.arange(1, context + 1)
-    ax.plot(tokens, bytes_per_token * keys_in_cache(context) / 2**30, label="causal: every earlier token")
-    ax.plot(tokens, bytes_per_token * keys_in_cache(context, window) / 2**30, label=f"window of {window}")
-    ax.set(xlabel="tokens generated", ylabel="KV cache (GiB)", title=f"the window bounds the cache ({model} shape)")
+    ax.plot(tokens, bytes_per_token * keys_in_cache(context) / 2**30, label=_("causal: every earlier token"))
+    window_label = _("window of {window}").format(window=window)
+    ax.plot(tokens, bytes_per_token * keys_in_cache(context, window) / 2**30, label=window_label)
+    ax.set(
+        xlabel=_("tokens generated"),
+        ylabel=_("KV cache (GiB)"),
+        title=_("the window bounds the cache ({model} shape)").format(model=model),
+    )
     ax.legend()
     full, bounded = (bytes_per_token * keys_in_cache(context, w)[-1] / 2**30 for w in (None, window))
-    lead = (
-        "With the causal mask the cache grows with every token, to {full:.1f} GiB after {context:,} tokens. "
-        "With a window of {window:,} it stops growing once it holds {window:,} tokens, at {bounded:.1f} GiB, "
-        "{ratio:.0f} times less."
-    ).format(full=full, context=context, window=window, bounded=bounded, ratio=full / bounded)
+    ratio = round(full / bounded)  # a whole number of times: counted (Russian: "в 2 раза", "в 5 раз")
+    lead = ngettext(
+        "With the causal mask the cache grows with every token, to {full} GiB after {context} tokens. "
+        "With a window of {window} it stops growing once it holds {window} tokens, at {bounded} GiB, "
+        "{ratio} time less.",
+        "With the causal mask the cache grows with every token, to {full} GiB after {context} tokens. "
+        "With a window of {window} it stops growing once it holds {window} tokens, at {bounded} GiB, "
+        "{ratio} times less.",
+        ratio,
+    ).format(
+        full=number(full, ".1f"),
+        context=number(context, ","),
+        window=number(window, ","),
+        bounded=number(bounded, ".1f"),
+        ratio=ratio,
+    )
     return with_lead(figure, lead)
 
 
@@ -196,7 +235,12 @@ def receptive_field_figure(reach_by_layers: dict) -> Figure:
     for ax, (layers, reach) in zip(axes, reach_by_layers.items()):
         reach = np.asarray(reach, dtype=bool)
         back = reach.shape[1] - 1 - int(np.argmax(reach[-1]))  # from the last token to the first it sees
-        draw_mask(ax, reach, f"{layers} layer(s): the last\ntoken reaches back\n{back} positions")
+        title = ngettext(
+            "{layers} layer: the last\ntoken reaches back\n{back} positions",
+            "{layers} layers: the last\ntoken reaches back\n{back} positions",
+            layers,
+        ).format(layers=layers, back=back)
+        draw_mask(ax, reach, title)
         reaches[layers] = back
     (fewest, near), (most, far) = min(reaches.items()), max(reaches.items())
     lead = ngettext(
@@ -213,6 +257,7 @@ def receptive_field_figure(reach_by_layers: dict) -> Figure:
 @drawn_in_course_style
 def granting_masks_figure(masks: dict) -> Figure:
     """Masks built with OR (rules that grant attention) side by side, ``{title: mask}``, each with its share kept."""
+    masks = {translated(title): mask for title, mask in masks.items()}
     figure = Figure(figsize=(7.2, 3.2), layout="constrained")  # fits a laptop's notebook
     axes = np.atleast_1d(figure.subplots(1, len(masks)))
     for ax, (title, mask) in zip(axes, masks.items()):
@@ -230,17 +275,19 @@ def _granted(title: str, mask) -> str:
     while seen_by_all < n and mask[seen_by_all:, seen_by_all].all():
         seen_by_all += 1
     if prompt:
-        return (
+        return _(
             "“{title}” reads its first {prompt} tokens both ways: a full square in the top left corner, above "
-            "the diagonal too.".format(title=_one_line(title), prompt=prompt)
-        )
+            "the diagonal too."
+        ).format(title=_one_line(title), prompt=prompt)
     if seen_by_all:
-        return ngettext(
-            "“{title}” keeps the first key visible to every query, beside a band of recent keys.",
-            "“{title}” keeps the first {keys} keys visible to every query, beside a band of recent keys.",
-            seen_by_all,
-        ).format(title=_one_line(title), keys=seen_by_all)
-    return "“{title}” keeps {kept:.1%} of the matrix.".format(title=_one_line(title), kept=kept_fraction(mask))
+        if seen_by_all == 1:  # "the first key", or "the first 2 keys": different sentences
+            granted = _("“{title}” keeps the first key visible to every query, beside a band of recent keys.")
+        else:
+            granted = _("“{title}” keeps the first {keys} keys visible to every query, beside a band of recent keys.")
+        return granted.format(title=_one_line(title), keys=seen_by_all)
+    return _("“{title}” keeps {kept} of the matrix.").format(
+        title=_one_line(title), kept=number(kept_fraction(mask), ".1%")
+    )
 
 
 @idle_while_grading()
@@ -253,16 +300,19 @@ def block_sparse_figure(layouts: dict, block: int) -> Figure:
     extra = []  # for each layout, what its kernel computes beyond what its mask keeps (share of n²)
     for column, (kind, (layout, mask)) in enumerate(layouts.items()):
         n = np.asarray(mask).shape[0]
-        draw_mask(axes[0, column], layout, f"{kind}: layout {np.shape(layout)}")
-        axes[0, column].set(xlabel="key block", ylabel="query block")
-        work = block_sparse_work(layout, block, n) / n**2
         draw_mask(
-            axes[1, column], mask, f"tokens: keeps {kept_fraction(mask):.1%}\ncomputes {work:.1%} of n²", block=block
+            axes[0, column], layout, _("{kind}: layout {shape}").format(kind=translated(kind), shape=np.shape(layout))
         )
+        axes[0, column].set(xlabel=_("key block"), ylabel=_("query block"))
+        work = block_sparse_work(layout, block, n) / n**2
+        tokens = _("tokens: keeps {kept}\ncomputes {work} of n²").format(
+            kept=number(kept_fraction(mask), ".1%"), work=number(work, ".1%")
+        )
+        draw_mask(axes[1, column], mask, tokens, block=block)
         extra.append(work - kept_fraction(mask))
-    lead = (
+    lead = _(
         "Each layout of tiles (above) becomes a token mask (below), and a kernel computes every kept tile whole, "
-        "the masked half of each diagonal tile too: each layout computes up to {most:.1f} points of n² more than "
+        "the masked half of each diagonal tile too: each layout computes up to {most} points of n² more than "
         "its mask keeps."
-    ).format(most=100 * max(extra))
+    ).format(most=number(100 * max(extra), ".1f"))
     return with_lead(figure, lead)

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from ..figure_style import drawn_in_course_style
 from ..grading import idle_while_grading
+from ..i18n import _, number
 from ..text_alternative import with_lead
 from ..tiled import causal_used_entries, causal_used_fraction, tiled_computed_entries
 from . import picture  # noqa: F401  (the notebook imports it from here)
@@ -24,27 +25,43 @@ def used_fraction_figure(sizes) -> Figure:
     fractions = np.array([causal_used_fraction(int(n)) for n in sizes])
     figure = Figure(figsize=(6.4, 3.0), layout="constrained")
     ax = figure.subplots()
-    ax.plot(sizes, fractions, marker="o", markersize=3, color="#2a9d8f", label="used share (n+1)/(2n)")
-    ax.axhline(0.5, color="black", linestyle="--", linewidth=1, label="limit 1/2")
+    ax.plot(sizes, fractions, marker="o", markersize=3, color="#2a9d8f", label=_("used share (n+1)/(2n)"))
+    ax.axhline(0.5, color="black", linestyle="--", linewidth=1, label=_("limit 1/2"))
     lesson = (4, 128, 1024)  # the lesson's table, marked on the curve
-    ax.plot(lesson, [causal_used_fraction(n) for n in lesson], "o", color="#e76f51", label="the lesson's table")
+    ax.plot(lesson, [causal_used_fraction(n) for n in lesson], "o", color="#e76f51", label=_("the lesson's table"))
     ax.text(
         0.3,
         0.62,
-        "\n".join(f"n = {n}: {causal_used_entries(n):,} of {n * n:,} = {causal_used_fraction(n):.2%}" for n in lesson),
+        "\n".join(
+            _("n = {n}: {used} of {total} = {share}").format(
+                n=n,
+                used=number(causal_used_entries(n), ","),
+                total=number(n * n, ","),
+                share=number(causal_used_fraction(n), ".2%"),
+            )
+            for n in lesson
+        ),
         transform=ax.transAxes,
         va="top",
     )
     ax.set(
-        xscale="log", xlabel="sequence length n (log scale)", ylabel="share of the n² scores used", ylim=(0.45, 1.05)
+        xscale="log",
+        xlabel=_("sequence length n (log scale)"),
+        ylabel=_("share of the n² scores used"),
+        ylim=(0.45, 1.05),
     )
     ax.legend()
     ax.grid(alpha=0.3)
-    lead = (
-        "The share of the n² scores a causal mask uses starts at {first:.0%} for n = {n_first:,} and sinks "
-        "towards 1/2 as n grows, to {last:.2%} at n = {n_last:,}: a causal model uses about half of what full "
+    lead = _(
+        "The share of the n² scores a causal mask uses starts at {first} for n = {n_first} and sinks "
+        "towards 1/2 as n grows, to {last} at n = {n_last}: a causal model uses about half of what full "
         "attention computes."
-    ).format(first=fractions[0], n_first=sizes[0], last=fractions[-1], n_last=sizes[-1])
+    ).format(
+        first=number(fractions[0], ".0%"),
+        n_first=number(sizes[0], ","),
+        last=number(fractions[-1], ".2%"),
+        n_last=number(sizes[-1], ","),
+    )
     return with_lead(figure, lead)
 
 
@@ -57,9 +74,14 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     tiles = [int(np.ceil(n / b)) * (int(np.ceil(n / b)) + 1) // 2 for b in blocks]
     figure = Figure(figsize=(7.2, 3.2), layout="constrained")
     ax_work, ax_time = figure.subplots(1, 2)
-    ax_work.plot(blocks, fractions, marker="o", color="#2a9d8f", label="computed / n²")
-    ax_work.axhline(causal_used_fraction(n), color="black", linestyle="--", linewidth=1, label="ideal (n+1)/(2n)")
-    ax_work.set(xscale="log", xlabel="tile size B", ylabel="share of n² computed", title=f"work, n = {n}")
+    ax_work.plot(blocks, fractions, marker="o", color="#2a9d8f", label=_("computed / n²"))
+    ax_work.axhline(causal_used_fraction(n), color="black", linestyle="--", linewidth=1, label=_("ideal (n+1)/(2n)"))
+    ax_work.set(
+        xscale="log",
+        xlabel=_("tile size B"),
+        ylabel=_("share of n² computed"),
+        title=_("work, n = {n}").format(n=n),
+    )
     ax_work.legend()
     ax_time.plot(blocks, [seconds[int(b)] * 1000 for b in blocks], marker="o", color="#e76f51")
     for i, (b, count) in enumerate(zip(blocks, tiles)):
@@ -75,9 +97,9 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
     ax_time.set(
         xscale="log",
         yscale="log",
-        xlabel="tile size B",
-        ylabel="milliseconds (best run)",
-        title="measured time (labels: tiles computed)",
+        xlabel=_("tile size B"),
+        ylabel=_("milliseconds (best run)"),
+        title=_("measured time (labels: tiles computed)"),
     )
     lowest, highest = min(seconds.values()) * 1000, max(seconds.values()) * 1000
     ax_time.set_ylim(lowest / 1.6, highest * 1.6)  # room for the labels above and below the points
@@ -93,21 +115,21 @@ def tile_size_figure(n: int, seconds: dict[int, float]) -> Figure:
         ax.set_xlim(blocks[0] / 1.4, blocks[-1] * 2.2)
         ax.grid(alpha=0.3)
     fastest, slowest = min(seconds, key=seconds.get), max(seconds, key=seconds.get)
-    lead = (
-        "Smaller tiles waste less work: the share of n² computed falls from {most:.0%} with tiles of {largest} to "
-        "{least:.1%} with tiles of {smallest}, close to the ideal {ideal:.1%}. The time does not follow: it is "
-        "shortest with tiles of {fastest} ({fastest_ms:.3g} ms) and longest with tiles of {slowest} "
-        "({slowest_ms:.3g} ms)."
+    lead = _(
+        "Smaller tiles waste less work: the share of n² computed falls from {most} with tiles of {largest} to "
+        "{least} with tiles of {smallest}, close to the ideal {ideal}. The time does not follow: it is "
+        "shortest with tiles of {fastest} ({fastest_ms} ms) and longest with tiles of {slowest} "
+        "({slowest_ms} ms)."
     ).format(
-        most=fractions[-1],
+        most=number(fractions[-1], ".0%"),
         largest=blocks[-1],
-        least=fractions[0],
+        least=number(fractions[0], ".1%"),
         smallest=blocks[0],
-        ideal=causal_used_fraction(n),
+        ideal=number(causal_used_fraction(n), ".1%"),
         fastest=fastest,
-        fastest_ms=seconds[fastest] * 1000,
+        fastest_ms=number(seconds[fastest] * 1000, ".3g"),
         slowest=slowest,
-        slowest_ms=seconds[slowest] * 1000,
+        slowest_ms=number(seconds[slowest] * 1000, ".3g"),
     )
     return with_lead(figure, lead)
 
@@ -136,19 +158,19 @@ def benchmark_figure(rows: list[dict]) -> Figure:
     sizes = np.array(sorted({r["n"] for r in rows}))
     ax_speed.plot(sizes, 2 * sizes / (sizes + 1), color="black", linestyle=":", linewidth=1.2)
     ax_speed.axhline(1.0, color="#bbbbbb", linewidth=1)
-    ax_speed.set(xscale="log", xlabel="n", ylabel="speedup of tiled (×)", title="time: other / tiled")
+    ax_speed.set(xscale="log", xlabel="n", ylabel=_("speedup of tiled (×)"), title=_("time: other / tiled"))
     ax_speed.set_ylim(bottom=0)
-    ax_memory.set(xscale="log", yscale="log", xlabel="n", ylabel="peak extra memory (MiB)", title="memory")
+    ax_memory.set(xscale="log", yscale="log", xlabel="n", ylabel=_("peak extra memory (MiB)"), title=_("memory"))
     for ax in (ax_speed, ax_memory):
         ax.set_xticks(sizes, [str(x) for x in sizes])
         ax.minorticks_off()
         ax.grid(alpha=0.3)
     handles = [
-        Line2D([], [], color=colours["unmasked"], label="tiled vs unmasked full attention"),
-        Line2D([], [], color=colours["full"], label="tiled vs full-then-mask"),
-        Line2D([], [], color="black", linestyle=":", label="work ratio 2n/(n+1)"),
-        Line2D([], [], color=colours["memory_full"], label="memory of full-then-mask"),
-        Line2D([], [], color=colours["tiled"], label="memory of tiled"),
+        Line2D([], [], color=colours["unmasked"], label=_("tiled vs unmasked full attention")),
+        Line2D([], [], color=colours["full"], label=_("tiled vs full-then-mask")),
+        Line2D([], [], color="black", linestyle=":", label=_("work ratio 2n/(n+1)")),
+        Line2D([], [], color=colours["memory_full"], label=_("memory of full-then-mask")),
+        Line2D([], [], color=colours["tiled"], label=_("memory of tiled")),
     ]
     handles += [Line2D([], [], color="0.4", markersize=4, label=dtype, **styles[dtype]) for dtype in dtypes]
     figure.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False)
@@ -160,22 +182,22 @@ def _benchmark_lead(rows: list[dict], dtype: str) -> str:
     largest = max((r for r in rows if r["dtype"] == dtype), key=lambda r: r["n"])
     smallest = min((r for r in rows if r["dtype"] == dtype), key=lambda r: r["n"])
     n = largest["n"]
-    return (
-        "In {dtype} at n = {n}, the tiled kernel runs {over_unmasked:.2f} times as fast as unmasked full "
-        "attention, against a work ratio 2n/(n+1) of {ratio:.2f}, and {over_full:.1f} times as fast as "
-        "full-then-mask. From n = {n_small} to n = {n}, {longer:g} times longer, full-then-mask's extra memory "
-        "grows {full_growth:.0f}-fold, to {full_mib:,.0f} MiB, and the tiled kernel's only {tiled_growth:.0f}-fold, "
-        "to {tiled_mib:,.1f} MiB."
+    return _(
+        "In {dtype} at n = {n}, the tiled kernel runs {over_unmasked} times as fast as unmasked full "
+        "attention, against a work ratio 2n/(n+1) of {ratio}, and {over_full} times as fast as "
+        "full-then-mask. From n = {n_small} to n = {n}, {longer} times longer, full-then-mask's extra memory "
+        "grows {full_growth}-fold, to {full_mib} MiB, and the tiled kernel's only {tiled_growth}-fold, "
+        "to {tiled_mib} MiB."
     ).format(
         dtype=dtype,
         n=n,
         n_small=smallest["n"],
-        longer=n / smallest["n"],
-        over_unmasked=largest["speedup_over_unmasked"],
-        ratio=2 * n / (n + 1),
-        over_full=largest["speedup"],
-        full_growth=largest["full_peak_bytes"] / smallest["full_peak_bytes"],
-        full_mib=largest["full_peak_bytes"] / 2**20,
-        tiled_growth=largest["tiled_peak_bytes"] / smallest["tiled_peak_bytes"],
-        tiled_mib=largest["tiled_peak_bytes"] / 2**20,
+        longer=number(n / smallest["n"], "g"),
+        over_unmasked=number(largest["speedup_over_unmasked"], ".2f"),
+        ratio=number(2 * n / (n + 1), ".2f"),
+        over_full=number(largest["speedup"], ".1f"),
+        full_growth=number(largest["full_peak_bytes"] / smallest["full_peak_bytes"], ".0f"),
+        full_mib=number(largest["full_peak_bytes"] / 2**20, ",.0f"),
+        tiled_growth=number(largest["tiled_peak_bytes"] / smallest["tiled_peak_bytes"], ".0f"),
+        tiled_mib=number(largest["tiled_peak_bytes"] / 2**20, ",.1f"),
     )
