@@ -12,6 +12,7 @@ import numpy as np
 
 from ._validate import bool_mask, float_array
 from .attention import row_entropy_bits
+from .i18n import N_
 
 
 def score_spread(logits, mask) -> float:
@@ -62,9 +63,9 @@ def lesson_readouts(weights: np.ndarray, logits: np.ndarray, mask: np.ndarray) -
     """The widget's readouts, each defined in one line (notebook 03 explains them)."""
     entropies = row_entropies(weights)  # (n_q,), bits
     return {
-        "score spread": score_spread(logits, mask),  # max - min of the allowed logits, the lesson's kind
-        "row entropy (bits)": float(entropies.mean()),  # mean over the query rows
-        "max weight": float(weights.max()),  # the largest weight anywhere in the matrix
-        "gradient scale": gradient_scale(weights),  # mean spectral norm of softmax's Jacobian
-        "first row entropy (bits)": float(entropies[0]),  # the query "<s>"
+        N_("score spread"): score_spread(logits, mask),  # max - min of the allowed logits, the lesson's kind
+        N_("row entropy (bits)"): float(entropies.mean()),  # mean over the query rows
+        N_("max weight"): float(weights.max()),  # the largest weight anywhere in the matrix
+        N_("gradient scale"): gradient_scale(weights),  # mean spectral norm of softmax's Jacobian
+        N_("first row entropy (bits)"): float(entropies[0]),  # the query "<s>"
     }

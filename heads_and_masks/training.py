@@ -32,8 +32,9 @@ from .grading import grading_mode
 from ._validate import bool_mask, float_array, whole_number
 from .attention import attention_weights, masked_softmax
 from .heads import head_size, merge_heads, split_heads
+from .i18n import N_
 
-RULES = ("previous token", "first token")
+RULES = (N_("previous token"), N_("first token"))  # shown in notebook 08's widget, translated
 
 
 # ---------------------------------------------------------------------------- the graded backward pass

@@ -42,7 +42,8 @@ def test_controls_are_those_the_notebook_describes():
     widget = GenerationStepper()
     assert list(widget.controls) == ["policy", "chunk", "step"]
     assert isinstance(widget.controls["policy"], choice.ToggleButtons)  # a named radio group drawn as buttons
-    assert list(widget.controls["policy"].options) == list(POLICIES)
+    # the options are (shown label, value) pairs, the label in the notebook's language: in English, the value
+    assert widget.controls["policy"].positions == widget.controls["policy"].labels == list(POLICIES)
     assert isinstance(widget.controls["chunk"], slider.IntSlider)
     assert "course-widget-GenerationStepper" in widget.widget._dom_classes
 

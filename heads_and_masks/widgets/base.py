@@ -14,6 +14,7 @@ from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_modul
 
 # Imported on first use: in grading mode no widget is built, so these are never imported there.
 widgets = lazy_module("ipywidgets")
+from ..i18n import translated
 from ..readable import readable_number
 from ..text_alternative import describe_figure
 
@@ -85,6 +86,9 @@ class CourseWidget:
         self.canvas = FigureCanvasAgg(self.figure)
         self.controls: dict[str, widgets.Widget] = {}
         self.readouts: dict[str, float] = {}
+        # the shown name of a readout whose (English) key is made in draw() ("head 0: weight on 0"): the
+        # translation of the whole name, with its number in place; every other key is marked N_ and translated
+        self.shown_names: dict[str, str] = {}
         # The picture keeps its own size, in which its text is legible, whenever the notebook is as wide:
         # where picture and readouts do not fit side by side, the readouts move below it (the row wraps).
         # Only a notebook narrower than the picture itself scales it down (keeping its proportions). The
@@ -131,17 +135,24 @@ class CourseWidget:
         """How one readout value is written (HTML): as people read numbers (see ``readable``)."""
         return readable_number(value)
 
+    def readout_name(self, name: str) -> str:
+        """A readout's name as the table shows it, in the widget's language (its key stays English)."""
+        return self.shown_names.get(name) or translated(name)
+
     def readouts_text(self) -> str:
         """The readouts as the widget shows them, one "name: value" line each (for a notebook's print)."""
-        width = max((len(name) for name in self.readouts), default=0)
+        names = {name: self.readout_name(name) for name in self.readouts}
+        width = max((len(shown) for shown in names.values()), default=0)
         return "\n".join(
-            f"{name:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
+            f"{names[name]:>{width}}: {re.sub(r'<[^>]+>', '', self.format_value(value))}"
             for name, value in self.readouts.items()
         )
 
     def format_readouts(self, readouts: dict[str, float]) -> str:
+        # the keys stay English (tests and picture_lead read them): the table shows each in the widget's language
         rows = "".join(
-            f"<tr><td>{name}</td><td><b>{self.format_value(value)}</b></td></tr>" for name, value in readouts.items()
+            f"<tr><td>{self.readout_name(name)}</td><td><b>{self.format_value(value)}</b></td></tr>"
+            for name, value in readouts.items()
         )
         return f"<table class='course-readouts'>{rows}</table>" + READOUT_STYLE + FOCUS_STYLE
 

@@ -13,6 +13,7 @@ from matplotlib.patches import Polygon
 
 from ..attention import masked_softmax
 from ..attention_stats import lesson_readouts, max_entropies, row_entropies
+from ..i18n import _, number
 from ..masks import causal_mask
 from ..sentence import MAX_HEAD_SIZE, TOKENS, sentence_logits
 from .base import CourseWidget
@@ -31,10 +32,14 @@ class LessonWidget(CourseWidget):
         self.widget.add_class("lesson-widget")
 
     def setup(self):
-        self.controls["scale_by_sqrt_d"] = widgets.Checkbox(value=True, description="divide by √d", indent=False)
-        self.controls["causal"] = widgets.Checkbox(value=True, description="causal mask", indent=False)
-        self.controls["head_size"] = int_slider(value=64, min=8, max=MAX_HEAD_SIZE, step=8, description="head size d")
-        self.controls["temperature"] = float_slider(value=1.0, min=0.1, max=4.0, step=0.05, description="temperature T")
+        self.controls["scale_by_sqrt_d"] = widgets.Checkbox(value=True, description=_("divide by √d"), indent=False)
+        self.controls["causal"] = widgets.Checkbox(value=True, description=_("causal mask"), indent=False)
+        self.controls["head_size"] = int_slider(
+            value=64, min=8, max=MAX_HEAD_SIZE, step=8, description=_("head size d")
+        )
+        self.controls["temperature"] = float_slider(
+            value=1.0, min=0.1, max=4.0, step=0.05, description=_("temperature T")
+        )
         n = len(TOKENS)
         self.ax_weights, self.ax_entropy = self.figure.subplots(1, 2, width_ratios=[1.6, 1])
 
@@ -45,10 +50,10 @@ class LessonWidget(CourseWidget):
         ax.set_yticks(range(n), TOKENS)
         ax.xaxis.tick_top()
         ax.xaxis.set_label_position("top")
-        ax.set_xlabel("keys (looked at)")
-        ax.set_ylabel("queries (looking)")
+        ax.set_xlabel(_("keys (looked at)"))
+        ax.set_ylabel(_("queries (looking)"))
         ax.tick_params(length=0)
-        self.figure.colorbar(self.heatmap, ax=ax, shrink=0.85, label="attention weight")
+        self.figure.colorbar(self.heatmap, ax=ax, shrink=0.85, label=_("attention weight"))
         staircase = [(0.5, -0.5), (n - 0.5, -0.5), (n - 0.5, n - 1.5)]  # the cells above the diagonal
         for i in range(n - 2, -1, -1):
             staircase += [(i + 0.5, i + 0.5), (i + 0.5, i - 0.5)]
@@ -60,7 +65,7 @@ class LessonWidget(CourseWidget):
                 edgecolor="0.5",
                 hatch="///",
                 linewidth=0.8,
-                label="forbidden (the future)",
+                label=_("forbidden (the future)"),
             )
         )
 
@@ -72,8 +77,8 @@ class LessonWidget(CourseWidget):
         ax.set_yticks(rows, TOKENS)
         ax.set_ylim(n - 0.5, -0.5)  # first query on top, as in the heatmap
         ax.set_xlim(0, np.log2(n) * 1.3)
-        ax.set_xlabel("entropy of the row (bits)")
-        ax.set_title("| = most possible:\nlog2(allowed keys)")
+        ax.set_xlabel(_("entropy of the row (bits)"))
+        ax.set_title(_("| = most possible:\nlog2(allowed keys)"))
         ax.spines[["top", "right"]].set_visible(False)
 
         # 36 numbers as Text artists took most of an update; as glyph paths (see fast_text) a few ms
@@ -115,31 +120,35 @@ class LessonWidget(CourseWidget):
         causal = self.value("causal")
         mask = causal_mask(n) if causal else np.ones((n, n), dtype=bool)
         if causal:
-            seen = (
+            seen = _(
                 "The hatched cells above the diagonal are the future, forbidden: each word attends to itself and "
                 "the words before it, and “{first}” puts all its weight on itself."
             )
         else:
-            seen = (
+            seen = _(
                 "Without the causal mask every word attends to every other, the future too: even “{first}” "
-                "spreads its weight, with an entropy of {first_entropy:.2f} bits."
+                "spreads its weight, with an entropy of {first_entropy} bits."
             )
         if self.value("scale_by_sqrt_d"):
-            scale = "With the scores divided by √d, at head size {d} and temperature {t:.2f}, the spread of the "
+            scale = _(
+                "With the scores divided by √d, at head size {d} and temperature {t}, the spread of the "
+                "scores is {spread} and a row's entropy is {entropy} bits on average, out of at most "
+                "{most}: the lower it is, the closer each row comes to putting all its weight on one key."
+            )
         else:
-            scale = "With the scores not divided by √d, at head size {d} and temperature {t:.2f}, the spread of the "
-        scale += (
-            "scores is {spread:.1f} and a row's entropy is {entropy:.2f} bits on average, out of at most "
-            "{most:.2f}: the lower it is, the closer each row comes to putting all its weight on one key."
-        )
+            scale = _(
+                "With the scores not divided by √d, at head size {d} and temperature {t}, the spread of the "
+                "scores is {spread} and a row's entropy is {entropy} bits on average, out of at most "
+                "{most}: the lower it is, the closer each row comes to putting all its weight on one key."
+            )
         values = dict(
             first=TOKENS[0],
-            first_entropy=self.readouts["first row entropy (bits)"],
+            first_entropy=number(self.readouts["first row entropy (bits)"], ".2f"),
             d=int(self.value("head_size")),
-            t=float(self.value("temperature")),
-            spread=self.readouts["score spread"],
-            entropy=self.readouts["row entropy (bits)"],
-            most=float(max_entropies(mask).mean()),
+            t=number(float(self.value("temperature")), ".2f"),
+            spread=number(self.readouts["score spread"], ".1f"),
+            entropy=number(self.readouts["row entropy (bits)"], ".2f"),
+            most=number(float(max_entropies(mask).mean()), ".2f"),
         )
         return f"{seen.format(**values)} {scale.format(**values)}"
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Rectangle
 
 from ..generation import cache_tokens, cached_positions, generation_steps, step_mask
+from ..i18n import N_, _, ngettext, translated
 from ..model_configs import KiB, model
 from .base import CourseWidget
 from .choice import toggle_buttons
@@ -16,7 +15,11 @@ from .slider import int_slider
 from .fast_text import PathTextPainter, PathTitle, path_text_patch
 
 TOTAL, PROMPT, WINDOW, SINKS = 20, 4, 6, 2
-POLICY_LABELS = {"full cache": "full", "sliding window": "window", "sinks + window": "sinks"}
+POLICY_LABELS = {
+    N_("full cache"): "full",
+    N_("sliding window"): "window",
+    N_("sinks + window"): "sinks",
+}  # shown: value
 # 0 future / not yet, 1 forbidden at this step, 2 may attend at this step, 3 earlier steps (faded)
 STEP_COLOURS = ListedColormap(["white", "#e4e4e4", "#1f4e79", "#b7c9dc"])
 
@@ -34,10 +37,13 @@ class GenerationStepper(CourseWidget):
 
     def setup(self):
         self.controls["policy"] = toggle_buttons(
-            options=list(POLICY_LABELS), value="sliding window", description="cache", button_width="10.5em"
+            options=[(translated(label), label) for label in POLICY_LABELS],
+            value="sliding window",
+            description=_("cache"),
+            button_width="10.5em",
         )
-        self.controls["chunk"] = int_slider(value=1, min=1, max=4, description="new per step")
-        self.controls["step"] = int_slider(value=4, min=0, max=TOTAL - PROMPT, description="step")
+        self.controls["chunk"] = int_slider(value=1, min=1, max=4, description=_("new per step"))
+        self.controls["step"] = int_slider(value=4, min=0, max=TOTAL - PROMPT, description=_("step"))
         self.mistral = model("Mistral-7B-v0.1")
         self.figure.set_layout_engine("none")
         self.ax_mask = self.figure.add_axes((0.07, 0.12, 0.43, 0.74))
@@ -49,27 +55,27 @@ class GenerationStepper(CourseWidget):
         )
         ax.set_xticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)])
         ax.set_yticks(range(0, TOTAL, 2), [str(j) for j in range(0, TOTAL, 2)])
-        ax.set_xlabel("key position")
-        ax.set_ylabel("query position")
+        ax.set_xlabel(_("key position"))
+        ax.set_ylabel(_("query position"))
         # the slots: drawn once, then moved and relabelled (blitting, see CourseWidget.dynamic_artists)
         ax = self.ax_slots
         ax.set_axis_off()
         ax.set(xlim=(0, 1), ylim=(0, 1))
         self.slot_boxes = [
-            ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8)) for _ in range(TOTAL)
+            ax.add_patch(Rectangle((0, 0.3), 0, 0.34, edgecolor="gray", linewidth=0.8)) for _slot in range(TOTAL)
         ]
         self.slot_painter = PathTextPainter(dpi=self.dpi)  # 20 labels as one path: fast to redraw
         self.slot_labels = ax.add_patch(path_text_patch("white"))
         self.slot_title = ax.text(0, 0.72, "", va="bottom")
         self.slot_title_text = PathTitle(self.slot_title, self.dpi)
         self.mask_title = PathTitle(self.ax_mask.title, self.dpi)
-        ax.text(0, 0.24, "orange: written this step", va="top", color="tab:orange")
+        ax.text(0, 0.24, _("orange: written this step"), va="top", color="tab:orange")
         ax = self.ax_memory
         (self.memory_line,) = ax.plot([], [], color="tab:blue", lw=2)
         (self.memory_point,) = ax.plot([], [], "o", color="tab:orange", markersize=7)
         ax.set(xlim=(0, TOTAL), ylim=(0, TOTAL + 1))
-        ax.set_xlabel("tokens generated so far")
-        ax.set_ylabel("tokens in cache")
+        ax.set_xlabel(_("tokens generated so far"))
+        ax.set_ylabel(_("tokens in cache"))
         ax.grid(True, alpha=0.3)
 
     def _clamp_step(self, steps) -> int:
@@ -90,11 +96,17 @@ class GenerationStepper(CourseWidget):
             picture[a:b, :b] = 3 * step_mask(policy, a, b, WINDOW, SINKS)
         picture[start:stop, :stop] = 1 + step_mask(policy, start, stop, WINDOW, SINKS)
         self.mask_image.set_data(picture)
-        name = "prefill (the prompt)" if index == 0 else f"step {index}"
-        self.ax_mask.set_title(
-            f"{name}: queries {start}…{stop - 1}, mask {stop - start} × {stop}\n"
-            "dark: may attend, grey: masked, pale: earlier steps",
-        )
+        if index == 0:
+            title = _(
+                "prefill (the prompt): queries {first}…{last}, mask {rows} × {columns}\n"
+                "dark: may attend, grey: masked, pale: earlier steps"
+            )
+        else:
+            title = _(
+                "step {step}: queries {first}…{last}, mask {rows} × {columns}\n"
+                "dark: may attend, grey: masked, pale: earlier steps"
+            )
+        self.ax_mask.set_title(title.format(step=index, first=start, last=stop - 1, rows=stop - start, columns=stop))
 
         # the slots after this step's write
         held = cached_positions(policy, stop, WINDOW, SINKS)
@@ -112,11 +124,11 @@ class GenerationStepper(CourseWidget):
                 labels.append((str(p), *to_pixels(((s + 0.5) * width, 0.47)), "center"))
         self.slot_labels.set_path(self.slot_painter.path(labels))
         kind = {
-            "full": "one slot per token (grows)",
-            "window": f"rolling buffer: w = {WINDOW} slots, p mod w",
-            "sinks": f"{SINKS} sink slots + rolling buffer of {WINDOW}",
+            "full": _("cache slots after this step:\none slot per token (grows)"),
+            "window": _("cache slots after this step:\nrolling buffer: w = {window} slots, p mod w"),
+            "sinks": _("cache slots after this step:\n{sinks} sink slots + rolling buffer of {window}"),
         }[policy]
-        self.slot_title.set_text(f"cache slots after this step:\n{kind}")
+        self.slot_title.set_text(kind.format(window=WINDOW, sinks=SINKS))
 
         written = np.arange(TOTAL + 1)
         held_counts = [cache_tokens(policy, int(n), WINDOW, SINKS) for n in written]
@@ -126,12 +138,14 @@ class GenerationStepper(CourseWidget):
         tokens = cache_tokens(policy, stop, WINDOW, SINKS)
         per_token = self.mistral.kv_bytes_per_token(2)
         long = 32768
+        after_long = f"Mistral-7B after {long // 1024}K tokens (MiB)"
+        self.shown_names[after_long] = _("Mistral-7B after {tokens}K tokens (MiB)").format(tokens=long // 1024)
         return {
-            "positions written this step": f"{start} … {stop - 1}",
-            "keys this step's queries see": int((picture[start:stop] == 2).any(axis=0).sum()),
-            "tokens in the cache": tokens,
-            "cache at Mistral-7B's scale (KiB)": tokens * per_token / KiB,
-            f"Mistral-7B after {long // 1024}K tokens (MiB)": cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
+            N_("positions written this step"): f"{start} … {stop - 1}",
+            N_("keys this step's queries see"): int((picture[start:stop] == 2).any(axis=0).sum()),
+            N_("tokens in the cache"): tokens,
+            N_("cache at Mistral-7B's scale (KiB)"): tokens * per_token / KiB,
+            after_long: cache_tokens(policy, long, 4096, 4) * per_token / 2**20,
         }
 
     @property
@@ -146,11 +160,14 @@ class GenerationStepper(CourseWidget):
             stop - start,
         )
         cache = {
-            "full": "A full cache grows by one slot with every token generated.",
-            "window": "A rolling buffer of {window} slots stops growing once it is full: each new token overwrites "
-            "the oldest.",
-            "sinks": "The {sinks} sink slots keep the first tokens and a rolling buffer of {window} the most recent "
-            "ones: the cache stops growing.",
+            "full": _("A full cache grows by one slot with every token generated."),
+            "window": _(
+                "A rolling buffer of {window} slots stops growing once it is full: each new token overwrites the oldest."
+            ),
+            "sinks": _(
+                "The {sinks} sink slots keep the first tokens and a rolling buffer of {window} the most recent ones: "
+                "the cache stops growing."
+            ),
         }[policy]
         values = dict(
             count=stop - start,

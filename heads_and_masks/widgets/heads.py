@@ -7,6 +7,7 @@ from matplotlib.artist import Artist
 from matplotlib.ticker import FuncFormatter
 
 from ..heads import ORDERS, cost_parts, divisors, head_of_column, mha_cost
+from ..i18n import N_, _
 from ..pictures.heads import HEAD_COLOURS
 from ..readable import readable_number
 from .base import CourseWidget
@@ -63,12 +64,12 @@ class HeadSplitWidget(CourseWidget):
     figsize = (7.3, 5.6)
 
     def setup(self):
-        self.controls["width"] = dropdown(options=WIDTHS, value=768, description="width D")
-        self.controls["heads"] = dropdown(options=divisors(768), value=12, description="heads h")
+        self.controls["width"] = dropdown(options=WIDTHS, value=768, description=_("width D"))
+        self.controls["heads"] = dropdown(options=divisors(768), value=12, description=_("heads h"))
         self.controls["order"] = toggle_buttons(
-            options=list(ORDERS), value="(h d)", description="split", button_width="60px"
+            options=list(ORDERS), value="(h d)", description=_("split"), button_width="60px"
         )
-        self.controls["n"] = selection_slider(options=LENGTHS, value=1024, description="length n")
+        self.controls["n"] = selection_slider(options=LENGTHS, value=1024, description=_("length n"))
         self._syncing = False
 
         grid = self.figure.add_gridspec(3, 1, height_ratios=[0.55, 0.55, 3.0])
@@ -90,7 +91,7 @@ class HeadSplitWidget(CourseWidget):
         self._zoom_number_items = []  # (text, x) in the data coordinates of ax_zoom
 
         ax = self.ax_cost
-        ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="multiply-adds of one layer")
+        ax.set(xscale="log", yscale="log", xlabel=_("sequence length n"), ylabel=_("multiply-adds of one layer"))
         ax.grid(True, which="major", alpha=0.3)
         ax.minorticks_off()
         for axis in (ax.xaxis, ax.yaxis):
@@ -98,8 +99,8 @@ class HeadSplitWidget(CourseWidget):
         (self.curve_one,) = ax.plot([], [], color="#4e79a7", lw=7, alpha=0.35, label="h = 1")
         (self.curve_h,) = ax.plot([], [], color="#f28e2b", lw=2.2, label="h")
         (self.curve_all,) = ax.plot([], [], color="black", lw=1, ls=(0, (4, 3)), label="h = D")
-        (self.curve_proj,) = ax.plot([], [], color="grey", lw=1, ls=":", label="4nD² (projections)")
-        (self.curve_attn,) = ax.plot([], [], color="grey", lw=1, ls="-.", label="2n²D (scores + weighted sum)")
+        (self.curve_proj,) = ax.plot([], [], color="grey", lw=1, ls=":", label=_("4nD² (projections)"))
+        (self.curve_attn,) = ax.plot([], [], color="grey", lw=1, ls="-.", label=_("2n²D (scores + weighted sum)"))
         (self.point,) = ax.plot([], [], "o", color="#e15759", markersize=7, zorder=5)
         self.legend = ax.legend(loc="upper left", frameon=False)
         self.title_all = PathTitle(self.ax_all.title, self.dpi)  # titles change with the controls
@@ -141,9 +142,13 @@ class HeadSplitWidget(CourseWidget):
             np.arange(0, width + 1, d) if heads <= MAX_HEAD_LABELS else np.linspace(0, width, 5).round()
         )
         self.ax_all.set_xlim(0, width)  # after the ticks, which would widen it
-        self.ax_all.set_title(f"the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}")
+        self.ax_all.set_title(
+            _("the width D = {width} cut into h = {heads} heads of d = {d}, read as {order}").format(
+                width=width, heads=heads, d=d, order=order
+            )
+        )
         labelled = order == "(h d)" and heads <= MAX_HEAD_LABELS
-        self._head_label_items = [(f"head {i}", (i + 0.5) * d) for i in range(heads)] if labelled else []
+        self._head_label_items = [(_("head {i}").format(i=i), (i + 0.5) * d) for i in range(heads)] if labelled else []
 
         shown = min(width, ZOOM_COLUMNS)
         self.strip_zoom.set_data(colours[None, :shown])
@@ -152,11 +157,13 @@ class HeadSplitWidget(CourseWidget):
         self.ax_zoom.set_xticks(range(0, shown, 3 if shown > 12 else 1))
         self._zoom_number_items = [(str(owners[column]), column) for column in range(shown)]
         rule = (
-            "head i = columns i·d … (i+1)·d − 1 (contiguous)"
+            _("columns 0–{last}, numbered by their head: head i = columns i·d … (i+1)·d − 1 (contiguous)")
             if order == "(h d)"
-            else "head i = columns i, i+h, i+2h, … (scattered: the silent bug)"
+            else _(
+                "columns 0–{last}, numbered by their head: head i = columns i, i+h, i+2h, … (scattered: the silent bug)"
+            )
         )
-        self.ax_zoom.set_title(f"columns 0–{shown - 1}, numbered by their head: {rule}")
+        self.ax_zoom.set_title(rule.format(last=shown - 1))
 
         projections, attention = cost_parts(CURVE_LENGTHS, width)
         total = projections + attention  # the same for every h: h is not in the formula
@@ -174,14 +181,14 @@ class HeadSplitWidget(CourseWidget):
         texts[0].set_text(f"h = 1 (d = {width})")
         texts[1].set_text(f"h = {heads} (d = {d})")
         texts[2].set_text(f"h = D = {width} (d = 1)")
-        self.ax_cost.set_title("cost against n: the curves for different h lie on top of each other")
+        self.ax_cost.set_title(_("cost against n: the curves for different h lie on top of each other"))
         return {
-            "head size d": d,
-            "multiply-adds": cost,
-            "same with h = 1": mha_cost(n, width, 1),
-            "projections 4nD²": 4 * n * width**2,
-            "scores + sum 2n²D": 2 * n * n * width,
-            "columns of head 0": columns_text(np.flatnonzero(owners == 0)),  # the split, said in words too
+            N_("head size d"): d,
+            N_("multiply-adds"): cost,
+            N_("same with h = 1"): mha_cost(n, width, 1),
+            N_("projections 4nD²"): 4 * n * width**2,
+            N_("scores + sum 2n²D"): 2 * n * n * width,
+            N_("columns of head 0"): columns_text(np.flatnonzero(owners == 0)),  # the split, said in words too
         }
 
     @property
@@ -190,13 +197,13 @@ class HeadSplitWidget(CourseWidget):
         d = width // heads
         owned = np.flatnonzero(head_of_column(width, heads, self.value("order")) == 0)
         if self.value("order") == ORDERS[0]:
-            where = "Read as {order}, head 0 owns the neighbouring columns 0 to {last}, as every checkpoint expects."
+            where = _("Read as {order}, head 0 owns the neighbouring columns 0 to {last}, as every checkpoint expects.")
         else:
-            where = (
+            where = _(
                 "Read as {order}, head 0 owns one column in every {heads}, scattered ({first_few}, …): the shapes are "
                 "right and nothing fails, but every head gets the wrong features."
             )
-        cost = (
+        cost = _(
             "At length n = {n}, the layer costs {cost} multiply-adds with {heads} heads of d = {d}, exactly as "
             "many as with one head: cutting the width into heads changes nothing in the cost."
         )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from gettext import ngettext
-
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator
 
 from ..figure_style import KV_LAYOUT_COLOURS, KV_LAYOUT_LINE_STYLES
+from ..i18n import N_, _, ngettext, number, translated
 from ..kv_heads import kv_cache_bytes
 from ..model_configs import BYTES_PER_VALUE, GiB, KiB, context_limits, load_gpus, load_models
 from ..readable import readable_number
@@ -35,11 +34,12 @@ def _nice_ceiling(x: float) -> float:
     return next(m * power for m in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * power >= x * (1 - 1e-9))
 
 
-_BINDING = {
-    "weights": "<span style='color:#c00'>the weights alone do not fit</span>",
-    "memory": "the memory",
-    "model": "the model's own context",
+_BINDING = {  # the value of the readout "the limit that binds", shown in the widget's language
+    "weights": N_("the weights alone do not fit"),
+    "memory": N_("the memory"),
+    "model": N_("the model's own context"),
 }
+RED = "<span style='color:#c00'>{}</span>"  # a value that says something is wrong (in words too, not colour alone)
 
 
 def _tokens(n: int) -> str:
@@ -61,16 +61,21 @@ class KVCacheCalculator(CourseWidget):
     def setup(self):
         self.models = load_models()
         self.gpus = load_gpus()
-        self.controls["model"] = dropdown(options=list(self.models), value="Llama-2-7B", description="model")
+        self.controls["model"] = dropdown(options=list(self.models), value="Llama-2-7B", description=_("model"))
         self.controls["context"] = selection_slider(
-            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description="context (tokens)"
+            options=[(_tokens(n), n) for n in CONTEXTS], value=4096, description=_("context (tokens)")
         )
-        self.controls["batch"] = selection_slider(options=[(str(b), b) for b in BATCHES], value=8, description="batch")
+        self.controls["batch"] = selection_slider(
+            options=[(str(b), b) for b in BATCHES], value=8, description=_("batch")
+        )
         self.controls["dtype"] = toggle_buttons(
-            options=list(BYTES_PER_VALUE), value="bf16", description="format", button_width="4em"
+            options=list(BYTES_PER_VALUE), value="bf16", description=_("format"), button_width="4em"
         )
         self.controls["gpu"] = dropdown(
-            options=[(f"{name} · {memory / GiB:.1f} GiB", name) for name, memory in self.gpus.items()],
+            options=[
+                (_("{gpu} · {memory} GiB").format(gpu=name, memory=number(memory / GiB, ".1f")), name)
+                for name, memory in self.gpus.items()
+            ],
             value="H100",
             description="GPU",
         )
@@ -87,17 +92,17 @@ class KVCacheCalculator(CourseWidget):
         self.gpu_line = ax.axvline(0, ymin=0.17, ymax=0.62, color="black", lw=2)
         self.weights_label = ax.text(0, -0.5, "", ha="left", va="top", color="dimgray")
         self.cache_label = ax.text(0, 0.45, "", ha="right", va="bottom", color="tab:orange")
-        ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel="GiB (2³⁰ bytes)")
+        ax.set(yticks=[], ylim=(-0.8, 1.2), xlabel=_("GiB (2³⁰ bytes)"))
         ax.xaxis.set_major_locator(MaxNLocator(5))
 
         ax = self.ax_context
-        self.variant_lines = [ax.plot([], [], lw=1.8)[0] for _ in ("MHA", "GQA", "MQA")]  # drawn by kind in update
+        self.variant_lines = [ax.plot([], [], lw=1.8)[0] for _kind in ("MHA", "GQA", "MQA")]  # drawn by kind in update
         self.free_line = ax.axhline(1, color="black", lw=1, ls="--")
         (self.point,) = ax.plot([], [], "o", color="black", markersize=7, zorder=5)
         ax.set(
             xscale="log",
             yscale="log",
-            xlabel="context (tokens per sequence)",
+            xlabel=_("context (tokens per sequence)"),
             xlim=(CONTEXTS[0] / 1.4, CONTEXTS[-1] * 1.4),
         )
         ax.set_xticks(CONTEXTS[::2], [_tokens(n) for n in CONTEXTS[::2]])
@@ -106,7 +111,7 @@ class KVCacheCalculator(CourseWidget):
         ax.yaxis.set_major_locator(LogLocator(base=10, numticks=9))  # every decade
         ax.yaxis.set_major_formatter(FuncFormatter(_short_number))
         ax.grid(True, which="major", alpha=0.3)
-        ax.text(0.99, 0.03, "KV cache (GiB) of the batch", transform=ax.transAxes, ha="right")
+        ax.text(0.99, 0.03, _("KV cache (GiB) of the batch"), transform=ax.transAxes, ha="right")
         self.memory_title = PathTitle(self.ax_memory.title, self.dpi)  # four lines that change with everything
         self.weights_text = PathTitle(self.weights_label, self.dpi)
         self.cache_text = PathTitle(self.cache_label, self.dpi)
@@ -132,17 +137,36 @@ class KVCacheCalculator(CourseWidget):
         self.gpu_line.set_xdata([memory / GiB] * 2)
         # round limits: the axes change less often, and are then drawn once for all (see background_key)
         self.ax_memory.set_xlim(0, _nice_ceiling(1.05 * max(memory, weights + cache) / GiB))
+        # "fits" / "does not fit" on a line of its own: the widest line fits the axes' width
+        if fits:
+            title = _(
+                "{model} ({attention}: h = {h}, g = {g})\none {gpu}: {memory} GiB (black line)\n"
+                "batch {batch} × {context} tokens, {dtype}:\nfits"
+            )
+        else:
+            title = _(
+                "{model} ({attention}: h = {h}, g = {g})\none {gpu}: {memory} GiB (black line)\n"
+                "batch {batch} × {context} tokens, {dtype}:\ndoes not fit"
+            )
         self.ax_memory.set_title(
-            f"{config.model} ({config.attention}: h = {config.query_heads}, g = {config.kv_heads})"
-            f"\none {self.value('gpu')}: {memory / GiB:.1f} GiB (black line)\nbatch {batch} × {context:,} tokens, "
-            f"{self.value('dtype')}:\n" + ("fits" if fits else "does not fit"),  # a line of its own: the widest fits
+            title.format(
+                model=config.model,
+                attention=config.attention,
+                h=config.query_heads,
+                g=config.kv_heads,
+                gpu=self.value("gpu"),
+                memory=number(memory / GiB, ".1f"),
+                batch=batch,
+                context=f"{context:,}",
+                dtype=self.value("dtype"),
+            ),
             color="black" if fits else "tab:red",
         )
-        self.weights_label.set_text(f"weights {readable_number(weights / GiB, 3)} GiB")
+        self.weights_label.set_text(_("weights {size} GiB").format(size=readable_number(weights / GiB, 3)))
         end = (weights + cache) / GiB
         self.cache_label.set_position((end, 0.45))
         self.cache_label.set_horizontalalignment("right" if end > 0.4 * self.ax_memory.get_xlim()[1] else "left")
-        self.cache_label.set_text(f"KV cache {readable_number(cache / GiB, 3)} GiB")
+        self.cache_label.set_text(_("KV cache {size} GiB").format(size=readable_number(cache / GiB, 3)))
 
         # right: the cache against the context, for the model and its MHA / GQA / MQA variants
         contexts = np.array(CONTEXTS, dtype=float)
@@ -156,7 +180,7 @@ class KVCacheCalculator(CourseWidget):
             kind = label.split()[0]  # "MHA (g = 64)": a model may have no GQA variant, so not by position
             line.set_color(KV_LAYOUT_COLOURS[kind])
             line.set_linestyle(KV_LAYOUT_LINE_STYLES[kind])
-            line.set_label(label + ("  ← this model" if own else ""))
+            line.set_label(_("{variant}  ← this model").format(variant=label) if own else label)
             line.set_linewidth(3.0 if own else 1.5)
         for line in self.variant_lines[len(per_token) :]:
             line.set_data([], [])
@@ -164,7 +188,9 @@ class KVCacheCalculator(CourseWidget):
         free = max(memory - weights, 1)
         self.free_line.set_ydata([free / GiB] * 2)
         self.free_line.set_label(
-            f"{self.value('gpu')} minus the weights" if memory > weights else "(the weights alone overflow the GPU)"
+            _("{gpu} minus the weights").format(gpu=self.value("gpu"))
+            if memory > weights
+            else _("(the weights alone overflow the GPU)")
         )
         self.point.set_data([context], [cache / GiB])
         low = min(contexts[0] * min(per_token.values()), cache) / GiB
@@ -173,14 +199,14 @@ class KVCacheCalculator(CourseWidget):
         self.legend.set_entries([*self.variant_lines, self.free_line])
 
         readouts = {
-            "KV cache per token (KiB)": config.kv_bytes_per_token(bytes_per_value) / KiB,
-            "KV cache (GiB)": cache / GiB,
-            "weights (GiB)": weights / GiB,
-            "GPU memory (GiB)": memory / GiB,
-            "fits": fits,
-            "context the memory allows (tokens)": limits.memory,
-            "model's own context (tokens)": limits.model,
-            "the limit that binds": _BINDING[limits.binding],
+            N_("KV cache per token (KiB)"): config.kv_bytes_per_token(bytes_per_value) / KiB,
+            N_("KV cache (GiB)"): cache / GiB,
+            N_("weights (GiB)"): weights / GiB,
+            N_("GPU memory (GiB)"): memory / GiB,
+            N_("fits"): fits,
+            N_("context the memory allows (tokens)"): limits.memory,
+            N_("model's own context (tokens)"): limits.model,
+            N_("the limit that binds"): self.binding_text(limits.binding),
         }
         if config.sliding_window is not None:
             window_cache = kv_cache_bytes(
@@ -191,7 +217,11 @@ class KVCacheCalculator(CourseWidget):
                 batch,
                 bytes_per_value,
             )
-            readouts[f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"] = window_cache / GiB
+            name = f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"
+            self.shown_names[name] = _("with a rolling buffer of {window} tokens (GiB)").format(
+                window=f"{config.sliding_window:,}"
+            )
+            readouts[name] = window_cache / GiB
         return readouts
 
     @property
@@ -217,12 +247,14 @@ class KVCacheCalculator(CourseWidget):
                 "tokens do not fit in one {gpu} ({memory} GiB).",
                 self.value("batch"),
             )
-        binds = {
-            "weights": "The weights alone do not fit: no context does.",
-            "memory": "The memory binds: it allows {allowed} tokens per sequence, fewer than the model's own "
-            "context of {own}.",
-            "model": "The model's own context of {own} tokens binds: the memory would allow {allowed}.",
-        }[limits.binding]
+        if limits.binding == "weights":
+            binds = _("The weights alone do not fit: no context does.")
+        elif limits.binding == "memory":
+            binds = _(
+                "The memory binds: it allows {allowed} tokens per sequence, fewer than the model's own context of {own}."
+            )
+        else:
+            binds = _("The model's own context of {own} tokens binds: the memory would allow {allowed}.")
         values = dict(
             model=config.model,
             weights=readable_number(self.readouts["weights (GiB)"], 3),
@@ -257,11 +289,17 @@ class KVCacheCalculator(CourseWidget):
             self.legend,
         ]
 
+    @staticmethod
+    def binding_text(binding: str) -> str:
+        """The readout "the limit that binds" (HTML): in red when the weights alone do not fit."""
+        text = translated(_BINDING[binding])
+        return RED.format(text) if binding == "weights" else text
+
     def format_value(self, value) -> str:
         if isinstance(value, bool):
-            return "yes" if value else "<span style='color:#c00'>no</span>"
+            return _("yes") if value else RED.format(_("no"))
         if isinstance(value, str):
             return value
         if isinstance(value, float) and math.isinf(value):
-            return "unlimited"
+            return _("unlimited")
         return readable_number(value, 3)

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.ticker import MaxNLocator
 
+from ..i18n import N_, _, number, translated
 from ..local_attention import LAYOUTS, layout_mask
 from ..masks import causal_mask, padding_mask, sliding_window_mask
 from ..pictures.other_masks import KEPT_COLOUR, LEGEND_ITEMS, draw_mask, mask_image
@@ -36,15 +37,17 @@ class MaskWidget(CourseWidget):
 
     def setup(self):
         check = dict(indent=False, layout=widgets.Layout(width="auto"))
-        self.controls["causal"] = widgets.Checkbox(value=True, description="causal", **check)
-        self.controls["padding"] = widgets.Checkbox(value=False, description="padding", **check)
-        self.controls["window"] = widgets.Checkbox(value=False, description="sliding window", **check)
-        self.controls["block-sparse"] = widgets.Checkbox(value=False, description="block-sparse", **check)
+        self.controls["causal"] = widgets.Checkbox(value=True, description=_("causal"), **check)
+        self.controls["padding"] = widgets.Checkbox(value=False, description=_("padding"), **check)
+        self.controls["window"] = widgets.Checkbox(value=False, description=_("sliding window"), **check)
+        self.controls["block-sparse"] = widgets.Checkbox(value=False, description=_("block-sparse"), **check)
         self.controls["n"] = int_slider(value=16, min=2, max=self.max_n, description="n")
-        self.controls["length"] = int_slider(value=11, min=0, max=16, description="length")
-        self.controls["w"] = int_slider(value=4, min=1, max=16, description="window w")
-        self.controls["block"] = int_slider(value=4, min=1, max=16, description="block")
-        self.controls["layout"] = dropdown(options=list(LAYOUTS), value="global + local", description="layout")
+        self.controls["length"] = int_slider(value=11, min=0, max=16, description=_("length"))
+        self.controls["w"] = int_slider(value=4, min=1, max=16, description=_("window w"))
+        self.controls["block"] = int_slider(value=4, min=1, max=16, description=_("block"))
+        self.controls["layout"] = dropdown(
+            options=[(translated(name), name) for name in LAYOUTS], value="global + local", description=_("layout")
+        )
         self.controls["n"].observe(self._follow_n, names="value")
         for mask_name in self.PARAMETERS:
             self.controls[mask_name].observe(self._enable_parameters, names="value")
@@ -54,12 +57,12 @@ class MaskWidget(CourseWidget):
         # description of the composed mask live in the HTML beside it (format_readouts).
         self.ax_mask, self.ax_keys = self.figure.subplots(1, 2, width_ratios=[1.25, 1])
         n = self.value("n")
-        self.mask_artist = draw_mask(self.ax_mask, np.zeros((n, n), dtype=bool), "the mask")
+        self.mask_artist = draw_mask(self.ax_mask, np.zeros((n, n), dtype=bool), _("the mask"))
         (self.keys_line,) = self.ax_keys.plot([], [], color=KEPT_COLOUR, lw=2)
         (self.causal_line,) = self.ax_keys.plot([], [], color="0.55", lw=1, ls="--")
-        self.ax_keys.set_title("keys per query (solid;\ndashed: causal) = the KV\ncache each token needs")
-        self.ax_keys.set_xlabel("keys")
-        self.ax_keys.set_ylabel("query")
+        self.ax_keys.set_title(_("keys per query (solid;\ndashed: causal) = the KV\ncache each token needs"))
+        self.ax_keys.set_xlabel(_("keys"))
+        self.ax_keys.set_ylabel(_("query"))
         for ax in (self.ax_mask, self.ax_keys):
             ax.xaxis.set_major_locator(MaxNLocator(5, integer=True))
             ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
@@ -72,7 +75,7 @@ class MaskWidget(CourseWidget):
     def format_readouts(self, readouts):
         legend = "".join(
             f"<span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
-            f"border:1px solid #999;margin-right:0.4em'></span>{label}<br>"
+            f"border:1px solid #999;margin-right:0.4em'></span>{translated(label)}<br>"
             for colour, label in LEGEND_ITEMS
         )
         return (
@@ -100,21 +103,26 @@ class MaskWidget(CourseWidget):
         parts, block = [], None
         if self.value("causal"):
             allowed &= causal_mask(n)
-            parts.append("causal")
+            parts.append(_("causal"))
         if self.value("window"):
             allowed &= sliding_window_mask(n, min(self.value("w"), n))
-            parts.append(f"window w={min(self.value('w'), n)}")
+            parts.append(_("window w={w}").format(w=min(self.value("w"), n)))
         if self.value("block-sparse"):
             block = min(self.value("block"), n)
             allowed &= layout_mask(self.value("layout"), n, block)[1]
-            parts.append(f"{self.value('layout')} blocks of {block}")
+            parts.append(_("{layout} blocks of {block}").format(layout=translated(self.value("layout")), block=block))
         key_is_real = np.ones(n, dtype=bool)
         if self.value("padding"):
             length = min(self.value("length"), n)
             key_is_real = padding_mask([length], n)[0]
             allowed &= key_is_real[None, :]
-            parts.append(f"padding (length {length})")
-        return allowed, key_is_real, block, " AND ".join(parts) or "no mask (full attention)"
+            parts.append(_("padding (length {length})").format(length=length))
+        return (
+            allowed,
+            key_is_real,
+            block,
+            " AND ".join(parts) or _("no mask (full attention)"),
+        )  # AND: the operator, in every language
 
     def draw(self):
         allowed, key_is_real, block, title = self.mask()
@@ -127,7 +135,7 @@ class MaskWidget(CourseWidget):
             [[(x, -0.5), (x, n - 0.5)] for x in edges] + [[(-0.5, y), (n - 0.5, y)] for y in edges]
         )
         self.description = title
-        self.ax_mask.set_title(f"{kept} of {n * n} entries kept")
+        self.ax_mask.set_title(_("{kept} of {cells} entries kept").format(kept=kept, cells=n * n))
 
         keys_per_query = allowed.sum(axis=1)  # (n,) allowed keys of each query
         self.keys_line.set_data(*steps_down(keys_per_query))
@@ -136,25 +144,25 @@ class MaskWidget(CourseWidget):
         self.ax_keys.set_ylim(n - 0.5, -0.5)
         causal_entries = n * (n + 1) // 2
         return {
-            "kept entries": kept,
-            "kept fraction": kept / (n * n),
-            "fraction of causal": kept / causal_entries,
-            "max keys per query": int(keys_per_query.max()),
+            N_("kept entries"): kept,
+            N_("kept fraction"): kept / (n * n),
+            N_("fraction of causal"): kept / causal_entries,
+            N_("max keys per query"): int(keys_per_query.max()),
         }
 
     @property
     def picture_lead(self) -> str:
         n = self.value("n")
-        return (
-            "The mask “{title}” keeps {kept} of the {cells} entries ({fraction:.1%}), {of_causal:.0%} of what the "
+        return _(
+            "The mask “{title}” keeps {kept} of the {cells} entries ({fraction}%), {of_causal}% of what the "
             "causal mask alone keeps, and the most keys any query sees is {most}: what a kernel computes, and what "
             "the cache must hold, shrink with each mask joined by AND."
         ).format(
             title=self.description,
             kept=self.readouts["kept entries"],
             cells=n * n,
-            fraction=self.readouts["kept fraction"],
-            of_causal=self.readouts["fraction of causal"],
+            fraction=number(100 * self.readouts["kept fraction"], ".1f"),
+            of_causal=number(100 * self.readouts["fraction of causal"], ".0f"),
             most=self.readouts["max keys per query"],
         )
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..attention import attention_weights, row_entropy_bits
+from ..i18n import N_, _, number, translated
 from .base import CourseWidget
 from .slider import float_slider, int_slider
 
 KEYS = np.array([[1.0, 0.2], [0.1, 1.0], [-1.0, 0.3], [0.2, -1.0]])  # four 2-D keys
 VALUES = np.array([[2.0, 0.5], [0.5, 2.0], [-2.0, 0.8], [0.4, -2.0]])  # what each key hands back
-KEY_NAMES = ["east", "north", "west", "south"]
+KEY_NAMES = [N_("east"), N_("north"), N_("west"), N_("south")]  # shown in the widget's language
 
 
 class QueryWidget(CourseWidget):
@@ -24,24 +25,24 @@ class QueryWidget(CourseWidget):
             min=0,
             max=359,
             step=1,
-            description="query angle°",
+            description=_("query angle°"),
         )
-        self.controls["length"] = float_slider(value=1.5, min=0.1, max=8.0, step=0.1, description="query length")
+        self.controls["length"] = float_slider(value=1.5, min=0.1, max=8.0, step=0.1, description=_("query length"))
         self.ax_space, self.ax_weights = self.figure.subplots(1, 2, width_ratios=[1, 1.2])
         ax = self.ax_space
         ax.set(
-            xlim=(-2.9, 2.9), ylim=(-2.9, 2.9), aspect="equal", title="values (dots), query (arrow)"
+            xlim=(-2.9, 2.9), ylim=(-2.9, 2.9), aspect="equal", title=_("values (dots), query (arrow)")
         )  # room for the names
         ax.scatter(*VALUES.T, s=40, color="tab:blue")
         for name, (x, y) in zip(KEY_NAMES, VALUES):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4))
+            ax.annotate(translated(name), (x, y), textcoords="offset points", xytext=(4, 4))
         self.query_arrow = ax.annotate(
             "", xy=(1, 0), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color="tab:red", lw=2)
         )
-        (self.output_dot,) = ax.plot([], [], "*", color="tab:red", markersize=14, label="output")
+        (self.output_dot,) = ax.plot([], [], "*", color="tab:red", markersize=14, label=_("output"))
         ax.legend(loc="lower left")
-        self.bars = self.ax_weights.bar(KEY_NAMES, np.zeros(4), color="tab:blue")
-        self.ax_weights.set(ylim=(0, 1), title="attention weights (sum to 1)")
+        self.bars = self.ax_weights.bar([translated(name) for name in KEY_NAMES], np.zeros(4), color="tab:blue")
+        self.ax_weights.set(ylim=(0, 1), title=_("attention weights (sum to 1)"))
 
     def draw(self):
         angle = np.deg2rad(self.value("angle"))
@@ -54,26 +55,26 @@ class QueryWidget(CourseWidget):
         for bar, w in zip(self.bars, weights):
             bar.set_height(w)
         return {
-            "max weight": float(weights.max()),
-            "entropy (bits)": float(row_entropy_bits(weights)),
-            "output x": float(output[0]),
-            "output y": float(output[1]),
+            N_("max weight"): float(weights.max()),
+            N_("entropy (bits)"): float(row_entropy_bits(weights)),
+            N_("output x"): float(output[0]),
+            N_("output y"): float(output[1]),
         }
 
     @property
     def picture_lead(self) -> str:
-        heaviest = KEY_NAMES[int(np.argmax(self.weights))]
-        return (
-            "The query points at {angle}° with length {length:.1f}: the {key} key takes the largest weight, "
-            "{weight:.0%}, and the output (the star) is pulled towards the {key} value, to ({x:.2f}, {y:.2f}). "
+        heaviest = translated(KEY_NAMES[int(np.argmax(self.weights))])
+        return _(
+            "The query points at {angle}° with length {length}: the {key} key takes the largest weight, "
+            "{weight}%, and the output (the star) is pulled towards the {key} value, to ({x}, {y}). "
             "A longer query sharpens the weights towards one key; a shorter one evens them out."
         ).format(
             angle=self.value("angle"),
-            length=self.value("length"),
+            length=number(self.value("length"), ".1f"),
             key=heaviest,
-            weight=self.readouts["max weight"],
-            x=self.readouts["output x"],
-            y=self.readouts["output y"],
+            weight=number(100 * self.readouts["max weight"], ".0f"),
+            x=number(self.readouts["output x"], ".2f"),
+            y=number(self.readouts["output y"], ".2f"),
         )
 
     def dynamic_artists(self):

@@ -7,6 +7,7 @@ import functools
 import numpy as np
 from matplotlib.ticker import NullLocator
 
+from ..i18n import N_, _, number
 from ..score_noise import ScoreBank, win_probability
 from .base import CourseWidget
 from .slider import float_slider, selection_slider
@@ -31,18 +32,18 @@ class ScoreNoiseWidget(CourseWidget):
     figsize = (7.3, 3.6)
 
     def setup(self):
-        self.controls["d"] = selection_slider(options=D_VALUES, value=8, description="head size d")
-        self.controls["noise"] = float_slider(value=1.0, min=0.0, max=3.0, step=0.1, description="noise σ")
+        self.controls["d"] = selection_slider(options=D_VALUES, value=8, description=_("head size d"))
+        self.controls["noise"] = float_slider(value=1.0, min=0.0, max=3.0, step=0.1, description=_("noise σ"))
         self.bank = ScoreBank(D_VALUES, n_keys=N_KEYS, trials=TRIALS, seed=2)
         self.ax_hist, self.ax_rate = self.figure.subplots(1, 2, width_ratios=[1.15, 1])
 
         ax = self.ax_hist
         zeros = np.zeros(len(EDGES) - 1)
         self.unrelated_steps = ax.stairs(
-            zeros, EDGES, fill=True, alpha=0.45, color="tab:blue", label="unrelated keys (true similarity 0)"
+            zeros, EDGES, fill=True, alpha=0.45, color="tab:blue", label=_("unrelated keys (true similarity 0)")
         )
         self.match_steps = ax.stairs(
-            zeros, EDGES, fill=True, alpha=0.55, color="tab:orange", label="the match (true similarity 1)"
+            zeros, EDGES, fill=True, alpha=0.55, color="tab:orange", label=_("the match (true similarity 1)")
         )
         for x in (0.0, 1.0):
             ax.axvline(x, color="0.3", lw=0.8, ls=":")
@@ -50,16 +51,16 @@ class ScoreNoiseWidget(CourseWidget):
             xlim=(EDGES[0], EDGES[-1]),
             ylim=(0, 1.3),
             yticks=[],
-            xlabel="similarity estimate q·k / d",
-            ylabel="how often (tallest bar = 1)",
+            xlabel=_("similarity estimate q·k / d"),
+            ylabel=_("how often (tallest bar = 1)"),
         )
         ax.legend(loc="upper left", frameon=False)
         self.hist_title = ax.set_title(" ")
 
         ax = self.ax_rate
         ax.axvspan(*PRACTICAL, color="tab:green", alpha=0.12, label="d in [32, 128]")
-        ax.axhline(1 / N_KEYS, color="0.5", lw=0.8, ls="--", label=f"chance (1/{N_KEYS})")
-        (self.exact_line,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), color="tab:red", lw=1.6, label="exact")
+        ax.axhline(1 / N_KEYS, color="0.5", lw=0.8, ls="--", label=_("chance (1/{keys})").format(keys=N_KEYS))
+        (self.exact_line,) = ax.plot(D_VALUES, np.zeros(len(D_VALUES)), color="tab:red", lw=1.6, label=_("exact"))
         (self.sim_dots,) = ax.plot(
             D_VALUES,
             np.zeros(len(D_VALUES)),
@@ -67,7 +68,7 @@ class ScoreNoiseWidget(CourseWidget):
             color="tab:red",
             ms=3,
             alpha=0.6,
-            label=f"simulated ({TRIALS} trials)",
+            label=_("simulated ({trials} trials)").format(trials=TRIALS),
         )
         (self.current,) = ax.plot([8], [0], "o", ms=11, mfc="none", mec="black", mew=1.6)
         ax.set_xscale("log", base=2)
@@ -76,28 +77,28 @@ class ScoreNoiseWidget(CourseWidget):
         ax.set(
             xlim=(0.8, 960),
             ylim=(0, 1.32),
-            xlabel="head size d (log scale)",
-            ylabel="match wins",
+            xlabel=_("head size d (log scale)"),
+            ylabel=_("match wins"),
             xticks=[1, 4, 16, 64, 256, 768],
             xticklabels=["1", "4", "16", "64", "256", "768"],
             yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
         )
         ax.legend(loc="upper left", ncols=2, frameon=False, borderaxespad=0.3, columnspacing=1.0)
-        ax.set_title(f"how often the match outscores {N_KEYS - 1} unrelated keys")
+        ax.set_title(_("how often the match outscores {others} unrelated keys").format(others=N_KEYS - 1))
 
     @property
     def picture_lead(self) -> str:
-        return (
-            "At head size d = {d} and noise σ = {noise:.1f}, an unrelated key's estimate spreads by "
-            "{spread:.2f} around its true similarity 0, against a gap of 1 to the match's, and the match "
-            "outscores all {others} unrelated keys {wins:.0%} of the time. A larger d narrows both spreads, and "
+        return _(
+            "At head size d = {d} and noise σ = {noise}, an unrelated key's estimate spreads by "
+            "{spread} around its true similarity 0, against a gap of 1 to the match's, and the match "
+            "outscores all {others} unrelated keys {wins}% of the time. A larger d narrows both spreads, and "
             "the rate climbs."
         ).format(
             d=self.value("d"),
-            noise=self.value("noise"),
-            spread=self.readouts["spread of unrelated"],
+            noise=number(self.value("noise"), ".1f"),
+            spread=number(self.readouts["spread of unrelated"], ".2f"),
             others=N_KEYS - 1,
-            wins=self.readouts["match wins (exact)"],
+            wins=number(100 * self.readouts["match wins (exact)"], ".0f"),
         )
 
     def dynamic_artists(self):
@@ -115,10 +116,11 @@ class ScoreNoiseWidget(CourseWidget):
         self.match_steps.set_data(match_share / tallest)
         self.unrelated_steps.set_data(unrelated_share / tallest)
         outside = float(np.mean((scores < EDGES[0]) | (scores > EDGES[-1])))
-        self.hist_title.set_text(
-            f"d = {d}, noise σ = {noise:.1f}"
-            + (f"  ({outside:.0%} of estimates off the scale)" if outside >= 0.005 else "")
-        )
+        if outside >= 0.005:
+            title = _("d = {d}, noise σ = {noise}  ({outside}% of estimates off the scale)")
+        else:
+            title = _("d = {d}, noise σ = {noise}")
+        self.hist_title.set_text(title.format(d=d, noise=number(noise, ".1f"), outside=number(100 * outside, ".0f")))
 
         exact = _exact_curve(round(noise, 6))
         simulated = np.array([self.bank.winning_rate(v, noise) for v in D_VALUES])
@@ -129,9 +131,9 @@ class ScoreNoiseWidget(CourseWidget):
 
         spread_match, spread_unrelated = float(match.std()), float(unrelated.std())
         return {
-            "match wins (exact)": float(exact[i]),
-            "match wins (simulated)": float(simulated[i]),
-            "spread of the match": spread_match,
-            "spread of unrelated": spread_unrelated,
-            "gap / spread": 1.0 / spread_unrelated,
+            N_("match wins (exact)"): float(exact[i]),
+            N_("match wins (simulated)"): float(simulated[i]),
+            N_("spread of the match"): spread_match,
+            N_("spread of unrelated"): spread_unrelated,
+            N_("gap / spread"): 1.0 / spread_unrelated,
         }
