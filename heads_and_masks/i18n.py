@@ -170,10 +170,15 @@ def number(value: float, spec: str = "g") -> str:
     """``value`` formatted with ``spec`` for a sentence in the current language: in Russian a decimal comma, and a
     thin space between thousands where ``spec`` groups them (``","``: 294 912, which "294,912" would misread as a
     fraction). Code and its printed arrays keep Python's point: this is for prose only."""
-    text = format(value, spec)
+    return in_prose(format(value, spec))
+
+
+def in_prose(digits: str) -> str:
+    """A number already written the English way (``"4,096"``, ``"79.6"``) as the current language writes it in
+    prose: in Russian 4 096 and 79,6."""
     if language() not in DECIMAL_COMMA:
-        return text
-    return "".join({",": THIN_SPACE, ".": ","}.get(character, character) for character in text)
+        return digits
+    return "".join({",": THIN_SPACE, ".": ","}.get(character, character) for character in digits)
 
 
 DECIMAL_COMMA = frozenset({"ru"})

@@ -82,3 +82,16 @@ def test_readouts_printed_in_a_notebook_read_as_on_the_widget():
     assert f"multiply-adds: {heads.readouts['multiply-adds']:,}" in text and not EXPONENT.search(text)
     calculator = KVCacheCalculator(model="GPT-3-175B")
     assert "fits: no" in calculator.readouts_text() and "<" not in calculator.readouts_text()
+
+
+def test_a_russian_readout_writes_numbers_as_russian_prose_does():
+    """In Russian a readout's thousands are apart by a narrow space and its decimals after a comma ("4,608" would
+    read there as a fraction): the same values, written as the glossary writes numbers."""
+    from heads_and_masks import i18n
+
+    with i18n.use_language("ru"):
+        assert readable_number(4608) == "4\u202f608" and readable_number(79.6) == "79,6"
+        calculator = KVCacheCalculator(model="GPT-3-175B", gpu="H100")
+        values = _values(calculator)
+    assert "4\u202f608" in values and "79,6" in values and "2\u202f048" in values, values
+    assert readable_number(4608) == "4,608"  # English again once out of Russian

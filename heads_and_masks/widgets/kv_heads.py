@@ -157,7 +157,7 @@ class KVCacheCalculator(CourseWidget):
                 gpu=self.value("gpu"),
                 memory=number(memory / GiB, ".1f"),
                 batch=batch,
-                context=f"{context:,}",
+                context=number(context, ","),
                 dtype=self.value("dtype"),
             ),
             color="black" if fits else "tab:red",
@@ -219,7 +219,7 @@ class KVCacheCalculator(CourseWidget):
             )
             name = f"with a rolling buffer of {config.sliding_window:,} tokens (GiB)"
             self.shown_names[name] = _("with a rolling buffer of {window} tokens (GiB)").format(
-                window=f"{config.sliding_window:,}"
+                window=number(config.sliding_window, ",")
             )
             readouts[name] = window_cache / GiB
         return readouts
