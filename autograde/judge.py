@@ -47,7 +47,6 @@ import queue
 import re
 import shutil
 import tempfile
-import textwrap
 import time
 import types
 import warnings
@@ -60,14 +59,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Bytes, Integer, Unicode
 
-from .sandbox import REPO, MemoryMeter, SandboxedKernelManager, sandbox_available
+from .inside.harness import MAX_DEPTH, MAX_ERROR, MAX_WARNING, MAX_WARNINGS, REPLY_MARK, REQUEST_KEY, encode
+from .sandbox import INSIDE, REPO, MemoryMeter, SandboxedKernelManager, sandbox_available
 
-REPLY_MARK = "__HM_REPLY__"
-# Where a judge's request travels: a field of its own in the execute_request's content, beside the code
-# (``__hm_rpc()``, the same few characters for every call). In the code itself, every request (arrays
-# as base64, tens of kilobytes) would be tokenized, parsed and hashed by IPython and ipykernel before it
-# ran: measured here, 20 ms of the kernel's CPU for a call on 8,000 numbers, 2.3 ms with no argument.
-REQUEST_KEY = "heads_and_masks_request"
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
 MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
@@ -83,25 +77,7 @@ TOO_LARGE = f"it sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB (on
 
 
 # ------------------------------------------------------------------ plain data on the wire
-def encode(value, depth: int = 0):
-    """Plain data only: numbers, strings, None, numpy arrays of numbers/bools, lists, tuples, dicts."""
-    if depth > 20:
-        raise ValueError("nested too deep")
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if isinstance(value, np.generic) and type(value).__module__ == "numpy":
-        return {"__scalar__": value.dtype.str, "v": value.item()}
-    if type(value) is np.ndarray:
-        if value.dtype.kind not in "biufc":
-            return {"__unsupported__": f"numpy array of dtype {value.dtype}"}
-        buffer = io.BytesIO()
-        np.save(buffer, value, allow_pickle=False)
-        return {"__nd__": base64.b64encode(buffer.getvalue()).decode("ascii")}
-    if type(value) in (list, tuple):
-        return {"__seq__": type(value).__name__, "items": [encode(v, depth + 1) for v in value]}
-    if type(value) is dict and all(type(k) is str for k in value):
-        return {"__dict__": {k: encode(v, depth + 1) for k, v in value.items()}}
-    return {"__unsupported__": type(value).__name__}
+# What the kernel sends is made by the harness's ``encode`` (inside/harness.py), the one the grader sends with.
 
 
 class Unsupported:
@@ -116,7 +92,7 @@ class Unsupported:
 
 def decode(value, depth: int = 0):
     """The inverse of :func:`encode`, for data that came from the student's kernel: checked, never trusted."""
-    if depth > 20:
+    if depth > MAX_DEPTH:
         raise ValueError("nested too deep")
     if isinstance(value, (bool, int, float, str)) or value is None:
         return value
@@ -147,79 +123,21 @@ def decode(value, depth: int = 0):
 # ------------------------------------------------------------------ the harness inside the student's kernel
 # Defined after the student's cells ran. Tampering with it only breaks the student's own answers:
 # whatever it sends back is checked here as plain data.
-HARNESS = textwrap.dedent("""
-    def __hm_rpc(request_json=None):
-        import base64 as _b64, io as _io, json as _json
-        import numpy as _np
-
-        if request_json is None:  # the request came in the execute_request's content, beside the code
-            request_json = __import__("IPython").get_ipython().kernel.get_parent("shell")["content"][__REQUEST_KEY__]
-
-        def _encode(value, depth=0):
-            if depth > 20:
-                return {"__unsupported__": "deeply nested data"}
-            if value is None or type(value) in (bool, int, float, str):
-                return value
-            if isinstance(value, _np.generic) and type(value).__module__ == "numpy":
-                return {"__scalar__": value.dtype.str, "v": value.item()}
-            if type(value) is _np.ndarray:
-                if value.dtype.kind not in "biufc":
-                    return {"__unsupported__": "numpy array of dtype %s" % value.dtype}
-                buffer = _io.BytesIO()
-                _np.save(buffer, value, allow_pickle=False)
-                return {"__nd__": _b64.b64encode(buffer.getvalue()).decode("ascii")}
-            if type(value) in (list, tuple):
-                return {"__seq__": type(value).__name__, "items": [_encode(v, depth + 1) for v in value]}
-            if type(value) is dict and all(type(k) is str for k in value):
-                return {"__dict__": {k: _encode(v, depth + 1) for k, v in value.items()}}
-            return {"__unsupported__": type(value).__name__}
-
-        def _decode(value):
-            if not isinstance(value, dict):
-                return value
-            if "__nd__" in value:
-                return _np.load(_io.BytesIO(_b64.b64decode(value["__nd__"])), allow_pickle=False)
-            if "__scalar__" in value:
-                return _np.dtype(value["__scalar__"]).type(value["v"])
-            if "__seq__" in value:
-                items = [_decode(v) for v in value["items"]]
-                return tuple(items) if value["__seq__"] == "tuple" else items
-            if "__dict__" in value:
-                return {k: _decode(v) for k, v in value["__dict__"].items()}
-            return None
-
-        request = _json.loads(request_json)
-        reply = {}
-        namespace = globals()
-        if request["op"] == "describe":
-            name = request["name"]
-            if name not in namespace:
-                reply["kind"] = "missing"
-            else:
-                obj = namespace[name]
-                if type(obj).__name__ == "module":
-                    reply["kind"] = "module"
-                elif callable(obj):
-                    reply["kind"] = "callable"
-                else:
-                    reply.update(kind="value", value=_encode(obj))
-        elif request["op"] == "call":
-            args = [_decode(a) for a in request["args"]]
-            kwargs = {k: _decode(v) for k, v in request["kwargs"].items()}
-            before = [a.copy() if type(a) is _np.ndarray else None for a in args]
-            # which warnings are the answer's own: the checks' policy (the stub package keeps this module)
-            from heads_and_masks._answer_warnings import answer_warnings as _answer_warnings
-            with _answer_warnings() as caught:
-                try:
-                    result = namespace[request["name"]](*args, **kwargs)
-                    reply["result"] = _encode(result)
-                except BaseException as error:
-                    reply["error"] = [type(error).__name__, str(error)[:2000]]
-            reply["warnings"] = [[w.category.__name__, str(w.message)[:500]] for w in caught[:20]]
-            reply["mutated"] = {str(i): _encode(a) for i, (a, b) in enumerate(zip(args, before))
-                                if b is not None and not _np.array_equal(a, b, equal_nan=True)}
-        __import__("builtins").print("__HM_REPLY__" + _json.dumps(reply), flush=True)
-""").replace("__REQUEST_KEY__", repr(REQUEST_KEY))
+HARNESS_FILE = INSIDE / "harness.py"
+# The code that defines it in a kernel. The harness runs in a namespace of its own, where no name of the
+# student's can shadow one of its own (the builtins it uses here are taken from their module for the same
+# reason); the notebook gets one name, ``__hm_rpc``, that answers requests about the notebook's names.
+_HARNESS_SOURCE = HARNESS_FILE.read_text(encoding="utf-8")
+_HARNESS_NAME = str(HARNESS_FILE.relative_to(INSIDE.parents[1]))  # autograde/inside/harness.py, in tracebacks
+HARNESS = "\n".join(
+    [
+        "__hm_harness = {'__name__': 'heads_and_masks_harness'}",
+        f"__import__('builtins').exec(__import__('builtins').compile({_HARNESS_SOURCE!r}, {_HARNESS_NAME!r}, 'exec'),"
+        " __hm_harness)",
+        "__hm_rpc = __hm_harness['answerer'](__import__('builtins').globals())",
+        "del __hm_harness",
+    ]
+)
 
 
 # ------------------------------------------------------------------ the package a grading kernel imports
@@ -861,8 +779,8 @@ class RemoteFunction:
         except CallTimedOut:
             self.budget.hung.add(self.name)
             raise
-        for category, message in (reply.get("warnings") or [])[:20]:
-            warnings.warn(str(message)[:500], _warning_class(str(category)), stacklevel=2)
+        for category, message in (reply.get("warnings") or [])[:MAX_WARNINGS]:
+            warnings.warn(str(message)[:MAX_WARNING], _warning_class(str(category)), stacklevel=2)
         mutated = reply.get("mutated") or {}
         for index, value in mutated.items() if isinstance(mutated, dict) else []:  # mirror in-place changes
             index = int(index) if str(index).isdigit() else -1
@@ -874,7 +792,7 @@ class RemoteFunction:
                     args[index][...] = np.nan if args[index].dtype.kind == "f" else 0
         if "error" in reply:
             name, message = (list(reply["error"]) + ["", ""])[:2]
-            raise _exception_class(str(name)[:100])(str(message)[:2000])
+            raise _exception_class(str(name)[:100])(str(message)[:MAX_ERROR])
         return decode(reply.get("result"))
 
 

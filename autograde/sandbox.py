@@ -51,9 +51,10 @@ from pathlib import Path
 from jupyter_client.manager import KernelManager
 
 REPO = Path(__file__).resolve().parents[1]
-LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
+INSIDE = Path(__file__).resolve().with_name("inside")  # what runs inside the sandbox (standard library only)
+LAUNCHER = INSIDE / "kernel_launch.py"
 LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
-CONFINE = LAUNCHER.with_name("confine.py")  # what the launcher and the zygote import, beside them inside
+CONFINE = INSIDE / "confine.py"  # what the launcher and the zygote import, beside them inside
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # set in every grading kernel: pictures and widgets stay idle
 UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from autograde import sandbox
 
-SERVER = Path(__file__).resolve().with_name("zygote_server.py")
+SERVER = sandbox.INSIDE / "zygote_server.py"
 SERVER_INSIDE = Path("/opt/heads-and-masks/zygote_server.py")
 STAGE = "/opt/heads-and-masks/stage"  # zygote_server.STAGE
 

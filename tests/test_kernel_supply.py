@@ -13,7 +13,7 @@ from autograde import judge
 from autograde import zygote
 from autograde.sandbox import KERNEL_OPTIONS, SandboxedKernelManager
 
-LAUNCHER = REPO / "autograde" / "kernel_launch.py"
+LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
 
 def test_preload_imports_first_then_runs_the_module_in_the_same_process_under_the_limits(tmp_path):

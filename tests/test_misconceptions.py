@@ -96,7 +96,7 @@ class _KernelHere:
         import io
         import json
 
-        from autograde.judge import REPLY_MARK
+        from autograde.inside.harness import REPLY_MARK
 
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):

@@ -25,7 +25,7 @@ from autograde.collect import default_zip_regexp
 from autograde.feedback_filter import HideHiddenTests, SayInLanguage, split_hidden
 from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
 
-LAUNCHER = REPO / "autograde" / "kernel_launch.py"
+LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
 
 def test_kernel_launcher_limits_memory_and_keeps_small_work_possible():

@@ -1,4 +1,4 @@
-"""Kernels forked from the zygote (autograde/zygote.py, zygote_server.py): each one as closed in as a kernel
+"""Kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): each one as closed in as a kernel
 started on its own (its uid, no capability, its processes, its folders, its cgroups, no network), nothing
 shared between two of them, and every process of a kernel gone when the grader lets it go."""
 

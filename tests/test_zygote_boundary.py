@@ -1,4 +1,4 @@
-"""The hostile student against kernels forked from the zygote (autograde/zygote.py, zygote_server.py): what a
+"""The hostile student against kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): what a
 kernel leaves behind for the next kernel of its uid, and whether its limits hold on every kind of machine.
 
 Each test is an attack that got through before its fix (docs/security.md, "Attacks tried").

@@ -101,7 +101,7 @@ import json as _json
 _kernel = get_ipython().kernel
 _real_parent = _kernel.get_parent
 def _rewritten(channel="shell"):
-    # the judge's request rides in the execute_request's content (autograde/judge.py, REQUEST_KEY): each call
+    # the judge's request rides in the execute_request's content (autograde/inside/harness.py, REQUEST_KEY): each call
     # on the hidden inputs becomes a call on one small input, where a uniform average may pass for attention
     parent = _real_parent(channel)
     content = dict(parent.get("content", {}))
