@@ -10,7 +10,9 @@
            forked from a zygote that imported what kernels import .......  zygote.py      (+ inside/zygote_server.py)
            which confines itself: keyring, no user namespace ............  inside/confine.py
          every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
-           answered in the kernel by the harness ........................  inside/harness.py
+           one test cell and its verdict ................................  verdicts.py    (+ remote_calls.py)
+           the student's kernel, its supply and its package .............  kernel_client.py (+ kernel_supply.py, stub_package.py)
+           answered in the kernel by the harness ........................  inside/harness.py (read back: wire.py)
     4. results: one record per student, statuses, the gradebook .........  results.py
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
     6. export: the grades CSV, and the files Canvas and Moodle import ...  export.py

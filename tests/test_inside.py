@@ -3,7 +3,7 @@
 The scripts there are mounted read-only into the sandbox on their own (``sandbox.kernel_view``,
 ``zygote.zygote_command``), where they run before anything else is imported: they can reach nothing but the
 standard library and each other (``import confine``). The judge's harness runs in the grading kernel, after the
-student's code, so it may also use what that kernel has: numpy and the course package's stub (``judge.PRELOAD``)
+student's code, so it may also use what that kernel has: numpy and the course package's stub (``kernel_client.PRELOAD``)
 and IPython, whose kernel it is. Nothing inside ever imports the grader's code (``autograde``).
 """
 
@@ -15,7 +15,7 @@ import sys
 from course import REPO
 
 INSIDE = REPO / "autograde" / "inside"
-KERNEL_HAS = {"numpy", "heads_and_masks", "IPython"}  # judge.PRELOAD, and the kernel's own IPython
+KERNEL_HAS = {"numpy", "heads_and_masks", "IPython"}  # kernel_client.PRELOAD, and the kernel's own IPython
 ALSO_ALLOWED = {"harness.py": KERNEL_HAS}
 
 

@@ -1,14 +1,14 @@
 """The judge's harness: what answers the judge's requests inside a student's grading kernel.
 
-The judge defines it in the kernel after the student's cells ran (``judge.HARNESS``): this file runs there
+The judge defines it in the kernel after the student's cells ran (``kernel_client.HARNESS``): this file runs there
 in a namespace of its own, and the notebook gets one name, ``__hm_rpc``, bound to :func:`answerer` of the
 notebook's names. Each request names a name of the notebook: ``describe`` it (missing, a module, a callable,
 or a value, sent as plain data) or ``call`` it on plain data; the reply is one printed line, ``REPLY_MARK``
 and JSON. Tampering with it only breaks the student's own answers: whatever it sends back is checked in the
-grader as plain data (``judge.decode``), never trusted.
+grader as plain data (``wire.decode``), never trusted.
 
 It imports the standard library, what every grading kernel imported before it listened (numpy, and the
-course package's stub: ``judge.PRELOAD``) and IPython, whose kernel it runs in; never anything of the grader's
+course package's stub: ``kernel_client.PRELOAD``) and IPython, whose kernel it runs in; never anything of the grader's
 (tests/test_inside.py). The grader imports :func:`encode` and the limits from here too: one definition of what
 crosses the boundary, on both sides of it.
 """
