@@ -7,9 +7,9 @@ step busy for minutes on one student. So each step that spends on a submission h
 * **structure** (inspection, before any step spends on the notebook; the similarity page's reading too): its
   cells, the characters of their sources, its stored outputs, how deeply its JSON nests and how many objects
   and arrays it holds (``notebook_shape``, ``structure_limits``);
-* **output** (grading, as it arrives from the kernel): the characters one cell (or one call of the
-  student's function) sends, and the size of one message (``judge.MAX_CELL_OUTPUT``,
-  ``judge.MAX_MESSAGE_BYTES``): the cell, and the student's grading, end when either is passed;
+* **output** (grading, as it arrives from the kernel): the characters a notebook's kernel sends over its
+  whole grading (its cells and its functions' calls), and the size of one message (``kernel_client.MAX_KERNEL_OUTPUT``,
+  ``kernel_client.MAX_MESSAGE_BYTES``): the cell, and the student's grading, end when either is passed;
 * **time**: the judge's per-cell and per-notebook time, the pool's per-submission time;
 * **feedback** (``feedback.py``): each student's page is made in a process of its own, with a time and a
   memory limit (``FEEDBACK_SECONDS``, ``FEEDBACK_MEMORY_MB``): one student's page never holds the others'.

@@ -16,7 +16,7 @@ PNG images inside the page; every name and message is escaped) and the same numb
 * across the graded assignments: the misconception families a student shows in more than one.
 
 What it reads is the grader's own: the verdict the judge wrote into each graded test cell's metadata
-(``judge.VERDICT_KEY``: passed, answered, misconception id), the result records, and the gradebook.
+(``verdicts.VERDICT_KEY``: passed, answered, misconception id), the result records, and the gradebook.
 """
 
 from __future__ import annotations

@@ -172,11 +172,11 @@ def run_settings(run: dict) -> dict:
 
 def grade_submission(run: dict, job: dict) -> dict:
     """Grade one submission with nbgrader in this process's private course root (a Dask task)."""
-    from . import judge
+    from . import judge, kernel_supply
     from .collect import write_submission
 
     if job.get("last"):  # among the run's last submissions: this worker expects none after it
-        judge.kernel_supply().last_one()
+        kernel_supply.kernel_supply().last_one()
     course = private_course(run)
     assignment, student = run["assignment"], job["student"]
     submitted = course.path("submitted", student, assignment)

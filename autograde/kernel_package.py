@@ -341,7 +341,7 @@ def _reference_stub(node: ast.FunctionDef) -> ast.FunctionDef:
         f"the course's reference `{node.name}` is not available while a notebook is graded "
         "(graded answers are your own code)"
     )
-    # the grader maps the name back to ReferenceUsedError (judge._exception_class): the checks name it
+    # the grader maps the name back to ReferenceUsedError (remote_calls._exception_class): the checks name it
     node.body = ast.parse(
         f"from heads_and_masks._guard import ReferenceUsedError\nraise ReferenceUsedError({message!r})"
     ).body

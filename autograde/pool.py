@@ -275,7 +275,7 @@ def _grade(
             # The cluster starts now (its workers are up when this returns): the workers make their
             # sandboxes and boot their first kernels while this process inspects the submissions (about
             # 8 ms each: 2.4 s for a class of 300).
-            from .judge import kernel_limits
+            from .kernel_client import kernel_limits
 
             if scheduler is None:
                 fork_server.start()  # (if the command has not started it already)
@@ -537,8 +537,8 @@ class GradingWorker(WorkerPlugin):
     """Makes a Dask worker ready to grade, as it starts (a worker plugin: each local worker is made with it,
     before it joins the scheduler; an existing cluster has it registered):
     nbgrader imported and the course package without its reference implementations made
-    (``judge.shared_stub_package``), once per worker process, before its first submission; and
-    the worker's kernel supply (``judge.KernelSupply``), held until the worker stops (on an existing
+    (``stub_package.shared_stub_package``), once per worker process, before its first submission; and
+    the worker's kernel supply (``kernel_supply.KernelSupply``), held until the worker stops (on an existing
     cluster, or until a later run registers the plugin again). On the local cluster (``log``), what the
     worker and its kernels print goes to the course's log instead of the instructor's terminal; with
     ``pin`` (a local worker per core), worker *i* and everything it starts (its zygote, its kernels) keep
@@ -554,7 +554,7 @@ class GradingWorker(WorkerPlugin):
         assignment: str | None = None,
     ):
         self.log = str(log) if log else None
-        self.kernel_limits = kernel_limits  # the run's (judge.kernel_limits): its first kernel starts at once
+        self.kernel_limits = kernel_limits  # the run's (kernel_client.kernel_limits): its first kernel starts at once
         self.assignment = assignment  # the run's: its kernels import that notebook's allowlist (kernel_package.py)
         self.kernels = None
         self.pin = pin
@@ -563,7 +563,8 @@ class GradingWorker(WorkerPlugin):
         import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
         from .course import share_gradebook_engines
-        from .judge import KernelSupply, shared_stub_package
+        from .kernel_supply import KernelSupply
+        from .stub_package import shared_stub_package
 
         share_gradebook_engines()
         worker_folders()  # a worker of an existing cluster: folders of its own, as a run's (run_folder.py)
@@ -661,7 +662,7 @@ def dask_client(
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
 
-    from .judge import STUB_ENV, kept_stub_package, shared_stub_package
+    from .stub_package import STUB_ENV, kept_stub_package, shared_stub_package
     from .tool_env import tool_env
 
     if scheduler:

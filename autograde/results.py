@@ -137,12 +137,12 @@ class Result:
 def read_verdicts(notebook) -> dict[str, dict]:
     """grade_id -> the judge's verdict on every graded test cell of an autograded notebook.
 
-    Each is the record the judge wrote into the cell's metadata (``judge.VERDICT_KEY``: passed, answered,
+    Each is the record the judge wrote into the cell's metadata (``verdicts.VERDICT_KEY``: passed, answered,
     misconception, failure), with ``message``: what the judge wrote as the cell's output (a failure's
     words for the learner, or the check's lines when it passed). The one reader of verdicts: the class
     report and the benchmark's list of failing cells both go through it.
     """
-    from .judge import VERDICT_KEY  # the writer's key (imported here: reading results starts no kernel machinery)
+    from .verdicts import VERDICT_KEY  # the writer's key (imported here: reading results starts no kernel machinery)
 
     found = {}
     for cell in notebook.cells:

@@ -7,7 +7,7 @@ bubblewrap with an **allowlist**, not a blocklist: it sees
   and the course's environment read-only;
 * the course package **cut to the notebook's allowlist**: what its own cells use, every graded function a
   function that only raises, nothing that computes a graded answer (``kernel_package.py``, made by
-  ``judge.stub_package``), and the course's ``data/``;
+  ``stub_package.stub_package``), and the course's ``data/``;
 * a private scratch folder as its working directory, a private ``/tmp`` and ``/dev/shm``: small
   tmpfs mounts with a size cap, thrown away with the kernel;
 * a private folder for the two unix sockets it talks to the grader through (no network at all: its
@@ -27,7 +27,7 @@ submissions, ``/root``, ``/home`` or ``/srv``. It runs
   in the cell rather than a killed kernel), CPU time, file size, no core dumps, one BLAS thread.
 
 After the kernel the grader reads back nothing it wrote: answers travel as plain data over the
-kernel protocol (``judge.py``), and the scratch folder vanishes with its mount.
+kernel protocol (``kernel_client.py``), and the scratch folder vanishes with its mount.
 
 Where bubblewrap is missing or cannot create namespaces, :func:`sandbox_available` says why; the
 kernel then runs unsandboxed (with a clean environment and limits) and every grade says so.
@@ -51,9 +51,10 @@ from pathlib import Path
 from jupyter_client.manager import KernelManager
 
 REPO = Path(__file__).resolve().parents[1]
-LAUNCHER = Path(__file__).resolve().with_name("kernel_launch.py")
+INSIDE = Path(__file__).resolve().with_name("inside")  # what runs inside the sandbox (standard library only)
+LAUNCHER = INSIDE / "kernel_launch.py"
 LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
-CONFINE = LAUNCHER.with_name("confine.py")  # what the launcher and the zygote import, beside them inside
+CONFINE = INSIDE / "confine.py"  # what the launcher and the zygote import, beside them inside
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # set in every grading kernel: pictures and widgets stay idle
 UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked)
@@ -595,7 +596,7 @@ class SandboxedKernelManager(KernelManager):
         command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
         name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
         self.cgroups = Cgroups(name, (self.cgroup_mb or self.memory_mb + 256) * 2**20, self.max_processes)
-        # Without a memory cgroup the meter reads the kernel's processes at the end of a call (judge.py): a
+        # Without a memory cgroup the meter reads the kernel's processes at the end of a call (remote_calls.py): a
         # child started and ended within it would go unseen, so the kernel may start none (threads only).
         new_processes = self.cgroups.memory_files() is not None
         launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER

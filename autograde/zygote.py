@@ -27,12 +27,12 @@ from pathlib import Path
 
 from autograde import sandbox
 
-SERVER = Path(__file__).resolve().with_name("zygote_server.py")
+SERVER = sandbox.INSIDE / "zygote_server.py"
 SERVER_INSIDE = Path("/opt/heads-and-masks/zygote_server.py")
 STAGE = "/opt/heads-and-masks/stage"  # zygote_server.STAGE
 
 # What the zygote imports once, so that no kernel imports it again: what every grading kernel imports
-# (judge.PRELOAD), ipykernel and the modules a kernel imports as it starts. Nothing here may start a
+# (kernel_client.PRELOAD), ipykernel and the modules a kernel imports as it starts. Nothing here may start a
 # thread (a fork copies only the thread that forks: the zygote checks).
 PRELOAD = (
     "numpy",

@@ -438,7 +438,7 @@ def test_a_flood_of_printed_lines_is_cut_as_it_arrives():
     """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB of it, and ends the
     kernel once it sent MAX_KERNEL_OUTPUT (instead of taking all it prints until the cell's time runs out)."""
     require_sandbox()
-    from autograde.judge import MAX_KERNEL_OUTPUT, MAX_STDOUT, StudentKernel
+    from autograde.kernel_client import MAX_KERNEL_OUTPUT, MAX_STDOUT, StudentKernel
 
     kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
     received = 0
@@ -474,7 +474,7 @@ def test_what_a_kernel_sends_unread_waits_in_the_kernels_memory():
     require_sandbox()
     import time
 
-    from autograde.judge import StudentKernel
+    from autograde.kernel_client import StudentKernel
 
     kernel = StudentKernel(memory_mb=2048, cpu_seconds=60)
     try:
@@ -492,7 +492,7 @@ def test_one_huge_line_of_output_ends_its_notebook_at_once():
     """120 MB printed as one line: the grader takes no message over its limit, and ends the kernel at that cell
     instead of waiting out the time of every cell after it (what held a worker for its whole budget)."""
     run, *_, report, _ = hostile_class()
-    from autograde.judge import MAX_MESSAGE_BYTES
+    from autograde.kernel_client import MAX_MESSAGE_BYTES
 
     result = run.results["prints_one_huge_line"]
     limits = " ".join(result.limits)
@@ -624,7 +624,7 @@ def _feedback_page(feedback_files, student: str) -> str:
 def test_a_hidden_failing_test_is_shown_as_the_instructor_made_it():
     """A test cell folded away by the submission's metadata (hidden input and output, collapsed, left out of
     the page) is shown in the graded notebook and in the feedback as the release shows it."""
-    from autograde.judge import VERDICT_KEY
+    from autograde.verdicts import VERDICT_KEY
 
     run, _, _, feedback_files, *_ = hostile_class()
     released = {_grade_id(c): c.metadata for c in student_notebook(ASSIGNMENT).cells if _grade_id(c)}

@@ -186,11 +186,11 @@ def test_the_benchmark_finds_every_failing_cell_by_its_verdict(tmp_path):
     import nbformat
 
     from autograde.course import Course
-    from autograde.judge import VERDICT_KEY, Verdict, _verdict_outputs, verdict_metadata
+    from autograde.verdicts import VERDICT_KEY, Verdict, verdict_outputs, verdict_metadata
     from autograde.throughput import failing_cells
 
     def graded(verdict: Verdict):
-        cell = nbformat.v4.new_code_cell("check_it(f)", outputs=_verdict_outputs(verdict))
+        cell = nbformat.v4.new_code_cell("check_it(f)", outputs=verdict_outputs(verdict))
         cell.metadata = {
             "nbgrader": {"grade_id": verdict.grade_id, "grade": True},
             VERDICT_KEY: verdict_metadata(verdict),

@@ -1,4 +1,4 @@
-"""The seccomp filter every grading kernel installs (autograde/confine.py), read instruction by instruction.
+"""The seccomp filter every grading kernel installs (autograde/inside/confine.py), read instruction by instruction.
 
 The kernel tests (test_zygote_boundary.py) show that a kernel makes no user namespace and still starts threads and
 processes; this one runs the filter's program on every kind of call it must decide, including the ones a Python
@@ -11,7 +11,7 @@ import errno
 
 import pytest
 
-from autograde import confine
+from autograde.inside import confine
 
 CLONE_NEWUSER, CLONE_NEWNS, CLONE_THREAD, CLONE_VM = 0x10000000, 0x00020000, 0x00010000, 0x00000100
 SIGCHLD = 17

@@ -1,7 +1,7 @@
 """What a grading kernel can import of the course package computes no graded answer (a capability, not a list).
 
 For every assignment, a real sandboxed grading kernel of that assignment (the grading path's own
-``judge.StudentKernel``, with the package ``kernel_package.build`` made for it) walks everything it can
+``kernel_client.StudentKernel``, with the package ``kernel_package.build`` made for it) walks everything it can
 reach in the course package: every module it can import, every attribute of those modules, of the classes,
 functions (their globals, closures, defaults, wrapped functions), objects and containers found there. It
 calls every callable on random valid inputs of every graded function (the registry of references,
@@ -226,7 +226,7 @@ def __hm_probe(blob):
 
 
 def probe(kernel, cases) -> dict:
-    """Run the probe in ``kernel`` (a judge.StudentKernel) on ``cases``; what it found."""
+    """Run the probe in ``kernel`` (a kernel_client.StudentKernel) on ``cases``; what it found."""
     blob = base64.b64encode(pickle.dumps(cases)).decode("ascii")
     run = kernel.run(PROBE + f"\n__hm_probe({blob!r})\n", timeout=600)
     lines = [line for line in run.stdout.splitlines() if line.startswith("__HM_PROBE__")]
@@ -240,7 +240,7 @@ def cases():
 
 
 def _kernel(assignment):
-    from autograde.judge import StudentKernel
+    from autograde.kernel_client import StudentKernel
 
     require_sandbox()
     return StudentKernel(1024, 900, assignment=assignment)
@@ -268,15 +268,15 @@ def test_every_graded_function_has_inputs():
 def test_a_helper_that_answers_is_found_once_a_kernel_can_reach_it(cases, monkeypatch, tmp_path):
     """The same walk, on a kernel whose allowlist was given helpers that answer (one named, one only needed by a
     named function, one a default argument): each is found (before issue 36 these were in every kernel)."""
-    from autograde import judge
+    from autograde import kernel_client, stub_package
 
     names = {module: dict(table) for module, table in kernel_package.NOTEBOOK_NAMES.items()}
     names["00_start_here"]["heads_and_masks.training"] = ("attention_backward_slow",)
     names["00_start_here"]["heads_and_masks.generation"] = ("top_left_causal_mask",)
     monkeypatch.setattr(kernel_package, "NOTEBOOK_NAMES", names)
     monkeypatch.setattr(kernel_package, "WITHHELD", {})
-    package = judge.stub_package(tmp_path / "00_start_here", "00_start_here")
-    monkeypatch.setattr(judge, "shared_stub_package", lambda assignment=None: package)
+    package = stub_package.stub_package(tmp_path / "00_start_here", "00_start_here")
+    monkeypatch.setattr(kernel_client, "shared_stub_package", lambda assignment=None: package)
     kernel = _kernel("00_start_here")
     try:
         found = probe(kernel, cases)

@@ -1,4 +1,4 @@
-"""Warm grading kernels (judge.KernelSupply): the next submission's kernel boots while one is graded,
+"""Warm grading kernels (kernel_supply.KernelSupply): the next submission's kernel boots while one is graded,
 with the same limits and nothing of anyone's; kernel_launch's --preload; the grading kernels' options."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import sys
 import psutil
 from course import REPO
 
-from autograde import judge
+from autograde import kernel_client, kernel_supply, remote_calls
 from autograde import zygote
 from autograde.sandbox import KERNEL_OPTIONS, SandboxedKernelManager
 
-LAUNCHER = REPO / "autograde" / "kernel_launch.py"
+LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
 
 def test_preload_imports_first_then_runs_the_module_in_the_same_process_under_the_limits(tmp_path):
@@ -52,16 +52,16 @@ def test_grading_kernels_keep_no_history_and_build_no_tracebacks():
         command = manager.format_kernel_cmd()
         assert all(option in command for option in KERNEL_OPTIONS)
         manager.cgroups.remove()
-        manager.preload = judge.PRELOAD
+        manager.preload = kernel_client.PRELOAD
         if manager.forked:  # root: forked from the zygote, which imported them before any kernel
-            assert set(judge.PRELOAD) <= set(zygote.PRELOAD)
+            assert set(kernel_client.PRELOAD) <= set(zygote.PRELOAD)
             manager.format_kernel_cmd()
             assert manager._request["args"][-len(KERNEL_OPTIONS) :] == list(KERNEL_OPTIONS)
             manager.cgroups.remove()
         manager.forked = False  # a kernel started on its own (not root, or no bubblewrap)
         command = manager.format_kernel_cmd()
         assert all(option in command for option in KERNEL_OPTIONS)
-        assert f"--preload={','.join(judge.PRELOAD)}" in command
+        assert f"--preload={','.join(kernel_client.PRELOAD)}" in command
         assert "--no-debugger" in command, "a grading kernel is never debugged"
         manager.cgroups.remove()
         manager.preload = ()
@@ -70,15 +70,15 @@ def test_grading_kernels_keep_no_history_and_build_no_tracebacks():
         manager.cleanup_resources()
 
 
-def _probe(kernel: judge.StudentKernel, code: str) -> str:
+def _probe(kernel: kernel_client.StudentKernel, code: str) -> str:
     run = kernel.run(code, 60)
     assert run.error is None, run.outputs
     return run.stdout.strip()
 
 
 def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits():
-    with judge.KernelSupply() as supply:
-        assert judge.kernel_supply() is supply
+    with kernel_supply.KernelSupply() as supply:
+        assert kernel_supply.kernel_supply() is supply
         first = supply.take(memory_mb=1024, cpu_seconds=300)
         spare = supply.spare
         assert spare is not None and spare is not first and spare.limits == (1024, 300)
@@ -106,24 +106,24 @@ def test_each_submission_gets_a_fresh_kernel_started_ahead_with_the_same_limits(
         assert third is not left and third.limits == (512, 300) and not left.manager.is_alive()
         third.shutdown()
         last_spare = supply.spare.manager.provisioner.process.pid
-    assert judge.kernel_supply() is not supply and supply.spare is None
+    assert kernel_supply.kernel_supply() is not supply and supply.spare is None
     assert not psutil.pid_exists(last_spare) or psutil.Process(last_spare).status() == psutil.STATUS_ZOMBIE
 
 
 def test_outside_a_supply_the_judge_starts_each_kernel_when_needed():
-    supply = judge.kernel_supply()
+    supply = kernel_supply.kernel_supply()
     assert supply.prestart is False and supply.spare is None
 
 
 def test_a_retired_kernel_ends_at_once_and_is_gone_when_the_supply_closes():
-    with judge.KernelSupply() as supply:
+    with kernel_supply.KernelSupply() as supply:
         kernel = supply.take(memory_mb=1024, cpu_seconds=300)
         runtime, cgroups = kernel.manager.runtime, list(kernel.manager.cgroups.folders)
         supply.retire(kernel)  # the worker goes on; the kernel's shutdown finishes in the background
         try:
             kernel.run("1", 5)
             raise AssertionError("a retired kernel still ran a cell")
-        except judge.KernelGone:
+        except kernel_client.KernelGone:
             pass
     assert not runtime.exists(), "its socket folder is removed by the time the supply closes"
     assert not [folder for folder in cgroups if folder.exists()], "and its cgroups"
@@ -137,13 +137,13 @@ def test_a_judges_call_leaves_its_arguments_out_of_the_kernels_code():
     answered, with the arguments intact."""
     import numpy as np
 
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
-        assert kernel.run(judge.HARNESS, 30).error is None
+        assert kernel.run(kernel_client.HARNESS, 30).error is None
         assert kernel.run("def total(x):\n    return float(x.sum())\n", 30).error is None
         stored = "import linecache\nprint(sum(len(''.join(v[2])) for v in linecache.cache.values() if len(v) > 2))"
         before = int(_probe(kernel, stored))
-        function = judge.RemoteFunction(kernel, "total", judge.Budget(120, 60))
+        function = remote_calls.RemoteFunction(kernel, "total", remote_calls.Budget(120, 60))
         rng = np.random.default_rng(7)
         for _ in range(20):
             x = rng.standard_normal(20_000)
@@ -161,14 +161,17 @@ def test_a_calls_memory_is_read_from_outside_and_memory_freed_earlier_does_not_h
     memory, unseen: 0.24 MiB measured for a 16 MiB mask); a call that makes nothing grows by about nothing."""
     from autograde.sandbox import MemoryMeter
 
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
-        assert kernel.run(judge.HARNESS, 30).error is None
+        assert kernel.run(kernel_client.HARNESS, 30).error is None
         made = "import numpy as np\ndef make(n):\n    return float(np.ones(n).sum())\ndef same(x):\n    return x\n"
         freed = "big = np.ones(4_000_000)\ndel big\nmiddle = np.ones(3_000_000)\ndel middle\n"  # 30 MiB, then 23 MiB
         assert kernel.run(made + freed, 30).error is None
-        budget = judge.Budget(120, 60)
-        make, same = judge.RemoteFunction(kernel, "make", budget), judge.RemoteFunction(kernel, "same", budget)
+        budget = remote_calls.Budget(120, 60)
+        make, same = (
+            remote_calls.RemoteFunction(kernel, "make", budget),
+            remote_calls.RemoteFunction(kernel, "same", budget),
+        )
         assert make(2_000_000) == 2_000_000.0
         assert make.last_peak_bytes >= 15 * 2**20, f"a 16 MB array measured as {make.last_peak_bytes:,} bytes"
         assert same(1.0) == 1.0

@@ -25,7 +25,7 @@ from autograde.collect import default_zip_regexp
 from autograde.feedback_filter import HideHiddenTests, SayInLanguage, split_hidden
 from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
 
-LAUNCHER = REPO / "autograde" / "kernel_launch.py"
+LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
 
 def test_kernel_launcher_limits_memory_and_keeps_small_work_possible():
@@ -224,15 +224,15 @@ def test_compare_with_release_names_what_was_done_to_test_cells():
 def test_a_stop_passes_through_the_checks_to_the_judge(stop):
     """A call the grader stopped is a status, never a misconception: the checks catch a learner's
     exceptions (to say "raised TypeError" or "does not raise ValueError"), not the grader's stops."""
-    from autograde import judge
+    from autograde import kernel_client
     from heads_and_masks.checks.core import call, expect_value_error
 
     def stopped(*args):
-        raise getattr(judge, stop)("stopped by the grader")
+        raise getattr(kernel_client, stop)("stopped by the grader")
 
-    with pytest.raises(judge.GradingStopped):
+    with pytest.raises(kernel_client.GradingStopped):
         expect_value_error(stopped, np.zeros(3), what="f(bad)", why="bad arguments")
-    with pytest.raises(judge.GradingStopped):
+    with pytest.raises(kernel_client.GradingStopped):
         call(stopped, np.zeros(3), what="f(x)")
 
 

@@ -97,7 +97,7 @@ def test_two_references_of_one_name_are_refused(own_registry):
 
 
 def test_the_grading_kernels_package_has_no_reference_bodies(tmp_path):
-    from autograde.judge import stub_package
+    from autograde.stub_package import stub_package
     from autograde.kernel_package import assignments
 
     for assignment in [None, *assignments()]:
@@ -116,7 +116,7 @@ def test_the_grading_kernels_package_has_no_reference_bodies(tmp_path):
 
 def test_an_allowlisted_name_the_source_does_not_define_stops_the_stub(tmp_path, monkeypatch):
     from autograde import kernel_package
-    from autograde.judge import stub_package
+    from autograde.stub_package import stub_package
 
     names = dict(kernel_package.NOTEBOOK_NAMES, **{"03_causal_mask": {"heads_and_masks.masks": ("not_there",)}})
     monkeypatch.setattr(kernel_package, "NOTEBOOK_NAMES", names)
@@ -129,30 +129,30 @@ def test_the_kept_stub_is_made_again_when_the_course_package_changes(tmp_path, m
     in the code that makes the stub) changed; a half-made stub of a killed run is never used."""
     import shutil
 
-    from autograde import judge
+    from autograde import stub_package
 
     repo = tmp_path / "repo"
     shutil.copytree(
-        judge.REPO / "heads_and_masks", repo / "heads_and_masks", ignore=shutil.ignore_patterns("__pycache__")
+        stub_package.REPO / "heads_and_masks", repo / "heads_and_masks", ignore=shutil.ignore_patterns("__pycache__")
     )
-    monkeypatch.setattr(judge, "REPO", repo)
+    monkeypatch.setattr(stub_package, "REPO", repo)
     kept = tmp_path / "work"
     kept.mkdir()
     (kept / ".stub-0123-half").mkdir()  # what a run killed while making its stub leaves
-    first = judge.kept_stub_package(kept)
-    assert first.parent.parent.name == f"stub-{judge.stub_fingerprint()}"
+    first = stub_package.kept_stub_package(kept)
+    assert first.parent.parent.name == f"stub-{stub_package.stub_fingerprint()}"
     assert [p.name for p in kept.iterdir()] == [first.parent.parent.name], "the half-made stub was not removed"
     marker = first / "kept-marker"
     marker.write_text("x")
-    assert judge.kept_stub_package(kept) == first and marker.exists(), "an unchanged package was made again"
+    assert stub_package.kept_stub_package(kept) == first and marker.exists(), "an unchanged package was made again"
 
     masks = repo / "heads_and_masks" / "masks.py"
     masks.write_text(masks.read_text(encoding="utf-8") + "\nEDITED_BY_THE_TEST = 1\n", encoding="utf-8")
-    second = judge.kept_stub_package(kept)
+    second = stub_package.kept_stub_package(kept)
     assert second != first and not first.exists(), "the stub of the old package was kept or reused"
-    assert second.parent.parent.name == f"stub-{judge.stub_fingerprint()}"
+    assert second.parent.parent.name == f"stub-{stub_package.stub_fingerprint()}"
     (second / "__init__.py").unlink()  # incomplete: never used as it is
-    assert (judge.kept_stub_package(kept) / "__init__.py").is_file()
+    assert (stub_package.kept_stub_package(kept) / "__init__.py").is_file()
 
 
 def test_a_second_course_gets_a_copy_of_the_kept_stub(tmp_path):
@@ -161,13 +161,13 @@ def test_a_second_course_gets_a_copy_of_the_kept_stub(tmp_path):
     import filecmp
     import stat
 
-    from autograde import judge
+    from autograde import stub_package
 
     first_course, second_course = tmp_path / "one", tmp_path / "two"
     first_course.mkdir()
     second_course.mkdir()
-    first = judge.kept_stub_package(first_course)
-    second = judge.kept_stub_package(second_course)
+    first = stub_package.kept_stub_package(first_course)
+    second = stub_package.kept_stub_package(second_course)
     assert second.is_relative_to(second_course) and second.parent.name == first.parent.name
     files = sorted(p.relative_to(first) for p in first.rglob("*") if p.is_file())
     match, mismatch, errors = filecmp.cmpfiles(first, second, files, shallow=False)

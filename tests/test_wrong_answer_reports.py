@@ -3,7 +3,7 @@ Run All goes on. In the grader, it is a failure (a test cell that raises) whatev
 
 nbgrader scores a test cell that wrote to stderr 0, as one that raised, so `nbgrader validate` lists a wrong answer
 either way. The check reports instead of raising only in a Jupyter kernel (``checks.core.reports_failures``); the
-grader runs the test cells in its own process, inside ``failures_raise()`` (autograde/judge.py), and an attack of
+grader runs the test cells in its own process, inside ``failures_raise()`` (autograde/verdicts.py), and an attack of
 the catalog (tests/catalog/attacks.py, ``switches_on_the_labs_report``) tries to change that from a submission.
 """
 

@@ -1,4 +1,4 @@
-"""Kernels forked from the zygote (autograde/zygote.py, zygote_server.py): each one as closed in as a kernel
+"""Kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): each one as closed in as a kernel
 started on its own (its uid, no capability, its processes, its folders, its cgroups, no network), nothing
 shared between two of them, and every process of a kernel gone when the grader lets it go."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from course import _template_course
 
-from autograde import judge, sandbox, zygote
+from autograde import kernel_client, sandbox, zygote
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
@@ -39,7 +39,7 @@ print(repr({
 """
 
 
-def _inside(kernel: judge.StudentKernel, code: str = INSIDE):
+def _inside(kernel: kernel_client.StudentKernel, code: str = INSIDE):
     run = kernel.run(code, 60)
     assert run.error is None, run.outputs
     return ast.literal_eval(run.stdout.strip().splitlines()[-1])
@@ -53,7 +53,7 @@ def _cgroup_pids(manager) -> set[int]:
 
 
 def test_a_forked_kernel_is_as_closed_in_as_one_started_on_its_own():
-    first, second = judge.StudentKernel(1024, 300), judge.StudentKernel(1024, 300)
+    first, second = kernel_client.StudentKernel(1024, 300), kernel_client.StudentKernel(1024, 300)
     try:
         assert first.manager.forked and second.manager.forked, "root with bubblewrap: kernels come from the zygote"
         mine = _inside(first)
@@ -78,7 +78,7 @@ def test_a_forked_kernel_is_as_closed_in_as_one_started_on_its_own():
 
 
 def test_every_process_of_a_kernel_ends_with_it():
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     manager = kernel.manager
     try:
         _inside(
@@ -101,7 +101,7 @@ def test_every_process_of_a_kernel_ends_with_it():
 
 
 def test_a_kernel_that_exits_is_seen_to_exit_with_its_code():
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
         run = kernel.run("import os; os._exit(3)", 30)
         assert run.error == "KernelDied"
@@ -112,7 +112,7 @@ def test_a_kernel_that_exits_is_seen_to_exit_with_its_code():
 
 
 def test_a_dead_zygote_is_started_again_and_takes_its_kernels_with_it():
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
         process = kernel.manager.provisioner.process
         keeper = process.pid
@@ -126,7 +126,7 @@ def test_a_dead_zygote_is_started_again_and_takes_its_kernels_with_it():
         assert not Path(f"/proc/{keeper}").exists(), "the keeper ended too"
     finally:
         kernel.shutdown()
-    again = judge.StudentKernel(1024, 300)
+    again = kernel_client.StudentKernel(1024, 300)
     try:
         assert _inside(again)["ids"][0][0] == again.manager.uid, "a new zygote serves the next kernel"
         assert zygote.Zygote.for_package(again.manager.package, again.manager.runtime.parent) is not running
@@ -138,7 +138,7 @@ def test_without_the_zygote_a_kernel_started_on_its_own_is_closed_in_as_well(mon
     """A grader whose socket folders cannot be under /run (not root, or /run read-only) starts each kernel
     in bubblewrap on its own (sandbox.bwrap_command): the same uid, capabilities, processes and network."""
     monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
         assert not kernel.manager.forked
         found = _inside(kernel)
@@ -163,7 +163,7 @@ def test_a_kernel_replies_without_ipykernels_sleep_and_a_forked_one_leaves_the_z
     collections never walk them, so the pages it shares with the zygote stay shared (no copy on write)."""
     if not forked:
         monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
         assert kernel.manager.forked is forked
         sleep, frozen = _inside(kernel, SETTINGS)
@@ -191,7 +191,7 @@ def test_a_forked_kernel_imports_nothing_as_it_starts():
     the zygote imported once: at its first cell a forked kernel has imported no module of its own but the
     ``__main__`` it runs (before: numpy.random and its eleven modules, IPython's logger, ipykernel's debugger,
     secrets, unicodedata, faulthandler, in every kernel: 480 page faults and about 10 ms of CPU each)."""
-    kernel = judge.StudentKernel(1024, 300)
+    kernel = kernel_client.StudentKernel(1024, 300)
     try:
         if not kernel.manager.forked:
             pytest.skip("kernels are forked from the zygote only as root with bubblewrap")
@@ -207,7 +207,7 @@ def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monk
     for folder in sandbox.PRIVATE_FOLDERS:
         monkeypatch.setattr(sandbox, "python_paths", lambda folder=folder: [Path(folder) / "clone" / ".venv"])
         with pytest.raises(sandbox.HiddenFromKernels, match=f"under {folder}, .* Move the course and its environment"):
-            judge.StudentKernel(1024, 300)
+            kernel_client.StudentKernel(1024, 300)
     monkeypatch.undo()
     sandbox.check_kernels_can_see_the_course()  # this course, where it is: nothing to say
 

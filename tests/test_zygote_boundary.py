@@ -1,4 +1,4 @@
-"""The hostile student against kernels forked from the zygote (autograde/zygote.py, zygote_server.py): what a
+"""The hostile student against kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): what a
 kernel leaves behind for the next kernel of its uid, and whether its limits hold on every kind of machine.
 
 Each test is an attack that got through before its fix (docs/security.md, "Attacks tried").
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograde import judge, sandbox, zygote
+from autograde import kernel_client, sandbox, zygote
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
@@ -45,7 +45,7 @@ def find():
 """
 
 
-def _last_line(run: judge.CellRun):
+def _last_line(run: kernel_client.CellRun):
     assert run.error is None, run.outputs
     return ast.literal_eval(run.stdout.strip().splitlines()[-1])
 
@@ -53,7 +53,7 @@ def _last_line(run: judge.CellRun):
 def test_a_kernel_leaves_nothing_in_a_keyring_for_the_next_kernel_of_its_uid():
     """A worker gives out kernel uids in a cycle of 64 (``sandbox.private_uid``): the 65th kernel a worker starts
     has the first one's uid. Whatever the first left in the keyrings of its uid, the 65th must not find."""
-    first = judge.StudentKernel(512, 120)
+    first = kernel_client.StudentKernel(512, 120)
     try:
         uid = first.manager.uid
         assert _last_line(first.run(KEYS + "leave(); print(repr(find()))", 60)), "keyrings are there to be used"
@@ -61,7 +61,7 @@ def test_a_kernel_leaves_nothing_in_a_keyring_for_the_next_kernel_of_its_uid():
         first.shutdown()
     for _ in range(63):  # the 63 kernels a worker starts in between
         sandbox.private_uid()
-    later = judge.StudentKernel(512, 120)
+    later = kernel_client.StudentKernel(512, 120)
     try:
         assert later.manager.uid == uid, "the 65th kernel of a worker has the first one's uid"
         assert _last_line(later.run(KEYS + "print(repr(find()))", 60)) == [], (
@@ -91,7 +91,7 @@ def test_a_kernel_cannot_read_the_graders_session_keyring(started, monkeypatch):
         running.process.wait()
     if started == "on its own":  # what a grader without root gets (kernel_launch.py in bubblewrap)
         monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
-    kernel = judge.StudentKernel(512, 120)
+    kernel = kernel_client.StudentKernel(512, 120)
     try:
         assert kernel.manager.forked == (started != "on its own")
         found = _last_line(
@@ -141,7 +141,7 @@ def test_a_kernel_starts_no_more_processes_than_its_limit_whatever_the_cgroups(c
         if not (UNIFIED / "cgroup.controllers").exists():
             pytest.skip("no cgroup2 hierarchy beside the machine's own here")
         monkeypatch.setattr(sandbox, "CGROUP_ROOT", UNIFIED)
-    kernel = judge.StudentKernel(512, 120)
+    kernel = kernel_client.StudentKernel(512, 120)
     try:
         assert kernel.manager.cgroups.procs, "the kernel was put in a cgroup"
         started = _last_line(kernel.run(FORKS, 100))
@@ -181,7 +181,7 @@ def test_a_kernel_leaves_a_classmates_kernel_its_share_of_the_cpu():
     starts 40 busy processes must not slow a classmate's kernel down 20 times (each kernel one share of the CPU,
     whatever the number of its processes), or the classmate's cells run out of time. The busy processes are
     paused and resumed between the classmate's runs, so that the machine's other load weighs on both sides."""
-    attacker, classmate = judge.StudentKernel(512, 120), judge.StudentKernel(512, 120)
+    attacker, classmate = kernel_client.StudentKernel(512, 120), kernel_client.StudentKernel(512, 120)
     try:
         _last_line(attacker.run(BURNERS, 60))
         alone, beside = [], []
@@ -262,7 +262,7 @@ def test_a_kernel_cannot_make_a_user_namespace(started, monkeypatch):
     A kernel makes none (``confine.forbid_new_user_namespaces``), and still starts threads and processes."""
     if started == "on its own":  # what a grader without root gets (kernel_launch.py in bubblewrap)
         monkeypatch.setattr(sandbox, "_runtime_base", lambda: None)
-    kernel = judge.StudentKernel(512, 120)
+    kernel = kernel_client.StudentKernel(512, 120)
     try:
         assert kernel.manager.forked == (started != "on its own")
         made, works = _last_line(kernel.run(USER_NAMESPACES, 60))

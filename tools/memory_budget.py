@@ -7,7 +7,7 @@ matrix (a ballast among them) whether they fit. The figures behind 04's memory l
     python tools/memory_budget.py --sizes 8192,8,80       n,d,block: other sizes
     python tools/memory_budget.py --as-mb 1024 --cgroup-mb 512 --data-mb 512    under limits (else 04's own)
 
-Each answer gets a kernel of its own, made as grading makes it (``judge.StudentKernel``: sandbox, uid, cgroup,
+Each answer gets a kernel of its own, made as grading makes it (``kernel_client.StudentKernel``: sandbox, uid, cgroup,
 zygote as root), runs its answer cell, then one call per size through the judge's ``RemoteFunction`` (the
 arguments and the reply travel as in grading). Per call it prints the wall time, the growth the memory test reads
 (``MemoryMeter``), and the kernel's totals: as root its memory cgroup's peak during the call (what the cgroup's
@@ -166,17 +166,17 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
     """One kernel of 04 for the answer, one call per size; a row per call."""
     import numpy as np
 
-    from autograde import judge
+    from autograde import kernel_client, remote_calls
     from heads_and_masks.tiled import blocked_causal_attention as reference
 
-    memory_mb, cpu_seconds = judge.kernel_limits(2048, 600, ASSIGNMENT)
-    kernel = judge.StudentKernel(memory_mb, cpu_seconds, assignment=ASSIGNMENT)
+    memory_mb, cpu_seconds = kernel_client.kernel_limits(2048, 600, ASSIGNMENT)
+    kernel = kernel_client.StudentKernel(memory_mb, cpu_seconds, assignment=ASSIGNMENT)
     try:
         ran = kernel.run("import numpy as np\n" + textwrap.dedent(source).strip("\n"), 120)
         if ran.error:
             print(f"| {name} | its cell: {ran.error} |", flush=True)
             return
-        kernel.run(judge.HARNESS, 30)
+        kernel.run(kernel_client.HARNESS, 30)
         pid = kernel_process(kernel)
         cgroup = kernel.manager.cgroups.memory_files() if kernel.manager.cgroups else None
         base = _status(pid)
@@ -187,7 +187,9 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
             flush=True,
         )
         for n, d, block in sizes:
-            function = judge.RemoteFunction(kernel, "blocked_causal_attention", judge.Budget(seconds, seconds))
+            function = remote_calls.RemoteFunction(
+                kernel, "blocked_causal_attention", remote_calls.Budget(seconds, seconds)
+            )
             rng = np.random.default_rng(n + d + block)
             q, k, v = (rng.normal(size=(n, d)) for _ in range(3))
             started, cpu_before = time.perf_counter(), cpu_seconds_of(pid)
@@ -199,7 +201,7 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
                 expected, expected_count = reference(q, k, v, block)
                 right = np.allclose(out, expected, rtol=1e-4, atol=1e-6) and computed == expected_count
                 said = "right" if right else "WRONG"
-            except (Exception, judge.GradingStopped) as error:  # noqa: BLE001 - what the answer ran into is the figure
+            except (Exception, kernel_client.GradingStopped) as error:  # noqa: BLE001 - what the answer ran into is the figure
                 said = f"{type(error).__name__}: {str(error)[:50]}"
             wall = wall if wall is not None else time.perf_counter() - started
             grown = function.last_peak_bytes
@@ -223,11 +225,11 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
 def measure_notebook(seconds: float) -> None:
     """The solution notebook's own cells (every code cell but the tests, as grading runs them) in one kernel of
     04: the kernel's totals after each cell, and what a cell ran into. Its peak is the least a limit must allow."""
-    from autograde import judge
+    from autograde import kernel_client
 
     notebook = json.loads((REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
-    memory_mb, cpu_seconds = judge.kernel_limits(2048, 600, ASSIGNMENT)
-    kernel = judge.StudentKernel(memory_mb, cpu_seconds, assignment=ASSIGNMENT)
+    memory_mb, cpu_seconds = kernel_client.kernel_limits(2048, 600, ASSIGNMENT)
+    kernel = kernel_client.StudentKernel(memory_mb, cpu_seconds, assignment=ASSIGNMENT)
     try:
         pid = kernel_process(kernel)
         cgroup = kernel.manager.cgroups.memory_files() if kernel.manager.cgroups else None
@@ -263,16 +265,16 @@ def main() -> int:
     parser.add_argument("--notebook", action="store_true", help="the solution notebook's own cells instead")
     args = parser.parse_args()
     sizes = [tuple(int(x) for x in size.split(",")) for size in args.sizes] or SIZES
-    from autograde import judge
+    from autograde import kernel_client
     from autograde.sandbox import sandbox_available
 
-    limits = judge.kernel_memory(ASSIGNMENT)
-    limits = judge.KernelMemory(
+    limits = kernel_client.kernel_memory(ASSIGNMENT)
+    limits = kernel_client.KernelMemory(
         data_mb=args.data_mb if args.data_mb is not None else limits.data_mb,
         address_space_mb=args.as_mb if args.as_mb is not None else limits.address_space_mb,
         cgroup_mb=args.cgroup_mb if args.cgroup_mb is not None else limits.cgroup_mb,
     )
-    judge.KERNEL_MEMORY[ASSIGNMENT] = limits
+    kernel_client.KERNEL_MEMORY[ASSIGNMENT] = limits
     if args.no_zygote:  # each kernel through kernel_launch.py in bubblewrap, as without root (limits and imports)
         import autograde.sandbox
 

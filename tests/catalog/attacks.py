@@ -101,7 +101,7 @@ import json as _json
 _kernel = get_ipython().kernel
 _real_parent = _kernel.get_parent
 def _rewritten(channel="shell"):
-    # the judge's request rides in the execute_request's content (autograde/judge.py, REQUEST_KEY): each call
+    # the judge's request rides in the execute_request's content (autograde/inside/harness.py, REQUEST_KEY): each call
     # on the hidden inputs becomes a call on one small input, where a uniform average may pass for attention
     parent = _real_parent(channel)
     content = dict(parent.get("content", {}))
@@ -448,7 +448,7 @@ def blocked_causal_attention(q, k, v, block):
 # A *ballast* (red team, issue 36): memory the answer cell holds and the function gives back as it starts, so that
 # the whole n x n score matrix it then builds adds nothing to what the kernel held when the call began, which is
 # all a measurement of the call's growth sees (it earned 04's count and memory tests, 3 points, as root and
-# without, with plain numpy). What closes it is the limit of 04's kernels (judge.KERNEL_MEMORY): at the n of the
+# without, with plain numpy). What closes it is the limit of 04's kernels (kernel_client.KERNEL_MEMORY): at the n of the
 # graded calls (16384) the matrix does not fit in the kernel, whatever it held before. Graded in 04's class run and
 # read by tests/test_boundary.py: each must earn nothing on the count and memory tests.
 BALLAST_ATTACKS = [

@@ -72,7 +72,7 @@ def fixed_mmap_threshold() -> None:
 
     glibc raises this threshold by itself once a large block has been freed (up to 32 MiB), and then serves
     later blocks from memory it kept: a kernel's peak memory, measured from outside during one call
-    (judge.py), would then not see an n × n matrix made of memory an earlier cell had freed. Fixed, it does.
+    (remote_calls.py), would then not see an n × n matrix made of memory an earlier cell had freed. Fixed, it does.
     The variable covers a kernel started by ``exec``, mallopt the process already running.
     """
     os.environ["MALLOC_MMAP_THRESHOLD_"] = str(MMAP_THRESHOLD)
@@ -87,7 +87,7 @@ def one_malloc_arena() -> None:
     glibc gives each new thread that allocates an arena of its own, a 64 MiB reservation of address space: a
     grading kernel's address space peaked at 722-902 MiB with them and at 206-325 MiB without (its threads are
     ipykernel's; measured by tools/memory_budget.py), which is what an address-space limit must leave room for
-    (04's kernels: judge.KERNEL_MEMORY). The variable covers a kernel started by ``exec``, mallopt the process
+    (04's kernels: kernel_client.KERNEL_MEMORY). The variable covers a kernel started by ``exec``, mallopt the process
     already running.
     """
     os.environ["MALLOC_ARENA_MAX"] = "1"

@@ -6,7 +6,7 @@ itself* with the kernel command (``os.execvp``), so the kernel keeps the process
 and the limits, and nothing of the wrapper is left running. With ``--preload`` it imports those
 modules under the same limits and then runs the kernel in this same process (``python -m MODULE``
 commands only; ``runpy``, as ``-m`` would), so that a kernel started ahead of time is ready with
-them imported when its submission comes (``judge.KernelSupply``).
+them imported when its submission comes (``kernel_supply.KernelSupply``).
 
     --memory-mb N    the most memory the kernel may allocate (RLIMIT_DATA: heap and anonymous
                      mappings, which is where numpy arrays live). An allocation beyond it fails
