@@ -44,6 +44,8 @@ _untranslated: dict[str, set[str]] = {}  # language: messages asked for that had
 
 def notebook_language(path: str | os.PathLike) -> str | None:
     """The language a notebook says it is written in (its metadata), or None (English, or not a notebook)."""
+    if not isinstance(path, (str, os.PathLike)):  # open(3) would take file descriptor 3, and close it after
+        return None
     try:
         with open(path, encoding="utf-8") as file:
             metadata = json.load(file).get("metadata", {})

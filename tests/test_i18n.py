@@ -180,3 +180,19 @@ def test_the_message_catalogs_are_in_step_with_the_code(language):
     assert not lacking, f"run `python tools/translations.py update {language}`; not in the catalogs:\n" + "\n".join(
         lacking[:20]
     )
+
+
+def test_a_notebooks_language_is_read_from_a_path_only(tmp_path):
+    """notebook_language(fd) is None and the file descriptor stays open: given a number, open() takes it for a file
+    descriptor and closes it afterwards, which took a grading kernel's own sockets (the kernel died)."""
+    import os
+
+    notebook = tmp_path / "russian.ipynb"
+    notebook.write_text('{"metadata": {"heads_and_masks": {"language": "ru"}}}', encoding="utf-8")
+    assert i18n.notebook_language(notebook) == "ru" and i18n.notebook_language(str(notebook)) == "ru"
+    descriptor = os.open(notebook, os.O_RDONLY)
+    try:
+        assert i18n.notebook_language(descriptor) is None
+        os.fstat(descriptor)  # still open
+    finally:
+        os.close(descriptor)
