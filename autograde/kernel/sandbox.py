@@ -6,13 +6,13 @@ bubblewrap with an **allowlist**, not a blocklist: it sees
 * the operating system read-only (``/usr``, ``/etc`` and the merged-usr links), the Python it runs on
   and the course's environment read-only;
 * the course package **cut to the notebook's allowlist**: what its own cells use, every graded function a
-  function that only raises, nothing that computes a graded answer (``kernel_package.py``, made by
+  function that only raises, nothing that computes a graded answer (``allowlist.py``, made by
   ``stub_package.stub_package``), and the course's ``data/``;
 * a private scratch folder as its working directory, a private ``/tmp`` and ``/dev/shm``: small
   tmpfs mounts with a size cap, thrown away with the kernel;
 * a private folder for the two unix sockets it talks to the grader through (no network at all: its
   own empty network namespace). The folder is made read-only as soon as the kernel is up (without root,
-  where the kernel owns it, its mount in the kernel's view: :data:`READ_ONLY_IN_ITS_VIEW`).
+  where the kernel owns it, its mount in the kernel's view: ``kernel_manager.READ_ONLY_IN_ITS_VIEW``).
 
 Nothing else exists for it: not the repository, the gradebook, the solutions, the exchange, other
 submissions, ``/root``, ``/home`` or ``/srv``. It runs
@@ -24,13 +24,17 @@ submissions, ``/root``, ``/home`` or ``/srv``. It runs
 * with an **environment built from nothing** (a handful of variables, no secret of the grader's);
 * under limits: a memory cgroup that also counts shared memory and tmpfs pages (when the machine
   offers cgroups to root), a pids cgroup, RLIMIT_DATA (an allocation beyond it is a ``MemoryError``
-  in the cell rather than a killed kernel), CPU time, file size, no core dumps, one BLAS thread.
+  in the cell rather than a killed kernel), CPU time, file size, no core dumps, one BLAS thread
+  (the cgroups: ``resources.py``).
 
 After the kernel the grader reads back nothing it wrote: answers travel as plain data over the
 kernel protocol (``kernel_client.py``), and the scratch folder vanishes with its mount.
 
 Where bubblewrap is missing or cannot create namespaces, :func:`sandbox_available` says why; the
 kernel then runs unsandboxed (with a clean environment and limits) and every grade says so.
+
+This module says what a kernel sees and whether it can be had here; ``kernel_manager.py`` starts each kernel
+with it, on its own (:func:`bwrap_command`) or forked from the zygote (``zygote.py``, with :func:`kernel_view`).
 """
 
 from __future__ import annotations
@@ -40,22 +44,16 @@ import functools
 import itertools
 import os
 import shutil
-import signal
 import stat
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from jupyter_client.manager import KernelManager
-
-REPO = Path(__file__).resolve().parents[1]
-INSIDE = Path(__file__).resolve().with_name("inside")  # what runs inside the sandbox (standard library only)
+REPO = Path(__file__).resolve().parents[2]
+INSIDE = Path(__file__).resolve().parents[1] / "inside"  # what runs inside the sandbox (standard library only)
 LAUNCHER = INSIDE / "kernel_launch.py"
 LAUNCHER_INSIDE = Path("/opt/heads-and-masks/kernel_launch.py")  # where a sandboxed kernel finds it
 CONFINE = INSIDE / "confine.py"  # what the launcher and the zygote import, beside them inside
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # set in every grading kernel: pictures and widgets stay idle
 UNSANDBOXED_ENV = "HEADS_AND_MASKS_UNSANDBOXED"  # "1": grade without bubblewrap (loudly marked)
 
@@ -67,20 +65,6 @@ PASSED_THROUGH = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LANG", "TZ")
 THREAD_LIMITS = {
     name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 }
-
-
-# IPython options of every grading kernel. The judge keeps only an error's name and message (never its
-# traceback), so IPython need not build one: a context traceback costs 0.1-0.5 s per failing cell, and
-# a graded notebook has many (its demonstrations call the course's reference, absent from the stub).
-# No input history either: the judge's calls are not the student's work, and nothing reads it.
-# Nor the 0.5 ms ipykernel sleeps before every execute reply, for clients that take the reply as the end
-# of a cell's outputs: the judge reads them until the idle status, which the kernel publishes after them
-# on the same socket (a notebook's cells and the judge's calls: 30-250 execute requests per submission).
-KERNEL_OPTIONS = (
-    "--InteractiveShell.xmode=Minimal",
-    "--HistoryManager.enabled=False",
-    "--Kernel._execute_sleep=0",
-)
 
 
 def sandbox_available() -> tuple[bool, str]:
@@ -132,173 +116,6 @@ def private_uid() -> int:
     and file ownership are never shared between two students graded at the same time.
     """
     return 100_000 + 64 * os.getpid() + next(_uids) % 64
-
-
-class Cgroups:
-    """A memory and a pids cgroup (v1 or v2) for one kernel, when root may create them here."""
-
-    def __init__(self, name: str, memory_bytes: int, max_pids: int):
-        self.folders: list[Path] = []
-        self.procs: list[Path] = []
-        self.caps_processes = False  # a pids.max was set: the pids cgroup caps the processes, not RLIMIT_NPROC
-        if os.geteuid() != 0:
-            return
-        v2 = (CGROUP_ROOT / "cgroup.controllers").exists()
-        wanted = (
-            [("", {"memory.max": memory_bytes, "pids.max": max_pids, "memory.swap.max": 0})]
-            if v2
-            else [
-                ("memory", {"memory.limit_in_bytes": memory_bytes}),
-                ("pids", {"pids.max": max_pids}),
-                ("cpu", {"cpu.shares": 1024}),  # one share per kernel, however many processes it starts
-            ]
-        )
-        for controller, limits in wanted:
-            folder = CGROUP_ROOT / controller / "heads-and-masks" / name
-            try:
-                folder.parent.mkdir(parents=True, exist_ok=True)
-                if v2:  # a v2 cgroup has only the controllers its parent enables for its children
-                    for parent in (CGROUP_ROOT, folder.parent):
-                        for enable in ("+memory", "+pids", "+cpu"):  # cpu: one share per kernel
-                            with contextlib.suppress(OSError):
-                                (parent / "cgroup.subtree_control").write_text(enable)
-                folder.mkdir(exist_ok=True)
-                if controller == "cpu":  # the kernels together weigh one core each, as when each was on its own
-                    with contextlib.suppress(OSError):
-                        (folder.parent / "cpu.shares").write_text(str(1024 * (os.cpu_count() or 1)))
-                for key, value in limits.items():
-                    with contextlib.suppress(OSError):
-                        (folder / key).write_text(str(value))
-                        self.caps_processes |= key == "pids.max"
-            except OSError:
-                continue
-            self.folders.append(folder)
-            self.procs.append(folder / "cgroup.procs")
-
-    def _memory_file(self, *names: str) -> Path | None:
-        for folder in self.folders:
-            for name in names:
-                if (folder / name).exists():
-                    return folder / name
-        return None
-
-    def memory_files(self) -> tuple[Path, Path] | None:
-        """The files of the memory cgroup that say the memory in use now and its peak, if there is one."""
-        usage = self._memory_file("memory.usage_in_bytes", "memory.current")
-        peak = self._memory_file("memory.max_usage_in_bytes", "memory.peak")
-        return (usage, peak) if usage is not None and peak is not None else None
-
-    def enter_command(self) -> list[str]:
-        """A prefix that moves the starting process into the cgroups before it execs the rest."""
-        if not self.procs:
-            return []
-        script = 'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 97; shift; done; shift; exec "$@"'
-        return ["/bin/sh", "-c", script, "sh", *map(str, self.procs), "--"]
-
-    def remove(self) -> None:
-        for folder in self.folders:
-            for _ in range(20):
-                with contextlib.suppress(OSError):
-                    for pid in (folder / "cgroup.procs").read_text().split():
-                        with contextlib.suppress(OSError):
-                            os.kill(int(pid), signal.SIGKILL)
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
-
-
-class MemoryMeter:
-    """How far a kernel's memory grows during one call, read by the grader from outside the kernel.
-
-    Nothing of it runs in the kernel's process, so code there cannot tell whether (or when) it is measured,
-    nor stop or reset the measurement (a kernel's /proc is read-only to it). With a memory cgroup: its usage
-    when the call starts and its peak since (every process of the kernel, its shared memory and tmpfs pages
-    included). Without one (a
-    grader that is not root): the peak resident set of each of the kernel's processes (``VmHWM``, reset
-    through ``/proc/<pid>/clear_refs``) against its resident set when the call starts. What it cannot see
-    (memory already held before the call began, or given back as it starts) is in docs/security.md.
-    """
-
-    def __init__(self, cgroups: Cgroups | None, pid: int | None):
-        self.files = cgroups.memory_files() if cgroups is not None else None
-        self.pid = pid
-        self.start_usage: int | None = None
-        self.peak_file = None  # cgroup v2: a reset holds for reads through the same open file only
-        self.start_resident: dict[int, int] = {}
-
-    def start(self) -> None:
-        """The call begins now: from here on, the peak counts."""
-        self.start_usage = None
-        if self.files is not None:
-            usage, peak = self.files
-            with contextlib.suppress(OSError, ValueError):
-                if peak.name == "memory.peak":
-                    if self.peak_file is None:
-                        self.peak_file = open(peak, "r+")  # noqa: SIM115 - kept open: v2 resets per open file
-                    self.peak_file.seek(0)
-                    self.peak_file.write("reset\n")
-                    self.peak_file.flush()
-                else:
-                    peak.write_text("0")  # cgroup v1: the peak starts again from the usage now
-                self.start_usage = int(usage.read_text())
-                return
-        self.start_resident = {}
-        for pid in self._processes():
-            with contextlib.suppress(OSError):
-                Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak resident set starts again here
-                self.start_resident[pid] = _resident_kib(pid, "VmRSS") * 1024
-
-    def growth(self) -> int | None:
-        """The most memory the kernel held beyond what it held at :meth:`start` (bytes), or None if unknown."""
-        if self.start_usage is not None:
-            try:
-                if self.peak_file is not None:
-                    self.peak_file.seek(0)
-                    peak = int(self.peak_file.read())
-                else:
-                    peak = int(self.files[1].read_text())
-            except (OSError, ValueError):
-                return None
-            return max(0, peak - self.start_usage)
-        if not self.start_resident:
-            return None
-        grown = 0
-        for pid in self._processes():  # a process started during the call held nothing at its start
-            try:
-                grown += max(0, _resident_kib(pid, "VmHWM") * 1024 - self.start_resident.get(pid, 0))
-            except (OSError, ValueError):
-                return None  # a process of the kernel hid its memory (made itself unreadable): not measured
-        return grown
-
-    def _processes(self) -> list[int]:
-        """The kernel's process and every process under it (through ``/proc/<pid>/task/<tid>/children``)."""
-        found, todo = [], [self.pid] if self.pid else []
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            for children in Path(f"/proc/{pid}/task").glob("*/children"):
-                with contextlib.suppress(OSError, ValueError):
-                    todo.extend(int(child) for child in children.read_text().split())
-        return found
-
-    def close(self) -> None:
-        if self.peak_file is not None:
-            with contextlib.suppress(OSError):
-                self.peak_file.close()
-            self.peak_file = None
-
-
-def _resident_kib(pid: int, field: str) -> int:
-    """A memory field of ``/proc/<pid>/status`` in KiB. A process that has ended but is not yet reaped (a zombie)
-    has no memory fields: it holds no memory, so 0. A process that cannot be read raises OSError."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
 
 
 def python_paths() -> list[Path]:
@@ -373,26 +190,6 @@ def bwrap_command(
         drop = [shutil.which("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
     return [*view, "--", *limits, "--", *drop, *command]
 
-
-# Run by the grader in a process of its own (``seal``, without root; ``python -c``, arguments: a pid of the kernel's
-# sandbox and a folder). bubblewrap made the sandbox's mounts in a user namespace of our uid, then moved the kernel
-# into a second one, nested in it, where the kernel holds no capability. This process enters the first (the owner of
-# the kernel's mount namespace, in which our uid holds every capability, as its creator) and the mount namespace,
-# and makes the folder a read-only mount there: the kernel can then neither write into it, nor chmod it, nor mount it
-# again. One thread (as ``setns`` into a user namespace needs); nothing is imported after the switch.
-READ_ONLY_IN_ITS_VIEW = """
-import ctypes, fcntl, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-NS_GET_USERNS, CLONE_NEWUSER, CLONE_NEWNS = 0xB701, 0x10000000, 0x00020000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
-mounts = os.open("/proc/%s/ns/mnt" % sys.argv[1], os.O_RDONLY)
-for namespace, kind in ((fcntl.ioctl(mounts, NS_GET_USERNS), CLONE_NEWUSER), (mounts, CLONE_NEWNS)):
-    if libc.setns(namespace, kind) != 0:
-        raise OSError(ctypes.get_errno(), "setns: " + os.strerror(ctypes.get_errno()))
-flags = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV
-if libc.mount(None, sys.argv[2].encode(), None, flags, None) != 0:
-    raise OSError(ctypes.get_errno(), "remount: " + os.strerror(ctypes.get_errno()))
-"""
 
 # Folders every kernel forked from the zygote gets empty, of its own (zygote_server.private_mounts).
 PRIVATE_FOLDERS = ("/tmp", "/dev/shm")
@@ -519,13 +316,6 @@ def kernel_view(
     return [*wrapper, "--chdir", scratch]
 
 
-def zygote_module(command: list[str]) -> str | None:
-    """MODULE when ``command`` is ``<this python> -m MODULE ...``, what the zygote can run."""
-    if len(command) >= 3 and command[1] == "-m" and os.path.realpath(command[0]) == os.path.realpath(sys.executable):
-        return command[2]
-    return None
-
-
 RUN_SOCKETS_ENV = "HEADS_AND_MASKS_RUN_SOCKETS"
 
 
@@ -545,180 +335,3 @@ def _runtime_base() -> str | None:
                 run = os.environ.get(RUN_SOCKETS_ENV, "")  # a grading run's own folder in it (run_folder.py)
                 return run if os.path.dirname(run) == str(base) and os.path.isdir(run) else str(base)
     return None
-
-
-class SandboxedKernelManager(KernelManager):
-    """A kernel manager whose kernel runs in the sandbox described above (or, where bubblewrap is not
-    available, unsandboxed with a clean environment and the same limits, loudly marked by the caller).
-
-    Set the limits before ``start_kernel``; ``package`` is the stub package to show as the course's.
-    """
-
-    memory_mb = 2048
-    address_space_mb = 0  # RLIMIT_AS (0: none): set where grading relies on what a kernel cannot hold
-    cgroup_mb = 0  # as root, the memory cgroup's limit (0: memory_mb + 256, room for shared memory and tmpfs)
-    cpu_seconds = 900
-    max_processes = 64
-    max_file_mb = 64
-    scratch_mb = 256
-    package: Path | None = None
-    extra_env: dict[str, str] | None = None
-    preload: tuple[str, ...] = ()  # modules the kernel imports before it listens (kernel_launch.py --preload)
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.sandboxed, self.why_not = sandbox_available()
-        # Root with a working bubblewrap: the kernel is forked from this process's zygote (zygote.py),
-        # with numpy, the package and ipykernel imported already; else it starts on its own.
-        self.forked = forked_kernels()
-        if self.forked:  # before anything is made: a kernel forked blind would die as it starts, unexplained
-            check_kernels_can_see_the_course()
-        # Sockets and the connection file live in a folder of their own, made read-only once the
-        # kernel is up: the kernel can neither leave files there nor replace a socket. Until then only
-        # the grader and the kernel's own uid may write there (root's, its group the kernel's: mode 1770;
-        # as ourselves: 0700), never another user: a file of theirs in place of a socket the kernel is
-        # about to bind would kill a classmate's kernel.
-        self.uid = private_uid() if os.geteuid() == 0 else None
-        self.runtime = Path(tempfile.mkdtemp(prefix="kernel-", dir=_runtime_base()))
-        if self.uid is not None:
-            os.chown(self.runtime, 0, self.uid)
-            os.chmod(self.runtime, 0o1770)
-        self.transport = "ipc"
-        self.ip = str(self.runtime / "kernel")
-        self.connection_file = str(self.runtime / "connection.json")
-        self.cgroups: Cgroups | None = None
-        self.scratch = "/scratch" if self.sandboxed else tempfile.mkdtemp(prefix="hm-scratch-")
-        self._request: dict | None = None
-
-    def format_kernel_cmd(self, extra_arguments=None):
-        if self.kernel_spec is not None:  # interrupts by message: signals do not cross the sandbox
-            self.kernel_spec.interrupt_mode = "message"
-        command = [*super().format_kernel_cmd(extra_arguments), *KERNEL_OPTIONS]
-        name = f"kernel-{self.uid or os.getpid()}-{os.urandom(3).hex()}"
-        self.cgroups = Cgroups(name, (self.cgroup_mb or self.memory_mb + 256) * 2**20, self.max_processes)
-        # Without a memory cgroup the meter reads the kernel's processes at the end of a call (remote_calls.py): a
-        # child started and ended within it would go unseen, so the kernel may start none (threads only).
-        new_processes = self.cgroups.memory_files() is not None
-        launcher = LAUNCHER_INSIDE if self.sandboxed else LAUNCHER
-        launch = [
-            sys.executable,
-            str(launcher),
-            f"--memory-mb={self.memory_mb}",
-            f"--address-space-mb={self.address_space_mb}",
-            "--threads=1",
-            *([] if new_processes else ["--no-new-processes"]),
-            *([f"--preload={','.join(self.preload)}", "--no-debugger"] if self.preload else []),
-            "--",
-        ]
-        if self.uid is not None:
-            os.chown(self.connection_file, self.uid, self.uid)
-        os.chmod(self.connection_file, 0o400 if self.uid is not None else 0o600)
-        env = kernel_environment(self.runtime, self.extra_env)
-        if self.forked and zygote_module(command) == "ipykernel_launcher":
-            self._request = {
-                "uid": self.uid,
-                "runtime": str(self.runtime),
-                "scratch": self.scratch,
-                "scratch_mb": self.scratch_mb,
-                "memory_mb": self.memory_mb,
-                "address_space_mb": self.address_space_mb,
-                "cpu_seconds": self.cpu_seconds,
-                "max_file_mb": self.max_file_mb,
-                "max_processes": 0 if self.cgroups.caps_processes else self.max_processes,
-                "new_processes": new_processes,
-                "env": {**env, **THREAD_LIMITS},
-                "module": command[2],
-                "args": command[3:],
-            }
-            return command
-        if not self.sandboxed:
-            self._unsandboxed_env = env
-            return [
-                *self.cgroups.enter_command(),
-                shutil.which("prlimit"),
-                f"--cpu={self.cpu_seconds}",
-                f"--fsize={self.max_file_mb * 2**20}",
-                "--core=0",
-                "--",
-                *launch,
-                *command,
-            ]
-        wrapped = bwrap_command(
-            [*launch, *command],
-            scratch=self.scratch,
-            runtime=self.runtime,
-            package=self.package,
-            env=env,
-            uid=self.uid,
-            scratch_mb=self.scratch_mb,
-            cpu_seconds=self.cpu_seconds,
-            max_file_mb=self.max_file_mb,
-            max_processes=0 if self.cgroups.caps_processes else self.max_processes,
-        )
-        return [*self.cgroups.enter_command(), *wrapped]
-
-    async def _async_launch_kernel(self, kernel_cmd, **kw):
-        if self._request is not None:
-            from autograde.zygote import Zygote
-
-            zygote = Zygote.for_package(self.package, self.runtime.parent)
-            process = zygote.spawn(self._request, self.cgroups.procs)
-            # What LocalProvisioner.launch_kernel keeps of a Popen: jupyter_client polls, waits for and
-            # kills the kernel through it (interrupts go by message).
-            self.provisioner.process, self.provisioner.pid, self.provisioner.pgid = process, None, None
-            self._reconcile_connection_info(self.provisioner.connection_info)
-            return
-        # The kernel's environment is the one built above, never the grader's (bubblewrap clears
-        # its own; the few processes in front of it get no more than a PATH).
-        kw["env"] = getattr(self, "_unsandboxed_env", None) or {"PATH": "/usr/bin:/bin"}
-        kw["cwd"] = self.scratch if not self.sandboxed else "/"
-        return await super()._async_launch_kernel(kernel_cmd, **kw)
-
-    async def _async_wait(self, pollinterval: float = 0.1) -> None:
-        # After its SIGKILL a kernel is gone within milliseconds: poll at 10 ms, not jupyter_client's
-        # 100 ms, which every submission would otherwise wait out once.
-        await super()._async_wait(pollinterval=min(pollinterval, 0.01))
-
-    def memory_meter(self) -> MemoryMeter:
-        """A meter of this kernel's memory, read from outside it (its cgroup, or its processes in /proc)."""
-        process = getattr(self.provisioner, "process", None) if self.provisioner is not None else None
-        return MemoryMeter(self.cgroups, getattr(process, "pid", None))
-
-    def seal(self) -> None:
-        """Once the kernel is connected: its socket folder becomes read-only to it."""
-        os.chmod(self.runtime, 0o550 if self.uid is not None else 0o500)
-        if self.uid is None and self.sandboxed and not self.forked:
-            # Without root the kernel has our uid: it owns the folder and could make it writable again, and the
-            # folder is on our disk, not a capped tmpfs (a kernel wrote 720 MiB there). Its mount in the kernel's
-            # view is made read-only instead, which the kernel cannot undo.
-            self._read_only_in_its_view(self.runtime)
-
-    def _read_only_in_its_view(self, folder: Path) -> None:
-        process = getattr(self.provisioner, "process", None)
-        try:
-            children = Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()
-        except (AttributeError, OSError):
-            children = []
-        if not children:
-            raise RuntimeError("the kernel's sandbox ended before its socket folder could be sealed")
-        done = subprocess.run(
-            [sys.executable, "-c", READ_ONLY_IN_ITS_VIEW, children[0], str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-        if done.returncode != 0:
-            said = (done.stderr.strip().splitlines() or ["(nothing said)"])[-1]
-            raise RuntimeError(f"the kernel's socket folder could not be made read-only in its view: {said[:200]}")
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart)
-        if restart:
-            return
-        if self.cgroups is not None:
-            self.cgroups.remove()
-        with contextlib.suppress(OSError):
-            os.chmod(self.runtime, 0o700)
-        shutil.rmtree(self.runtime, ignore_errors=True)
-        if not self.sandboxed:
-            shutil.rmtree(self.scratch, ignore_errors=True)
