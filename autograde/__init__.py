@@ -5,14 +5,16 @@
     1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
          nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
-    3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ grade_worker.py)
-         each in a sandboxed kernel .....................................  sandbox.py     (+ inside/kernel_launch.py)
-           forked from a zygote that imported what kernels import .......  zygote.py      (+ inside/zygote_server.py)
+    3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ worker/)
+         each in a sandboxed kernel .....................................  kernel/sandbox.py (+ kernel_manager.py)
+           forked from a zygote that imported what kernels import .......  kernel/zygote.py  (+ inside/zygote_server.py)
+           or started on its own ........................................  inside/kernel_launch.py
            which confines itself: keyring, no user namespace ............  inside/confine.py
          every test cell judged in the grader ...........................  judge.py       (+ grading_key.py)
-           one test cell and its verdict ................................  verdicts.py    (+ remote_calls.py)
-           the student's kernel, its supply and its package .............  kernel_client.py (+ kernel_supply.py, stub_package.py)
-           answered in the kernel by the harness ........................  inside/harness.py (read back: wire.py)
+           one test cell and its verdict ................................  verdicts.py    (+ kernel/remote_calls.py)
+           the student's kernel and the next one, started ahead ...........  kernel/kernel_client.py (+ kernel_supply.py)
+           the course package as the kernel sees it .....................  kernel/stub_package.py (+ allowlist, kernel_package)
+           answered in the kernel by the harness ........................  inside/harness.py (read back: kernel/wire.py)
     4. results: one record per student, statuses, the gradebook .........  results.py
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
     6. export: the grades CSV, and the files Canvas and Moodle import ...  export.py
@@ -23,10 +25,13 @@
     the command line ....................................................  grade.py       (python -m autograde.grade --help)
     the throughput measurement (make bench) .............................  throughput.py
 
-``inside/`` holds what runs inside the sandbox, standard library only (tests/test_inside.py): the boundary is
-that folder. ``nbgrader_config.py`` wires nbgrader to the course's layout and puts the judge in place of
-nbgrader's own execution step. docs/instructors.md walks through a term; docs/security.md says
-what a submission can and cannot reach.
+The folders say where code runs. ``inside/`` holds what runs inside the sandbox, standard library only
+(tests/test_inside.py): the boundary is that folder. ``kernel/`` holds what starts a student's kernel, what it sees
+and what talks to it; ``worker/`` the grading worker processes (their fork server, environment and warm-up, and
+what one does with a submission). The pipeline's steps stay here, at the top; no module imports itself round
+through others (tests/test_import_cycles.py). ``nbgrader_config.py`` wires nbgrader to the course's layout and
+puts the judge in place of nbgrader's own execution step. docs/instructors.md walks through a term;
+docs/security.md says what a submission can and cannot reach.
 """
 
 import sys as _sys

@@ -258,6 +258,15 @@ class Course:
         return answer
 
 
+def last_error_line(log: str) -> str:
+    """The line of a log (what ``Course.nbgrader`` answered) that most likely says what went wrong."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if "Error" in line or "error" in line:
+            return line[:300]
+    return lines[-1][:300] if lines else "(no log)"
+
+
 def gradebook(course: Course):
     from nbgrader.api import Gradebook
 
@@ -373,8 +382,6 @@ def release(course: Course, assignment: str, language: str = "en") -> list[str]:
     finally:
         shutil.rmtree(handed_out, ignore_errors=True)
     if not answer["success"]:
-        from .feedback import last_error_line
-
         raise ExchangeProblem(
             f"nbgrader could not release {assignment} to the exchange {course.exchange_location.describe()}: "
             + last_error_line(answer["log"] + answer["error"])

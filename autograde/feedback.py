@@ -28,9 +28,9 @@ from pathlib import Path
 
 import nbformat
 
-from . import fork_server
+from .worker import fork_server
 from .bounds import FEEDBACK_MEMORY_MB, FEEDBACK_SECONDS
-from .course import Course
+from .course import Course, last_error_line
 from .feedback_filter import split_hidden
 from .results import read_results, write_result
 
@@ -237,12 +237,3 @@ def released_alone(course: Course, assignment: str, students: list[str], results
                 results[student].notes.append(note)
                 write_result(course, results[student])
     return sorted(alone)
-
-
-def last_error_line(log: str) -> str:
-    """The line of a log that most likely says what went wrong."""
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if "Error" in line or "error" in line:
-            return line[:300]
-    return lines[-1][:300] if lines else "(no log)"

@@ -184,7 +184,7 @@ def collect_submissions(course, args) -> None:
 def autograde_all(course, args) -> None:
     from autograde import pool
     from autograde.results import Status
-    from autograde.sandbox import HiddenFromKernels
+    from autograde.kernel.sandbox import HiddenFromKernels
 
     try:
         results = pool.grade(
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     callers_umask = os.umask(0o077)
     try:
         if args.command in ("autograde", "all") and not args.scheduler:
-            from autograde import fork_server
+            from autograde.worker import fork_server
 
             fork_server.start()  # the local cluster's workers will be forked from it: its imports start now
 

@@ -53,10 +53,10 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Bytes, Integer, Unicode
 
-from .kernel_client import HARNESS, CallTimedOut, GradingStopped, kernel_limits
-from .kernel_supply import kernel_supply
-from .remote_calls import Budget
-from .sandbox import REPO, sandbox_available
+from .kernel.kernel_client import HARNESS, CallTimedOut, GradingStopped, kernel_limits
+from .kernel.kernel_supply import kernel_supply
+from .kernel.remote_calls import Budget
+from .kernel.sandbox import REPO, sandbox_available
 from .verdicts import VERDICT_KEY, Verdict, verdict_outputs, judge_cell, verdict_metadata
 
 MAX_NOTEBOOK_TEXT = 2**20  # characters of printed output kept for all the student's cells of a notebook

@@ -38,7 +38,7 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 from autograde.feedback_filter import HideHiddenTests, SayInLanguage, SayLate, SayPending  # noqa: E402
 from autograde.feedback_math import TypesetMath  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
-from autograde.sandbox import sandbox_available  # noqa: E402
+from autograde.kernel.sandbox import sandbox_available  # noqa: E402
 import nbgrader  # noqa: E402 (already imported: nbgrader is reading this file)
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
 from nbgrader.preprocessors import (

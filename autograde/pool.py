@@ -33,10 +33,18 @@ from typing import Callable
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import fork_server
+from .worker import fork_server
 from .collect import collected_timestamp, collection_notes, original_ids, take_folder
-from .course import Course, default_workers, due_date, gradebook, roster, setup, share_gradebook_engines
-from .feedback import last_error_line
+from .course import (
+    Course,
+    default_workers,
+    due_date,
+    gradebook,
+    last_error_line,
+    roster,
+    setup,
+    share_gradebook_engines,
+)
 from .inspection import Inspection, inspect, submission_fingerprint
 from .late_policy import describe_policy
 from .lateness import Lateness
@@ -51,7 +59,7 @@ from .results import (
     written_answers,
 )
 from .run_folder import GradingStopped, run_folder, worker_folders
-from .sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
+from .kernel.sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 # A submission is graded at most this many times more when the worker grading it dies (Dask's
 # ``distributed.scheduler.allowed-failures``, set for the local cluster; an existing cluster has its own).
@@ -275,7 +283,7 @@ def _grade(
             # The cluster starts now (its workers are up when this returns): the workers make their
             # sandboxes and boot their first kernels while this process inspects the submissions (about
             # 8 ms each: 2.4 s for a class of 300).
-            from .kernel_client import kernel_limits
+            from .kernel.kernel_client import kernel_limits
 
             if scheduler is None:
                 fork_server.start()  # (if the command has not started it already)
@@ -382,7 +390,7 @@ def run_jobs(
     from distributed.scheduler import KilledWorker
 
     from . import grading_key
-    from .grade_worker import grade_submission, run_settings
+    from .worker.grade_worker import grade_submission, run_settings
 
     key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
     run = {
@@ -563,8 +571,8 @@ class GradingWorker(WorkerPlugin):
         import nbgrader.converters  # noqa: F401 - imported once per worker, not per submission
 
         from .course import share_gradebook_engines
-        from .kernel_supply import KernelSupply
-        from .stub_package import shared_stub_package
+        from .kernel.kernel_supply import KernelSupply
+        from .kernel.stub_package import shared_stub_package
 
         share_gradebook_engines()
         worker_folders()  # a worker of an existing cluster: folders of its own, as a run's (run_folder.py)
@@ -662,7 +670,7 @@ def dask_client(
     from distributed import Client, LocalCluster
     from distributed.utils import get_mp_context
 
-    from .stub_package import STUB_ENV, kept_stub_package, shared_stub_package
+    from .kernel.stub_package import STUB_ENV, kept_stub_package, shared_stub_package
     from .tool_env import tool_env
 
     if scheduler:

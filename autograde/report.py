@@ -17,7 +17,7 @@ from .results import Status, pending_from_gradebook, read_results
 
 def sandbox_state() -> tuple[bool, str]:
     """(True, "") when grading kernels run in the bubblewrap sandbox (sandbox.py), else (False, why)."""
-    from .sandbox import sandbox_available
+    from .kernel.sandbox import sandbox_available
 
     return sandbox_available()
 

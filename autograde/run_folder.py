@@ -34,7 +34,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .sandbox import RUN_SOCKETS_ENV, _runtime_base
+from .kernel.sandbox import RUN_SOCKETS_ENV, _runtime_base
 
 PREFIX = "hm-run-"
 STOPPING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)  # Ctrl-C (SIGINT) is already an exception

@@ -22,7 +22,7 @@ import nbformat
 
 from .course import REPO, Course, default_workers, expected_notebooks, grade_id, is_answer, make_course_copy, setup
 from .results import Status, read_results, read_verdicts
-from .sandbox import GRADING_ENV
+from .kernel.sandbox import GRADING_ENV
 from .tool_env import tool_env
 
 
@@ -88,7 +88,7 @@ class CpuMeter:
         self.group: Path | None = None
         self.stolen = 0.0
         try:
-            # Each kernel runs in a cpu cgroup of its own (sandbox.Cgroups): where cpu and cpuacct are one
+            # Each kernel runs in a cpu cgroup of its own (kernel/resources.py, Cgroups): where cpu and cpuacct are one
             # hierarchy, that takes the kernels out of the meter's group, so the meter counts machine-wide.
             if self.CPUACCT.resolve() == (self.CPUACCT.parent / "cpu").resolve():
                 raise OSError("cpu and cpuacct are one hierarchy")

@@ -17,9 +17,9 @@ import warnings
 import nbformat
 import numpy as np
 
-from .kernel_client import CallTimedOut, KernelGone, OutputLimit, StudentKernel
-from .remote_calls import Budget, RemoteFunction
-from .wire import decode
+from .kernel.kernel_client import CallTimedOut, KernelGone, OutputLimit, StudentKernel
+from .kernel.remote_calls import Budget, RemoteFunction
+from .kernel.wire import decode
 
 MAX_MESSAGE = 2000  # characters of a test cell's verdict
 

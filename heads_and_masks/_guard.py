@@ -6,7 +6,7 @@ one list of graded functions; nothing else lists them:
 
 * while a check runs a learner's function, every registered reference is *locked*
   (:func:`locked`): calling one raises :class:`ReferenceUsedError`, and the check names the mistake;
-* the package a grading kernel imports (``autograde/kernel_package.py``, an allowlist per notebook) has
+* the package a grading kernel imports (``autograde/kernel/allowlist.py``, an allowlist per notebook) has
   every reference in :func:`references` as a function that only raises.
 
 Why every reference, whatever the exercise: no correct answer calls one. Each notebook builds on the

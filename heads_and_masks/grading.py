@@ -1,7 +1,7 @@
 """Grading mode: while a notebook is graded, pictures, widgets and timing experiments do nothing.
 
 The grader starts every grading kernel with ``HEADS_AND_MASKS_GRADING=1`` in its environment
-(``autograde/sandbox.py`` builds that environment). The package reads it through
+(``autograde/kernel/sandbox.py`` builds that environment). The package reads it through
 :func:`grading_mode`, so the notebooks need no special code: in grading mode
 
 * a course widget (``widgets.base.CourseWidget``) builds no figure and no controls; its ``readouts``
@@ -44,7 +44,7 @@ import os
 import sys
 import types
 
-GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # the same name as autograde.sandbox.GRADING_ENV
+GRADING_ENV = "HEADS_AND_MASKS_GRADING"  # the same name as autograde.kernel.sandbox.GRADING_ENV
 
 
 def grading_mode() -> bool:

@@ -62,7 +62,7 @@ def kernel_reply_language_info() -> dict:
 
 def require_sandbox() -> None:
     """Sandboxed grading needs bubblewrap: fail in CI without it, skip (saying how to get it) elsewhere."""
-    from autograde.sandbox import sandbox_available
+    from autograde.kernel.sandbox import sandbox_available
 
     available, why = sandbox_available()
     if available:
@@ -215,7 +215,7 @@ _DONE, _FAILED = "graded-ahead", "failed-ahead"
 def grade_ahead(assignments: list[str]) -> None:
     """Start grading the class runs of ``assignments`` (in that order) in another process."""
     global _AHEAD
-    from autograde.sandbox import sandbox_available
+    from autograde.kernel.sandbox import sandbox_available
 
     assignments = list(dict.fromkeys(assignments))
     if not assignments or _AHEAD is not None or not sandbox_available()[0]:

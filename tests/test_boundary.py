@@ -438,7 +438,7 @@ def test_a_flood_of_printed_lines_is_cut_as_it_arrives():
     """A cell printing reply-like lines as fast as it can: the grader keeps the last few MiB of it, and ends the
     kernel once it sent MAX_KERNEL_OUTPUT (instead of taking all it prints until the cell's time runs out)."""
     require_sandbox()
-    from autograde.kernel_client import MAX_KERNEL_OUTPUT, MAX_STDOUT, StudentKernel
+    from autograde.kernel.kernel_client import MAX_KERNEL_OUTPUT, MAX_STDOUT, StudentKernel
 
     kernel = StudentKernel(memory_mb=1024, cpu_seconds=60)
     received = 0
@@ -474,7 +474,7 @@ def test_what_a_kernel_sends_unread_waits_in_the_kernels_memory():
     require_sandbox()
     import time
 
-    from autograde.kernel_client import StudentKernel
+    from autograde.kernel.kernel_client import StudentKernel
 
     kernel = StudentKernel(memory_mb=2048, cpu_seconds=60)
     try:
@@ -492,7 +492,7 @@ def test_one_huge_line_of_output_ends_its_notebook_at_once():
     """120 MB printed as one line: the grader takes no message over its limit, and ends the kernel at that cell
     instead of waiting out the time of every cell after it (what held a worker for its whole budget)."""
     run, *_, report, _ = hostile_class()
-    from autograde.kernel_client import MAX_MESSAGE_BYTES
+    from autograde.kernel.kernel_client import MAX_MESSAGE_BYTES
 
     result = run.results["prints_one_huge_line"]
     limits = " ".join(result.limits)
@@ -804,7 +804,7 @@ def _instructor_python(name: str, home: Path) -> list[str]:
         run = [*wrap, str(interpreter), str(kept), str(closed), *run]
     # its packages, and every folder of its Python that a kernel is shown (bubblewrap binds them as the instructor)
     probe = (
-        "import os, distributed, ipykernel, nbgrader, numpy; from autograde.sandbox import python_paths; "
+        "import os, distributed, ipykernel, nbgrader, numpy; from autograde.kernel.sandbox import python_paths; "
         "assert all(os.access(p, os.R_OK | os.X_OK) for p in python_paths())"
     )
     ran = subprocess.run([*run, "-c", probe], env=_instructor_env(home), cwd=home, capture_output=True, text=True)
@@ -846,7 +846,7 @@ def test_a_kernel_writes_only_its_own_folders(grader):
 @pytest.mark.parametrize("grader", GRADERS)
 def test_a_kernel_cannot_reset_what_the_grader_measures(grader):
     """A kernel's /proc is read-only to it: without root the grader measures a call's memory from the peak resident
-    set of the kernel's processes in /proc (``sandbox.MemoryMeter``), which a process could otherwise reset itself
+    set of the kernel's processes in /proc (``resources.MemoryMeter``), which a process could otherwise reset itself
     (``/proc/self/clear_refs``) after building the whole score matrix, and be measured as a tiled kernel."""
     run = graded_by(grader)[0]
     said = [
@@ -874,7 +874,7 @@ def test_a_kernel_starts_a_child_only_where_a_memory_cgroup_counts_it(grader):
 
 
 def _root_has_a_memory_cgroup() -> bool:
-    from autograde.sandbox import Cgroups
+    from autograde.kernel.resources import Cgroups
 
     probe = Cgroups(f"probe-{os.getpid()}", 2**30, 64)
     try:

@@ -48,7 +48,7 @@ def grading(monkeypatch):
 
 
 def test_the_package_and_the_grader_name_the_same_variable():
-    from autograde.sandbox import GRADING_ENV as graders
+    from autograde.kernel.sandbox import GRADING_ENV as graders
 
     assert hm.GRADING_ENV == GRADING_ENV == graders
 

@@ -9,7 +9,7 @@ calls every callable on random valid inputs of every graded function (the regist
 the last one repeated, an integer off by one, an array with its last two axes swapped), and reports each callable whose output
 reproduces the graded function's reference output on every draw. None may.
 
-Also here: the allowlist is what the notebooks' own cells use (kernel_package.NOTEBOOK_NAMES), and a helper
+Also here: the allowlist is what the notebooks' own cells use (allowlist.NOTEBOOK_NAMES), and a helper
 that answers a graded exercise, once a kernel can reach it, is found (the walk is not blind).
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from course import require_sandbox, student_notebook
 
-from autograde import kernel_package
+from autograde.kernel import allowlist, kernel_package
 from heads_and_masks._guard import references
 
 DRAWS = 3  # a callable answers a graded function when it reproduces it on every draw
@@ -240,14 +240,14 @@ def cases():
 
 
 def _kernel(assignment):
-    from autograde.kernel_client import StudentKernel
+    from autograde.kernel.kernel_client import StudentKernel
 
     require_sandbox()
     return StudentKernel(1024, 900, assignment=assignment)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("assignment", [None, *kernel_package.assignments()])
+@pytest.mark.parametrize("assignment", [None, *allowlist.assignments()])
 def test_nothing_a_grading_kernel_can_reach_answers_a_graded_exercise(assignment, cases):
     kernel = _kernel(assignment)
     try:
@@ -268,13 +268,13 @@ def test_every_graded_function_has_inputs():
 def test_a_helper_that_answers_is_found_once_a_kernel_can_reach_it(cases, monkeypatch, tmp_path):
     """The same walk, on a kernel whose allowlist was given helpers that answer (one named, one only needed by a
     named function, one a default argument): each is found (before issue 36 these were in every kernel)."""
-    from autograde import kernel_client, stub_package
+    from autograde.kernel import kernel_client, stub_package
 
-    names = {module: dict(table) for module, table in kernel_package.NOTEBOOK_NAMES.items()}
+    names = {module: dict(table) for module, table in allowlist.NOTEBOOK_NAMES.items()}
     names["00_start_here"]["heads_and_masks.training"] = ("attention_backward_slow",)
     names["00_start_here"]["heads_and_masks.generation"] = ("top_left_causal_mask",)
-    monkeypatch.setattr(kernel_package, "NOTEBOOK_NAMES", names)
-    monkeypatch.setattr(kernel_package, "WITHHELD", {})
+    monkeypatch.setattr(allowlist, "NOTEBOOK_NAMES", names)
+    monkeypatch.setattr(allowlist, "WITHHELD", {})
     package = stub_package.stub_package(tmp_path / "00_start_here", "00_start_here")
     monkeypatch.setattr(kernel_client, "shared_stub_package", lambda assignment=None: package)
     kernel = _kernel("00_start_here")
@@ -311,16 +311,16 @@ def _used_by_cells(assignment: str) -> set[str]:
     return used
 
 
-@pytest.mark.parametrize("assignment", kernel_package.assignments())
+@pytest.mark.parametrize("assignment", allowlist.assignments())
 def test_the_allowlist_is_what_the_notebooks_cells_use(assignment):
-    listed = {f"{m}.{n}" for m, names in kernel_package.NOTEBOOK_NAMES[assignment].items() for n in names}
-    common = {f"{m}.{n}" for m, names in kernel_package.EVERY_KERNEL.items() for n in names}
+    listed = {f"{m}.{n}" for m, names in allowlist.NOTEBOOK_NAMES[assignment].items() for n in names}
+    common = {f"{m}.{n}" for m, names in allowlist.EVERY_KERNEL.items() for n in names}
     graded = {f"{ref.module}.{name}" for name, ref in references().items()} | {
         f"heads_and_masks.{name}" for name in references()
     }
     used = _used_by_cells(assignment)
     assert listed <= used, f"listed for {assignment} but used by none of its cells: {sorted(listed - used)}"
-    left = used - listed - common - graded - set(kernel_package.WITHHELD)
+    left = used - listed - common - graded - set(allowlist.WITHHELD)
     assert not left, f"{assignment}'s cells use names its kernel does not have: {sorted(left)}"
 
 

@@ -9,9 +9,9 @@ import sys
 import psutil
 from course import REPO
 
-from autograde import kernel_client, kernel_supply, remote_calls
-from autograde import zygote
-from autograde.sandbox import KERNEL_OPTIONS, SandboxedKernelManager
+from autograde.kernel import kernel_client, kernel_supply, remote_calls
+from autograde.kernel import zygote
+from autograde.kernel.kernel_manager import KERNEL_OPTIONS, SandboxedKernelManager
 
 LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
@@ -159,7 +159,7 @@ def test_a_calls_memory_is_read_from_outside_and_memory_freed_earlier_does_not_h
     a grader that is not root, its processes' peak resident sets in /proc). A 16 MB array the call makes counts even
     after an earlier cell freed larger ones (glibc, left to raise its mmap threshold, served it from that freed
     memory, unseen: 0.24 MiB measured for a 16 MiB mask); a call that makes nothing grows by about nothing."""
-    from autograde.sandbox import MemoryMeter
+    from autograde.kernel.resources import MemoryMeter
 
     kernel = kernel_client.StudentKernel(1024, 300)
     try:

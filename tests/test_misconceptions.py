@@ -86,7 +86,7 @@ class _KernelHere:
     the path a graded call takes, the kernel's side and the grader's, without starting a kernel."""
 
     def __init__(self, **functions):
-        from autograde.kernel_client import HARNESS
+        from autograde.kernel.kernel_client import HARNESS
 
         self.namespace = dict(functions)
         exec(HARNESS, self.namespace)  # noqa: S102 - the judge's own code
@@ -107,7 +107,7 @@ class _KernelHere:
         """This process's memory, read as the grader reads a kernel's where it has no cgroup (/proc)."""
         import os
 
-        from autograde.sandbox import MemoryMeter
+        from autograde.kernel.resources import MemoryMeter
 
         return MemoryMeter(None, os.getpid())
 
@@ -119,7 +119,7 @@ def test_a_finalizers_resource_warning_is_not_the_answers_warning():
     harness records the warnings there, the grader warns again with them inside the checks' call)."""
     import warnings
 
-    from autograde.remote_calls import Budget, RemoteFunction
+    from autograde.kernel.remote_calls import Budget, RemoteFunction
     from heads_and_masks.checks.core import call
 
     def collected_mid_call(x):
@@ -176,7 +176,7 @@ def test_the_grading_kernel_has_the_checks_warning_policy(tmp_path):
     """The harness imports the policy from the kernel's stub copy of the package: that copy is the module itself."""
     import ast
 
-    from autograde.stub_package import stub_package
+    from autograde.kernel.stub_package import stub_package
     from heads_and_masks import _answer_warnings
 
     def definitions(text):

@@ -23,7 +23,7 @@ from autograde.export import exercise_of
 from autograde.inspection import compare_with_release
 from autograde.collect import default_zip_regexp
 from autograde.feedback_filter import HideHiddenTests, SayInLanguage, split_hidden
-from autograde.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
+from autograde.kernel.sandbox import PASSED_THROUGH, bwrap_command, kernel_environment, private_uid
 
 LAUNCHER = REPO / "autograde" / "inside" / "kernel_launch.py"
 
@@ -224,7 +224,7 @@ def test_compare_with_release_names_what_was_done_to_test_cells():
 def test_a_stop_passes_through_the_checks_to_the_judge(stop):
     """A call the grader stopped is a status, never a misconception: the checks catch a learner's
     exceptions (to say "raised TypeError" or "does not raise ValueError"), not the grader's stops."""
-    from autograde import kernel_client
+    from autograde.kernel import kernel_client
     from heads_and_masks.checks.core import call, expect_value_error
 
     def stopped(*args):

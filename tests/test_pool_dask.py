@@ -196,7 +196,7 @@ BLAS_THREADS_OF_LOCAL_WORKERS = """
 import ctypes, sys, tempfile
 from pathlib import Path
 
-from autograde import fork_server
+from autograde.worker import fork_server
 
 fork_server.start()
 from autograde.pool import dask_client

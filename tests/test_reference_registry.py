@@ -97,8 +97,8 @@ def test_two_references_of_one_name_are_refused(own_registry):
 
 
 def test_the_grading_kernels_package_has_no_reference_bodies(tmp_path):
-    from autograde.stub_package import stub_package
-    from autograde.kernel_package import assignments
+    from autograde.kernel.stub_package import stub_package
+    from autograde.kernel.allowlist import assignments
 
     for assignment in [None, *assignments()]:
         target = stub_package(tmp_path / str(assignment), assignment)
@@ -115,11 +115,11 @@ def test_the_grading_kernels_package_has_no_reference_bodies(tmp_path):
 
 
 def test_an_allowlisted_name_the_source_does_not_define_stops_the_stub(tmp_path, monkeypatch):
-    from autograde import kernel_package
-    from autograde.stub_package import stub_package
+    from autograde.kernel import allowlist
+    from autograde.kernel.stub_package import stub_package
 
-    names = dict(kernel_package.NOTEBOOK_NAMES, **{"03_causal_mask": {"heads_and_masks.masks": ("not_there",)}})
-    monkeypatch.setattr(kernel_package, "NOTEBOOK_NAMES", names)
+    names = dict(allowlist.NOTEBOOK_NAMES, **{"03_causal_mask": {"heads_and_masks.masks": ("not_there",)}})
+    monkeypatch.setattr(allowlist, "NOTEBOOK_NAMES", names)
     with pytest.raises(RuntimeError, match="does not define"):
         stub_package(tmp_path, "03_causal_mask")
 
@@ -129,7 +129,7 @@ def test_the_kept_stub_is_made_again_when_the_course_package_changes(tmp_path, m
     in the code that makes the stub) changed; a half-made stub of a killed run is never used."""
     import shutil
 
-    from autograde import stub_package
+    from autograde.kernel import stub_package
 
     repo = tmp_path / "repo"
     shutil.copytree(
@@ -161,7 +161,7 @@ def test_a_second_course_gets_a_copy_of_the_kept_stub(tmp_path):
     import filecmp
     import stat
 
-    from autograde import stub_package
+    from autograde.kernel import stub_package
 
     first_course, second_course = tmp_path / "one", tmp_path / "two"
     first_course.mkdir()

@@ -207,7 +207,7 @@ def test_a_graded_call_whose_memory_counts_looks_like_any_other():
 
     from test_misconceptions import _KernelHere
 
-    from autograde.remote_calls import Budget, RemoteFunction
+    from autograde.kernel.remote_calls import Budget, RemoteFunction
 
     namespace = {"np": np}
     exec(textwrap.dedent(next(a for a in ANSWERS if a.correct).cells[CHECKED]), namespace)
@@ -241,7 +241,7 @@ CHECKED = "blocked_causal_attention"
 
 
 def test_a_call_out_of_memory_at_the_graded_size_names_the_whole_matrix():
-    """Graded at n = 8192, a kernel of 04 cannot hold the whole score matrix (autograde/kernel_client.py, KERNEL_MEMORY): the
+    """Graded at n = 8192, a kernel of 04 cannot hold the whole score matrix (autograde/kernel/kernel_client.py, KERNEL_MEMORY): the
     call that builds it ends in MemoryError in the learner's kernel, and both tests say what a strip would cost."""
     import textwrap
 

@@ -1,4 +1,4 @@
-"""Kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): each one as closed in as a kernel
+"""Kernels forked from the zygote (autograde/kernel/zygote.py, inside/zygote_server.py): each one as closed in as a kernel
 started on its own (its uid, no capability, its processes, its folders, its cgroups, no network), nothing
 shared between two of them, and every process of a kernel gone when the grader lets it go."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from course import _template_course
 
-from autograde import kernel_client, sandbox, zygote
+from autograde.kernel import kernel_client, sandbox, zygote
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
@@ -212,7 +212,7 @@ def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monk
     sandbox.check_kernels_can_see_the_course()  # this course, where it is: nothing to say
 
     shutil.copytree(_template_course(), tmp_path / "course", symlinks=True)
-    moved = "import autograde.sandbox as s, pathlib, sys; s.REPO = pathlib.Path('/dev/shm/heads-and-masks')\n"
+    moved = "import autograde.kernel.sandbox as s, pathlib, sys; s.REPO = pathlib.Path('/dev/shm/heads-and-masks')\n"
     refused = subprocess.run(
         [sys.executable, "-c", moved + "from autograde.grade import main; sys.exit(main(sys.argv[1:]))"]
         + ["--root", str(tmp_path / "course"), "autograde", "00_start_here", "--workers", "1"],

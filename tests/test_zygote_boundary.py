@@ -1,4 +1,4 @@
-"""The hostile student against kernels forked from the zygote (autograde/zygote.py, inside/zygote_server.py): what a
+"""The hostile student against kernels forked from the zygote (autograde/kernel/zygote.py, inside/zygote_server.py): what a
 kernel leaves behind for the next kernel of its uid, and whether its limits hold on every kind of machine.
 
 Each test is an attack that got through before its fix (docs/security.md, "Attacks tried").
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from autograde import kernel_client, sandbox, zygote
+from autograde.kernel import kernel_client, resources, sandbox, zygote
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not sandbox.sandbox_available()[0], reason="the zygote serves a root grader with bubblewrap"
@@ -140,7 +140,7 @@ def test_a_kernel_starts_no_more_processes_than_its_limit_whatever_the_cgroups(c
     if cgroup_root != "this machine's":
         if not (UNIFIED / "cgroup.controllers").exists():
             pytest.skip("no cgroup2 hierarchy beside the machine's own here")
-        monkeypatch.setattr(sandbox, "CGROUP_ROOT", UNIFIED)
+        monkeypatch.setattr(resources, "CGROUP_ROOT", UNIFIED)
     kernel = kernel_client.StudentKernel(512, 120)
     try:
         assert kernel.manager.cgroups.procs, "the kernel was put in a cgroup"

@@ -438,7 +438,7 @@ def section_grading(
     )
     lines.append(
         f"\nOne worker is not one core: while it grades a submission, the next submission's kernel is forked "
-        "in its sandbox on the other core (autograde.kernel_supply.KernelSupply, autograde/zygote.py), and the course's "
+        "in its sandbox on the other core (autograde.kernel.kernel_supply.KernelSupply, autograde/kernel/zygote.py), and the course's "
         f"gradebook is written by the command. One worker kept {result['one_class_cores']:.2f} cores busy on "
         f"average in the class-sized runs, and the machine did {result['machine_capacity']:.2f} cores' worth of work "
         f"with {workers} busy processes, so a second worker could add at most {result['ceiling']:.2f}× over all "

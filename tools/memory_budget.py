@@ -166,7 +166,7 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
     """One kernel of 04 for the answer, one call per size; a row per call."""
     import numpy as np
 
-    from autograde import kernel_client, remote_calls
+    from autograde.kernel import kernel_client, remote_calls
     from heads_and_masks.tiled import blocked_causal_attention as reference
 
     memory_mb, cpu_seconds = kernel_client.kernel_limits(2048, 600, ASSIGNMENT)
@@ -225,7 +225,7 @@ def measure(name: str, correct: bool, source: str, sizes, seconds: float) -> Non
 def measure_notebook(seconds: float) -> None:
     """The solution notebook's own cells (every code cell but the tests, as grading runs them) in one kernel of
     04: the kernel's totals after each cell, and what a cell ran into. Its peak is the least a limit must allow."""
-    from autograde import kernel_client
+    from autograde.kernel import kernel_client
 
     notebook = json.loads((REPO / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
     memory_mb, cpu_seconds = kernel_client.kernel_limits(2048, 600, ASSIGNMENT)
@@ -265,8 +265,8 @@ def main() -> int:
     parser.add_argument("--notebook", action="store_true", help="the solution notebook's own cells instead")
     args = parser.parse_args()
     sizes = [tuple(int(x) for x in size.split(",")) for size in args.sizes] or SIZES
-    from autograde import kernel_client
-    from autograde.sandbox import sandbox_available
+    from autograde.kernel import kernel_client
+    from autograde.kernel.sandbox import sandbox_available
 
     limits = kernel_client.kernel_memory(ASSIGNMENT)
     limits = kernel_client.KernelMemory(
@@ -276,9 +276,9 @@ def main() -> int:
     )
     kernel_client.KERNEL_MEMORY[ASSIGNMENT] = limits
     if args.no_zygote:  # each kernel through kernel_launch.py in bubblewrap, as without root (limits and imports)
-        import autograde.sandbox
+        import autograde.kernel.sandbox
 
-        autograde.sandbox.forked_kernels = lambda: False
+        autograde.kernel.sandbox.forked_kernels = lambda: False
     print(
         f"# 04's kernels: {limits}; {'root' if os.geteuid() == 0 else 'not root: no cgroup'}; "
         f"sandbox: {sandbox_available()}; {'no zygote' if args.no_zygote else 'zygote if root'}"

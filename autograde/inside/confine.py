@@ -18,7 +18,7 @@ Standard library only, and no import of the package: it runs inside the sandbox,
   ``clone`` without ``CLONE_THREAD`` fail with EPERM; threads still start. A grader without root has no
   memory cgroup, and its meter reads each of the kernel's processes from /proc at the end of a call: a child
   started and ended within the call (an n × n matrix built there, the answer sent back through a pipe) was
-  never seen. Such a kernel now has no child to hide anything in (``sandbox.SandboxedKernelManager``).
+  never seen. Such a kernel now has no child to hide anything in (``kernel_manager.SandboxedKernelManager``).
 """
 
 from __future__ import annotations

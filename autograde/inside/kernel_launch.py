@@ -1,7 +1,7 @@
 """Start a grading kernel under resource limits: ``python kernel_launch.py [options] -- KERNEL COMMAND...``.
 
 Every kernel that grades a student's notebook is started through this wrapper (see
-``sandbox.SandboxedKernelManager``). It sets the limits on its own process and then *replaces
+``kernel_manager.SandboxedKernelManager``). It sets the limits on its own process and then *replaces
 itself* with the kernel command (``os.execvp``), so the kernel keeps the process id, the signals
 and the limits, and nothing of the wrapper is left running. With ``--preload`` it imports those
 modules under the same limits and then runs the kernel in this same process (``python -m MODULE``

@@ -54,10 +54,11 @@ def shared_stub_package(assignment: str | None = None) -> Path:
 
 
 def stub_fingerprint() -> str:
-    """What the stub packages are made from: every file of the course package, this module and the
-    allowlist (``kernel_package.py``), which make them. Equal fingerprints, equal stubs."""
+    """What the stub packages are made from: every file of the course package, this module, the allowlist
+    (``allowlist.py``) and what cuts the package to it (``kernel_package.py``). Equal fingerprints, equal stubs."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    digest.update(Path(__file__).with_name("kernel_package.py").read_bytes())
+    for maker in ("allowlist.py", "kernel_package.py"):
+        digest.update(Path(__file__).with_name(maker).read_bytes())
     package = REPO / "heads_and_masks"
     for path in sorted(p for p in package.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
         digest.update(b"\0" + str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())

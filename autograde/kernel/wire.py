@@ -13,7 +13,7 @@ import io
 
 import numpy as np
 
-from .inside.harness import MAX_DEPTH
+from ..inside.harness import MAX_DEPTH
 
 
 class Unsupported:

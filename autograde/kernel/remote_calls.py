@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from .inside.harness import MAX_ERROR, MAX_WARNING, MAX_WARNINGS, encode
+from ..inside.harness import MAX_ERROR, MAX_WARNING, MAX_WARNINGS, encode
 from .kernel_client import CallTimedOut, StudentKernel
 from .wire import decode
 

@@ -32,8 +32,8 @@ import time
 import zlib
 from pathlib import Path
 
-from .course import Course
-from .results import Status
+from ..course import Course
+from ..results import Status
 
 _ROOTS: dict[str, Path] = {}  # run id -> this process's private course root for that run
 _LOCK = threading.Lock()
@@ -49,7 +49,7 @@ def private_course(run: dict) -> Course:
             root = Path(tempfile.mkdtemp(prefix=f"hm-grading-{run['id']}-"))
             atexit.register(shutil.rmtree, root, True)
             (root / "gradebook.db").write_bytes(zlib.decompress(run["gradebook"]))
-            from .judge import language_release  # (the judge's machinery is imported where it grades)
+            from ..judge import language_release  # (the judge's machinery is imported where it grades)
 
             folders = {root / "source" / run["assignment"]: run["source"]}
             for language, files in run["releases"].items():  # release/, release-ru/: judge.language_release
@@ -122,7 +122,7 @@ def repair_duplicates(path: Path) -> None:
     """
     import nbformat
 
-    from .course import grade_id
+    from ..course import grade_id
 
     notebook = nbformat.read(path, as_version=4)
     last = {grade_id(cell): index for index, cell in enumerate(notebook.cells) if grade_id(cell) is not None}
@@ -172,8 +172,9 @@ def run_settings(run: dict) -> dict:
 
 def grade_submission(run: dict, job: dict) -> dict:
     """Grade one submission with nbgrader in this process's private course root (a Dask task)."""
-    from . import judge, kernel_supply
-    from .collect import write_submission
+    from .. import judge
+    from ..kernel import kernel_supply
+    from ..collect import write_submission
 
     if job.get("last"):  # among the run's last submissions: this worker expects none after it
         kernel_supply.kernel_supply().last_one()

@@ -13,13 +13,13 @@ library for that reason.
 from __future__ import annotations
 
 WORKER_PRELOAD = [
-    "autograde.worker_environ",  # first: the environment Dask's nanny gives a worker process
+    "autograde.worker.worker_environ",  # first: the environment Dask's nanny gives a worker process
     "distributed",
     "nbgrader.converters",
     "autograde.judge",
-    "autograde.grade_worker",
+    "autograde.worker.grade_worker",
     "autograde.pool",
-    "autograde.warm_up",  # last: what a worker's first submission would do once more than the others
+    "autograde.worker.warm_up",  # last: what a worker's first submission would do once more than the others
 ]
 
 

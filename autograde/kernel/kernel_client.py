@@ -1,6 +1,6 @@
 """A student's grading kernel as the grader sees it: started in its sandbox, talked to, ended.
 
-:class:`StudentKernel` starts a sandboxed kernel (``sandbox.SandboxedKernelManager``) with the stub package of
+:class:`StudentKernel` starts a sandboxed kernel (``kernel_manager.SandboxedKernelManager``) with the stub package of
 its assignment, runs cells in it under a time limit and the output bounds (``bounds.py``), and sends it the
 judge's requests; the harness that answers them in the kernel is ``inside/harness.py`` (:data:`HARNESS`).
 """
@@ -16,8 +16,10 @@ import time
 
 import zmq
 
-from .inside.harness import REPLY_MARK, REQUEST_KEY
-from .sandbox import INSIDE, MemoryMeter, SandboxedKernelManager
+from ..inside.harness import REPLY_MARK, REQUEST_KEY
+from .kernel_manager import SandboxedKernelManager
+from .resources import MemoryMeter
+from .sandbox import INSIDE
 from .stub_package import shared_stub_package
 
 MAX_TEXT = 4000  # characters of a student cell's printed output kept in the autograded notebook
@@ -109,7 +111,7 @@ class StudentKernel:
         self, memory_mb: int = 2048, cpu_seconds: int = 900, *, assignment: str | None = None, connect: bool = True
     ):
         self.limits = (memory_mb, cpu_seconds)
-        self.assignment = assignment  # whose allowlist of the course package it imports (kernel_package.py)
+        self.assignment = assignment  # whose allowlist of the course package it imports (allowlist.py)
         self.usable = False
         self.client = None
         self.meter: MemoryMeter | None = None

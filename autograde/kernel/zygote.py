@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograde import sandbox
+from . import sandbox
 
 SERVER = sandbox.INSIDE / "zygote_server.py"
 SERVER_INSIDE = Path("/opt/heads-and-masks/zygote_server.py")
@@ -93,7 +93,7 @@ class ForkedKernel:
     """A kernel forked by the zygote, seen through its keeper's socket as a ``subprocess.Popen``.
 
     jupyter_client polls, waits for and kills the kernel through this object; interrupts go by message
-    (``sandbox.SandboxedKernelManager``), so no other signal is needed.
+    (``kernel_manager.SandboxedKernelManager``), so no other signal is needed.
     """
 
     stdin = stdout = stderr = None
