@@ -41,10 +41,10 @@ from autograde.judge import Judge  # noqa: E402
 from autograde.kernel.sandbox import sandbox_available  # noqa: E402
 import nbgrader  # noqa: E402 (already imported: nbgrader is reading this file)
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor  # noqa: E402
-from nbgrader.preprocessors import (
+from nbgrader.preprocessors import (  # noqa: E402 - after the configuration above, as the imports before it
     AssignLatePenalties,
     CheckCellMetadata,
-    GetGrades,  # noqa: E402
+    GetGrades,
     LimitOutput,
     SaveAutoGrades,
 )

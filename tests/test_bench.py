@@ -14,7 +14,7 @@ import sys
 from course import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
-import bench  # noqa: E402
+import bench
 
 
 def test_summary_says_which_targets_were_missed():

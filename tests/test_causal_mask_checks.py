@@ -63,7 +63,7 @@ def _solutions() -> dict[str, str]:
 def _functions(cells: dict[str, str]) -> dict:
     namespace = {"np": np}
     for exercise in EXERCISES:
-        exec(textwrap.dedent(cells.get(exercise, _solutions()[exercise])), namespace)  # noqa: S102
+        exec(textwrap.dedent(cells.get(exercise, _solutions()[exercise])), namespace)
     return {name: namespace[name] for name in EXERCISES}
 
 

@@ -38,7 +38,7 @@ def _functions(cells: dict[str, str], solutions: dict[str, str]) -> dict:
     """The answer's functions, the reference solutions where it wrote none (read once: reading is the slow part)."""
     namespace = {"np": np}
     for exercise in EXERCISES:
-        exec(textwrap.dedent(cells.get(exercise, solutions[exercise])), namespace)  # noqa: S102
+        exec(textwrap.dedent(cells.get(exercise, solutions[exercise])), namespace)
     return {name: namespace[name] for name in EXERCISES}
 
 

@@ -29,7 +29,7 @@ CYRILLIC = re.compile("[а-яё]", re.IGNORECASE)
 
 def _right_attention():
     namespace = {"np": np}
-    exec(next(a for a in ANSWERS if a.correct).source("attention"), namespace)  # noqa: S102
+    exec(next(a for a in ANSWERS if a.correct).source("attention"), namespace)
     return namespace["attention"]
 
 

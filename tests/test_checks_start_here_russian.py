@@ -25,7 +25,7 @@ def test_start_here_checks_speak_russian(capsys):
     wrong = [a for a in ANSWERS if not a.correct and not a.untouched]
     right = next(a for a in ANSWERS if a.correct)
     namespace = {"np": np}
-    exec(right.source("attention"), namespace)  # noqa: S102
+    exec(right.source("attention"), namespace)
     with i18n.use_language("ru"):
         reports = {answer.name: _failure(answer) for answer in wrong}
         checks.check_attention(namespace["attention"])

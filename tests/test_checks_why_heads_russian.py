@@ -50,13 +50,13 @@ def _reports(answer) -> list[str]:
     given, tests = _cells(ASSIGNMENT)
     namespace = {"np": np, "hm": hm}
     for grade_id, source in given:
-        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)  # noqa: S102
+        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)
     reports = []
     for grade_id, source in tests:
         if answer.breaks and not grade_id.startswith(f"test_{answer.breaks}"):
             continue
         try:
-            exec(HIDDEN.sub("", source), dict(namespace))  # noqa: S102
+            exec(HIDDEN.sub("", source), dict(namespace))
         except CheckFailed as failure:
             reports.append(str(failure))
     return reports

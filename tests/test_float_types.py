@@ -43,7 +43,7 @@ def _solution_functions(assignment, names, namespace):
     for cell in solution_notebook(assignment).cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and (meta.get("solution") or meta.get("grade_id", "").startswith("given_")):
-            exec(re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\s*$", "", cell.source), namespace)  # noqa: S102
+            exec(re.sub(r"(?m)^\s*### (BEGIN|END) SOLUTION\s*$", "", cell.source), namespace)
     return [namespace[name] for name in names]
 
 

@@ -30,7 +30,7 @@ from heads_and_masks.pictures import work_fraction as work_fraction_pictures
 from heads_and_masks.grading import GRADING_ENV, Idle, grading_mode
 
 sys.path.insert(0, str(REPO / "tools"))
-from bench import _course_widgets  # noqa: E402  (every CourseWidget subclass of the package)
+from bench import _course_widgets
 
 
 @pytest.fixture

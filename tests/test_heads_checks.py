@@ -51,7 +51,7 @@ def _failures(answer) -> dict[str, str]:
     """{test cell: failure message} for one catalog answer, visible and hidden calls as in the notebook."""
     namespace = {"np": np, "rearrange": rearrange, "hm": hm}
     for grade_id, source in _solutions().items():
-        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)  # noqa: S102
+        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)
     failures = {}
     for exercise, cells in TEST_CELLS.items():
         for cell, check in cells.items():

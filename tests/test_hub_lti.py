@@ -39,7 +39,7 @@ from course import REPO
 from hub_class import HubClass, Person, running_hub_class
 
 sys.path.insert(0, str(REPO / "hub"))  # the hub's own modules, as tools/hub.py and its configuration import them
-from lms_users import SettingsError, merge_lms_users, read_lms_users, read_settings, write_lms_users  # noqa: E402
+from lms_users import SettingsError, merge_lms_users, read_lms_users, read_settings, write_lms_users
 
 LTI_CLAIM = "https://purl.imsglobal.org/spec/lti/claim/"
 LOGIN_COOKIE = "jupyterhub-hub-login"  # the hub's cookie of a logged-in person

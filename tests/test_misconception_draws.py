@@ -79,7 +79,7 @@ def _calls(assignment: str, answer):
     given, tests = _cells(assignment)
     namespace = {"np": np, "hm": hm, "rearrange": rearrange}
     for grade_id, source in given:
-        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)  # noqa: S102
+        exec(answer.source(grade_id) if grade_id in answer.cells else source, namespace)
     for grade_id, source in tests:
         if not grade_id.startswith(f"test_{answer.breaks}"):
             continue
@@ -93,7 +93,7 @@ def _calls(assignment: str, answer):
 def _named(namespace: dict, source: str, context: str) -> str:
     with secret_inputs(KEY, context), contextlib.redirect_stdout(io.StringIO()):
         try:
-            exec(source, dict(namespace))  # noqa: S102
+            exec(source, dict(namespace))
         except CheckFailed as failure:
             return failure.misconception or "unrecognised"
     return "passed"

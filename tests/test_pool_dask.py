@@ -32,7 +32,7 @@ def _kill_holders(client, victims: dict[str, int], once: set[str], stop: threadi
     while not stop.is_set():
         try:
             processing = client.processing()
-        except Exception:  # the cluster is between states: look again
+        except Exception:  # noqa: BLE001 - the cluster is between states: look again
             processing = {}
         for address, keys in processing.items():
             for student in victims:

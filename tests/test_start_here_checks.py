@@ -17,7 +17,7 @@ from heads_and_masks.checks.start_here import check_attention
 
 def _failure(answer) -> str | None:
     namespace = {"np": np}
-    exec(answer.source("attention"), namespace)  # noqa: S102
+    exec(answer.source("attention"), namespace)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             check_attention(namespace["attention"])
@@ -46,7 +46,7 @@ def test_a_hidden_run_does_not_print_the_visible_lines_again(capsys):
     from heads_and_masks.checks.heads import check_split_heads_errors
 
     namespace = {"np": np}
-    exec(next(a for a in ANSWERS if a.correct).source("attention"), namespace)  # noqa: S102
+    exec(next(a for a in ANSWERS if a.correct).source("attention"), namespace)
     check_attention(namespace["attention"])
     visible = capsys.readouterr().out.splitlines()
     check_attention(namespace["attention"], seed=7919, thorough=True)

@@ -225,7 +225,7 @@ def section_widgets(quick: bool) -> tuple[list[str], list[Check]]:
                 for value in _control_values(control):
                     try:
                         control.value = value
-                    except Exception:  # a value the control refuses (e.g. a divisor rule)
+                    except Exception:  # noqa: BLE001 - a value the control refuses (e.g. a divisor rule)
                         continue
                     times.append(widget.last_update_seconds * 1000)
         if not times:
@@ -676,7 +676,7 @@ def main() -> int:
         try:
             options = {"n_submissions": args.grading_n, "assignments": args.assignment} if key == "grading" else {}
             lines, found = run(args.quick, **options)
-        except Exception as error:  # report and go on with the next section
+        except Exception as error:  # noqa: BLE001 - report and go on with the next section
             lines, found = [f"failed: {type(error).__name__}: {error}"], [Check(title, "failed", "runs", False)]
         print("\n".join(lines), flush=True)
         sections += [f"## {title}", "", *lines, ""]

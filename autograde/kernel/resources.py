@@ -122,7 +122,7 @@ class MemoryMeter:
             with contextlib.suppress(OSError, ValueError):
                 if peak.name == "memory.peak":
                     if self.peak_file is None:
-                        self.peak_file = open(peak, "r+")  # noqa: SIM115 - kept open: v2 resets per open file
+                        self.peak_file = open(peak, "r+")  # kept open: v2 resets the peak per open file
                     self.peak_file.seek(0)
                     self.peak_file.write("reset\n")
                     self.peak_file.flush()

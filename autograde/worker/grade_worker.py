@@ -188,7 +188,7 @@ def grade_submission(run: dict, job: dict) -> dict:
     for path in submitted.glob("*.ipynb"):
         try:
             repair_duplicates(path)
-        except Exception:  # unreadable: nbgrader will say so
+        except Exception:  # noqa: BLE001 - unreadable: nbgrader will say so
             pass
     settings = dict(
         run["config"],

@@ -15,7 +15,7 @@ import pkgutil
 
 import nbformat
 import nbgrader.api  # noqa: F401 - the gradebook's tables and mappers
-import sqlalchemy.dialects.sqlite  # noqa: F401 - the gradebook's database (imported on the first connection)
+import sqlalchemy.dialects.sqlite  # the gradebook's database (imported on the first connection)
 import sqlalchemy.orm
 
 import heads_and_masks.checks

@@ -458,7 +458,7 @@ def call(
             if _raised_by_a_library(error):
                 fail(_("{what} raised NotImplementedError: {error}").format(what=what, error=error))
             raise  # the exercise is not written yet: exercise_check says so in one line
-        except Exception as error:  # the learner's crash, reported in words
+        except Exception as error:  # noqa: BLE001 - the learner's crash, reported in words
             if _isinstance(error, MemoryError) or "MemoryError" in _repr(error) or "Unable to allocate" in str(error):
                 # the error's own words when it has some (also when a remote call reports it in words)
                 ran_out = (
@@ -531,7 +531,7 @@ def expect_value_error(function, *args, what: str, why: str):
                     "conventions.no_value_error",
                 )
             raise  # the exercise is not written yet: exercise_check says so in one line
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001 - any other error is the learner's, said in words
             fail(
                 _("{what} should raise ValueError ({why}), but it raised {type}: {error}").format(
                     what=what, why=why, type=_type(error).__name__, error=error

@@ -12,7 +12,7 @@ from ..readable import readable_number
 from ..text_alternative import with_lead
 from ..training import RULES, Run, chance_loss, rule_weights
 
-from . import picture  # noqa: F401, E402  (the notebook imports it from here)
+from . import picture  # noqa: F401  (the notebook imports it from here)
 
 RULE_COLOURS = {"previous token": "tab:orange", "first token": "tab:purple"}
 # each rule's curve in the legend (the rules' names, training.RULES, stay English: they are keys)

@@ -12,11 +12,12 @@ import numpy as np
 from ..figure_style import FIGURE_DPI, course_style, text_sizes_px
 from ..grading import IDLE, IdleControls, IdleReadouts, grading_mode, lazy_module
 
-# Imported on first use: in grading mode no widget is built, so these are never imported there.
-widgets = lazy_module("ipywidgets")
 from ..i18n import translated
 from ..readable import readable_number
 from ..text_alternative import describe_figure
+
+# Imported on first use: in grading mode no widget is built, so these are never imported there.
+widgets = lazy_module("ipywidgets")
 
 # Names and values never wrap; values line up on the right.
 READOUT_STYLE = (

@@ -29,7 +29,7 @@ from reflow import at_200_percent, reflow_problems
 from test_browser_notebooks import check_widget
 
 sys.path.insert(0, str(REPO / "tools"))
-from explore import pages, what_it_shows  # noqa: E402
+from explore import pages, what_it_shows
 
 pytestmark = pytest.mark.browser
 PAGES = pages()

@@ -1,10 +1,11 @@
-import dataclasses
-
 """Sample answers for 04_work_fraction: `causal_used_entries`, `causal_used_fraction`, `blocked_causal_attention`.
 
 Correct answers in several styles (online softmax over key tiles, one softmax per query strip,
 an additive mask, per-query loops); one wrong answer per misconception the notebook warns about.
 """
+
+import dataclasses
+
 from catalog import Answer
 
 ASSIGNMENT = "04_work_fraction"
