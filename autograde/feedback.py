@@ -181,7 +181,7 @@ def feedback(
             problem = str(bound)
             result.limits = [*(line for line in result.limits if not line.startswith("feedback ")), bound.limit]
             shutil.rmtree(folder, ignore_errors=True)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:  # noqa: BLE001 - one student's page that fails never stops the others'; the report says why
             why = str(error) if isinstance(error, PageFailed) else f"{type(error).__name__}: {str(error)[:200]}"
             problem = f"no feedback could be made ({why})"
             shutil.rmtree(folder, ignore_errors=True)

@@ -101,12 +101,12 @@ async def attack_port(port: int) -> dict:
             outcome["ran_as"] = await _run_code("tcp://" + address, kind)
         except Exception as error:  # noqa: BLE001 - each refusal is a finding
             outcome["run_refused"] = _name(error)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - each refusal is a finding
         outcome["plain_tcp_refused"] = _name(error)
     try:  # TLS, with a certificate of its own (it has no certificate of the instructor's run)
         own = Security.temporary()
         outcome["own_tls"] = await _identity("tls://" + address, **own.get_connection_args("client"))
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - each refusal is a finding
         outcome["own_tls_refused"] = _name(error)
     try:
         # the dashboard's pages of the workers, and of each worker: the tasks it holds, named after students
@@ -115,7 +115,7 @@ async def attack_port(port: int) -> dict:
         for link in sorted(set(re.findall(r'href="\.\./worker/([^"]+)"', text)))[:4]:
             text += _get(f"http://{address}/info/worker/{link}")
         outcome["http_text"] = text
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:  # noqa: BLE001 - each refusal is a finding
         outcome["http_refused"] = _name(error)
     return outcome
 

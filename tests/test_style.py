@@ -29,3 +29,32 @@ def test_ruff_lint_can_fail(tmp_path):
     )
     assert run.returncode == 1
     assert "F401" in run.stdout and "B006" in run.stdout, run.stdout
+
+
+def test_a_broad_except_and_a_stale_noqa_are_reported(tmp_path):
+    """A broad except is reported (BLE001) and so is a noqa that silences nothing (RUF100)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("try:\n    pass\nexcept Exception:\n    pass\nx = 1  # noqa: F401\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 1
+    assert "BLE001" in run.stdout and "RUF100" in run.stdout, run.stdout
+
+
+SILENCED = "# noqa: " + "BLE001"  # (spelled in two, or this line would be found)
+
+
+def test_every_silenced_broad_except_says_why():
+    """``# noqa: BLE001`` must be followed by its reason: what the code does with whatever it catches."""
+    bare = []
+    for path in sorted(REPO.glob("*/**/*.py")):
+        if path.parts[len(REPO.parts)] in {".venv", ".venv-debian", "hub", "build", "notebooks", "notebooks-ru"}:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            _, noqa, after = line.partition(SILENCED)
+            if noqa and len(after.strip(" -,:()").split()) < 3:
+                bare.append(f"{path.relative_to(REPO)}:{number}")
+    assert not bare, "a broad except silenced without its reason: " + ", ".join(bare)

@@ -525,7 +525,7 @@ def opened_notebook(server: LabServer, context, kind: str, assignment: str, wind
 def _read_notebook(path: Path):
     try:
         return nbformat.read(path, as_version=4)
-    except Exception:  # noqa: BLE001 - caught mid-write
+    except Exception:  # noqa: BLE001 - a notebook caught mid-write is read again later
         return None
 
 
