@@ -9,6 +9,8 @@ import atexit
 import contextlib
 import dataclasses
 import functools
+import importlib
+import json
 import os
 import shutil
 import signal
@@ -233,21 +235,32 @@ def grade_ahead(assignments: list[str]) -> None:
 
 
 def _grade_ahead_here() -> None:
-    """(In the process grade_ahead starts) grade each class run into the parent's scratch folder."""
+    """(In the process grade_ahead starts) grade each class run, and do each job (``module:function``), into the
+    parent's scratch folder."""
     global _SCRATCH
     _SCRATCH = Path(sys.argv[1])
     _stop_with_the_session(os.getppid())
-    for assignment in sys.argv[2:]:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stopped: its atexit clean-ups still run (accounts, folders)
+    for work in sys.argv[2:]:
         try:
-            _graded_batch(assignment, os.getpid())
-        except BaseException:  # noqa: BLE001 - said to the tests that read this run
+            if ":" in work:
+                module, function = work.split(":")
+                result = getattr(importlib.import_module(module), function)()
+                written = _SCRATCH / f"{work}.json.part"
+                written.write_text(json.dumps(result))
+                written.rename(_SCRATCH / f"{work}.json")
+            else:
+                _graded_batch(work, os.getpid())
+        except BaseException as error:  # said to the tests that read this run or job
             import traceback
 
-            written = _SCRATCH / f"{assignment}.{_FAILED}.part"
+            written = _SCRATCH / f"{work}.{_FAILED}.part"
             written.write_text(traceback.format_exc())
-            written.rename(_SCRATCH / f"{assignment}.{_FAILED}")  # whole when the tests see it
+            written.rename(_SCRATCH / f"{work}.{_FAILED}")  # whole when the tests see it
+            if isinstance(error, (SystemExit, KeyboardInterrupt)):
+                raise  # stopped (SIGTERM, Ctrl-C): nothing more is done
         else:
-            (_SCRATCH / f"{assignment}.{_DONE}").touch()
+            (_SCRATCH / f"{work}.{_DONE}").touch()
 
 
 def _stop_with_the_session(session: int) -> None:
@@ -269,25 +282,42 @@ def _stop_with_the_session(session: int) -> None:
 
 def _graded_ahead(assignment: str) -> ClassRun | None:
     """The class run of ``assignment`` graded ahead (waiting for it), or None if it is not graded ahead."""
-    import time
-
     from autograde.course import Course
     from autograde.results import read_results
 
-    if _AHEAD is None or assignment not in _AHEAD_OF:
+    if not _waited_ahead(assignment, f"the class run of {assignment}, graded ahead"):
         return None
-    done, failed = _SCRATCH / f"{assignment}.{_DONE}", _SCRATCH / f"{assignment}.{_FAILED}"
-    while not (done.exists() or failed.exists()):
-        if _AHEAD.poll() is not None and not (done.exists() or failed.exists()):  # ended before it: grade it here
-            return None
-        time.sleep(0.2)
-    if failed.exists():
-        raise RuntimeError(f"the class run of {assignment}, graded ahead, failed:\n{failed.read_text()}")
     course = Course(root=_class_run_root(assignment, _AHEAD.pid) / "course")
     results = read_results(course, assignment)
     for result in results.values():
         result.load_notebook(course)
     return ClassRun(course, assignment, results)
+
+
+def _waited_ahead(work: str, what: str, *, failure_raised: bool = True) -> bool:
+    """Whether ``work`` (an assignment's class run, or a job) was done ahead, waiting for it; its failure raised
+    (or, with ``failure_raised=False``, taken as not done)."""
+    import time
+
+    if _AHEAD is None or work not in _AHEAD_OF:
+        return False
+    done, failed = _SCRATCH / f"{work}.{_DONE}", _SCRATCH / f"{work}.{_FAILED}"
+    while not (done.exists() or failed.exists()):
+        if _AHEAD.poll() is not None and not (done.exists() or failed.exists()):  # ended before it: do it here
+            return False
+        time.sleep(0.2)
+    if failed.exists() and failure_raised:
+        raise RuntimeError(f"{what} failed:\n{failed.read_text()}")
+    return done.exists()
+
+
+def done_ahead(job: str, here):
+    """What the job ``module:function`` returned (plain data, through JSON), done ahead by the process grading
+    ahead when the session asked it to (``tests/conftest.py``, ``AHEAD_JOBS``), else by ``here()`` now: work that
+    is mostly waiting (timeouts, other users' processes) waits beside the tests before it."""
+    if _waited_ahead(job, f"{job}, done ahead", failure_raised=False):
+        return json.loads((_SCRATCH / f"{job}.json").read_text())
+    return json.loads(json.dumps(here()))  # failed ahead or not asked: here, where pytest says why (fail or skip)
 
 
 def stop_grading_ahead() -> None:

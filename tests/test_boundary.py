@@ -34,6 +34,7 @@ from course import (
     TEST_KEY,
     ClassRun,
     Symlink,
+    done_ahead,
     grade_class,
     graded_batch,
     require_sandbox,
@@ -984,8 +985,9 @@ def _grade_ballasts_here() -> None:
 @pytest.mark.parametrize("attack", BALLAST_ATTACKS, ids=lambda attack: attack.name)
 def test_a_ballast_earns_nothing_graded_without_root(attack):
     """The ballasts again, graded by an instructor without root (red team, second round: the first round only
-    emulated it). Without root there is no memory cgroup: 04's RLIMIT_DATA and RLIMIT_AS alone bound the kernel."""
-    graded = ballasts_graded_without_root()
+    emulated it). Without root there is no memory cgroup: 04's RLIMIT_DATA and RLIMIT_AS alone bound the kernel.
+    The run is mostly its ballasts' cell timeouts: it is done ahead, beside the tests before it."""
+    graded = done_ahead("test_boundary:ballasts_graded_without_root", ballasts_graded_without_root)
     attacked = {g: p for g, p in graded[f"ballast-{attack.name}"]["scores"].items() if g in attack.tests}
     assert sorted(attacked) == sorted(attack.tests), graded[f"ballast-{attack.name}"]
     said = graded[f"ballast-{attack.name}"]["said"]
