@@ -111,6 +111,7 @@ def pytest_collection_modifyitems(config, items):
 # Work a test reads that is mostly waiting (another user's grading run and its timeouts, a second environment's
 # run), done by the same process after the class runs before it (``course.done_ahead``): test -> module:function.
 AHEAD_JOBS = {
+    "test_attacker_earns_nothing": "test_boundary:hostile_class_graded",  # (the first test to read it)
     "test_a_ballast_earns_nothing_graded_without_root": "test_boundary:ballasts_graded_without_root",
     "test_the_course_runs_on_debians_own_python": "test_pythons:run_on_debians_python",
 }

@@ -78,16 +78,52 @@ INSTRUCTOR_CLASS = [
 
 @functools.cache
 def hostile_class():
-    """The whole hostile class, graded by us (root, in CI)."""
+    """The whole hostile class, graded by us (root, in CI), read back from its course: graded ahead, beside the
+    tests before this file, when the session collected a test that reads it (conftest AHEAD_JOBS)."""
+    return _read_back(done_ahead("test_boundary:hostile_class_graded", hostile_class_graded))
+
+
+def hostile_class_graded() -> dict:
+    """(The work of hostile_class, in this process or the one grading ahead) grade the hostile class in the
+    session's scratch folder (the graded class, its canary and hand-ins: removed with it, none left in /tmp)."""
     require_sandbox()
-    scratch = Path(tempfile.mkdtemp(prefix="hm-boundary-"))
-    atexit.register(shutil.rmtree, scratch, True)  # the graded class, its canary and hand-ins: none left in /tmp
+    import course
+
+    scratch = Path(tempfile.mkdtemp(prefix="boundary-", dir=course._SCRATCH))
     canary = _canary(scratch)
     canary_env = "canary-" + secrets.token_hex(8)
     os.environ["HEADS_AND_MASKS_TEST_CANARY"] = canary_env  # the grader's environment (workers inherit it)
     hand_ins = _hand_ins(canary, scratch / "course")
-    run, *made = _grade_hostile_class(hand_ins, scratch)
-    return run, canary, canary_env, *made
+    made = _what_was_made(*_grade_hostile_class(hand_ins, scratch))
+    return {**made, "canary": str(canary), "canary_env": canary_env}
+
+
+def _what_was_made(run, feedback_files, csv_path, rows, report, class_csv) -> dict:
+    """Where a graded hostile class is, and what its steps returned, as plain data (``_read_back`` reads it)."""
+    return {
+        "course": str(run.course.root),
+        "feedback": [str(p) for p in feedback_files],
+        "csv": str(csv_path),
+        "rows": json.loads(json.dumps(rows, default=str)),
+        "report": report,
+        "class_csv": str(class_csv),
+    }
+
+
+def _read_back(made: dict):
+    """The graded class ``made`` describes: (run, canary, canary variable, feedback files, CSV, rows, report,
+    class report CSV)."""
+    from autograde.course import Course
+    from autograde.results import read_results
+
+    course = Course(root=Path(made["course"]))
+    results = read_results(course, ASSIGNMENT)
+    for result in results.values():
+        result.load_notebook(course)
+    run = ClassRun(course, ASSIGNMENT, results)
+    files = [Path(p) for p in made["feedback"]]
+    csv_path, class_csv = Path(made["csv"]), Path(made["class_csv"])
+    return run, Path(made["canary"]), made["canary_env"], files, csv_path, made["rows"], made["report"], class_csv
 
 
 def _canary(folder: Path) -> Path:
@@ -719,17 +755,7 @@ def hostile_class_without_root():
     )
     assert graded.returncode == 0, f"grading as {name} failed:\n{graded.stdout[-2000:]}\n{graded.stderr[-4000:]}"
     made = json.loads((home / "graded.json").read_text())
-    from autograde.course import Course
-    from autograde.results import read_results
-
-    course = Course(root=Path(made["course"]))
-    results = read_results(course, ASSIGNMENT)
-    for result in results.values():
-        result.load_notebook(course)
-    run = ClassRun(course, ASSIGNMENT, results)
-    files = [Path(p) for p in made["feedback"]]
-    csv_path, class_csv = Path(made["csv"]), Path(made["class_csv"])
-    return run, home / "canary.txt", canary_env, files, csv_path, made["rows"], made["report"], class_csv
+    return _read_back({**made, "canary": str(home / "canary.txt"), "canary_env": canary_env})
 
 
 def _grade_here() -> None:
@@ -740,17 +766,7 @@ def _grade_here() -> None:
     course._template_course = lambda: home / "template"  # the course set up by the test, now this user's
     canary = _canary(home)
     every = _hand_ins(canary, home / "class" / "course")
-    run, feedback_files, csv_path, rows, report, class_csv = _grade_hostile_class(
-        {name: every[name] for name in INSTRUCTOR_CLASS}, home / "class"
-    )
-    made = {
-        "course": str(run.course.root),
-        "feedback": [str(p) for p in feedback_files],
-        "csv": str(csv_path),
-        "rows": json.loads(json.dumps(rows, default=str)),
-        "report": report,
-        "class_csv": str(class_csv),
-    }
+    made = _what_was_made(*_grade_hostile_class({name: every[name] for name in INSTRUCTOR_CLASS}, home / "class"))
     (home / "graded.json").write_text(json.dumps(made))
 
 
