@@ -91,3 +91,17 @@ def test_a_russian_page_runs_its_widget_in_russian(russian_pages, monkeypatch):
     shown = widget.readouts_text()
     assert CYRILLIC.search(shown), shown
     assert i18n.untranslated("ru") == before, i18n.untranslated("ru") - before
+
+
+def test_one_server_serves_both_languages(tmp_path):
+    """`make explore` serves the English pages at the top and the Russian ones in ru/ (one server for a lecture
+    that switches language, and for the browser test); the top's index is the one of LANG."""
+    written = explore.build_languages(tmp_path, None)
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in written) == sorted(
+        [f"{page.assignment}.ipynb" for page in PAGES] + [f"ru/{page.assignment}.ipynb" for page in PAGES]
+    )
+    tree = explore.tree_template(PAGES, "ru", {"ru"})
+    russian_index = explore.index_template(PAGES, "ru")
+    assert tree.startswith('{% if notebook_path.strip("/") == "ru" %}') and tree.count(russian_index) == 2
+    assert f'voila/render/ru/{PAGES[0].assignment}.ipynb"' in russian_index
+    assert explore.tree_template(PAGES, None, set()) == explore.index_template(PAGES)

@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tools")]
 from build_notebooks import KERNEL, read_source  # noqa: E402
 from lab import course_language  # noqa: E402
-from translations import Untranslated, read_catalog, translation_of, write_updated  # noqa: E402
+from translations import LANGUAGES, Untranslated, read_catalog, translation_of, write_updated  # noqa: E402
 
 from heads_and_masks.i18n import LANGUAGE_VARIABLE, N_, use_language  # noqa: E402
 from heads_and_masks.i18n import _ as translate_message  # noqa: E402
@@ -253,12 +253,19 @@ def offline_templates(into: Path) -> Path:
     else:
         raise FileNotFoundError("Voilà's lab template is not installed (pip install voila)")
     kept = [line for line in page.read_text().splitlines(keepends=True) if "cdn.jsdelivr.net" not in line]
+    # the page's <html lang> (nbconvert's resources.language_code, "en" for every page) from the notebook's
+    # language, so that a screen reader reads a Russian page in Russian
+    kept.insert(1, PAGE_LANGUAGE)
     target = into / "voila" / "templates" / "lab" / "index.html.j2"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("".join(kept))
     return into
 
 
+PAGE_LANGUAGE = (
+    "{%- set _language = resources.update(language_code=nb.metadata.get('heads_and_masks', {})"
+    ".get('language', 'en')) -%}\n"
+)
 INDEX_TITLE = N_("Heads & Masks: the widgets of the course")
 INDEX_LEAD = N_(
     "Each page shows one notebook's widget, without code, ready to explore: move its sliders and read what "
@@ -291,7 +298,7 @@ def index_template(found: list[Page], language: str | None = None) -> str:
 
     words = PageText(language)
     items = "\n".join(
-        f'    <li>\n      <h2><a href="{{{{ base_url }}}}voila/render/{urllib.parse.quote(page.assignment)}.ipynb">'
+        f'    <li>\n      <h2><a href="{{{{ base_url }}}}voila/render/{page_path(page, language)}">'
         f"{text(words.title(page))}</a></h2>\n      <p>{text(words.paragraph(what_it_shows(page)))}</p>\n    </li>"
         for page in found
     )
@@ -306,10 +313,41 @@ def index_template(found: list[Page], language: str | None = None) -> str:
     )
 
 
-def voila_environment(scratch: Path, language: str | None = None) -> dict[str, str]:
+def page_path(page: Page, language: str | None = None) -> str:
+    """Where a page is served from, below ``voila/render/``: English at the top, another language in its folder."""
+    return urllib.parse.quote(f"{language}/" if language else "") + f"{urllib.parse.quote(page.assignment)}.ipynb"
+
+
+def build_languages(into: Path, language: str | None) -> list[Path]:
+    """The pages in English (``into``) and in every language the course is built in (``into/<language>``): one
+    server serves them all, so a lecture can switch language, and the tests open both languages at one cost.
+    ``language``'s pages are refused if a sentence is untranslated; another language's are left out, said."""
+    written = build(into)
+    for other in sorted(LANGUAGES):
+        try:
+            written += build(into / other, other)
+        except Untranslated as missing:
+            if other == language:
+                raise
+            print(f"The pages in {LANGUAGES[other]} are left out: {missing}", file=sys.stderr)
+    return written
+
+
+def tree_template(found: list[Page], language: str | None, built: set[str]) -> str:
+    """Voilà's index page for every folder (Voilà gives the template the folder, ``notebook_path``): a language's
+    folder gets that language's index; the top, ``language``'s (``make explore LANG=ru``: the Russian one)."""
+    branches = [
+        f'{{% {"if" if not index else "elif"} notebook_path.strip("/") == "{other}" %}}\n{index_template(found, other)}'
+        for index, other in enumerate(sorted(built))
+    ]
+    top = index_template(found, language)
+    return "\n".join([*branches, "{% else %}", top, "{% endif %}"]) if branches else top
+
+
+def voila_environment(scratch: Path, language: str | None = None, built: set[str] = frozenset()) -> dict[str, str]:
     templates = offline_templates(scratch / "jupyter")
     tree = templates / "voila" / "templates" / "lab" / "tree.html"
-    tree.write_text(index_template(pages(), language), encoding="utf-8")
+    tree.write_text(tree_template(pages(), language, built), encoding="utf-8")
     paths = [str(templates), os.environ.get("JUPYTER_PATH", "")]
     return {**os.environ, "JUPYTER_PATH": os.pathsep.join(p for p in paths if p)}
 
@@ -354,14 +392,21 @@ def main() -> int:
     # pages' folder is removed (left in /tmp before, on every run of the browser tests).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with tempfile.TemporaryDirectory(prefix="heads-and-masks-explore-") as scratch:
-        written = build(Path(scratch) / "pages", language)
+        folder = Path(scratch) / "pages"
+        written = build_languages(folder, language)
+        built = {path.parent.name for path in written if path.parent != folder}
         print(
-            f"The explore page: {len(written)} widgets at http://127.0.0.1:{args.port}/ (Ctrl-C stops it)", flush=True
+            f"The explore page: {len(pages())} widgets at http://127.0.0.1:{args.port}/"
+            + "".join(
+                f", in {LANGUAGES[other]} at http://127.0.0.1:{args.port}/voila/tree/{other}" for other in sorted(built)
+            )
+            + " (Ctrl-C stops it)",
+            flush=True,
         )
         try:
             command = voila_command(Path(scratch) / "pages", args.port, extra)
             return subprocess.run(
-                command, cwd=Path(scratch) / "pages", env=voila_environment(Path(scratch), language)
+                command, cwd=Path(scratch) / "pages", env=voila_environment(Path(scratch), language, built)
             ).returncode
         except KeyboardInterrupt:
             return 0
