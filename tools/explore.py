@@ -48,8 +48,7 @@ from build_notebooks import KERNEL, read_source  # noqa: E402
 from lab import course_language  # noqa: E402
 from translations import LANGUAGES, Untranslated, read_catalog, translation_of, write_updated  # noqa: E402
 
-from heads_and_masks.i18n import LANGUAGE_VARIABLE, N_, use_language  # noqa: E402
-from heads_and_masks.i18n import _ as translate_message  # noqa: E402
+from heads_and_masks.i18n import LANGUAGE_VARIABLE, N_, translated, use_language  # noqa: E402
 
 PORT = 8866
 # The only JupyterLab extensions the pages load: the widgets', and anywidget's, which draws the course's
@@ -153,11 +152,11 @@ class PageText:
         self.missing: list[str] = []
         self.docstrings = read_catalog(language, PAGE_CATALOG) if language else None
 
-    def _found(self, english: str, translated: str | None) -> str:
-        if translated is None:
+    def _found(self, english: str, found: str | None) -> str:
+        if found is None:
             self.missing.append(english)
             return english
-        return translated
+        return found
 
     def title(self, page: Page) -> str:
         if not self.language:
@@ -172,8 +171,8 @@ class PageText:
         if not self.language:
             return english
         with use_language(self.language):
-            translated = translate_message(english)
-        return self._found(english, None if translated == english else translated)
+            said = translated(english)
+        return self._found(english, None if said == english else said)
 
     def refuse_if_missing(self) -> None:
         if self.missing:

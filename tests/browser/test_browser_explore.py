@@ -96,6 +96,34 @@ def explore(browser_ready, tmp_path_factory):
             process.wait()
 
 
+class PagesAhead:
+    """Explore pages opened before they are checked: Voilà renders a page by running its notebook in a kernel,
+    so a tab opened ahead renders while the page before it is checked. Each tab watched for errors from the start."""
+
+    def __init__(self, context, url: str):
+        self.context, self.url, self.tabs = context, url, {}
+
+    def open(self, path: str) -> None:
+        if path not in self.tabs:
+            tab, watch = self.context.new_page(), PageWatch()
+            watch.attach(tab)
+            tab.goto(f"{self.url}/voila/render/{path}", wait_until="commit", timeout=120_000)
+            self.tabs[path] = (tab, watch)
+
+    def take(self, path: str):
+        """The tab of ``path`` (opened now if it was not ahead) and its PageWatch; the caller closes it."""
+        self.open(path)
+        return self.tabs.pop(path)
+
+
+@pytest.fixture(scope="module")
+def ahead(explore, browser_context):
+    pages_ahead = PagesAhead(browser_context, explore)
+    yield pages_ahead
+    for tab, _watch in pages_ahead.tabs.values():
+        tab.close()
+
+
 def test_every_notebook_with_a_widget_has_a_page():
     with_widgets = sorted(
         p.stem
@@ -154,19 +182,19 @@ def test_the_index_lists_every_page(explore, browser_context, screenshots):
 
 
 @pytest.mark.parametrize("entry", PAGES, ids=[p.assignment for p in PAGES])
-def test_page_shows_the_widget_without_code_and_it_responds(entry, explore, browser_context, screenshots, gallery):
-    page = browser_context.new_page()
-    watch = PageWatch()
-    watch.attach(page)
+def test_page_shows_the_widget_without_code_and_it_responds(
+    entry, explore, ahead, browser_context, screenshots, gallery
+):
     label = f"explore {entry.assignment}"
     blocked_before = len(browser_context.blocked_requests)
-    # the Russian page opens now, in its own tab: Voilà renders it while the English one is checked
-    russian = browser_context.new_page()
-    russian_watch = PageWatch()
-    russian_watch.attach(russian)
+    # Rendered ahead: this page was opened by the test before this one; its Russian page opens now, and the
+    # next English page too, so that Voilà renders them while this one is checked.
+    page, watch = ahead.take(f"{entry.assignment}.ipynb")
+    russian, russian_watch = ahead.take(f"ru/{entry.assignment}.ipynb")
+    following = PAGES.index(entry) + 1
+    if following < len(PAGES):
+        ahead.open(f"{PAGES[following].assignment}.ipynb")
     try:
-        page.goto(f"{explore}/voila/render/{entry.assignment}.ipynb", wait_until="domcontentloaded", timeout=120_000)
-        russian.goto(f"{explore}/voila/render/ru/{entry.assignment}.ipynb", wait_until="commit", timeout=120_000)
         box = page.locator(".course-widget").first
         box.wait_for(state="visible", timeout=120_000)
         assert page.locator("h1").first.inner_text().strip().startswith(entry.title[:10]), page.locator(
