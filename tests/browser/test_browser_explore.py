@@ -194,6 +194,7 @@ def test_page_shows_the_widget_without_code_and_it_responds(
     following = PAGES.index(entry) + 1
     if following < len(PAGES):
         ahead.open(f"{PAGES[following].assignment}.ipynb")
+    page.bring_to_front()  # a tab behind others gets no resize or animation frames: zoom and sliders would stall
     try:
         box = page.locator(".course-widget").first
         box.wait_for(state="visible", timeout=120_000)
@@ -259,6 +260,7 @@ def check_russian_page(page, watch, entry, screenshots) -> None:
     """The Russian page, rendered meanwhile: its title, text and widget in Russian, the widget responding to its
     first control, the accessibility audit and 200 % zoom (no keyboard walk: the English page's is the same)."""
     label = f"explore ru/{entry.assignment}"
+    page.bring_to_front()
     started = time.monotonic()
     box = page.locator(".course-widget").first
     box.wait_for(state="visible", timeout=120_000)
