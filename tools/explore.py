@@ -348,7 +348,14 @@ def voila_environment(scratch: Path, language: str | None = None, built: set[str
     tree = templates / "voila" / "templates" / "lab" / "tree.html"
     tree.write_text(tree_template(pages(), language, built), encoding="utf-8")
     paths = [str(templates), os.environ.get("JUPYTER_PATH", "")]
-    return {**os.environ, "JUPYTER_PATH": os.pathsep.join(p for p in paths if p)}
+    # the pages' kernels import this checkout's package, the one the pages were built from (the environment's
+    # may be installed from another checkout: a worktree's pages ran the main checkout's widgets and catalogs)
+    packages = [str(REPO), os.environ.get("PYTHONPATH", "")]
+    return {
+        **os.environ,
+        "JUPYTER_PATH": os.pathsep.join(p for p in paths if p),
+        "PYTHONPATH": os.pathsep.join(p for p in packages if p),
+    }
 
 
 def voila_command(folder: Path, port: int, extra: list[str]) -> list[str]:
