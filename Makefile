@@ -68,8 +68,9 @@ instructor-lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# LANG=ru (or a Russian locale in the environment): the pages in Russian (tools/explore.py)
 explore: $(STAMP)
-	$(BIN)/python tools/explore.py $(EXPLORE_ARGS)
+	$(BIN)/python tools/explore.py --language "$(LANG)" $(EXPLORE_ARGS)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/build_notebooks.py
