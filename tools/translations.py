@@ -334,6 +334,16 @@ def main() -> int:
             entries, missing = len(set(texts)), len({t for t in texts if translation_of(catalog, t) is None})
         missing_in_all += missing
         print(f"{name}: {entries} paragraphs, {missing} without a {args.language} translation")
+    import explore  # the explore pages' descriptions: the widgets' docstrings, a catalog of their own
+
+    if args.action == "update":
+        entries, missing = explore.update_translations(args.language)
+    else:
+        catalog = read_catalog(args.language, explore.PAGE_CATALOG)
+        texts = {p for page in explore.pages() for p in explore.docstring_paragraphs(page)}
+        entries, missing = len(texts), sum(1 for t in texts if translation_of(catalog, t) is None)
+    missing_in_all += missing
+    print(f"explore pages: {entries} paragraphs, {missing} without a {args.language} translation")
     if args.action == "update":
         for area, entries, missing in update_messages(args.language):
             missing_in_all += missing

@@ -4,8 +4,8 @@
 every request off this machine is aborted, as when it is projected offline. For each page: the title and
 explanation show, no code shows, the widget renders (picture and readouts, laid out in full) and responds
 to its first control (keyboard and mouse on a slider, else a dropdown or checkbox), with no JavaScript
-error; then it is used with the keyboard alone, every control (keyboard.py), and laid out at 200 % zoom
-(reflow.py; the index too).
+error; then it is used with the keyboard alone, every control (keyboard.py). The index is laid out at 200 % zoom
+(reflow.py) in both languages, each page in Russian (below: the same page, with the longer words).
 The Russian pages (``ru/``, served by the same server: `make explore` serves both languages) are checked in the
 same test as their English page, opened in a second tab as the English one opens, so that Voilà renders it
 (runs its notebook in a kernel) while the English page is checked: its title, text and widget in Russian (no
@@ -227,16 +227,14 @@ def test_page_shows_the_widget_without_code_and_it_responds(
         off_machine = browser_context.blocked_requests[blocked_before:]
         assert not off_machine, f"{label}: the page asks the network for {off_machine[:3]}: offline it waits in vain"
 
-        # with the keyboard alone (keyboard.py), then at 200 % zoom (reflow.py), on the page already open
+        # with the keyboard alone (keyboard.py), on the page already open; the layout at 200 % zoom is checked on
+        # the Russian page (check_russian_page): the same page, with the longer words
         started = time.monotonic()
         stops, used = keyboard_session(page, box, label)
         walked = time.monotonic() - started
-        with at_200_percent(page):
-            problems = reflow_problems(page, label, screenshots / f"zoom200-explore-{entry.assignment}.png")
-        assert not problems, f"{label} at 200 % zoom (a 1280 px window): " + "; ".join(problems)
         print(
             f"{label}: Tab reaches {', '.join(stop.visible for stop in stops)}; keys used: {', '.join(used)} "
-            f"({walked:.1f} s); reflow at 200 % checked ({time.monotonic() - started - walked:.1f} s)"
+            f"({walked:.1f} s)"
         )
         if UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
