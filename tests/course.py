@@ -341,13 +341,14 @@ def _graded_batch(assignment: str, process: int) -> ClassRun:
     from catalog import catalogs
     from catalog.attacks import ATTACKS, BALLAST_ATTACKS, PROBE
     from catalog.boundary import HELPER_ATTACKS
-    from submissions import submission
+    from submissions import in_language, submission
 
     submissions: dict[str, object] = {"untouched": student_notebook(assignment), "solution": submission(assignment, {})}
     for answer in catalogs().get(assignment, []):
-        submissions[f"catalog-{answer.name}"] = submission(
-            assignment, {k: answer.source(k) for k in answer.cells}, keep_stubs=answer.untouched
-        )
+        english = submission(assignment, {k: answer.source(k) for k in answer.cells}, keep_stubs=answer.untouched)
+        submissions[f"catalog-{answer.name}"] = english
+        # the same answer handed in the Russian notebook (tests/test_catalogs_russian.py): one more student, same run
+        submissions[f"catalog-ru-{answer.name}"] = in_language(english, assignment, "ru")
     for attack in ATTACKS:
         if attack.assignment == assignment:
             submissions[f"attack-{attack.name}"] = attack.submission()

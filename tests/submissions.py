@@ -36,3 +36,16 @@ def submission(assignment: str, replacements: dict[str, str], *, keep_stubs: boo
         elif gid in solutions and not keep_stubs:
             cell.source = re.sub(r"(?m)^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", "", solutions[gid])
     return notebook
+
+
+def in_language(english: nbformat.NotebookNode, assignment: str, language: str) -> nbformat.NotebookNode:
+    """The released notebook of ``language`` with every answer cell of ``english`` (the same sources, by grade id):
+    the same answer, handed in by a student of the other language."""
+    answers = {
+        grade_id(c): c.source for c in english.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+    }
+    notebook = copy.deepcopy(student_notebook(assignment, language))
+    for cell in notebook.cells:
+        if grade_id(cell) in answers:
+            cell.source = answers[grade_id(cell)]
+    return notebook

@@ -4,20 +4,14 @@ message of generation.py that comes out has a translation."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import numpy as np
 
 import heads_and_masks as hm
-from heads_and_masks import i18n
 from heads_and_masks.checks import generation as checks
 from heads_and_masks.checks.core import CheckFailed
 
 from catalog.nb07_generation import ANSWERS as CATALOG
-
-# the module's text with implicitly joined string literals joined, so a long message is found whole
-SOURCE = re.sub(r'"\s*\n\s*"', "", Path(checks.__file__).read_text(encoding="utf-8"))
+from russian_checks import in_russian
 
 # what the Russian report of a wrong answer must say: the catalog's English `says`, in Russian
 SAYS = {
@@ -78,13 +72,9 @@ def _report(answer, solutions, tests) -> str:
 
 def test_generation_checks_speak_russian(capsys):
     solutions, tests = _notebook_cells()  # read once: reading the notebook is the slow part
-    before = set(i18n.untranslated("ru"))
-    with i18n.use_language("ru"):
+    with in_russian(checks):
         reports = {answer.name: _report(answer, solutions, tests) for answer in CATALOG if answer.breaks}
         assert not _failures({}, solutions, tests)  # the reference solutions pass, every passing line in Russian
-    # a message of generation.py without a translation would fall back to English and be counted here
-    missing = {text for text in set(i18n.untranslated("ru")) - before if text in SOURCE}
-    assert not missing
     assert all(reports.values()), [name for name, report in reports.items() if not report]
     for name, phrase in SAYS.items():
         assert phrase in reports[name], (name, reports[name])

@@ -3,8 +3,6 @@ words in the language of the moment (the id itself stays English), here for the 
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from catalog.nb00_start_here import ANSWERS
 
@@ -13,7 +11,7 @@ from heads_and_masks.checks.core import CheckFailed
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, describe
 from heads_and_masks.checks.start_here import check_attention
 
-CYRILLIC = re.compile("[а-яё]", re.IGNORECASE)
+from russian_checks import CYRILLIC
 
 
 def test_every_misconception_is_described_in_russian():

@@ -14,8 +14,8 @@ import copy
 
 import pytest
 from catalog import catalogs
-from course import grade_class, student_notebook
-from submissions import grade_id, submission
+from course import grade_class
+from submissions import in_language, submission
 
 from autograde.class_report import misconception_table, read_assignment
 from autograde.feedback import feedback
@@ -24,18 +24,6 @@ from autograde.results import read_verdicts
 A = "00_start_here"
 NOT_WRITTEN_RU = "ещё не написана: замените `raise NotImplementedError()` своим кодом"
 NOT_WRITTEN_EN = "is not written yet: replace `raise NotImplementedError()` with your code"
-
-
-def _in_language(english, language: str):
-    """The notebook of ``language`` with every answer cell of ``english`` (the same sources, by grade id)."""
-    answers = {
-        grade_id(c): c.source for c in english.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution")
-    }
-    notebook = copy.deepcopy(student_notebook(A, language))
-    for cell in notebook.cells:
-        if grade_id(cell) in answers:
-            cell.source = answers[grade_id(cell)]
-    return notebook
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +35,8 @@ def mixed_class(tmp_path_factory):
     forged.metadata["heads_and_masks"] = {"language": "../notebooks-ru"}  # a path, not one of the course's languages
     handed_in = {
         "wrong_en": wrong,
-        "wrong_ru": _in_language(wrong, "ru"),
-        "untouched_ru": _in_language(untouched, "ru"),
+        "wrong_ru": in_language(wrong, A, "ru"),
+        "untouched_ru": in_language(untouched, A, "ru"),
         "untouched_forged": forged,
     }
     run = grade_class(A, handed_in, tmp_path_factory.mktemp("mixed-class"))
