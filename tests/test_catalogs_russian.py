@@ -44,8 +44,9 @@ def untranslated_english() -> list[str]:
 def test_a_catalog_answer_in_russian_is_graded_as_in_english(assignment, answer):
     run = graded_batch(assignment)
     english, russian = run.results[f"catalog-{answer.name}"], run.results[f"catalog-ru-{answer.name}"]
-    # graded, not turned away: two kernels that died would agree on nothing but zeros
-    assert russian.status == english.status == "graded", (russian.line(), english.line())
+    # the same fate (tests/test_catalogs.py holds the English one to what the catalog expects of it)
+    assert russian.status == english.status, (russian.line(), english.line())
+    assert not russian.status.failed or english.status.failed, (russian.line(), english.line())
     assert russian.scores == english.scores, (russian.line(), english.line())
     said_en, said_ru = read_verdicts(english.notebook), read_verdicts(russian.notebook)
     ids = {gid: verdict["misconception"] for gid, verdict in said_en.items()}
