@@ -159,6 +159,11 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         check_widget(
             page, box, f"{kind} {assignment}, widget {index + 1} of {count}", screenshots / f"{kind}-{name}.png"
         )
+        if kind == "student-ru" and UPDATE_GALLERY:  # the Russian section of the gallery (gallery.py)
+            GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"ru-{name}.png")
+            title = saved.cells[0].source.splitlines()[0].lstrip("# ").strip() if saved.cells else assignment
+            gallery[f"ru-{name}.png"] = {"assignment": assignment, "title": title, "language": "ru"}
         if kind == "solution" and UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"{name}.png")
