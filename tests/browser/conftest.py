@@ -18,6 +18,7 @@ from labdriver import (
     CHROMIUM,
     CHROMIUM_FLAGS,
     REPO,
+    RUSSIAN_STUDENT_ASSIGNMENTS,
     SOLUTION_ASSIGNMENTS,
     STUDENT_ASSIGNMENTS,
     LabServer,
@@ -60,7 +61,9 @@ def lab(browser_ready, tmp_path_factory):
     import matplotlib.font_manager  # noqa: F401  build matplotlib's font cache now, not in a kernel's stderr
 
     server = LabServer(repo=REPO, folder=tmp_path_factory.mktemp("jupyterlab"))
-    server.copy_course({"student": STUDENT_ASSIGNMENTS, "solution": SOLUTION_ASSIGNMENTS})
+    server.copy_course(
+        {"student": STUDENT_ASSIGNMENTS, "solution": SOLUTION_ASSIGNMENTS, "student-ru": RUSSIAN_STUDENT_ASSIGNMENTS}
+    )
     server.start()
     yield server
     server.stop()

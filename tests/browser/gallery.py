@@ -37,8 +37,9 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
     ]
     current_title = None
     explore = {name: entry for name, entry in manifest.items() if entry.get("explore")}
+    russian = {name: entry for name, entry in manifest.items() if entry.get("language") == "ru"}
     for name, entry in manifest.items():
-        if entry.get("explore"):
+        if entry.get("explore") or name in russian:
             continue
         if entry["title"] != current_title:
             current_title = entry["title"]
@@ -74,6 +75,21 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
                 f"**{entry['title']}** (`{entry['assignment']}`)",
                 "",
                 f"![explore {entry['assignment']}](images/{name})",
+                "",
+            ]
+    if russian:
+        lines += [
+            "## The Russian course (`make lab LANG=ru`)",
+            "",
+            "The same widgets in the untouched Russian student notebooks (`notebooks-ru/`), in a laptop-sized",
+            "window, right after *Run All*: their labels and readouts in Russian, from the notebook's language.",
+            "",
+        ]
+        for name, entry in russian.items():
+            lines += [
+                f"**{entry['title']}** (`notebooks-ru/{entry['assignment']}`)",
+                "",
+                f"![{name}](images/{name})",
                 "",
             ]
     GALLERY_PAGE.write_text("\n".join(lines).rstrip() + "\n")

@@ -61,7 +61,15 @@ def _assignments(folder: str) -> list[str]:
 # Every assignment that exists when the tests are collected: student versions and solutions.
 STUDENT_ASSIGNMENTS = _assignments("notebooks")
 SOLUTION_ASSIGNMENTS = _assignments("solutions")
-NOTEBOOKS = [("student", a) for a in STUDENT_ASSIGNMENTS] + [("solution", a) for a in SOLUTION_ASSIGNMENTS]
+# The Russian release's student notebooks (notebooks-ru/, built from translations/ru), untouched as a learner gets them
+RUSSIAN_STUDENT_ASSIGNMENTS = _assignments("notebooks-ru") if (REPO / "notebooks-ru").is_dir() else []
+NOTEBOOKS = (
+    [("student", a) for a in STUDENT_ASSIGNMENTS]
+    + [("solution", a) for a in SOLUTION_ASSIGNMENTS]
+    + [("student-ru", a) for a in RUSSIAN_STUDENT_ASSIGNMENTS]
+)
+# Where each kind of notebook is released; a kind beginning "student" is a learner's copy (lab.copy_assignment)
+RELEASED = {"student": "notebooks", "solution": "solutions", "student-ru": "notebooks-ru"}
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # JupyterLab user settings written into the fresh settings folder (plugin id -> settings).
@@ -111,17 +119,16 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def notebook_path(self, kind: str, assignment: str) -> Path:
-        """``kind`` is "student" (from notebooks/) or "solution" (from solutions/)."""
+        """``kind`` is "student" (from notebooks/), "solution" (from solutions/) or "student-ru" (notebooks-ru/)."""
         return self.root / kind / assignment / f"{assignment}.ipynb"
 
     def copy_course(self, assignments: dict[str, list[str]]) -> None:
         from lab import copy_assignment  # the student's copy as `make lab` makes it in my-work/
 
-        sources = {"student": self.repo / "notebooks", "solution": self.repo / "solutions"}
         for kind, names in assignments.items():
-            copy = copy_assignment if kind == "student" else shutil.copytree
+            copy = copy_assignment if is_student(kind) else shutil.copytree
             for name in names:
-                copy(sources[kind] / name, self.root / kind / name)
+                copy(self.repo / RELEASED[kind] / name, self.root / kind / name)
 
     def start(self, timeout: float = 180.0) -> None:
         dirs = {name: self.folder / name for name in ("config", "data", "settings", "workspaces", "runtime", "ipython")}
@@ -544,6 +551,45 @@ NOT_WRITTEN_YET = re.compile(
 )
 
 
+def is_student(kind: str) -> bool:
+    """A learner's copy ("student", "student-ru"), not a solution."""
+    return kind.startswith("student")
+
+
+def kind_language(kind: str) -> str:
+    """The language a kind of notebook is written in: "ru" for "student-ru", else "en"."""
+    return kind.rpartition("-")[2] if "-" in kind else "en"
+
+
+def not_written_yet_messages(language: str) -> list[str]:
+    """The two "not written yet" messages of heads_and_masks/checks/core.py as a learner reads them in
+    ``language``, with the function names replaced by a pattern: taken from the catalog, so an emptied or
+    missing translation shows as an English message where a Russian one is expected."""
+    from heads_and_masks import i18n
+
+    english = [
+        "`{name}` is not written yet: replace `raise NotImplementedError()` with your code",
+        "`{name}` cannot be checked yet: it calls `{called}`, which is not written yet "
+        "(in `{called}`, replace `raise NotImplementedError()` with your code)",
+    ]
+    if language == "en":
+        return english
+    with i18n.use_language(language):
+        translated = [i18n._(message) for message in english]
+    missing = [message for message, shown in zip(english, translated) if shown == message]
+    assert not missing, f"no {language} translation of the message(s) {missing} (heads_and_masks/locale/{language})"
+    return translated
+
+
+def not_written_yet_pattern(language: str) -> re.Pattern:
+    """One message of an unfinished exercise, ✗ first, in ``language`` (its words as the catalog has them)."""
+    alternatives = [
+        re.escape(message.split(":")[0]).replace(re.escape("{name}"), r"\w+").replace(re.escape("{called}"), r"\w+")
+        for message in not_written_yet_messages(language)
+    ]
+    return re.compile(r"^✗ (" + "|".join(alternatives) + ")", re.MULTILINE)
+
+
 def unexpected_errors(notebook, kind: str) -> list[str]:
     """Error and stderr outputs that should not be there, each described for a person.
 
@@ -551,6 +597,7 @@ def unexpected_errors(notebook, kind: str) -> list[str]:
     exercise says so in one message on stderr ("✗ `attention` is not written yet: ..."); no other stderr.
     """
     problems = []
+    not_written_yet = not_written_yet_pattern(kind_language(kind)) if is_student(kind) else NOT_WRITTEN_YET
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type != "code":
             continue
@@ -562,7 +609,7 @@ def unexpected_errors(notebook, kind: str) -> list[str]:
                 # one message, broken between words into lines that fit the column (heads_and_masks/checks/core.py)
                 message = " ".join(output.text.split())
                 one = message.count("✗") == 1
-                if kind == "student" and is_test_cell(cell) and one and NOT_WRITTEN_YET.match(message):
+                if is_student(kind) and is_test_cell(cell) and one and not_written_yet.match(message):
                     continue
                 problems.append(f"cell {index} ({_first_line(cell)}) wrote to stderr: {output.text.strip()[:500]}")
     return problems
