@@ -28,6 +28,7 @@ from IPython.display import display
 
 import heads_and_masks as hm
 from heads_and_masks import local_attention as local
+from heads_and_masks.i18n import translated
 from heads_and_masks import padding as pad
 from heads_and_masks.checks import other_masks as checks
 from heads_and_masks.pictures import other_masks as plots
@@ -535,11 +536,12 @@ plots.picture(plots.block_sparse_figure(layouts, block))  # above: the layout of
 
 # %%
 block = 64
-print(f"{'n':>7} | " + " | ".join(f"{kind:>20}" for kind in local.LAYOUTS))
+names = [translated(kind) for kind in local.LAYOUTS]  # the layouts' names, in the notebook's language
+print(f"{'n':>7} | " + " | ".join(f"{name:>22}" for name in names))
 for n in [512, 2048, 8192, 32768]:
     n_blocks = n // block
     shares = [local.block_sparse_work(make(n_blocks), block) / n**2 for make in local.LAYOUTS.values()]
-    print(f"{n:>7,} | " + " | ".join(f"{share:>20.2%}" for share in shares))
+    print(f"{n:>7,} | " + " | ".join(f"{share:>22.2%}" for share in shares))
 
 # %% [markdown]
 # ## 7 · The widget: compose your own mask

@@ -104,6 +104,7 @@ NOTEBOOK_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
             "receptive_field",
             "window_with_sinks_mask",
         ),
+        f"{PACKAGE}.i18n": ("translated",),
         f"{PACKAGE}.padding": ("ToyEncoder", "padding_damage"),
         f"{PACKAGE}.pictures": ("other_masks",),
         f"{PACKAGE}.pictures.other_masks": (
