@@ -6,6 +6,8 @@
          nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
     3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ worker/)
+         the Dask cluster and its workers' plugin .......................  cluster.py
+         what the run sends its workers (gradebook, source, releases) ...  run_data.py
          each in a sandboxed kernel .....................................  kernel/sandbox.py (+ kernel_manager.py)
            forked from a zygote that imported what kernels import .......  kernel/zygote.py  (+ inside/zygote_server.py)
            or started on its own ........................................  inside/kernel_launch.py

@@ -191,7 +191,7 @@ def collect_submissions(course, args) -> None:
 
 
 def autograde_all(course, args) -> None:
-    from autograde import pool
+    from autograde import cluster, pool
     from autograde.results import Status
     from autograde.kernel.sandbox import HiddenFromKernels
 
@@ -209,7 +209,7 @@ def autograde_all(course, args) -> None:
             progress=not args.quiet,
         )
     except (
-        pool.InsecureScheduler,
+        cluster.InsecureScheduler,
         pool.GradingInProgress,
         HiddenFromKernels,
     ) as refused:  # said plainly, before grading

@@ -4,7 +4,7 @@
 
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
             "source" ({file name: bytes} of the assignment), "releases" ({language: {file name: bytes}}: its
-            release in each language, pool.released_notebooks), "key" (the grading key),
+            release in each language, run_data.released_notebooks), "key" (the grading key),
             "config" ({"Judge.timeout": ..., ...}), "submission_timeout"}
     job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp",
             "last" (one of the run's last submissions, one per worker: no kernel is started after it)}
