@@ -54,7 +54,7 @@ from .results import (
 )
 from .cluster import ALLOWED_FAILURES, dask_client, scheduler_security
 from .worker import fork_server
-from .run_data import files_of, released_notebooks, snapshot_gradebook
+from .run_data import Job, RunSettings, WorkerResult, files_of, released_notebooks, snapshot_gradebook
 from .kernel.sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 
@@ -332,25 +332,21 @@ def run_jobs(
     from .worker.grade_worker import grade_submission, run_settings
 
     key = grading_key.load_or_create(grading_key.key_path(course.root))  # made on the first run, kept out of git
-    run = {
-        "id": uuid.uuid4().hex[:8],
-        "course_id": course.course_id,
-        "assignment": assignment,
-        "gradebook": zlib.compress(snapshot_gradebook(course), 6),
-        "source": files_of(course.path("source", assignment=assignment)),
-        "releases": released_notebooks(course, assignment),
-        "key": key,
-        "submission_timeout": submission_timeout,
-        "config": {
-            "Judge.timeout": cell_timeout,
-            "Judge.memory_mb": memory_mb,
-            "Judge.budget": budget,
-        },
-    }
+    run = RunSettings(
+        id=uuid.uuid4().hex[:8],
+        course_id=course.course_id,
+        assignment=assignment,
+        gradebook=zlib.compress(snapshot_gradebook(course), 6),
+        source=files_of(course.path("source", assignment=assignment)),
+        releases=released_notebooks(course, assignment),
+        key=key,
+        submission_timeout=submission_timeout,
+        config={"Judge.timeout": cell_timeout, "Judge.memory_mb": memory_mb, "Judge.budget": budget},
+    )
     ids = original_ids(course)  # read once per run, not once per student
     sandboxed, why_not_sandboxed = sandbox_available()
 
-    def conclude(student: str, message: dict | None, failure: str = "") -> None:
+    def conclude(student: str, message: WorkerResult | None, failure: str = "") -> None:
         found = inspections[student]
         try:
             status, scores, notes, seconds, pending, lateness = record(student, message, failure)
@@ -386,7 +382,7 @@ def run_jobs(
             )
         )
 
-    def record(student: str, message: dict | None, failure: str):
+    def record(student: str, message: WorkerResult | None, failure: str):
         notes = list(inspections[student].notes)
         log = (message or {}).get("log", "") or failure
         (course.runtime_dir("logs", assignment) / f"{student}.log").write_text(log or "(no log)\n")
@@ -426,16 +422,16 @@ def run_jobs(
         _counts, pending, lateness = merge_into_gradebook(course, assignment, student, None, book)
         return status, {g: 0.0 for g in maxima}, notes, seconds, pending, lateness
 
-    def job(student: str, last: bool) -> dict:
+    def job(student: str, last: bool) -> Job:
         folder = course.path("submitted", student, assignment)
         files, _notes, _newest = take_folder(folder)  # regular files only, read without following links (collect.py)
         rename = inspections[student].rename
-        return {
-            "student": student,
-            "files": {rename.get(name, name): data for name, data in files.items()},
-            "timestamp": collected_timestamp(folder),
-            "last": last,
-        }
+        return Job(
+            student=student,
+            files={rename.get(name, name): data for name, data in files.items()},
+            timestamp=collected_timestamp(folder),
+            last=last,
+        )
 
     # Every submission is submitted at once and queued by the scheduler, which hands each worker one
     # at a time (worker-saturation 1.0): a worker that dies held only the submission it was grading.

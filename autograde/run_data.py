@@ -7,8 +7,49 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from pathlib import Path
+from typing import TypedDict
 
 from .course import Course
+
+
+class RunSettings(TypedDict):
+    """What every worker of a run receives once (``grade_worker.run_settings``), as plain data."""
+
+    id: str
+    course_id: str
+    assignment: str
+    gradebook: bytes  # zlib of a snapshot of the course gradebook (snapshot_gradebook)
+    source: dict[str, bytes]  # {file name: bytes} of the assignment's source
+    releases: dict[str, dict[str, bytes]]  # {language: {file name: bytes}} (released_notebooks)
+    key: bytes  # the grading key
+    submission_timeout: float | None
+    config: dict[str, object]  # {"Judge.timeout": ..., "Judge.memory_mb": ..., "Judge.budget": ...}
+
+
+class Job(TypedDict):
+    """One submission, as a grading task receives it (``grade_worker.grade_submission``)."""
+
+    student: str
+    files: dict[str, bytes]  # the regular files collection took
+    timestamp: str | None
+    last: bool  # one of the run's last submissions, one per worker: no kernel is started after it
+
+
+class WorkerResult(TypedDict, total=False):
+    """What a grading task returns (statuses travel as their values, ``results.Status``)."""
+
+    student: str
+    ok: bool
+    seconds: float
+    log: str
+    stopped: bool  # the submission's time limit stopped it
+    judge_notes: list[str]
+    judge_limits: list[str]
+    judge_status: str | None
+    failure: str  # a Status's value, when not ok
+    notebooks: dict  # nbgrader's grades and comments (grade_worker.read_grades), when ok
+    timestamp: str | None
+    autograded: dict[str, bytes]  # written by nbgrader, when ok
 
 
 def snapshot_gradebook(course: Course) -> bytes:
