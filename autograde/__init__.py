@@ -6,6 +6,8 @@
          nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
     3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ worker/)
+         the Dask cluster and its workers' plugin .......................  cluster.py
+         what the run sends its workers (gradebook, source, releases) ...  run_data.py
          each in a sandboxed kernel .....................................  kernel/sandbox.py (+ kernel_manager.py)
            forked from a zygote that imported what kernels import .......  kernel/zygote.py  (+ inside/zygote_server.py)
            or started on its own ........................................  inside/kernel_launch.py
@@ -20,7 +22,7 @@
     6. export: the grades CSV, and the files Canvas and Moodle import ...  export.py
     7. the report, in plain words .......................................  report.py
        and what the class misunderstood, per misconception ..............  class_report.py
-       and which submissions are alike, side by side ....................  similarity.py
+       and which submissions are alike, side by side ....................  similarity.py  (+ similarity_tokens.py, similarity_scores.py)
     what one submission may cost each step (structure, output, time) ....  bounds.py
     the command line ....................................................  grade.py       (python -m autograde.grade --help)
     the throughput measurement (make bench) .............................  throughput.py

@@ -52,11 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    for name in ("setup", "report", "similarity"):
-        commands.add_parser(name).add_argument("assignment")
+    for name, command in (("setup", setup_command), ("report", report_command), ("similarity", similarity_command)):
+        simple_parser = commands.add_parser(name)
+        simple_parser.add_argument("assignment")
+        simple_parser.set_defaults(func=command)
 
     release_parser = commands.add_parser("release")
     release_parser.add_argument("assignment")
+    release_parser.set_defaults(func=release_command)
     release_parser.add_argument(
         "--language",
         default="en",
@@ -97,18 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     collect_parser = commands.add_parser("collect")
     collect_parser.add_argument("assignment")
+    collect_parser.set_defaults(func=collect_submissions)
     add_collect_options(collect_parser)
 
     autograde_parser = commands.add_parser("autograde")
     autograde_parser.add_argument("assignment")
+    autograde_parser.set_defaults(func=autograde_all)
     add_grade_options(autograde_parser)
 
     feedback_parser = commands.add_parser("feedback")
     feedback_parser.add_argument("assignment")
+    feedback_parser.set_defaults(func=feedback_command)
     feedback_parser.add_argument("--release", action="store_true", help="release it through the exchange")
 
     export_parser = commands.add_parser("export")
     export_parser.add_argument("assignments", nargs="*")
+    export_parser.set_defaults(func=export_command)
     export_parser.add_argument(
         "--format",
         choices=("csv", "canvas", "moodle"),
@@ -124,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     everything_parser = commands.add_parser("all", help="collect, autograde, feedback, export, report")
     everything_parser.add_argument("assignment")
+    everything_parser.set_defaults(func=all_command)
     add_collect_options(everything_parser)
     add_grade_options(everything_parser)
     everything_parser.add_argument("--exchange-collect", action="store_true", help="collect from the exchange")
@@ -132,6 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench_parser = commands.add_parser("bench", help="serial vs parallel grading throughput")
     bench_parser.add_argument("--assignment", default="00_start_here")
+    bench_parser.set_defaults(func=bench_command)
     bench_parser.add_argument("--submissions", type=int, default=40)
     bench_parser.add_argument("--workers", type=int, default=None)
     return parser
@@ -182,7 +191,7 @@ def collect_submissions(course, args) -> None:
 
 
 def autograde_all(course, args) -> None:
-    from autograde import pool
+    from autograde import cluster, pool
     from autograde.results import Status
     from autograde.kernel.sandbox import HiddenFromKernels
 
@@ -200,7 +209,7 @@ def autograde_all(course, args) -> None:
             progress=not args.quiet,
         )
     except (
-        pool.InsecureScheduler,
+        cluster.InsecureScheduler,
         pool.GradingInProgress,
         HiddenFromKernels,
     ) as refused:  # said plainly, before grading
@@ -238,17 +247,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_command(args) -> int:
-    from autograde import export, feedback, report, throughput
-    from autograde.course import (
-        REPO,
-        Course,
-        PasswordInURL,
-        configured_gradebook_url,
-        release,
-        release_language,
-        setup,
-        without_password,
-    )
+    from autograde.course import REPO, Course, PasswordInURL, configured_gradebook_url, without_password
 
     try:
         database = without_password(args.db or configured_gradebook_url())
@@ -263,56 +262,79 @@ def run_command(args) -> int:
             raise SystemExit(
                 f"error: the course has no assignment {assignment!r} (no {source / assignment}); it has: {known}"
             )
-    if args.command == "setup":
-        for warning in setup(course, args.assignment, force=True):
-            print("warning:", warning)
-        print(f"{args.assignment} is in the gradebook ({course.describe_gradebook()})")
-    elif args.command == "release":
-        due = read_due(args.due)  # a due date that cannot be read stops the release before it starts
-        language = release_language(args.language)
-        for warning in release(course, args.assignment, language):
-            print("warning:", warning)
-        print(f"released {args.assignment} ({language}) to the exchange {course.exchange_location.describe()}")
-        print(set_and_say_due_date(course, args.assignment, due))
-    elif args.command == "collect":
-        collect_submissions(course, args)
-    elif args.command == "autograde":
-        autograde_all(course, args)
-    elif args.command == "feedback":
-        files = feedback.feedback(course, args.assignment, release_to_students=args.release)
-        print(f"{len(files)} feedback files, hidden tests removed" + (", released" if args.release else ""))
-    elif args.command == "export":
-        export_command(course, args)
-    elif args.command == "report":
-        from autograde import class_report
-
-        print(report.report(course, args.assignment), end="")
-        print(set_and_say_due_date(course, args.assignment, KEEP))
-        page, table = class_report.write(course, args.assignment)
-        print(f"class report: {page} (open it in a browser), the same numbers in {table}")
-    elif args.command == "similarity":
-        from autograde import similarity
-
-        found, paths = similarity.write(course, args.assignment)
-        print(similarity.summary(found))
-        print(f"side by side: {paths['html']} (open it in a browser); the pairs in {paths['csv']}; {paths['png']}")
-    elif args.command == "all":
-        if args.zip or args.folder or args.exchange_collect:
-            collect_submissions(course, args)
-        autograde_all(course, args)
-        files = feedback.feedback(course, args.assignment, release_to_students=args.release_feedback)
-        print(f"{len(files)} feedback files, hidden tests removed")
-        output = args.output or course.root / course.runtime / "grades.csv"
-        rows = export.export_grades(course, output)
-        print(f"wrote {len(rows)} rows to {output}")
-        print(report.report(course, args.assignment), end="")
-    elif args.command == "bench":
-        print(
-            throughput.describe(
-                throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)
-            )
-        )
+    args.func(course, args)  # the sub-command's function (build_parser: set_defaults(func=...))
     return 0
+
+
+def setup_command(course, args) -> None:
+    from autograde.course import setup
+
+    for warning in setup(course, args.assignment, force=True):
+        print("warning:", warning)
+    print(f"{args.assignment} is in the gradebook ({course.describe_gradebook()})")
+
+
+def release_command(course, args) -> None:
+    from autograde.course import release, release_language
+
+    due = read_due(args.due)  # a due date that cannot be read stops the release before it starts
+    language = release_language(args.language)
+    for warning in release(course, args.assignment, language):
+        print("warning:", warning)
+    print(f"released {args.assignment} ({language}) to the exchange {course.exchange_location.describe()}")
+    print(set_and_say_due_date(course, args.assignment, due))
+
+
+def give_feedback(course, assignment: str, release_to_students: bool) -> None:
+    """``feedback``, and the feedback step of ``all``."""
+    from autograde import feedback
+
+    files = feedback.feedback(course, assignment, release_to_students=release_to_students)
+    print(f"{len(files)} feedback files, hidden tests removed" + (", released" if release_to_students else ""))
+
+
+def feedback_command(course, args) -> None:
+    give_feedback(course, args.assignment, args.release)
+
+
+def print_report(course, assignment: str) -> None:
+    """The text report of ``report``, and the last step of ``all``."""
+    from autograde import report
+
+    print(report.report(course, assignment), end="")
+
+
+def report_command(course, args) -> None:
+    from autograde import class_report
+
+    print_report(course, args.assignment)
+    print(set_and_say_due_date(course, args.assignment, KEEP))
+    page, table = class_report.write(course, args.assignment)
+    print(f"class report: {page} (open it in a browser), the same numbers in {table}")
+
+
+def similarity_command(course, args) -> None:
+    from autograde import similarity
+
+    found, paths = similarity.write(course, args.assignment)
+    print(similarity.summary(found))
+    print(f"side by side: {paths['html']} (open it in a browser); the pairs in {paths['csv']}; {paths['png']}")
+
+
+def all_command(course, args) -> None:
+    """``all``: the same steps as the commands of each, one after another."""
+    if args.zip or args.folder or args.exchange_collect:
+        collect_submissions(course, args)
+    autograde_all(course, args)
+    give_feedback(course, args.assignment, args.release_feedback)
+    export_csv(course, args.output, assignments=None)
+    print_report(course, args.assignment)
+
+
+def bench_command(course, args) -> None:
+    from autograde import throughput
+
+    print(throughput.describe(throughput.grading_throughput_benchmark(args.assignment, args.submissions, args.workers)))
 
 
 KEEP = object()  # release without --due: the due date the gradebook has stays
@@ -349,6 +371,15 @@ def set_and_say_due_date(course, assignment: str, due) -> str:
     return f"{assignment} is due {shown_time(recorded)}. The late policy: {describe_policy(course.config())}"
 
 
+def export_csv(course, output: Path | None, assignments: list[str] | None) -> None:
+    """The course's CSV (``export``, and the export step of ``all``): one column per exercise."""
+    from autograde import export
+
+    output = output or course.root / course.runtime / "grades.csv"
+    rows = export.export_grades(course, output, assignments)
+    print(f"wrote {len(rows)} rows to {output}")
+
+
 def export_command(course, args) -> None:
     """``export``: the course's CSV, or the file an LMS's gradebook import reads (docs/instructors.md, 5)."""
     from autograde import export
@@ -358,9 +389,7 @@ def export_command(course, args) -> None:
             raise SystemExit(
                 "error: the course's CSV always has one column per exercise: --per-exercise is for canvas and moodle"
             )
-        output = args.output or course.root / course.runtime / "grades.csv"
-        rows = export.export_grades(course, output, args.assignments or None)
-        print(f"wrote {len(rows)} rows to {output}")
+        export_csv(course, args.output, args.assignments or None)
         return
     name = f"grades-{args.format}" + ("-per-exercise" if args.per_exercise else "") + ".csv"
     output = args.output or course.root / course.runtime / name

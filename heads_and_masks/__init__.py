@@ -8,7 +8,8 @@ While a notebook is graded (``HEADS_AND_MASKS_GRADING=1``, set by the grader in 
 kernel), widgets, pictures and timing experiments do nothing: see :mod:`heads_and_masks.grading`.
 """
 
-from .grading import GRADING_ENV, grading_mode, stand_in_for_display_modules
+from .grading import GRADING_ENV, grading_mode
+from .stand_ins import stand_in_for_display_modules
 from .attention import attention, attention_weights, masked_softmax, row_entropy_bits
 from .heads import head_size, merge_heads, mha_cost, multi_head_attention, split_heads
 from .kv_heads import grouped_query_attention, kv_cache_bytes

@@ -273,6 +273,22 @@ def test_a_due_date_is_a_date_a_time_and_a_time_zone():
         grade.main(["--root", str(REPO / "no-such-course"), "release", "00_start_here", "--due", "2026-12-10 17:00"])
 
 
+def test_each_command_names_its_function_and_all_runs_the_same_steps(monkeypatch):
+    """``grade.py`` dispatches with argparse's ``set_defaults(func=...)``, and ``all`` calls the functions the
+    commands of its steps call (so that a step's message or behaviour cannot differ between the two)."""
+    from autograde import grade
+
+    parser = grade.build_parser()
+    for argv in (["setup", "a"], ["release", "a"], ["collect", "a"], ["autograde", "a"], ["feedback", "a"],
+                 ["export"], ["report", "a"], ["similarity", "a"], ["all", "a"], ["bench"]):  # fmt: skip
+        assert callable(getattr(parser.parse_args(argv), "func", None)), f"{argv[0]} names no function"
+    steps = []
+    for step in ("collect_submissions", "autograde_all", "give_feedback", "export_csv", "print_report"):
+        monkeypatch.setattr(grade, step, lambda *args, step=step, **kwargs: steps.append(step))
+    grade.all_command(None, parser.parse_args(["all", "a", "--exchange-collect"]))
+    assert steps == ["collect_submissions", "autograde_all", "give_feedback", "export_csv", "print_report"]
+
+
 def test_the_grading_command_gives_its_caller_the_umask_back():
     """The command makes what it writes private (umask 077) and, run in a caller's process (a test, a notebook),
     gives the caller's umask back: under 077 for good, the caller's later files were its own alone (a venv a

@@ -64,7 +64,7 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
     from distributed import Client, LocalCluster
     from distributed.security import Security
 
-    from autograde.pool import ALLOWED_FAILURES
+    from autograde.cluster import ALLOWED_FAILURES
 
     solved = submission(ASSIGNMENT, {})
     # The cluster speaks TLS (a plain tcp:// one is refused without --insecure-scheduler); the coordinator
@@ -88,7 +88,7 @@ def test_a_dying_worker_costs_only_its_submission(tmp_path):
 
 
 def _grade_on_an_existing_cluster(tmp_path, solved, cluster, client):
-    from autograde.pool import ALLOWED_FAILURES
+    from autograde.cluster import ALLOWED_FAILURES
 
     # a class: the worker grading `first` is killed once, mid-run
     victims = {"first": 0}
@@ -169,7 +169,7 @@ def test_a_dying_local_worker_costs_only_its_submission(tmp_path):
 def test_a_local_worker_per_core_keeps_to_a_core_of_its_own(tmp_path):
     """One local worker per core: worker i (and its zygote and kernels, which inherit it) runs on core i, so a
     worker and its kernel, which take turns, stay on one core. Fewer workers than cores are not pinned."""
-    from autograde.pool import dask_client
+    from autograde.cluster import dask_client
 
     cores = sorted(os.sched_getaffinity(0))
     if len(cores) < 2:
@@ -199,7 +199,7 @@ from pathlib import Path
 from autograde.worker import fork_server
 
 fork_server.start()
-from autograde.pool import dask_client
+from autograde.cluster import dask_client
 
 
 def blas_threads():

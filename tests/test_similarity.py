@@ -17,7 +17,7 @@ import pytest
 from catalog import catalogs
 from similar_classes import DISGUISES, build_class, releases, write_class
 
-from autograde import class_report, grade, similarity
+from autograde import class_report, grade, similarity, similarity_scores, similarity_tokens
 
 ASSIGNMENTS = sorted(catalogs())
 
@@ -88,23 +88,23 @@ def test_copies_of_answers_too_short_to_tell_are_not_flagged(rates):
 
 def tokens_kept_as_written(source: str, release: similarity.Release):
     """What a comparison without normalisation sees: Python's tokens as written, comments and layout dropped."""
-    found = similarity.Tokens()
+    found = similarity_tokens.Tokens()
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type not in similarity.STRUCTURE and token.type != tokenize.COMMENT:
+        if token.type not in similarity_tokens.STRUCTURE and token.type != tokenize.COMMENT:
             found.text.append(token.string)
             found.lines.append((token.start[0], token.end[0]))
     return found, ""
 
 
 def test_without_renaming_renamed_copies_are_missed(monkeypatch):
-    monkeypatch.setattr(similarity, "normalise", tokens_kept_as_written)
+    monkeypatch.setattr(similarity_scores, "normalise", tokens_kept_as_written)
     counts = measure(disguises=("renamed variables",))["renamed variables"]
     print(f"\nwithout normalisation, renamed variables: {counts['found']} of {counts['planted']} flagged")
     assert counts["found"] < counts["planted"] / 2
 
 
 def test_without_sorting_operands_commuted_copies_are_missed(monkeypatch):
-    monkeypatch.setattr(similarity.SortCommutative, "visit_BinOp", lambda self, node: self.generic_visit(node))
+    monkeypatch.setattr(similarity_tokens.SortCommutative, "visit_BinOp", lambda self, node: self.generic_visit(node))
     counts = measure(disguises=("a + b written b + a",))["a + b written b + a"]
     print(f"\nwithout sorting + and * operands, a + b written b + a: {counts['found']} of {counts['planted']} flagged")
     assert counts["found"] < counts["planted"]
@@ -134,14 +134,14 @@ def test_an_answer_the_comparison_fails_on_is_listed_and_the_others_compared(mon
     test_class.submissions["breaks-it"] = {
         "split_heads": "def split_heads(x, h):\n    return 'BREAKS THE NORMALISER'\n"
     }
-    normalise = similarity.normalise
+    normalise = similarity_tokens.normalise
 
     def failing_on_one(source, release):
         if "BREAKS THE NORMALISER" in source:
             raise MemoryError("as if the answer were too much for it")
         return normalise(source, release)
 
-    monkeypatch.setattr(similarity, "normalise", failing_on_one)
+    monkeypatch.setattr(similarity_scores, "normalise", failing_on_one)
     results, listed = similarity.compare(test_class.submissions, releases("01_heads"))
     assert ("breaks-it", "split_heads", "could not be compared (MemoryError): left out") in listed
     flagged = {frozenset((p.a.student, p.b.student)) for r in results if r.name == "split_heads" for p in r.flagged}

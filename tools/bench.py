@@ -455,7 +455,7 @@ def section_grading(
         + ". The load "
         f"average (1 minute, {os.cpu_count()} cores) says how much of them other jobs took as each assignment "
         "began; under other jobs, cores busy and the ceiling say less. With a local worker per core, each worker keeps "
-        "to a core of its own with its zygote and its kernels (autograde.pool.GradingWorker): a worker and its "
+        "to a core of its own with its zygote and its kernels (autograde.cluster.GradingWorker): a worker and its "
         "kernel take turns, so the pair fills its core, and what ran beside one worker (the next kernel's start, "
         "the command's own work) now takes its turn on the same cores: the steady-state column is what remains."
     )

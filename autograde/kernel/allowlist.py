@@ -28,7 +28,8 @@ PACKAGE = "heads_and_masks"
 
 EVERY_KERNEL: dict[str, tuple[str, ...]] = {
     PACKAGE: ("grading_mode", "GRADING_ENV", "if_written", "stand_in_for_display_modules"),
-    f"{PACKAGE}.grading": ("*",),  # grading mode itself: idle results, stand-ins for the display modules
+    f"{PACKAGE}.grading": ("*",),  # grading mode itself: idle results
+    f"{PACKAGE}.stand_ins": ("*",),  # grading mode's import hook: stand-ins for the display modules
     f"{PACKAGE}._guard": ("ReferenceUsedError",),
     f"{PACKAGE}._answer_warnings": ("answer_warnings",),  # the judge's harness: which warnings are the answer's
     f"{PACKAGE}.trying": ("if_written",),

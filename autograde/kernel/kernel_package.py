@@ -20,7 +20,7 @@ from .allowlist import PACKAGE
 
 SOURCE = Path(__file__).resolve().parents[2] / PACKAGE
 
-DISPLAY_PACKAGES = (f"{PACKAGE}.widgets", f"{PACKAGE}.pictures")  # as heads_and_masks.grading
+DISPLAY_PACKAGES = (f"{PACKAGE}.widgets", f"{PACKAGE}.pictures")  # as heads_and_masks.stand_ins
 REAL_DISPLAY = {f"{PACKAGE}.widgets", f"{PACKAGE}.widgets.base"}  # real in grading mode: what stand-ins build on
 
 

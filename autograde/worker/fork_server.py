@@ -1,6 +1,6 @@
 """The fork server the local cluster's worker processes are forked from.
 
-Every worker of the local cluster (``pool.dask_client``) is a fork of one server process that
+Every worker of the local cluster (``cluster.dask_client``) is a fork of one server process that
 imported distributed, nbgrader and the grading code once (``WORKER_PRELOAD``, about 2 s of CPU),
 so a worker starts with them imported, and a worker restarted after a crash is forked the same way.
 

@@ -1,10 +1,11 @@
 """What a grading worker does with one submission: a Dask task, run in a worker process of the pool.
 
-``grade_submission(run, job)`` receives everything as data, never a path on the coordinator's disk:
+``grade_submission(run, job)`` receives everything as data (their shapes: ``run_data.RunSettings``, ``Job``,
+``WorkerResult``), never a path on the coordinator's disk:
 
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
             "source" ({file name: bytes} of the assignment), "releases" ({language: {file name: bytes}}: its
-            release in each language, pool.released_notebooks), "key" (the grading key),
+            release in each language, run_data.released_notebooks), "key" (the grading key),
             "config" ({"Judge.timeout": ..., ...}), "submission_timeout"}
     job    {"student", "files" ({file name: bytes}: the regular files collection took), "timestamp",
             "last" (one of the run's last submissions, one per worker: no kernel is started after it)}
@@ -34,12 +35,13 @@ from pathlib import Path
 
 from ..course import Course
 from ..results import Status
+from ..run_data import Job, RunSettings, WorkerResult
 
 _ROOTS: dict[str, Path] = {}  # run id -> this process's private course root for that run
 _LOCK = threading.Lock()
 
 
-def private_course(run: dict) -> Course:
+def private_course(run: RunSettings) -> Course:
     """This worker process's private course root for ``run`` (made once per run and process)."""
     with _LOCK:
         root = _ROOTS.get(run["id"])
@@ -163,14 +165,14 @@ class Watchdog:
         self.timer.cancel()
 
 
-def run_settings(run: dict) -> dict:
+def run_settings(run: RunSettings) -> RunSettings:
     """The run's settings as a task of their own, which every grading task depends on: each worker
     fetches them once (from a peer), and a worker that dies never takes them away: the scheduler runs
     this again (data scattered to the first worker alone was lost with it)."""
     return run
 
 
-def grade_submission(run: dict, job: dict) -> dict:
+def grade_submission(run: RunSettings, job: Job) -> WorkerResult:
     """Grade one submission with nbgrader in this process's private course root (a Dask task)."""
     from .. import judge
     from ..kernel import kernel_supply
@@ -202,7 +204,7 @@ def grade_submission(run: dict, job: dict) -> dict:
     with Watchdog(run["submission_timeout"]) as watchdog:
         answer = course.nbgrader("autograde", assignment, student, settings=settings, check=False)
     log = answer["log"] + answer["error"]
-    result = {
+    result: WorkerResult = {
         "student": student,
         "ok": bool(answer["success"]) and not watchdog.fired,
         "seconds": time.monotonic() - started,
