@@ -26,7 +26,8 @@ def _words(text: str) -> str:
 @functools.cache
 def untranslated_english() -> list[str]:
     """The English prose of every message the Russian catalogs translate (the text between its placeholders,
-    three words or more): one of them in a Russian verdict is a message that fell back to English."""
+    three words or more, which its translation does not keep as it is, as it keeps code such as an einops
+    pattern): one of them in a Russian verdict is a message that fell back to English."""
     fragments = set()
     for path in sorted((REPO / "heads_and_masks" / "locale" / "ru").glob("*.po")):
         with path.open("rb") as po:
@@ -35,8 +36,13 @@ def untranslated_english() -> list[str]:
                 strings = message.string if isinstance(message.string, tuple) else (message.string,)
                 if not message.id or set(ids) & set(strings):  # the header, or a message kept as it is (code)
                     continue
+                kept = " ".join(_words(t) for t in strings)  # what the translation keeps as it is: code, names
                 for text in ids:
-                    fragments |= {_words(f) for f in PLACEHOLDER.split(text) if len(re.findall(r"[A-Za-z]+", f)) >= 3}
+                    fragments |= {
+                        _words(f)
+                        for f in PLACEHOLDER.split(text)
+                        if len(re.findall(r"[A-Za-z]+", f)) >= 3 and _words(f) not in kept
+                    }
     return sorted(fragments)
 
 

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 
 from heads_and_masks import i18n
-from tests.course import REPO
+from course import REPO
 
 sys.path.insert(0, str(REPO / "tools"))
 import explore  # tools/ is not a package: its folder is put on sys.path above
