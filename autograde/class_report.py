@@ -24,12 +24,13 @@ from __future__ import annotations
 import base64
 import csv
 import dataclasses
-import html
+import functools
 import io
 from collections import Counter, defaultdict
 from heads_and_masks.i18n import ngettext
 from pathlib import Path
 
+import jinja2
 import nbformat
 
 from heads_and_masks.checks import misconceptions
@@ -378,10 +379,6 @@ img { max-width: 100%; } .warning { background: #fde2e1; padding: 0.5em 1em; bor
 """
 
 
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def class_size(n_students: int, graded: int) -> str:
     """The class report's count."""
     return ngettext("{n} student, {graded} graded.", "{n} students, {graded} graded.", n_students).format(
@@ -398,144 +395,79 @@ def late_count(n_late: int) -> str:
     ).format(n=n_late)
 
 
-def deadline_section(assignment: Assignment) -> list[str]:
-    """The due date, the late policy in words, and each late submission: how late, and the points it lost."""
-    parts = ["<h2 id='deadline'>Due date and late submissions</h2>"]
-    if assignment.due is None:
-        return parts + ["<p>This assignment has no due date, so no submission counts as late.</p>"]
-    parts.append(f"<p>Due {_e(shown_time(assignment.due))}. The late policy: {_e(assignment.policy)}</p>")
-    parts.append(f"<p>{_e(late_count(len(assignment.late)))}</p>")
-    if assignment.late:
-        parts.append(
-            "<table><caption>Late submissions, latest first</caption><tr><th scope='col'>student</th>"
-            "<th scope='col'>how late</th><th scope='col'>points taken off</th></tr>"
-        )
-        for student, lateness in sorted(assignment.late.items(), key=lambda item: -item[1].seconds):
-            parts.append(
-                f"<tr><td>{_e(student)}</td><td>{_e(how_late(lateness.seconds))}</td>"
-                f"<td class='n'>{lateness.penalty:g}</td></tr>"
-            )
-        parts.append("</table>")
-    return parts
-
-
 def _students(names: list[str], limit: int = 30) -> str:
-    shown = ", ".join(_e(n) for n in names[:limit])
+    shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """The page's template, in an environment that escapes every value it writes (autoescape)."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "class_report"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,  # a name the template uses and the page does not give: an error, not ""
+    )
+    return environment.get_template("report.html.j2")
 
 
 def render_html(assignment: Assignment, others: list[Assignment], similar_pairs: int | None = None) -> str:
     """The whole report as one self-contained HTML page (no script, no external resource). ``similar_pairs``:
-    the pairs the last ``make similarity`` flagged (None: it has not run)."""
-    parts = [
-        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
-        f"<title>Class report: {_e(assignment.name)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>Class report: {_e(assignment.name)}</h1>",
-    ]
-    if not assignment.sandboxed:
-        parts.append(
-            f"<p class='warning'><b>Graded unsandboxed</b> ({_e(assignment.why_unsandboxed)}): every grade "
-            "here came from student code that ran without the sandbox.</p>"
-        )
+    the pairs the last ``make similarity`` flagged (None: it has not run). What the page says is gathered here;
+    how it is laid out, in ``templates/class_report/report.html.j2``, which escapes every value."""
     graded = len(assignment.students) - sum(
         s in (Status.MISSING, Status.NOT_GRADED) for s, _why in assignment.statuses.values()
     )
-    parts.append(
-        f"<p>{class_size(len(assignment.students), graded)} Each exercise: how many passed, failed "
-        "or did not answer, the scores, and the misconceptions the checks named (by a stable id: the same id "
-        "means the same mistake in every year and every language). <i>unrecognised</i> groups the failures "
-        "no check names yet.</p>"
-    )
-    parts.append(
-        "<h2>Exercises</h2><table><tr><th>exercise</th>"
-        + "".join(f"<th>{_e(o)}</th>" for o in OUTCOMES)
-        + "<th>most common misconception</th></tr>"
-    )
+    exercises = []
     for exercise in assignment.exercises:
         marks = assignment.marks_of(exercise)
         counts = Counter(m.outcome for m in marks)
-        table = misconception_table(marks)
-        top = f"<code>{_e(table[0][0])}</code> ({len(table[0][1])})" if table else ""
-        if any(m.written for m in marks):
-            cells = (
-                f"<td class='n' colspan='4'>written answer: {counts.get(GRADED_BY_HAND, 0)} graded by hand, "
-                f"{counts.get(PENDING, 0)} pending, {counts.get(NOT_ANSWERED, 0)} not answered</td>"
-            )
-        else:
-            cells = "".join(f"<td class='n'>{counts.get(o, 0)}</td>" for o in OUTCOMES)
-        parts.append(f"<tr><td><code>{_e(exercise)}</code></td>{cells}<td>{top}</td></tr>")
-    parts.append("</table>")
-    for exercise in assignment.exercises:
-        marks = assignment.marks_of(exercise)
-        parts.append(f"<h2 id='{_e(exercise)}'>{_e(exercise)}</h2>")
-        if any(m.written for m in marks):
-            pending = [m.student for m in marks if m.outcome == PENDING]
-            parts.append(
-                f"<p>A written answer, graded by a person in the formgrader. Pending: "
-                f"{len(pending)}{': ' + _students(pending) if pending else ''}.</p>"
-            )
-            continue
-        parts.append(
-            f"<img alt='outcomes, scores and misconceptions of {_e(exercise)}' "
-            f"src='data:image/png;base64,{exercise_picture(exercise, marks)}'>"
-        )
-        table = misconception_table(marks)
-        if table:
-            parts.append("<table><tr><th>misconception</th><th>what it means</th><th>students</th><th>who</th></tr>")
-            for found, students in table:
-                parts.append(
-                    f"<tr><td><code>{_e(found)}</code></td><td>{_e(describe(found))}</td>"
-                    f"<td class='n'>{len(students)}</td><td class='students'>{_students(students)}</td></tr>"
-                )
-            parts.append("</table>")
+        written = any(m.written for m in marks)
         not_answered = [m.student for m in marks if m.outcome == NOT_ANSWERED]
-        if not_answered:
-            parts.append(f"<p class='muted'>Not answered (the stub is still there): {_students(not_answered)}</p>")
-    parts += deadline_section(assignment)
-    parts.append("<h2>Statuses</h2>")
-    if assignment.statuses:
-        parts.append("<table><tr><th>student</th><th>status</th><th>why</th></tr>")
-        order = {str(s): i for i, s in enumerate(Status)}
+        exercises.append(
+            {
+                "name": exercise,
+                "written": written,
+                "counts": [counts.get(o, 0) for o in OUTCOMES],
+                "graded_by_hand": counts.get(GRADED_BY_HAND, 0),
+                "pending": [m.student for m in marks if m.outcome == PENDING],
+                "not_answered_count": counts.get(NOT_ANSWERED, 0),
+                "not_answered": not_answered,
+                "table": misconception_table(marks),
+                "picture": "" if written else exercise_picture(exercise, marks),
+            }
+        )
+    late = [
+        (student, how_late(lateness.seconds), f"{lateness.penalty:g}")
+        for student, lateness in sorted(assignment.late.items(), key=lambda item: -item[1].seconds)
+    ]
+    order = {str(s): i for i, s in enumerate(Status)}
+    statuses = [
+        (student, status, "; ".join(notes))
         for student, (status, notes) in sorted(
             assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])
-        ):
-            parts.append(f"<tr><td>{_e(student)}</td><td>{_e(status)}</td><td>{_e('; '.join(notes))}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append("<p>Every submission was graded without trouble.</p>")
-    parts.append("<h2>Similar submissions</h2>")
-    page = f"autograde/reports/{_e(assignment.name)}-similarity.html"
-    if similar_pairs is None:
-        parts.append(
-            f"<p class='muted'>Not compared yet: <code>make similarity ASSIGNMENT={_e(assignment.name)}</code> "
-            f"compares every pair of submissions, exercise by exercise, and writes <code>{page}</code>.</p>"
         )
-    else:
-        pairs = "1 pair of answers" if similar_pairs == 1 else f"{similar_pairs} pairs of answers"
-        parts.append(
-            f"<p>The last comparison flagged {pairs} above their threshold, shown side by side in "
-            f"<code>{page}</code> (a reason to read them, not a finding; docs/instructors.md, section 7).</p>"
+    ]
+    return (
+        _template().render(
+            a=assignment,
+            style=STYLE,
+            class_size=class_size(len(assignment.students), graded),
+            outcomes=OUTCOMES,
+            exercises=exercises,
+            students=_students,
+            describe=describe,
+            due=shown_time(assignment.due) if assignment.due is not None else "",
+            late_count=late_count(len(assignment.late)),
+            late=late,
+            statuses=statuses,
+            similar_pairs=similar_pairs,
+            similarity_page=f"autograde/reports/{assignment.name}-similarity.html",
+            persisting=persistence(others),
+            graded_names=", ".join(a.name for a in others),
         )
-    parts.append("<h2>Across assignments: misconceptions that persist</h2>")
-    rows = persistence(others)
-    if rows:
-        parts.append(
-            f"<p>Students who show the same family of misconception in more than one of the graded "
-            f"assignments ({_e(', '.join(a.name for a in others))}).</p>"
-            "<table><tr><th>student</th><th>family</th><th>where</th></tr>"
-        )
-        for student, fam, found in rows:
-            where = "; ".join(f"{_e(a)}: <code>{_e(i)}</code>" for a, i in found)
-            parts.append(f"<tr><td>{_e(student)}</td><td><code>{_e(fam)}</code></td><td>{where}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append(
-            f"<p class='muted'>No misconception family appears in more than one assignment for the same student "
-            f"(graded assignments: {_e(', '.join(a.name for a in others))}).</p>"
-        )
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+        + "\n"
+    )
 
 
 def graded_assignments(course: Course) -> list[str]:
