@@ -18,30 +18,26 @@ def test_ruff_finds_nothing(command):
     assert run.returncode == 0, f"ruff {' '.join(command)}:\n{run.stdout}{run.stderr}"
 
 
-def test_ruff_lint_can_fail(tmp_path):
-    """The configuration is the project's and it does catch an unused import and a mutable default."""
+@pytest.mark.parametrize(
+    "source, codes",
+    [
+        ("import os\n\n\ndef f(x=[]):\n    return x\n", ("F401", "B006")),  # an unused import, a mutable default
+        ("try:\n    pass\nexcept Exception:\n    pass\nx = 1  # noqa: F401\n", ("BLE001", "RUF100")),
+    ],
+    ids=["unused-import-and-mutable-default", "broad-except-and-stale-noqa"],
+)
+def test_ruff_lint_can_fail(tmp_path, source, codes):
+    """The configuration is the project's and it does catch these: an unused import and a mutable default; a broad
+    except, and a noqa that silences nothing."""
     bad = tmp_path / "bad.py"
-    bad.write_text("import os\n\n\ndef f(x=[]):\n    return x\n")
+    bad.write_text(source)
     run = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
         capture_output=True,
         text=True,
     )
     assert run.returncode == 1
-    assert "F401" in run.stdout and "B006" in run.stdout, run.stdout
-
-
-def test_a_broad_except_and_a_stale_noqa_are_reported(tmp_path):
-    """A broad except is reported (BLE001) and so is a noqa that silences nothing (RUF100)."""
-    bad = tmp_path / "bad.py"
-    bad.write_text("try:\n    pass\nexcept Exception:\n    pass\nx = 1  # noqa: F401\n")
-    run = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
-        capture_output=True,
-        text=True,
-    )
-    assert run.returncode == 1
-    assert "BLE001" in run.stdout and "RUF100" in run.stdout, run.stdout
+    assert all(code in run.stdout for code in codes), run.stdout
 
 
 SILENCED = "# noqa: " + "BLE001"  # (spelled in two, or this line would be found)

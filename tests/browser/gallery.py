@@ -70,13 +70,7 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
             "`tests/browser/test_browser_explore.py`, which moves every widget there too.",
             "",
         ]
-        for name, entry in explore.items():
-            lines += [
-                f"**{entry['title']}** (`{entry['assignment']}`)",
-                "",
-                f"![explore {entry['assignment']}](images/{name})",
-                "",
-            ]
+        lines += _pictures(explore, lambda name, entry: (entry["assignment"], f"explore {entry['assignment']}"))
     if russian:
         lines += [
             "## The Russian course (`make lab LANG=ru`)",
@@ -85,14 +79,17 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
             "window, right after *Run All*: their labels and readouts in Russian, from the notebook's language.",
             "",
         ]
-        for name, entry in russian.items():
-            lines += [
-                f"**{entry['title']}** (`notebooks-ru/{entry['assignment']}`)",
-                "",
-                f"![{name}](images/{name})",
-                "",
-            ]
+        lines += _pictures(russian, lambda name, entry: (f"notebooks-ru/{entry['assignment']}", name))
     GALLERY_PAGE.write_text("\n".join(lines).rstrip() + "\n")
+
+
+def _pictures(entries: dict, where_and_alt) -> list[str]:
+    """A section's pictures: each under its title and where it is (``where_and_alt(name, entry)`` gives both)."""
+    lines = []
+    for name, entry in entries.items():
+        where, alt = where_and_alt(name, entry)
+        lines += [f"**{entry['title']}** (`{where}`)", "", f"![{alt}](images/{name})", ""]
+    return lines
 
 
 def _clean(names: list[str]) -> list[str]:
