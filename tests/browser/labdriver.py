@@ -791,13 +791,21 @@ def widget_state(box) -> dict:
 
 def layout_problems(box) -> list[str]:
     """What a learner would see wrong in a widget's layout: a picture or readouts cut off at the right
-    edge, a readout clipped inside its cell, a readout row wrapped onto two lines."""
+    edge, a readout clipped inside its cell, a readout row or an entry of a colour key (``.course-key``, one
+    entry a child) wrapped onto two lines."""
     return box.evaluate("""box => {
       const problems = [];
       const edge = box.getBoundingClientRect().right + 1;
       const img = box.querySelector('img');
       if (img && img.getBoundingClientRect().right > edge)
         problems.push(`the picture runs ${Math.round(img.getBoundingClientRect().right - edge)} px past the widget's edge`);
+      // a key's entry is one line: taller than one and a half of its lines, it has wrapped
+      for (const entry of box.querySelectorAll('.course-key > *')) {
+        const style = getComputedStyle(entry), height = entry.getBoundingClientRect().height;
+        const line = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);  // 'normal': about 1.2 em
+        if (height > 1.5 * line)
+          problems.push(`the colour key's entry "${entry.innerText.trim()}" wraps onto ${Math.round(height / line)} lines`);
+      }
       const table = box.querySelector('table.course-readouts');
       if (!table) return problems;
       const rows = [...table.querySelectorAll('tr')];
