@@ -110,6 +110,7 @@ class LabProcess:
             JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"),
         )
         env.pop("JUPYTER_CONFIG_PATH", None)
+        env.pop("MPLBACKEND", None)  # the tests' Agg (tests/course.py) is no learner's: the kernels draw inline
         # its own process group: lab.py starts JupyterLab as a child, and both must stop (as with Ctrl-C)
         self.process = subprocess.Popen(
             command,

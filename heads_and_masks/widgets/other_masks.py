@@ -73,15 +73,22 @@ class MaskWidget(CourseWidget):
         self.description = ""
 
     def format_readouts(self, readouts):
-        legend = "".join(
-            f"<span style='display:inline-block;width:0.9em;height:0.9em;background:{colour};"
-            f"border:1px solid #999;margin-right:0.4em'></span>{translated(label)}<br>"
+        """The composed mask's name, the colour key, then the numbers."""
+        # The name may be long ("causal + padding + sliding window ..."): it wraps, within about the readouts' width.
+        name = f"<p style='max-width:16em;line-height:1.3;margin:0 0 0.8em'><b>{self.description}</b></p>"
+        # Each meaning on one line beside its swatch, in any language ("можно обращать внимание" is longer than
+        # "may attend"): the column grows to fit the longest rather than breaking a meaning in two, and the lines
+        # are spaced as text (the widget's HTML otherwise spaces each line as high as a control).
+        entries = "".join(
+            "<li style='display:flex;align-items:center;gap:0.4em;white-space:nowrap'>"
+            f"<span style='flex:none;width:0.9em;height:0.9em;background:{colour};border:1px solid #999'></span>"
+            f"{translated(label)}</li>"
             for colour, label in LEGEND_ITEMS
         )
-        return (
-            f"<div style='font-size:90%;max-width:16em'><b>{self.description}</b><br><br>{legend}<br></div>"
-            + super().format_readouts(readouts)
+        key = (
+            f"<ul class='course-key' style='list-style:none;padding:0;margin:0 0 0.8em;line-height:1.5'>{entries}</ul>"
         )
+        return f"<div style='font-size:90%'>{name}{key}</div>" + super().format_readouts(readouts)
 
     def _enable_parameters(self, _change=None):
         """A parameter whose mask is off does nothing: it looks so (disabled) until its mask is ticked."""

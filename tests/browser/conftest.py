@@ -1,4 +1,6 @@
-"""Fixtures of the browser tests: one JupyterLab server and one headless Chromium for the whole session.
+"""Fixtures of the browser tests: one JupyterLab server and one headless Chromium for the whole session, and for
+the Russian notebooks the lab a Russian learner gets (`make lab LANG=ru`, its interface in Russian), started only
+when a Russian notebook is opened.
 
 Without ``/usr/bin/chromium`` (or without Playwright) the tests are skipped, with a message saying how to
 run them, unless the environment variable ``CI`` is set: in CI a missing browser is a failure.
@@ -8,6 +10,7 @@ run them, unless the environment variable ``CI`` is set: in CI a missing browser
 from __future__ import annotations
 
 import contextlib
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,8 @@ from labdriver import (
     STUDENT_ASSIGNMENTS,
     LabServer,
     LabWindow,
+    LearnersLab,
+    kind_language,
     new_browser_context,
     opened_notebook,
 )
@@ -57,16 +62,33 @@ def browser_ready() -> None:
 
 @pytest.fixture(scope="session")
 def lab(browser_ready, tmp_path_factory):
-    """One JupyterLab for every notebook of the session (copies of notebooks/ and solutions/)."""
+    """One JupyterLab for every English notebook of the session (copies of notebooks/ and solutions/)."""
     import matplotlib.font_manager  # noqa: F401  build matplotlib's font cache now, not in a kernel's stderr
 
     server = LabServer(repo=REPO, folder=tmp_path_factory.mktemp("jupyterlab"))
-    server.copy_course(
-        {"student": STUDENT_ASSIGNMENTS, "solution": SOLUTION_ASSIGNMENTS, "student-ru": RUSSIAN_STUDENT_ASSIGNMENTS}
-    )
+    server.copy_course({"student": STUDENT_ASSIGNMENTS, "solution": SOLUTION_ASSIGNMENTS})
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def russian_lab(browser_ready, tmp_path_factory):
+    """The lab of a Russian learner, `make lab LANG=ru` (labdriver.LearnersLab): JupyterLab in Russian, the untouched
+    Russian notebooks in my-work/ru/ as tools/lab.py copied them. One more server start, for every Russian notebook."""
+    import matplotlib.font_manager  # noqa: F401  build matplotlib's font cache now, not in a kernel's stderr
+
+    assert RUSSIAN_STUDENT_ASSIGNMENTS, "no notebooks-ru/: `make notebooks` builds the Russian release"
+    server = LearnersLab(repo=REPO, folder=tmp_path_factory.mktemp("jupyterlab-ru"), language="ru")
+    started = time.monotonic()
+    server.start()
+    print(f"\nthe Russian learner's lab (tools/lab.py --language ru) up in {time.monotonic() - started:.1f} s")
+    yield server
+    server.stop()
+
+
+# The lab that opens the notebooks of each language (a fixture's name): started only when one of them is opened
+LAB_OF_LANGUAGE = {"en": "lab", "ru": "russian_lab"}
 
 
 @pytest.fixture(scope="session")
@@ -93,34 +115,41 @@ def browser_context(browser):
 
 
 @pytest.fixture(scope="session")
-def lab_windows(lab, browser_context):
-    """The JupyterLab window the notebooks of the session open in, one after another (labdriver.LabWindow):
-    ``lab_windows()`` gives the current one, or a fresh one when the last notebook broke it."""
-    windows = []
+def lab_windows(browser_context):
+    """The JupyterLab window of each server the notebooks of the session open in, one after another
+    (labdriver.LabWindow): ``lab_windows(server)`` gives its current one, or a fresh one when the last notebook
+    broke it. The servers share the one browser context (their pages are apart: another port, another origin)."""
+    windows: dict[int, list[LabWindow]] = {}
 
-    def current() -> LabWindow:
-        if not windows or windows[-1].broken:
-            if windows:
-                windows[-1].close()
-            windows.append(LabWindow(lab, browser_context))
-        return windows[-1]
+    def current(server) -> LabWindow:
+        opened = windows.setdefault(server.port, [])
+        if not opened or opened[-1].broken:
+            if opened:
+                opened[-1].close()
+            opened.append(LabWindow(server, browser_context))
+        return opened[-1]
 
     yield current
-    for window in windows:
-        window.close()
+    for opened in windows.values():
+        for window in opened:
+            window.close()
 
 
 @pytest.fixture
-def open_notebook(lab, browser_context, lab_windows):
-    """``open_notebook(kind, assignment)``: the notebook opened in the session's JupyterLab window, kernel connected.
+def open_notebook(request, browser_context, lab_windows):
+    """``open_notebook(kind, assignment)``: the notebook opened in the JupyterLab window of its language's lab
+    (LAB_OF_LANGUAGE), kernel connected.
 
     At the end of the test its tab is closed, its kernel shut down, and the test fails if the page raised any
     JavaScript error while it was open.
     """
+
+    def open_one(kind: str, assignment: str):
+        server = request.getfixturevalue(LAB_OF_LANGUAGE[kind_language(kind)])
+        return stack.enter_context(opened_notebook(server, browser_context, kind, assignment, lab_windows(server)))
+
     with contextlib.ExitStack() as stack:
-        yield lambda kind, assignment: stack.enter_context(
-            opened_notebook(lab, browser_context, kind, assignment, lab_windows())
-        )
+        yield open_one
 
 
 @pytest.fixture(scope="session")

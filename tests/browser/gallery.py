@@ -77,9 +77,12 @@ def write_gallery(new_entries: dict[str, dict]) -> None:
             "",
             "The same widgets in the untouched Russian student notebooks (`notebooks-ru/`), in a laptop-sized",
             "window, right after *Run All*: their labels and readouts in Russian, from the notebook's language.",
+            "They run in the lab `make lab LANG=ru` starts, whose own menus and dialogs are in Russian too",
+            "(JupyterLab's Russian language pack): the first picture is its whole window.",
             "",
         ]
-        lines += _pictures(russian, lambda name, entry: (f"notebooks-ru/{entry['assignment']}", name))
+        windows_first = dict(sorted(russian.items(), key=lambda item: not item[1].get("window")))
+        lines += _pictures(windows_first, _russian_where_and_alt)
     GALLERY_PAGE.write_text("\n".join(lines).rstrip() + "\n")
 
 
@@ -90,6 +93,12 @@ def _pictures(entries: dict, where_and_alt) -> list[str]:
         where, alt = where_and_alt(name, entry)
         lines += [f"**{entry['title']}** (`{where}`)", "", f"![{alt}](images/{name})", ""]
     return lines
+
+
+def _russian_where_and_alt(name: str, entry: dict) -> tuple[str, str]:
+    """Where a Russian picture's notebook is, and its text alternative: the window's says what it shows."""
+    where = f"notebooks-ru/{entry['assignment']}"
+    return where, (f"JupyterLab in Russian (make lab LANG=ru) around {where}" if entry.get("window") else name)
 
 
 def _clean(names: list[str]) -> list[str]:

@@ -4,6 +4,8 @@ The browser tests (``test_browser_*.py``) read like a learner's session; the mec
 
 * ``LabServer``: one JupyterLab on 127.0.0.1 with a token and fresh config, data, settings, workspace and
   runtime folders in a temporary directory. The notebooks are *copies* (the repository is never written).
+* ``LearnersLab``: the lab `make lab LANG=<language>` starts (tools/lab.py in a copy of the repository's layout),
+  JupyterLab's interface in that language, the notebooks in ``my-work/<language>/`` as lab.py copies them.
 * ``LabWindow``: one JupyterLab page kept open while notebooks are opened in it one after another (File → Open
   from Path…, File → Close All Tabs), as a learner keeps the lab open.
 * ``NotebookSession``: one notebook open, in a page of its own or in a LabWindow. Every request that does not go
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from lab_process import free_port
+from lab_process import LabProcess, copy_repository_layout, free_port
 
 # Debian's Chromium (BROWSER_TESTS_CHROMIUM points elsewhere, e.g. to check how the tests behave without it)
 CHROMIUM = Path(os.environ.get("BROWSER_TESTS_CHROMIUM", "/usr/bin/chromium"))
@@ -83,6 +85,36 @@ LAB_SETTINGS = {
 }
 
 
+# The words of JupyterLab's interface the driver clicks and reads, in each language the course opens the lab in
+# (the Russian ones as JupyterLab's Russian language pack, jupyterlab-language-pack-ru-RU, has them).
+LAB_WORDS = {
+    "en": {
+        "File": "File",
+        "Edit": "Edit",
+        "Run": "Run",
+        "Run All Cells": "Run All Cells",
+        "Open from Path": "Open from Path",
+        "Close All Tabs": "Close All Tabs",
+        "Discard": "Discard",
+        "Idle": "Idle",
+        "Dead": "Dead",
+        "Unknown": "Unknown",
+    },
+    "ru": {
+        "File": "Файл",
+        "Edit": "Редактировать",
+        "Run": "Выполнить",
+        "Run All Cells": "Запустить все ячейки",
+        "Open from Path": "Открыть из пути",
+        "Close All Tabs": "Закрыть все вкладки",
+        "Discard": "Отклонить",
+        "Idle": "Простаивает",
+        "Dead": "Мёртв",
+        "Unknown": "Неизвестный",
+    },
+}
+
+
 # --------------------------------------------------------------------------------------------------
 # The server
 # --------------------------------------------------------------------------------------------------
@@ -105,6 +137,7 @@ class LabServer:
     token: str = field(default_factory=lambda: os.urandom(16).hex())
     port: int = field(default_factory=free_port)
     process: subprocess.Popen | None = None
+    language = "en"  # of JupyterLab's interface (LAB_WORDS)
 
     @property
     def root(self) -> Path:
@@ -209,9 +242,55 @@ class LabServer:
             return "(no log)"
 
 
-# The kernel is connected only when the status bar says "| Idle" (before that, Run All does nothing, and the
-# kernel's language_info is not yet in the notebook's metadata).
-KERNEL_IDLE_JS = "() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes('| Idle')"
+@dataclass
+class LearnersLab(LabServer):
+    """The lab `make lab LANG=<language>` gives a learner: tools/lab.py ``--language <language>`` started in a copy of
+    the repository's layout (lab_process.LabProcess), on tools/lab.py's own configuration (JupyterLab's interface in
+    that language), the notebooks those lab.py copied into ``my-work/<language>/``. Only the test's JupyterLab user
+    settings (LAB_SETTINGS) are added, in the user's own settings folder, as a learner's would be."""
+
+    language: str = "ru"
+    running: LabProcess | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.folder / "repo"
+
+    def notebook_path(self, kind: str, assignment: str) -> Path:
+        from lab import work_folder  # my-work/<language>/, where lab.py copies the learner's notebooks
+
+        return self.root / work_folder(self.language) / assignment / f"{assignment}.ipynb"
+
+    def copy_course(self, assignments: dict[str, list[str]]) -> None:
+        raise NotImplementedError("tools/lab.py copies a learner's notebooks itself")
+
+    def start(self, timeout: float = 180.0) -> None:
+        copy_repository_layout(self.root)
+        runtime = self.folder / "runtime"
+        # JupyterLab's user settings live in the user's config folder (LabProcess: <runtime's parent>/jupyter-user)
+        _write_lab_settings(runtime.parent / "jupyter-user" / "config" / "lab" / "user-settings")
+        self.running = LabProcess(
+            self.root, runtime=runtime, arguments=("--language", self.language), port=self.port, token=self.token
+        ).start()
+        status, _ = self.running.api("/api/status", deadline=time.monotonic() + timeout)
+        assert status == 200, f"tools/lab.py --language {self.language}: /api/status answered {status}"
+
+    def stop(self) -> None:
+        if self.running is not None:
+            self.running.stop()
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.running.output.splitlines()[-lines:]) if self.running else "(not started)"
+
+
+def kernel_idle_js(language: str = "en") -> str:
+    """The kernel is connected only when the status bar says "| Idle" in the lab's language (before that, Run All
+    does nothing, and the kernel's language_info is not yet in the notebook's metadata)."""
+    idle = json.dumps(f"| {LAB_WORDS[language]['Idle']}")
+    return f"() => (document.querySelector('#jp-main-statusbar')?.textContent || '').includes({idle})"
+
+
+KERNEL_IDLE_JS = kernel_idle_js("en")
 
 # Error outputs (a traceback) shown anywhere in the notebook.
 _ERROR_OUTPUTS_JS = """() => [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
@@ -323,10 +402,32 @@ def _file_browser_width(page) -> float:
     return page.evaluate("() => document.querySelector('#filebrowser')?.getBoundingClientRect().width || 0")
 
 
+def menu_bar_labels(page) -> list[str]:
+    """The menus of JupyterLab's menu bar, as they read ("File", "Edit", ... or "Файл", "Редактировать", ...)."""
+    return [label.strip() for label in page.locator("#jp-menu-panel .lm-MenuBar-item").all_inner_texts()]
+
+
+def check_interface_language(page, language: str) -> None:
+    """JupyterLab's own interface speaks ``language``: its File and Edit menus read as LAB_WORDS has them."""
+    words = LAB_WORDS[language]
+    labels = menu_bar_labels(page)
+    missing = [words[menu] for menu in ("File", "Edit") if words[menu] not in labels]
+    assert not missing, (
+        f"JupyterLab's interface is not in the language {language!r}: no menu {missing} in its menu bar {labels} "
+        f"(JupyterLab's language pack, and tools/lab_config_{language}/ on tools/lab.py's JUPYTER_CONFIG_PATH)"
+    )
+
+
 def choose_menu_item(page, menu: str, item: str) -> None:
     """A command chosen from JupyterLab's menu bar, as a learner chooses it: ``menu`` → ``item``."""
     page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(rf"^{re.escape(menu)}$")).click()
-    page.locator(".lm-Menu-item", has_text=item).first.click()
+    command = page.locator(".lm-Menu-item", has_text=item).first
+    try:
+        command.wait_for(timeout=10_000)
+    except Exception:  # noqa: BLE001 - Playwright's timeout: said in the menu's own words instead
+        shown = page.locator(".lm-Menu-item .lm-Menu-itemLabel").all_inner_texts()
+        raise AssertionError(f"no command {item!r} in JupyterLab's {menu!r} menu, which shows {shown}") from None
+    command.click()
 
 
 class LabWindow:
@@ -344,6 +445,7 @@ class LabWindow:
         self.watch = PageWatch()
         self.watch.attach(self.page)
         self.broken = False
+        self.words = LAB_WORDS[server.language]  # the words of its interface
         self.page.goto(f"{server.base_url}/lab?reset&token={server.token}")  # ?reset: an empty workspace
         self.page.wait_for_selector("#jp-menu-panel .lm-MenuBar-item", timeout=90_000)
         self.page.wait_for_selector(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']", timeout=90_000)
@@ -361,10 +463,11 @@ class LabWindow:
 
     def close_all_tabs(self) -> None:
         """File → Close All Tabs; a notebook with unsaved changes (a widget moved after the save) is discarded."""
-        choose_menu_item(self.page, "File", "Close All Tabs")
+        choose_menu_item(self.page, self.words["File"], self.words["Close All Tabs"])
         deadline = time.monotonic() + 30
+        discard_label = re.compile(rf"^{re.escape(self.words['Discard'])}$")
         while self.page.locator(".jp-NotebookPanel").count():
-            discard = self.page.locator(".jp-Dialog button", has_text=re.compile(r"^(Discard|Don't Save)$"))
+            discard = self.page.locator(".jp-Dialog button", has_text=discard_label)
             if discard.count():
                 discard.first.click()
             if time.monotonic() > deadline:
@@ -383,6 +486,7 @@ class NotebookSession:
         self.server, self.kind, self.assignment, self.window = server, kind, assignment, window
         self.path = server.notebook_path(kind, assignment)
         self.timings: dict[str, float] = {}  # seconds per phase, reported by the tests
+        self.words = LAB_WORDS[server.language]  # the words of JupyterLab's interface
         if window is None:
             self.watch = PageWatch()
             self.page = context.new_page()
@@ -412,11 +516,12 @@ class NotebookSession:
             self.page.goto(f"{self.server.base_url}/lab/tree/{relative}?reset&token={self.server.token}")
         else:
             self.window.as_it_started()
-            choose_menu_item(self.page, "File", "Open from Path")
+            check_interface_language(self.page, self.server.language)
+            choose_menu_item(self.page, self.words["File"], self.words["Open from Path"])
             self.page.locator(".jp-Dialog input").fill(relative)
             self.page.keyboard.press("Enter")
         self.page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=timeout * 1000)
-        self.page.wait_for_function(KERNEL_IDLE_JS, timeout=timeout * 1000)
+        self.page.wait_for_function(kernel_idle_js(self.server.language), timeout=timeout * 1000)
         self.timings["open"] = time.monotonic() - started
 
     def run_all(self, timeout: float = 400.0, stopped_after: float = 5.0) -> float:
@@ -431,24 +536,24 @@ class NotebookSession:
         start = time.monotonic()
         code_cells = [c for c in nbformat.read(self.path, as_version=4).cells if c.cell_type == "code"]
         must_run = [i for i, cell in enumerate(code_cells) if cell.source.strip()]
-        self.page.locator("#jp-menu-panel .lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
-        self.page.locator(".lm-Menu-item", has_text="Run All Cells").first.click()
+        choose_menu_item(self.page, self.words["Run"], self.words["Run All Cells"])
+        idle, stopped = f"| {self.words['Idle']}", re.compile(rf"\| ({self.words['Dead']}|{self.words['Unknown']})")
         quiet = {"prompts": None, "since": time.monotonic()}
 
         def finished():
             state = self.page.evaluate(_RUN_STATE_JS)
-            if re.search(r"\| (Dead|Unknown)", state["status"]):
+            if stopped.search(state["status"]):
                 raise AssertionError(
                     f"the kernel died during Run All of {self.kind} {self.assignment}\n{self.diagnostics()}"
                 )
             prompts = state["prompts"]
             if len(prompts) != len(code_cells):
                 return False
-            idle = "| Idle" in state["status"]
+            is_idle = idle in state["status"]
             unrun = [i for i in must_run if not re.fullmatch(r"\[\d+\]:?", prompts[i])]
-            if idle and not unrun:
+            if is_idle and not unrun:
                 return True
-            if not idle or "[*]:" in prompts or prompts != quiet["prompts"]:
+            if not is_idle or "[*]:" in prompts or prompts != quiet["prompts"]:
                 quiet.update(prompts=prompts, since=time.monotonic())
             elif time.monotonic() - quiet["since"] > stopped_after:
                 errors = self.page.evaluate(_ERROR_OUTPUTS_JS)
@@ -686,13 +791,21 @@ def widget_state(box) -> dict:
 
 def layout_problems(box) -> list[str]:
     """What a learner would see wrong in a widget's layout: a picture or readouts cut off at the right
-    edge, a readout clipped inside its cell, a readout row wrapped onto two lines."""
+    edge, a readout clipped inside its cell, a readout row or an entry of a colour key (``.course-key``, one
+    entry a child) wrapped onto two lines."""
     return box.evaluate("""box => {
       const problems = [];
       const edge = box.getBoundingClientRect().right + 1;
       const img = box.querySelector('img');
       if (img && img.getBoundingClientRect().right > edge)
         problems.push(`the picture runs ${Math.round(img.getBoundingClientRect().right - edge)} px past the widget's edge`);
+      // a key's entry is one line: taller than one and a half of its lines, it has wrapped
+      for (const entry of box.querySelectorAll('.course-key > *')) {
+        const style = getComputedStyle(entry), height = entry.getBoundingClientRect().height;
+        const line = parseFloat(style.lineHeight) || 1.2 * parseFloat(style.fontSize);  // 'normal': about 1.2 em
+        if (height > 1.5 * line)
+          problems.push(`the colour key's entry "${entry.innerText.trim()}" wraps onto ${Math.round(height / line)} lines`);
+      }
       const table = box.querySelector('table.course-readouts');
       if (!table) return problems;
       const rows = [...table.querySelectorAll('tr')];

@@ -3,7 +3,9 @@
 For each notebook: open it as it is (nothing tagged or changed; File → Open from Path… in the JupyterLab window
 the session keeps open, labdriver.LabWindow) and Run All (Run menu), as a learner does (a student notebook as on a laptop: a 1100 × 900 window with the file browser open, where the
 outputs get about 700 px; the solutions in 1400 × 1000, then again at laptop width: laptop.py),
-then check that
+the Russian student notebooks in the lab a Russian learner gets (`make lab LANG=ru`: tools/lab.py's own
+configuration, JupyterLab's menus and dialogs in Russian, which each run checks in the menu bar, and its Run All
+chosen by its Russian name), then check that
 * a student notebook, opened and its kernel up, is not marked modified (closing it untouched asks nothing);
 * Run All reached the last cell, and in a solution every test cell printed its ✓ line: every cell ran (JupyterLab stops at the first error, so no cell may
   raise, not even in a student notebook where nothing is written yet);
@@ -20,8 +22,9 @@ cell selected in command mode, where JupyterLab's shortcuts could take the keys.
 One solution (``ZOOMED``) is then laid out at 200 % zoom, as in a 1280 px window (reflow.py): nothing scrolls
 sideways, every control of its widgets usable.
 A screenshot of each widget goes to ``test-artifacts/browser/`` (and, with UPDATE_GALLERY=1, the
-solution's widgets to ``docs/images/``); of a student notebook, also the window with its first widget
-(``laptop-student-<assignment>.png``).
+solution's widgets to ``docs/images/``, the Russian student notebook's to ``docs/images/ru-*.png``); of a student
+notebook, also the window with its first widget (``laptop-<kind>-<assignment>.png``; of ``RUSSIAN_LAB_IN_GALLERY``
+in the gallery too: JupyterLab itself in Russian).
 """
 
 from __future__ import annotations
@@ -72,6 +75,8 @@ ZOOMED = "07_generation"
 # on the explore page): between them every kind of control, a dropdown, a group of buttons, a checkbox, a slider
 # and an on/off button, where JupyterLab's own shortcuts could take their keys.
 KEYBOARD_IN_LAB = ("01_heads", "03_causal_mask", "08_learned_heads")
+# The Russian notebook whose whole laptop window the gallery shows: JupyterLab's menus in Russian around it
+RUSSIAN_LAB_IN_GALLERY = "05_other_masks"
 # The kinds of notebook whose JupyterLab frame has been audited in this session (once each: it is JupyterLab's)
 FRAME_AUDITED: set[str] = set()
 
@@ -125,7 +130,8 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
     started = time.monotonic()
     ours = [".jp-OutputArea-output", ".jp-MarkdownOutput"]
     found = blocking(audit(page, f"notebook-{kind}-{assignment}", include=ours))
-    frame = "student" if is_student(kind) else kind  # the lab's frame is the same around either language
+    # the Russian lab's frame is the same JupyterLab, its words in Russian: audited once, around an English notebook
+    frame = "student" if is_student(kind) else kind
     if frame not in FRAME_AUDITED:
         audit(page, f"lab-around-{kind}-{assignment}", exclude=ours)
         FRAME_AUDITED.add(frame)
@@ -142,8 +148,20 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         started = time.monotonic()
         boxes.first.scroll_into_view_if_needed()
         settle(boxes.first)
-        page.screenshot(path=str(screenshots / f"laptop-student-{assignment}.png"))
+        page.screenshot(path=str(screenshots / f"laptop-{kind}-{assignment}.png"))
         notebook_page.timings["laptop screenshot"] = time.monotonic() - started
+        if kind == "student-ru" and assignment == RUSSIAN_LAB_IN_GALLERY and UPDATE_GALLERY:
+            GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(
+                screenshots / f"laptop-{kind}-{assignment}.png", GALLERY_IMAGES / f"ru-lab-{assignment}.png"
+            )
+            title = notebook_title(saved, assignment)
+            gallery[f"ru-lab-{assignment}.png"] = {
+                "assignment": assignment,
+                "title": title,
+                "language": "ru",
+                "window": True,
+            }
     if kind == "student" and assignment in RUSSIAN_STUDENT_ASSIGNMENTS:
         # Its widgets are driven in the untouched Russian copy of the same notebook (same widget code, same
         # cells) and, in English, in the solution: driving them a third time here buys no assertion
@@ -163,12 +181,12 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         if kind == "student-ru" and UPDATE_GALLERY:  # the Russian section of the gallery (gallery.py)
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"ru-{name}.png")
-            title = saved.cells[0].source.splitlines()[0].lstrip("# ").strip() if saved.cells else assignment
+            title = notebook_title(saved, assignment)
             gallery[f"ru-{name}.png"] = {"assignment": assignment, "title": title, "language": "ru"}
         if kind == "solution" and UPDATE_GALLERY:
             GALLERY_IMAGES.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(screenshots / f"{kind}-{name}.png", GALLERY_IMAGES / f"{name}.png")
-            title = saved.cells[0].source.splitlines()[0].lstrip("# ").strip() if saved.cells else assignment
+            title = notebook_title(saved, assignment)
             state = widget_state(box)
             gallery[f"{name}.png"] = {
                 "assignment": assignment,
@@ -198,6 +216,11 @@ def test_notebook_runs_and_its_widgets_respond(kind, assignment, open_notebook, 
         f"{kind} {assignment}: "
         + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in notebook_page.timings.items())
     )
+
+
+def notebook_title(notebook, assignment: str) -> str:
+    """The notebook's title, its first heading (the gallery's headings), or the assignment's name."""
+    return notebook.cells[0].source.splitlines()[0].lstrip("# ").strip() if notebook.cells else assignment
 
 
 def _printed(cell) -> str:
