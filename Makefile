@@ -122,7 +122,7 @@ report: $(STAMP)
 
 # After grading: pairs of submissions alike beyond the class's usual, side by side (instructor only).
 similarity: $(STAMP)
-	$(GRADE) similarity $(ASSIGNMENT)
+	$(GRADE) similarity $(ASSIGNMENT) --language "$(LANG)"
 
 # A class on one machine (docs/jupyterhub.md), as root. INSTRUCTOR=<their Unix account>; STUDENTS=<the
 # students' Unix group>; EXCHANGE as above; HUB_STATE=<the hub's own folder>; HUB_PORT=8000.

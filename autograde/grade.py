@@ -11,7 +11,7 @@ similarity).
     python -m autograde.grade feedback  ASSIGNMENT [--release]
     python -m autograde.grade export    [ASSIGNMENT ...] [--format csv|canvas|moodle] [--per-exercise] [--output F]
     python -m autograde.grade report    ASSIGNMENT [--language ru]    statuses; class report (HTML + CSV, class_report.py)
-    python -m autograde.grade similarity ASSIGNMENT           similar submissions (CSV, HTML, PNG, similarity.py)
+    python -m autograde.grade similarity ASSIGNMENT [--language ru]   similar submissions (CSV, HTML, PNG, similarity.py)
     python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
                                         [--language ru]       the lines and reports in the instructor's language
     python -m autograde.grade bench     [--submissions 40] [--workers N]
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         simple_parser = commands.add_parser(name)
         simple_parser.add_argument("assignment")
         simple_parser.set_defaults(func=command)
-        if name == "report":
+        if name in ("report", "similarity"):
             add_report_language(simple_parser)
 
     release_parser = commands.add_parser("release")
@@ -357,7 +357,11 @@ def similarity_command(course, args) -> None:
 
     found, paths = similarity.write(course, args.assignment)
     print(similarity.summary(found))
-    print(f"side by side: {paths['html']} (open it in a browser); the pairs in {paths['csv']}; {paths['png']}")
+    print(
+        _("side by side: {page} (open it in a browser); the pairs in {table}; {picture}").format(
+            page=paths["html"], table=paths["csv"], picture=paths["png"]
+        )
+    )
 
 
 def all_command(course, args) -> None:

@@ -158,3 +158,29 @@ def test_the_instructor_asks_the_reports_language_as_release_takes_it(asked, lan
     for command in ("report", "all"):
         args = build_parser().parse_args([command, A, *(["--language", asked] if asked is not None else [])])
         assert args.report_language == asked
+
+
+def test_make_similarity_in_russian_through_the_command(tmp_path, capsys):
+    """``make similarity LANG=ru``: the page (its text, its picture's text alternative) and the lines printed in
+    Russian; the CSV as scripts read it. A made-up class of the catalog's styles with one renamed copy each."""
+    from similar_classes import build_class, write_class
+
+    from autograde.grade import main
+
+    test_class = build_class("01_heads", "renamed variables")
+    test_class.submissions["untouched"] = {}  # the notebook as released: listed with its reason
+    course = write_class(tmp_path, test_class)
+    before = i18n.untranslated("ru")
+    assert main(["--root", str(tmp_path), "similarity", "01_heads", "--language", "ru"]) == 0
+    assert i18n.untranslated("ru") - before == set()
+    printed = capsys.readouterr().out
+    assert "01_heads: сравнено работ:" in printed and "рядом: " in printed, printed
+    reports = course.root / "autograde" / "reports"
+    page = (reports / "01_heads-similarity.html").read_text(encoding="utf-8")
+    assert "<html lang='ru'>" in page and "<title>Похожие работы: 01_heads</title>" in page
+    assert "<td class='mark'>совпадение</td>" in page and "<img alt='Гистограммы оценок сходства" in page
+    rows = (reports / "01_heads-similarity.csv").read_text(encoding="utf-8")
+    recorded = [line.split('","')[-1].rstrip('"') for line in rows.splitlines()[1:]]  # the notes grading wrote
+    code_shown = re.sub(r"<table class='code'>.*?</table>", " ", page, flags=re.S)
+    kept = [*KEPT, *test_class.submissions, *recorded, "01_heads", "split_heads", "merge_heads", "docstrings"]
+    assert not _english_sentences(_page_text(code_shown), kept), _english_sentences(_page_text(code_shown), kept)
