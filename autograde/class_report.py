@@ -33,7 +33,6 @@ import jinja2
 import nbformat
 from markupsafe import Markup
 
-from heads_and_masks import i18n
 from heads_and_masks.i18n import N_, _, ngettext, number, translated
 
 from heads_and_masks.checks import misconceptions
@@ -42,7 +41,7 @@ from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 from .course import Course, due_date, gradebook, roster
 from .export import exercises, spreadsheet_safe
 from .lateness import Lateness, how_late, shown_time
-from .report import sandbox_state
+from .report import sandbox_state, written_in
 from .results import Status, lateness_from_gradebook, read_results, read_verdicts
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
@@ -568,7 +567,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
     similarity_page = f"autograde/reports/{assignment.name}-similarity.html"
     return (
         _template().render(
-            language=i18n.language(),
+            language=written_in(),
             a=assignment,
             t=page_texts(assignment, others, similar_pairs, similarity_page),
             style=STYLE,

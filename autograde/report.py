@@ -8,6 +8,7 @@ whatever its status), and a warning on top when grading ran unsandboxed.
 
 from __future__ import annotations
 
+from heads_and_masks import i18n
 from heads_and_masks.i18n import _, ngettext, number, translated
 
 from .collect import printable
@@ -20,6 +21,13 @@ def sandbox_state() -> tuple[bool, str]:
     from .kernel.sandbox import sandbox_available
 
     return sandbox_available()
+
+
+def written_in() -> str:
+    """The language a report is written in now, for its page's ``lang``: the current one where the course speaks it,
+    else English (what a language without catalogs falls back to)."""
+    current = i18n.language()
+    return current if current in i18n.course_languages() else i18n.ENGLISH
 
 
 def headline(assignment: str, n_students: int, summary: str) -> str:

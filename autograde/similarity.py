@@ -42,10 +42,10 @@ import json
 import math
 from pathlib import Path
 
-from heads_and_masks import i18n
 from heads_and_masks.i18n import N_, _, in_prose, ngettext, number, translated
 
 from .bounds import notebook_shape, structure_limits
+from .report import written_in
 
 from .similarity_scores import (
     Answer,
@@ -363,7 +363,7 @@ def render_html(report: Report, picture: bytes, alt: str) -> str:
     scores_heading = _("The class's scores")
     flagged = len(report.flagged)
     parts = [
-        f"<!DOCTYPE html><html lang='{_e(i18n.language())}'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html><html lang='{written_in()}'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",

@@ -184,3 +184,10 @@ def test_make_similarity_in_russian_through_the_command(tmp_path, capsys):
     code_shown = re.sub(r"<table class='code'>.*?</table>", " ", page, flags=re.S)
     kept = [*KEPT, *test_class.submissions, *recorded, "01_heads", "split_heads", "merge_heads", "docstrings"]
     assert not _english_sentences(_page_text(code_shown), kept), _english_sentences(_page_text(code_shown), kept)
+
+
+def test_a_page_says_the_language_it_is_written_in():
+    """``<html lang>``: the current language where the course has it; a language without catalogs reads English."""
+    for current, written in (("ru", "ru"), ("de", "en"), (None, "en")):
+        with i18n.use_language(current):
+            assert report.written_in() == written
