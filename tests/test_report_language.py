@@ -137,7 +137,7 @@ def test_the_text_report_of_a_mixed_class_in_russian(tmp_path, monkeypatch):
         text = report.report(course, A)
     assert i18n.untranslated("ru") - before == set()
     assert text.startswith("ВНИМАНИЕ: проверено БЕЗ ПЕСОЧНИЦЫ (bubblewrap)"), text
-    assert "03_causal_mask: 4 студента: проверена: 1, нужно посмотреть: 2, ещё не проверена: 1" in text, text
+    assert "03_causal_mask: 4 студента: проверено: 1, нужно посмотреть: 2, ещё не проверено: 1" in text, text
     assert (
         "chen: нужно посмотреть, 0/2" in text
         and "boris: нужно посмотреть, 0/2, опоздание 2 часа, за него снято баллов: 0,5" in text
