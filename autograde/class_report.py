@@ -378,6 +378,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; margin: 0.5em 0 1em; } td, th { padding: 0.2em 0.7em; text-align: left;
  vertical-align: top; border-bottom: 1px solid #eee; } th { background: #f4f4f4; }
 td { overflow-wrap: anywhere; } /* a long id breaks, so its table fits a narrow window (200 % zoom) */
+@media (max-width: 700px) { td, th { padding: 0.2em 0.35em; } } /* narrow: the headers' longer words (Russian) fit whole */
 td.n { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
 img { max-width: 100%; } .warning { background: #fde2e1; padding: 0.5em 1em; border-left: 4px solid #c8553d; }
 .muted { color: #666; } .students { font-size: 0.9em; color: #444; }
