@@ -103,8 +103,10 @@ GRADE_SOURCE = $(if $(SOURCE),$(if $(filter exchange,$(SOURCE)),--exchange-colle
 release: $(STAMP)
 	$(GRADE) release $(ASSIGNMENT) --language "$(LANG)" $(if $(DUE),--due "$(DUE)")
 
+# LANG=ru (or a Russian locale) for grade and report: the lines printed and the class report in Russian; each
+# student's feedback is in the language of the notebook they handed in, whatever LANG says.
 grade: $(STAMP)
-	$(GRADE) all $(ASSIGNMENT) $(GRADE_SOURCE) $(GRADE_ARGS)
+	$(GRADE) all $(ASSIGNMENT) --language "$(LANG)" $(GRADE_SOURCE) $(GRADE_ARGS)
 
 feedback: $(STAMP)
 	$(GRADE) feedback $(ASSIGNMENT) --release
@@ -116,11 +118,11 @@ export: $(STAMP)
 	$(GRADE) export --format $(FORMAT) $(if $(filter 1 yes true,$(PER_EXERCISE)),--per-exercise)
 
 report: $(STAMP)
-	$(GRADE) report $(ASSIGNMENT)
+	$(GRADE) report $(ASSIGNMENT) --language "$(LANG)"
 
 # After grading: pairs of submissions alike beyond the class's usual, side by side (instructor only).
 similarity: $(STAMP)
-	$(GRADE) similarity $(ASSIGNMENT)
+	$(GRADE) similarity $(ASSIGNMENT) --language "$(LANG)"
 
 # A class on one machine (docs/jupyterhub.md), as root. INSTRUCTOR=<their Unix account>; STUDENTS=<the
 # students' Unix group>; EXCHANGE as above; HUB_STATE=<the hub's own folder>; HUB_PORT=8000.

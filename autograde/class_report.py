@@ -27,11 +27,13 @@ import dataclasses
 import functools
 import io
 from collections import Counter, defaultdict
-from heads_and_masks.i18n import ngettext
 from pathlib import Path
 
 import jinja2
 import nbformat
+from markupsafe import Markup
+
+from heads_and_masks.i18n import N_, _, ngettext, number, translated
 
 from heads_and_masks.checks import misconceptions
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
@@ -39,15 +41,16 @@ from heads_and_masks.checks.misconceptions import MISCONCEPTIONS, family
 from .course import Course, due_date, gradebook, roster
 from .export import exercises, spreadsheet_safe
 from .lateness import Lateness, how_late, shown_time
-from .report import sandbox_state
+from .report import sandbox_state, written_in
 from .results import Status, lateness_from_gradebook, read_results, read_verdicts
 
 UNRECOGNISED = "unrecognised"  # a failure no check names
 # failures that are not about the answer's meaning: the judge stopped the code (status section says why)
 STOPPED = {"Timeout": "(timed out)", "KernelDied": "(kernel died)", "OutputLimit": "(output limit)"}
-PASSED, FAILED, NOT_ANSWERED, NOT_GRADED = "passed", "failed", "not answered", "not graded"
+# An outcome is a value of the CSV (in English, for the scripts that read it) and, translated, a label of the page
+PASSED, FAILED, NOT_ANSWERED, NOT_GRADED = N_("passed"), N_("failed"), N_("not answered"), N_("not graded")
 OUTCOMES = (PASSED, FAILED, NOT_ANSWERED, NOT_GRADED)
-GRADED_BY_HAND, PENDING = "graded by hand", "pending"
+GRADED_BY_HAND, PENDING = N_("graded by hand"), N_("pending")
 
 
 @dataclasses.dataclass
@@ -152,9 +155,9 @@ def read_assignment(course: Course, assignment: str) -> Assignment:
         if result is None:
             submitted = course.path("submitted", student, assignment).is_dir()
             statuses[student] = (
-                (str(Status.MISSING), ["nothing was submitted"])
+                (str(Status.MISSING), [_("nothing was submitted")])
                 if not submitted
-                else (str(Status.NOT_GRADED), ["run the grading again"])
+                else (str(Status.NOT_GRADED), [_("run the grading again")])
             )
             continue
         if result.status != Status.GRADED:
@@ -223,10 +226,11 @@ def persistence(assignments: list[Assignment]) -> list[tuple[str, str, list[tupl
 
 
 def describe(misconception: str) -> str:
+    """What a row of a misconception table means, in the report's language."""
     if misconception == UNRECOGNISED:
-        return "failed in a way no check names yet"
+        return _("failed in a way no check names yet")
     if misconception in STOPPED.values():
-        return "the code was stopped before the check could judge it (see the statuses)"
+        return _("the code was stopped before the check could judge it (see the statuses)")
     return misconceptions.describe(misconception)  # in the report's language
 
 
@@ -281,8 +285,9 @@ def csv_rows(assignment: Assignment, others: list[Assignment]) -> list[dict]:
             "hours late",
             f"{lateness.hours:.2f}",
             [student],
-            f"{how_late(lateness.seconds)} after the due date ({shown_time(assignment.due)}): "
-            f"{lateness.penalty:g} points off",
+            _("{late} after the due date ({due}): {points} points off").format(
+                late=how_late(lateness.seconds), due=shown_time(assignment.due), points=number(lateness.penalty)
+            ),
         )
     for student, fam, found in persistence(others):
         rows.append(
@@ -335,23 +340,23 @@ def exercise_picture(exercise: str, marks: list[Mark]) -> str:
     )
     counts = outcome_counts(marks)
     labels = list(counts)
-    outcomes.barh(labels, [counts[k] for k in labels], color=[COLOURS[k] for k in labels])
+    outcomes.barh([translated(k) for k in labels], [counts[k] for k in labels], color=[COLOURS[k] for k in labels])
     outcomes.invert_yaxis()
-    outcomes.set_title("students", fontsize=10)
+    outcomes.set_title(_("students"), fontsize=10)
     distribution = score_distribution(marks)
     maximum = max((m.max_score for m in marks), default=0)
-    scores.bar([f"{s:g}" for s, _n in distribution], [n for _s, n in distribution], color="#577590")
-    scores.set_title(f"score (out of {maximum:g})", fontsize=10)
+    scores.bar([number(s) for s, _n in distribution], [n for _s, n in distribution], color="#577590")
+    scores.set_title(_("score (out of {points})").format(points=number(maximum)), fontsize=10)
     if table:
-        names = [found for found, _ in table][:8][::-1]
+        names = [found for found, _who in table][:8][::-1]
         named.barh(
             names,
             [len(dict(table)[n]) for n in names],
             color=["#c8553d" if n in MISCONCEPTIONS else "#b0b0b0" for n in names],
         )
-        named.set_title("misconceptions named by the checks", fontsize=10)
+        named.set_title(_("misconceptions named by the checks"), fontsize=10)
     else:
-        named.text(0.5, 0.5, "no failure", ha="center", va="center", transform=named.transAxes)
+        named.text(0.5, 0.5, _("no failure"), ha="center", va="center", transform=named.transAxes)
         named.set_axis_off()
     for axes in (outcomes, scores, named):
         axes.xaxis.get_major_locator().set_params(integer=True) if axes is not scores else None
@@ -373,6 +378,7 @@ h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 
 table { border-collapse: collapse; margin: 0.5em 0 1em; } td, th { padding: 0.2em 0.7em; text-align: left;
  vertical-align: top; border-bottom: 1px solid #eee; } th { background: #f4f4f4; }
 td { overflow-wrap: anywhere; } /* a long id breaks, so its table fits a narrow window (200 % zoom) */
+@media (max-width: 700px) { td, th { padding: 0.2em 0.35em; } } /* narrow: the headers' longer words (Russian) fit whole */
 td.n { text-align: right; font-variant-numeric: tabular-nums; } code { font-size: 0.95em; }
 img { max-width: 100%; } .warning { background: #fde2e1; padding: 0.5em 1em; border-left: 4px solid #c8553d; }
 .muted { color: #666; } .students { font-size: 0.9em; color: #444; }
@@ -389,15 +395,19 @@ def class_size(n_students: int, graded: int) -> str:
 def late_count(n_late: int) -> str:
     """The class report's count of late submissions."""
     if n_late == 0:
-        return "Every submission came before the due date, or within the grace the policy allows."
+        return _("Every submission came before the due date, or within the grace the policy allows.")
     return ngettext(
         "{n} submission came after the due date:", "{n} submissions came after the due date:", n_late
     ).format(n=n_late)
 
 
 def _students(names: list[str], limit: int = 30) -> str:
+    """The first ``limit`` names, and how many more there are."""
     shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    if len(names) <= limit:
+        return shown
+    more = len(names) - limit
+    return ngettext("{names} and {n} more", "{names} and {n} more", more).format(names=shown, n=more)
 
 
 @functools.cache
@@ -411,10 +421,120 @@ def _template() -> jinja2.Template:
     return environment.get_template("report.html.j2")
 
 
+def _html(sentence: str, **values) -> Markup:
+    """A translated sentence for the page with markup the code made (``<code>``) in its placeholders: the sentence's
+    own text is escaped, and so is every value that is not Markup (a name, a path)."""
+    return Markup.escape(sentence).format(**values)
+
+
+def _code(text: str) -> Markup:
+    return Markup("<code>{}</code>").format(text)
+
+
+def page_texts(assignment: Assignment, others: list[Assignment], similar: int | None, similarity_page: str) -> dict:
+    """Every sentence, heading and label of the page, in the report's language (the template lays them out)."""
+    graded_names = ", ".join(a.name for a in others)
+    texts = {
+        "title": _("Class report: {assignment}").format(assignment=assignment.name),
+        "unsandboxed_title": _("Graded unsandboxed."),
+        "unsandboxed": _("Every grade here came from student code that ran without the sandbox ({why}).").format(
+            why=assignment.why_unsandboxed
+        ),
+        "explained": _(
+            "Each exercise: how many passed, failed or did not answer, the scores, and the misconceptions the checks "
+            "named (by a stable id: the same id means the same mistake in every year and every language)."
+        ),
+        "unrecognised": _html(
+            _("{unrecognised} groups the failures no check names yet."),
+            unrecognised=Markup("<i>{}</i>").format(UNRECOGNISED),
+        ),
+        "exercises": _("Exercises"),
+        "exercise": _("exercise"),
+        "most_common": _("most common misconception"),
+        "written_answer": _("A written answer, graded by a person in the formgrader."),
+        "misconception": _("misconception"),
+        "what_it_means": _("what it means"),
+        "students": _("students"),
+        "who": _("who"),
+        "deadline": _("Due date and late submissions"),
+        "no_due_date": _("This assignment has no due date, so no submission counts as late."),
+        "late_caption": _("Late submissions, latest first"),
+        "student": _("student"),
+        "how_late": _("how late"),
+        "points_off": _("points taken off"),
+        "statuses": _("Statuses"),
+        "status": _("status"),
+        "why": _("why"),
+        "no_trouble": _("Every submission was graded without trouble."),
+        "similar": _("Similar submissions"),
+        "persist": _("Across assignments: misconceptions that persist"),
+        "family": _("family"),
+        "where": _("where"),
+        "persisting": _(
+            "Students who show the same family of misconception in more than one of the graded assignments "
+            "({assignments})."
+        ).format(assignments=graded_names),
+        "none_persist": _(
+            "No misconception family appears in more than one assignment for the same student "
+            "(graded assignments: {assignments})."
+        ).format(assignments=graded_names),
+    }
+    if assignment.due is not None:
+        texts["due"] = _("Due {due}. The late policy: {policy}").format(
+            due=shown_time(assignment.due), policy=assignment.policy
+        )
+    if similar is None:
+        texts["similarity"] = _html(
+            _(
+                "Not compared yet: {command} compares every pair of submissions, exercise by exercise, and writes {page}."
+            ),
+            command=_code(f"make similarity ASSIGNMENT={assignment.name}"),
+            page=_code(similarity_page),
+        )
+    else:
+        texts["similarity"] = _html(
+            ngettext(
+                "The last comparison flagged {n} pair of answers above their threshold, shown side by side in {page} "
+                "(a reason to read them, not a finding; docs/instructors.md, section 7).",
+                "The last comparison flagged {n} pairs of answers above their threshold, shown side by side in {page} "
+                "(a reason to read them, not a finding; docs/instructors.md, section 7).",
+                similar,
+            ),
+            n=similar,
+            page=_code(similarity_page),
+        )
+    return texts
+
+
+def exercise_texts(exercise: str, marks: list[Mark]) -> dict:
+    """The sentences of one exercise's section and row, in the report's language."""
+    counts = Counter(m.outcome for m in marks)
+    pending = [m.student for m in marks if m.outcome == PENDING]
+    not_answered = [m.student for m in marks if m.outcome == NOT_ANSWERED]
+    return {
+        "written_counts": _(
+            "written answer: {graded} graded by hand, {pending} pending, {not_answered} not answered"
+        ).format(graded=counts.get(GRADED_BY_HAND, 0), pending=len(pending), not_answered=len(not_answered)),
+        "pending_sentence": (
+            ngettext("{n} answer is pending: {students}.", "{n} answers are pending: {students}.", len(pending)).format(
+                n=len(pending), students=_students(pending)
+            )
+            if pending
+            else _("No answer is pending.")
+        ),
+        "not_answered_sentence": _("Not answered (the stub is still there): {students}").format(
+            students=_students(not_answered)
+        ),
+        "alt": _("outcomes, scores and misconceptions of {exercise}").format(exercise=exercise),
+    }
+
+
 def render_html(assignment: Assignment, others: list[Assignment], similar_pairs: int | None = None) -> str:
-    """The whole report as one self-contained HTML page (no script, no external resource). ``similar_pairs``:
-    the pairs the last ``make similarity`` flagged (None: it has not run). What the page says is gathered here;
-    how it is laid out, in ``templates/class_report/report.html.j2``, which escapes every value."""
+    """The whole report as one self-contained HTML page (no script, no external resource), in the current language
+    (``i18n.use_language``: the instructor's, whatever languages the students wrote in; misconceptions are counted
+    by id). ``similar_pairs``: the pairs the last ``make similarity`` flagged (None: it has not run). What the page
+    says is gathered here, already translated; how it is laid out, in ``templates/class_report/report.html.j2``,
+    which escapes every value."""
     graded = len(assignment.students) - sum(
         s in (Status.MISSING, Status.NOT_GRADED) for s, _why in assignment.statuses.values()
     )
@@ -423,48 +543,45 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
         marks = assignment.marks_of(exercise)
         counts = Counter(m.outcome for m in marks)
         written = any(m.written for m in marks)
-        not_answered = [m.student for m in marks if m.outcome == NOT_ANSWERED]
         exercises.append(
             {
                 "name": exercise,
                 "written": written,
                 "counts": [counts.get(o, 0) for o in OUTCOMES],
-                "graded_by_hand": counts.get(GRADED_BY_HAND, 0),
-                "pending": [m.student for m in marks if m.outcome == PENDING],
-                "not_answered_count": counts.get(NOT_ANSWERED, 0),
-                "not_answered": not_answered,
+                "not_answered": [m.student for m in marks if m.outcome == NOT_ANSWERED],
                 "table": misconception_table(marks),
                 "picture": "" if written else exercise_picture(exercise, marks),
+                **exercise_texts(exercise, marks),
             }
         )
     late = [
-        (student, how_late(lateness.seconds), f"{lateness.penalty:g}")
+        (student, how_late(lateness.seconds), number(lateness.penalty))
         for student, lateness in sorted(assignment.late.items(), key=lambda item: -item[1].seconds)
     ]
     order = {str(s): i for i, s in enumerate(Status)}
     statuses = [
-        (student, status, "; ".join(notes))
+        (student, translated(status), "; ".join(notes))
         for student, (status, notes) in sorted(
             assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])
         )
     ]
+    similarity_page = f"autograde/reports/{assignment.name}-similarity.html"
     return (
         _template().render(
+            language=written_in(),
             a=assignment,
+            t=page_texts(assignment, others, similar_pairs, similarity_page),
             style=STYLE,
             class_size=class_size(len(assignment.students), graded),
-            outcomes=OUTCOMES,
+            outcomes=[translated(o) for o in OUTCOMES],
             exercises=exercises,
             students=_students,
             describe=describe,
-            due=shown_time(assignment.due) if assignment.due is not None else "",
             late_count=late_count(len(assignment.late)),
             late=late,
             statuses=statuses,
             similar_pairs=similar_pairs,
-            similarity_page=f"autograde/reports/{assignment.name}-similarity.html",
             persisting=persistence(others),
-            graded_names=", ".join(a.name for a in others),
         )
         + "\n"
     )

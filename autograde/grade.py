@@ -10,9 +10,10 @@ similarity).
     python -m autograde.grade autograde ASSIGNMENT [--workers N | --scheduler ADDRESS] [--force] [--cell-timeout S]
     python -m autograde.grade feedback  ASSIGNMENT [--release]
     python -m autograde.grade export    [ASSIGNMENT ...] [--format csv|canvas|moodle] [--per-exercise] [--output F]
-    python -m autograde.grade report    ASSIGNMENT            statuses; class report (HTML + CSV, class_report.py)
-    python -m autograde.grade similarity ASSIGNMENT           similar submissions (CSV, HTML, PNG, similarity.py)
+    python -m autograde.grade report    ASSIGNMENT [--language ru]    statuses; class report (HTML + CSV, class_report.py)
+    python -m autograde.grade similarity ASSIGNMENT [--language ru]   similar submissions (CSV, HTML, PNG, similarity.py)
     python -m autograde.grade all       ASSIGNMENT [--zip F | --folder D | --exchange-collect] [--release-feedback]
+                                        [--language ru]       the lines and reports in the instructor's language
     python -m autograde.grade bench     [--submissions 40] [--workers N]
 
 Every command works on the course root (the repository, or ``--root``) with the layout of
@@ -29,8 +30,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from heads_and_masks.i18n import ngettext
 from pathlib import Path
+
+from heads_and_masks.i18n import _, ngettext
 
 # Only the standard library here: a grading command starts the workers' fork server before it
 # imports the pipeline (``main``), so that both imports run at once, on two cores.
@@ -56,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
         simple_parser = commands.add_parser(name)
         simple_parser.add_argument("assignment")
         simple_parser.set_defaults(func=command)
+        if name in ("report", "similarity"):
+            add_report_language(simple_parser)
 
     release_parser = commands.add_parser("release")
     release_parser.add_argument("assignment")
@@ -137,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     everything_parser.add_argument("--exchange-collect", action="store_true", help="collect from the exchange")
     everything_parser.add_argument("--release-feedback", action="store_true")
     everything_parser.add_argument("--output", type=Path, default=None)
+    add_report_language(everything_parser)
 
     bench_parser = commands.add_parser("bench", help="serial vs parallel grading throughput")
     bench_parser.add_argument("--assignment", default="00_start_here")
@@ -172,6 +177,26 @@ def graded_summary(n_students: int, problems: int, assignment: str) -> str:
         n_students,
     )
     return template.format(n=n_students, problems=problems, assignment=assignment)
+
+
+def add_report_language(parser: argparse.ArgumentParser) -> None:
+    """``--language``: the instructor's language, for what the command prints and the reports it writes (the
+    students' feedback is always in the language of the notebook each handed in)."""
+    parser.add_argument(
+        "--language",
+        dest="report_language",
+        default=None,
+        help='the language of the lines printed and the reports written ("ru"; a locale such as ru_RU.UTF-8 '
+        "too, as `make grade LANG=...` passes it; a language the course does not speak: English)",
+    )
+
+
+def report_language(requested: str | None) -> str | None:
+    """The language an instructor asked the reports in (``--language``), one the course speaks, else English;
+    None when not asked (then the package's own choice: $HEADS_AND_MASKS_LANGUAGE, else English)."""
+    from autograde.course import release_language
+
+    return release_language(requested) if requested else None
 
 
 def collect_submissions(course, args) -> None:
@@ -262,7 +287,11 @@ def run_command(args) -> int:
             raise SystemExit(
                 f"error: the course has no assignment {assignment!r} (no {source / assignment}); it has: {known}"
             )
-    args.func(course, args)  # the sub-command's function (build_parser: set_defaults(func=...))
+    from heads_and_masks.i18n import use_language
+
+    # the instructor's language for what the command says; each student's feedback stays in their notebook's
+    with use_language(report_language(getattr(args, "report_language", None))):
+        args.func(course, args)  # the sub-command's function (build_parser: set_defaults(func=...))
     return 0
 
 
@@ -290,7 +319,17 @@ def give_feedback(course, assignment: str, release_to_students: bool) -> None:
     from autograde import feedback
 
     files = feedback.feedback(course, assignment, release_to_students=release_to_students)
-    print(f"{len(files)} feedback files, hidden tests removed" + (", released" if release_to_students else ""))
+    if release_to_students:
+        said = ngettext(
+            "{n} feedback file, hidden tests removed, released",
+            "{n} feedback files, hidden tests removed, released",
+            len(files),
+        )
+    else:
+        said = ngettext(
+            "{n} feedback file, hidden tests removed", "{n} feedback files, hidden tests removed", len(files)
+        )
+    print(said.format(n=len(files)))
 
 
 def feedback_command(course, args) -> None:
@@ -310,7 +349,7 @@ def report_command(course, args) -> None:
     print_report(course, args.assignment)
     print(set_and_say_due_date(course, args.assignment, KEEP))
     page, table = class_report.write(course, args.assignment)
-    print(f"class report: {page} (open it in a browser), the same numbers in {table}")
+    print(_("class report: {page} (open it in a browser), the same numbers in {table}").format(page=page, table=table))
 
 
 def similarity_command(course, args) -> None:
@@ -318,7 +357,11 @@ def similarity_command(course, args) -> None:
 
     found, paths = similarity.write(course, args.assignment)
     print(similarity.summary(found))
-    print(f"side by side: {paths['html']} (open it in a browser); the pairs in {paths['csv']}; {paths['png']}")
+    print(
+        _("side by side: {page} (open it in a browser); the pairs in {table}; {picture}").format(
+            page=paths["html"], table=paths["csv"], picture=paths["png"]
+        )
+    )
 
 
 def all_command(course, args) -> None:
@@ -364,11 +407,12 @@ def set_and_say_due_date(course, assignment: str, due) -> str:
         set_due_date(course, assignment, due)
     recorded = due_date(course, assignment)
     if recorded is None:
-        return (
-            f"{assignment} has no due date: no submission counts as late "
-            f'(make release ASSIGNMENT={assignment} DUE="{EXAMPLE}" sets one).'
+        return _("{assignment} has no due date: no submission counts as late ({command} sets one).").format(
+            assignment=assignment, command=f'make release ASSIGNMENT={assignment} DUE="{EXAMPLE}"'
         )
-    return f"{assignment} is due {shown_time(recorded)}. The late policy: {describe_policy(course.config())}"
+    return _("{assignment} is due {due}. The late policy: {policy}").format(
+        assignment=assignment, due=shown_time(recorded), policy=describe_policy(course.config())
+    )
 
 
 def export_csv(course, output: Path | None, assignments: list[str] | None) -> None:
@@ -377,7 +421,11 @@ def export_csv(course, output: Path | None, assignments: list[str] | None) -> No
 
     output = output or course.root / course.runtime / "grades.csv"
     rows = export.export_grades(course, output, assignments)
-    print(f"wrote {len(rows)} rows to {output}")
+    print(
+        ngettext("wrote {n} row to {output}", "wrote {n} rows to {output}", len(rows)).format(
+            n=len(rows), output=output
+        )
+    )
 
 
 def export_command(course, args) -> None:

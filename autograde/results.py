@@ -16,21 +16,24 @@ import json
 import os
 from pathlib import Path
 
+from heads_and_masks.i18n import N_, _, number, translated
+
 from .collect import printable
 from .course import Course, gradebook
 from .lateness import Lateness, how_late
 
 
 class Status(enum.StrEnum):
-    """What became of a submission, from best to worst."""
+    """What became of a submission, from best to worst. The value is what records and CSVs keep (English);
+    ``translated(status)`` is how a report in the instructor's language names it."""
 
-    GRADED = "graded"
-    REVIEW = "needs review"  # graded, with something an instructor should look at (the notes say what)
-    TIMED_OUT = "timed out"
-    DIED = "kernel died"
-    INVALID = "invalid notebook"
-    MISSING = "missing"
-    NOT_GRADED = "not graded yet"  # submitted, but no grading run has finished it (yet)
+    GRADED = N_("graded")
+    REVIEW = N_("needs review")  # graded, with something an instructor should look at (the notes say what)
+    TIMED_OUT = N_("timed out")
+    DIED = N_("kernel died")
+    INVALID = N_("invalid notebook")
+    MISSING = N_("missing")
+    NOT_GRADED = N_("not graded yet")  # submitted, but no grading run has finished it (yet)
 
     @property
     def failed(self) -> bool:
@@ -96,13 +99,19 @@ class Result:
         return sum(self.max_scores.get(g, 0.0) for g in self.pending)
 
     def line(self) -> str:
-        """The report's line for this student."""
-        score = f"{self.total:g}/{self.max_total:g}" if self.max_scores else "no score"
+        """The report's line for this student, in the current language (the notes as grading wrote them)."""
+        score = f"{number(self.total)}/{number(self.max_total)}" if self.max_scores else _("no score")
         if self.pending:
-            score += f" ({self.pending_max:g} points of written answers pending: grade them in the formgrader)"
+            score = _("{score} ({points} points of written answers pending: grade them in the formgrader)").format(
+                score=score, points=number(self.pending_max)
+            )
         if self.seconds_late > 0:
-            score += f", {how_late(self.seconds_late)} late, {self.late_penalty:g} points off for it"
-        text = f"{self.student}: {self.status}, {score}"
+            score = _("{score}, {late} late, {points} points off for it").format(
+                score=score, late=how_late(self.seconds_late), points=number(self.late_penalty)
+            )
+        text = _("{student}: {status}, {score}").format(
+            student=self.student, status=translated(self.status), score=score
+        )
         return printable(text + (": " + "; ".join(self.notes) if self.notes else ""))
 
     def record(self) -> dict:

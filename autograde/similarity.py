@@ -42,7 +42,10 @@ import json
 import math
 from pathlib import Path
 
+from heads_and_masks.i18n import N_, _, in_prose, ngettext, number, translated
+
 from .bounds import notebook_shape, structure_limits
+from .report import written_in
 
 from .similarity_scores import (
     Answer,
@@ -150,7 +153,7 @@ def run(course, assignment: str) -> Report:
     given = releases(course, assignment)
     handed_in, unreadable = submissions(course, assignment)
     results, listed = compare(handed_in, given)
-    unread = {student for student, _, _ in unreadable}
+    unread = {student for student, _notebook, _reason in unreadable}
     listed = unreadable + [row for row in listed if not (row[0] in unread and row[2].startswith("no answer cell"))]
     return Report(assignment, results, listed, len(handed_in))
 
@@ -186,15 +189,14 @@ def distribution_picture(report: Report) -> tuple[bytes, str]:
     the picture said in words (its alt text)."""
     from heads_and_masks.figure_style import course_style
 
-    shown = report.exercises or [ExerciseResult("(no exercise)", [], 0.0, 0.0, 0.0, [], 0)]
+    shown = report.exercises or [ExerciseResult(_("(no exercise)"), [], 0.0, 0.0, 0.0, [], 0)]
     with course_style():  # the course's text sizes (12 px and up), as in every picture a person reads
         png, words = _draw_distribution(report.assignment, shown)
-    alt = (
-        f"Histograms of the scores of every pair of answers of {report.assignment}, one per exercise, "
-        "with the size floor as a dotted line, the class level as a dashed line and flagged pairs as triangles. "
-        + " ".join(words)
-    )
-    return png, alt
+    alt = _(
+        "Histograms of the scores of every pair of answers of {assignment}, one per exercise, with the size floor "
+        "as a dotted line, the class level as a dashed line and flagged pairs as triangles."
+    ).format(assignment=report.assignment)
+    return png, " ".join([alt, *words])
 
 
 def _draw_distribution(assignment: str, shown: list[ExerciseResult]) -> tuple[bytes, list[str]]:
@@ -208,16 +210,24 @@ def _draw_distribution(assignment: str, shown: list[ExerciseResult]) -> tuple[by
     axes = figure.subplots(rows, columns, squeeze=False)
     words = []
     for axis, exercise in zip(axes.flat, shown, strict=False):
-        counts, _, _ = axis.hist(exercise.scores, bins=np.linspace(0, 1, 21), color="#577590", edgecolor="white")
+        counts, _edges, _bars = axis.hist(
+            exercise.scores, bins=np.linspace(0, 1, 21), color="#577590", edgecolor="white"
+        )
         axis.set_yscale("log")  # a class of 300 has 44,850 pairs, nearly all low: the few high ones stay visible
         axis.set_ylim(0.5, max(2.0, counts.max() * 2 if len(counts) else 2.0))
-        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}"))
         axis.yaxis.set_minor_formatter(NullFormatter())
         floor = typical_floor(exercise)
         if math.isfinite(floor) and floor <= 1:
-            axis.axvline(floor, color="#222", linestyle=":", linewidth=1.5, label=f"size floor {floor:.2f}")
+            axis.axvline(
+                floor,
+                color="#222",
+                linestyle=":",
+                linewidth=1.5,
+                label=_("size floor {floor}").format(floor=number(floor, ".2f")),
+            )
         if 0 < exercise.class_level <= 1:
-            axis.axvline(exercise.class_level, color="#c8553d", linestyle="--", linewidth=1.5, label="class level")
+            axis.axvline(exercise.class_level, color="#c8553d", linestyle="--", linewidth=1.5, label=_("class level"))
         for pair in exercise.flagged:  # each flagged pair as a tick under the axis: seen without colour
             axis.plot(
                 [pair.score],
@@ -228,14 +238,18 @@ def _draw_distribution(assignment: str, shown: list[ExerciseResult]) -> tuple[by
                 clip_on=False,
                 transform=axis.get_xaxis_transform(),
             )
-        axis.set(xlim=(0, 1), title=exercise.name, xlabel="score (fingerprints in common)", ylabel="pairs")
+        axis.set(xlim=(0, 1), title=exercise.name, xlabel=_("score (fingerprints in common)"), ylabel=_("pairs"))
         axis.spines[["top", "right"]].set_visible(False)
         if axis.get_legend_handles_labels()[0]:  # below the axes: never on a bar or a line
             axis.legend(frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncols=2)
         words.append(describe_exercise(exercise))
     for axis in list(axes.flat)[len(shown) :]:
         axis.set_axis_off()
-    figure.suptitle(f"{assignment}: scores of every pair of answers, per exercise (triangles: flagged pairs)")
+    figure.suptitle(
+        _("{assignment}: scores of every pair of answers, per exercise (triangles: flagged pairs)").format(
+            assignment=assignment
+        )
+    )
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue(), words
@@ -249,9 +263,25 @@ def typical_floor(exercise: ExerciseResult) -> float:
 def describe_exercise(exercise: ExerciseResult) -> str:
     """One exercise's numbers in a sentence (the picture's alt text, the page's table)."""
     flagged = len(exercise.flagged)
-    pairs = "1 pair flagged" if flagged == 1 else f"{flagged} pairs flagged"
-    level = f"class level {exercise.class_level:.2f}" if exercise.class_level else "class too small for a class level"
-    return f"{exercise.name}: {len(exercise.scores)} pairs, median score {exercise.median:.2f}, {level}, {pairs}."
+    if exercise.class_level:
+        sentence = ngettext(
+            "{exercise}: {pairs} pairs, median score {median}, class level {level}, {n} pair flagged.",
+            "{exercise}: {pairs} pairs, median score {median}, class level {level}, {n} pairs flagged.",
+            flagged,
+        )
+    else:
+        sentence = ngettext(
+            "{exercise}: {pairs} pairs, median score {median}, class too small for a class level, {n} pair flagged.",
+            "{exercise}: {pairs} pairs, median score {median}, class too small for a class level, {n} pairs flagged.",
+            flagged,
+        )
+    return sentence.format(
+        exercise=exercise.name,
+        pairs=len(exercise.scores),
+        median=number(exercise.median, ".2f"),
+        level=number(exercise.class_level, ".2f"),
+        n=flagged,
+    )
 
 
 STYLE = """
@@ -266,13 +296,19 @@ table.code td { font-family: ui-monospace, monospace; font-size: 0.85em; white-s
 tr.match td { background: #fff1b8; } img { max-width: 100%; } .muted { color: #555; }
 """
 
-MATCH_MARKER = "match"  # the text that marks a matched line, beside its shading: nothing is said by colour alone
+MATCH_MARKER = N_("match")  # the text that marks a matched line, beside its shading: nothing is said by colour alone
 LONG_ANSWER = 60  # lines: a longer answer shows only its matched lines, with CONTEXT lines around them
 CONTEXT = 3
 
 
 def _e(text) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _in(tag: str, text: str) -> str:
+    """``text`` (a translated sentence or label) escaped, inside ``<tag>``: written outside the f-strings, where
+    the catalogs' extractor finds the message."""
+    return f"<{tag}>{_e(text)}</{tag}>"
 
 
 def side_html(answer: Answer, matched: set[int]) -> str:
@@ -290,89 +326,162 @@ def side_html(answer: Answer, matched: set[int]) -> str:
         if skipped:
             rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
             skipped = 0
-        marker, row_class = (MATCH_MARKER, " class='match'") if n in matched else ("", "")
+        marker, row_class = (_e(translated(MATCH_MARKER)), " class='match'") if n in matched else ("", "")
         rows.append(f"<tr{row_class}><td class='line'>{n}</td><td class='mark'>{marker}</td><td>{_e(line)}</td></tr>")
     if skipped:
         rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
     heading = f"{_e(answer.student)}: {matched_count(len(matched & set(range(1, len(lines) + 1))), len(lines))}"
     return (
         # a region of its own that scrolls sideways: focusable, so that a keyboard scrolls it too
-        f"<div class='side' tabindex='0' role='region' aria-label='{_e(answer.student)}: code'>"
-        f"<h5>{heading}</h5><table class='code'>"
-        "<tr><th>line</th><th>marker</th><th>code</th></tr>" + "".join(rows) + "</table></div>"
+        "<div class='side' tabindex='0' role='region' aria-label='"
+        + _e(_("{student}: code").format(student=answer.student))
+        + f"'><h5>{heading}</h5><table class='code'>"
+        + "<tr>"
+        + _in("th", _("line"))
+        + _in("th", _("marker"))
+        + _in("th", _("code"))
+        + "</tr>"
+        + "".join(rows)
+        + "</table></div>"
     )
 
 
 def lines_left_out(n: int) -> str:
-    return "1 line without a match, not shown" if n == 1 else f"{n} lines without a match, not shown"
+    return _e(ngettext("{n} line without a match, not shown", "{n} lines without a match, not shown", n).format(n=n))
 
 
 def matched_count(matched: int, total: int) -> str:
-    return f"1 of {total} lines matches" if matched == 1 else f"{matched} of {total} lines match"
+    return _e(
+        ngettext("{n} of {total} lines matches", "{n} of {total} lines match", matched).format(n=matched, total=total)
+    )
 
 
 def render_html(report: Report, picture: bytes, alt: str) -> str:
     """The page: what the score means, the class's distribution, the flagged pairs side by side, the listed
     answers. Self-contained (the picture inside), no script, every student text escaped."""
+    title = _("Similar submissions: {assignment}").format(assignment=report.assignment)
+    scores_heading = _("The class's scores")
+    flagged = len(report.flagged)
     parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html><html lang='{written_in()}'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
-        f"<title>Similar submissions: {_e(report.assignment)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>Similar submissions: {_e(report.assignment)}</h1>",
-        f"<p>{len(report.flagged)} pairs of answers above their threshold, among {report.n_students} submissions "
-        "compared exercise by exercise. For the instructor only: nothing here reaches students' feedback.</p>",
-        "<h2>What the score means, and what it does not</h2>",
-        "<p>The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of "
-        f"{K} tokens of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
-        "comments, docstrings, blank lines, the course's imports and what the released cell already held) that "
-        "the other answer has too; fingerprints found in more than "
-        f"{COMMON_SHARE:.0%} of the class's answers (and more than {COMMON_MIN}) are the natural way of writing "
-        "that part and are left out. A pair is listed when its score reaches the larger of two figures: a floor that "
-        f"rises as the shorter answer gets shorter ({FLOOR:g} + 2/&radic;tokens; never below {MIN_TOKENS} tokens: "
-        f"a short exercise has few ways to be right) and the class's level for that exercise, its median score "
-        f"plus {SPREAD:g} robust standard deviations (from {MIN_CLASS} answers on).</p>",
-        "<p>A listed pair is a reason to read two answers side by side, not a finding: students who worked "
-        "together as allowed, a hint given in class, or an exercise with one natural answer make answers alike. "
-        "A number accuses nobody.</p>",
-        "<h2>The class's scores</h2>",
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        "<p>"
+        + _e(
+            ngettext(
+                "{n} pair of answers above its threshold, among {students} submissions compared exercise by exercise.",
+                "{n} pairs of answers above their threshold, among {students} submissions compared exercise by "
+                "exercise.",
+                flagged,
+            ).format(n=flagged, students=report.n_students)
+        )
+        + " "
+        + _e(_("For the instructor only: nothing here reaches students' feedback."))
+        + "</p>",
+        _in("h2", _("What the score means, and what it does not")),
+        "<p>"
+        + _e(
+            _(
+                "The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of {k} tokens "
+                "of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
+                "comments, docstrings, blank lines, the course's imports and what the released cell already held) "
+                "that the other answer has too; fingerprints found in more than {common_share} of the class's "
+                "answers (and more than {common_min}) are the natural way of writing that part and are left out."
+            ).format(k=K, common_share=in_prose(f"{COMMON_SHARE:.0%}"), common_min=COMMON_MIN)
+        )
+        + " "
+        + _e(
+            _(
+                "A pair is listed when its score reaches the larger of two figures: a floor that rises as the shorter "
+                "answer gets shorter ({floor} + 2/√tokens; never below {min_tokens} tokens: a short exercise has few "
+                "ways to be right) and the class's level for that exercise, its median score plus {spread} robust "
+                "standard deviations (from {min_class} answers on)."
+            ).format(floor=number(FLOOR), min_tokens=MIN_TOKENS, spread=number(SPREAD), min_class=MIN_CLASS)
+        )
+        + "</p>",
+        "<p>"
+        + _e(
+            _(
+                "A listed pair is a reason to read two answers side by side, not a finding: students who worked "
+                "together as allowed, a hint given in class, or an exercise with one natural answer make answers "
+                "alike. A number accuses nobody."
+            )
+        )
+        + "</p>",
+        f"<h2>{_e(scores_heading)}</h2>",
         f"<img alt='{_e(alt)}' src='data:image/png;base64,{base64.b64encode(picture).decode('ascii')}'>",
         # a table too wide for a narrow window (or 200 % zoom) scrolls in its own box, which a keyboard can reach
-        "<div class='wide' tabindex='0' role='region' aria-label='Scores of the class, by exercise'>"
-        "<table><tr><th>exercise</th><th>answers compared</th><th>pairs</th><th>median score</th>"
-        "<th>robust spread</th><th>class level</th><th>median size (tokens)</th><th>pairs flagged</th></tr>",
+        "<div class='wide' tabindex='0' role='region' aria-label='"
+        + _e(_("Scores of the class, by exercise"))
+        + "'><table><tr>"
+        + "".join(
+            _in("th", heading)
+            for heading in (
+                _("exercise"),
+                _("answers compared"),
+                _("pairs"),
+                _("median score"),
+                _("robust spread"),
+                _("class level"),
+                _("median size (tokens)"),
+                _("pairs flagged"),
+            )
+        )
+        + "</tr>",
     ]
     for exercise in report.exercises:
-        level = f"{exercise.class_level:.2f}" if exercise.class_level else "class too small"
+        level = number(exercise.class_level, ".2f") if exercise.class_level else _("class too small")
         parts.append(
             f"<tr><td><code>{_e(exercise.name)}</code></td><td class='n'>{exercise.compared}</td>"
-            f"<td class='n'>{len(exercise.scores)}</td><td class='n'>{exercise.median:.2f}</td>"
-            f"<td class='n'>{exercise.deviation:.2f}</td><td class='n'>{level}</td>"
-            f"<td class='n'>{exercise.median_tokens:g}</td><td class='n'>{len(exercise.flagged)}</td></tr>"
+            f"<td class='n'>{len(exercise.scores)}</td><td class='n'>{number(exercise.median, '.2f')}</td>"
+            f"<td class='n'>{number(exercise.deviation, '.2f')}</td><td class='n'>{_e(level)}</td>"
+            f"<td class='n'>{number(exercise.median_tokens)}</td><td class='n'>{len(exercise.flagged)}</td></tr>"
         )
     parts.append("</table></div>")
-    parts.append("<h2>Pairs above their threshold</h2>")
+    parts.append(_in("h2", _("Pairs above their threshold")))
     parts.append(
-        f"<p>Lines that share a fingerprint with the other answer are marked <b>{MATCH_MARKER}</b> (and shaded).</p>"
+        "<p>"
+        + _e(_("Lines that share a fingerprint with the other answer are marked {marker} (and shaded).")).replace(
+            "{marker}", f"<b>{_e(translated(MATCH_MARKER))}</b>"
+        )
+        + "</p>"
     )
     for exercise in report.exercises:
-        parts.append(f"<h3 id='{_e(exercise.name)}'>Exercise {_e(exercise.name)}</h3>")
+        heading = _("Exercise {exercise}").format(exercise=exercise.name)
+        parts.append(f"<h3 id='{_e(exercise.name)}'>{_e(heading)}</h3>")
         if not exercise.flagged:
-            parts.append("<p>No pair above its threshold.</p>")
+            parts.append(_in("p", _("No pair above its threshold.")))
         for pair in exercise.flagged:
+            said = _(
+                "{student} and {other_student}: score {score}, threshold {threshold}, {size} tokens in the shorter "
+                "answer"
+            ).format(
+                student=pair.a.student,
+                other_student=pair.b.student,
+                score=number(pair.score, ".2f"),
+                threshold=number(pair.threshold, ".2f"),
+                size=pair.size,
+            )
             parts.append(
-                f"<h4>{_e(pair.a.student)} and {_e(pair.b.student)}: score {pair.score:.2f}, threshold "
-                f"{pair.threshold:.2f}, {pair.size} tokens in the shorter answer</h4>"
+                f"<h4>{_e(said)}</h4>"
                 f"<div class='sides'>{side_html(pair.a, pair.lines_a)}{side_html(pair.b, pair.lines_b)}</div>"
             )
-    parts.append("<h2>Answers listed with a reason</h2>")
+    parts.append(_in("h2", _("Answers listed with a reason")))
     if report.listed:
-        parts.append("<p>Compared as far as possible; none of them stopped the comparison of the others.</p>")
-        parts.append("<table><tr><th>student</th><th>exercise or notebook</th><th>reason</th></tr>")
+        parts.append(_in("p", _("Compared as far as possible; none of them stopped the comparison of the others.")))
+        parts.append(
+            "<table><tr>"
+            + _in("th", _("student"))
+            + _in("th", _("exercise or notebook"))
+            + _in("th", _("reason"))
+            + "</tr>"
+        )
         for student, exercise, reason in report.listed:
             parts.append(f"<tr><td>{_e(student)}</td><td><code>{_e(exercise)}</code></td><td>{_e(reason)}</td></tr>")
         parts.append("</table>")
     else:
-        parts.append("<p>Every answer was compared in full.</p>")
+        parts.append(_in("p", _("Every answer was compared in full.")))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -398,11 +507,21 @@ def summary(report: Report) -> str:
     """What the command says: the assignment, the pairs flagged per exercise, the listed answers."""
     flagged = len(report.flagged)
     lines = [
-        f"{report.assignment}: {report.n_students} submissions compared; "
-        + ("1 pair above its threshold" if flagged == 1 else f"{flagged} pairs above their threshold")
+        ngettext(
+            "{assignment}: {students} submissions compared; {n} pair above its threshold",
+            "{assignment}: {students} submissions compared; {n} pairs above their threshold",
+            flagged,
+        ).format(assignment=report.assignment, students=report.n_students, n=flagged)
     ]
     lines += ["  " + describe_exercise(exercise) for exercise in report.exercises]
     if report.listed:
-        many = "answers" if len(report.listed) > 1 else "answer"
-        lines.append(f"  {len(report.listed)} {many} listed with a reason (empty, unparseable, enormous, unreadable)")
+        listed = len(report.listed)
+        lines.append(
+            "  "
+            + ngettext(
+                "{n} answer listed with a reason (empty, unparseable, enormous, unreadable)",
+                "{n} answers listed with a reason (empty, unparseable, enormous, unreadable)",
+                listed,
+            ).format(n=listed)
+        )
     return "\n".join(lines)

@@ -11,15 +11,18 @@ language that is a path: it is graded in English, and alike.
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 from catalog import catalogs
 from course import grade_class
 from submissions import in_language, submission
 
+from autograde import class_report, report
 from autograde.class_report import misconception_table, read_assignment
 from autograde.feedback import feedback
 from autograde.results import read_verdicts
+from heads_and_masks import i18n
 
 A = "00_start_here"
 NOT_WRITTEN_RU = "ещё не написана: замените `raise NotImplementedError()` своим кодом"
@@ -62,6 +65,16 @@ def test_the_same_answers_get_the_same_points_and_misconceptions_in_both_languag
     ids = {misconception for _passed, misconception in found["wrong_ru"].values() if misconception}
     for misconception in ids:
         assert sorted(table[misconception]) == ["wrong_en", "wrong_ru"], table
+    # ... and so does its page in the instructor's language (make report LANG=ru): one row of two students
+    before = i18n.untranslated("ru")
+    with i18n.use_language("ru"):
+        page, _table = class_report.write(run.course, A)
+        text = report.report(run.course, A)
+    assert i18n.untranslated("ru") - before == set()
+    page = page.read_text(encoding="utf-8")
+    assert "<html lang='ru'>" in page and "Отчёт по группе" in page and "студента" in text, text
+    for misconception in ids:
+        assert re.search(rf"<code>{re.escape(misconception)}</code></td><td>[^<]+</td><td class='n'>2</td>", page)
 
 
 @pytest.mark.slow

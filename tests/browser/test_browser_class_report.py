@@ -56,3 +56,26 @@ def test_class_report_in_chromium(browser, screenshots):
         page.screenshot(path=str(shot), full_page=False)
         if UPDATE_GALLERY:
             shutil.copy(shot, GALLERY_IMAGES / "class_report.png")
+
+
+def test_the_russian_class_report_in_chromium(browser, screenshots, tmp_path):
+    """The class report in Russian (make report LANG=ru), of test_report_language's made-up mixed class: no grading.
+    Its longer words must still fit a narrow window (200 % zoom) and pass the same audit; the page says its language."""
+    from test_report_language import _mixed_class
+
+    from heads_and_masks import i18n
+
+    with i18n.use_language("ru"):
+        this, later = _mixed_class()
+        page_path = tmp_path / "class_report-ru.html"
+        page_path.write_text(class_report.render_html(this, [this, later], similar_pairs=2), encoding="utf-8")
+    with page_from_file(browser, page_path, 1200, 900) as page:
+        assert page.evaluate("() => document.documentElement.lang") == "ru"
+        found = blocking(audit(page, "class-report-ru", include=["body"]))
+        assert not found, described("the Russian class report", found)
+        with at_200_percent(page):
+            problems = reflow_problems(
+                page, "Russian class report", screenshots / "zoom200-class_report-ru.png", ["body"]
+            )
+        assert not problems, "the Russian class report at 200 % zoom: " + "; ".join(problems)
+        page.screenshot(path=str(screenshots / "class_report-ru.png"), full_page=True)
