@@ -413,7 +413,7 @@ def test_student_html_is_shown_as_text():
 
 def test_the_judges_verdicts_cannot_be_forged():
     run = hostile_class()[0]
-    from autograde.class_report import FAILED, PENDING, read_assignment
+    from autograde.class_marks import FAILED, PENDING, read_assignment
 
     assert run.results["forges_verdicts"].autograded_total == 0, run.results["forges_verdicts"].line()
     marks = {m.exercise: m for m in read_assignment(run.course, ASSIGNMENT).marks if m.student == "forges_verdicts"}

@@ -16,8 +16,8 @@ from catalog import catalogs
 from catalog.misconceptions import LABELS
 from course import ASSIGNMENTS, graded_batch
 
-from autograde import class_report
-from autograde.class_report import FAILED, NOT_ANSWERED, PASSED, PENDING, UNRECOGNISED, Assignment, Mark
+from autograde import class_marks, class_report
+from autograde.class_marks import FAILED, NOT_ANSWERED, PASSED, PENDING, UNRECOGNISED, Assignment, Mark
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS
 
 
@@ -31,7 +31,7 @@ def test_every_wrong_catalog_answer_has_its_label():
         labelled = set(LABELS.get(assignment, {}))
         assert labelled == wrong, f"{assignment}: unlabelled {wrong - labelled}, unknown {labelled - wrong}"
         for name, ids in LABELS[assignment].items():
-            known = set(MISCONCEPTIONS) | {UNRECOGNISED} | set(class_report.STOPPED.values())
+            known = set(MISCONCEPTIONS) | {UNRECOGNISED} | set(class_marks.STOPPED.values())
             assert ids and set(ids) <= known, (assignment, name, ids)
 
 
@@ -65,7 +65,7 @@ def _expected(assignment: str, exercises: list[str]):
 @pytest.mark.parametrize("assignment", [a for a in ASSIGNMENTS if a in LABELS])
 def test_report_counts_match_the_catalog_labels(assignment):
     run = graded_batch(assignment)  # the suite's one class run of this assignment
-    report = class_report.read_assignment(run.course, assignment)
+    report = class_marks.read_assignment(run.course, assignment)
     exercises = [e for e in report.exercises if not any(m.written for m in report.marks_of(e))]
     written = [e for e in report.exercises if e not in exercises]
     assert written, "every notebook asks a written question"
@@ -78,7 +78,7 @@ def test_report_counts_match_the_catalog_labels(assignment):
         marks = [m for m in report.marks_of(exercise) if m.student in catalog_students - skip[exercise]]
         got = {o: {m.student for m in marks if m.outcome == o} for o in (PASSED, FAILED, NOT_ANSWERED)}
         assert got == outcomes[exercise], f"{exercise}: outcomes differ from the catalog"
-        table = {found: set(students) for found, students in class_report.misconception_table(marks)}
+        table = {found: set(students) for found, students in class_marks.misconception_table(marks)}
         assert table == named[exercise], (
             f"{exercise}: the misconceptions differ from the catalog's labels:\n"
             f"report  {sorted((k, sorted(v)) for k, v in table.items())}\n"
@@ -88,7 +88,7 @@ def test_report_counts_match_the_catalog_labels(assignment):
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     for exercise in exercises:  # the CSV says the same as the report (here: over the whole class)
         marks = report.marks_of(exercise)
-        for found, students in class_report.misconception_table(marks):
+        for found, students in class_marks.misconception_table(marks):
             row = next(
                 r for r in rows if r["exercise"] == exercise and r["measure"] == "misconception" and r["value"] == found
             )
@@ -119,14 +119,14 @@ def test_most_common_first_unrecognised_grouped_and_persistence():
             Mark("eve", "split_heads", PASSED, 2, 2),
         ],
     )
-    table = class_report.misconception_table(first.marks)
+    table = class_marks.misconception_table(first.marks)
     # most common first; among equals a named misconception before the unrecognised group
     assert table == [
         ("heads.d_h_split", ["ann", "bob"]),
         (UNRECOGNISED, ["bob", "cat"]),
         ("conventions.in_place", ["dan"]),
     ]
-    assert class_report.score_distribution(first.marks) == [(0, 3), (1, 1), (2, 1)]
+    assert class_marks.score_distribution(first.marks) == [(0, 3), (1, 1), (2, 1)]
     later = _class(
         "06_kv_heads",
         [
@@ -135,7 +135,7 @@ def test_most_common_first_unrecognised_grouped_and_persistence():
             Mark("dan", "grouped_query_attention", FAILED, 0, 2, ("mask.ignored",)),
         ],
     )
-    rows = class_report.persistence([first, later])
+    rows = class_marks.persistence([first, later])
     assert rows == [
         ("ann", "heads", [("01_heads", "heads.d_h_split"), ("06_kv_heads", "heads.reshape_without_transpose")])
     ]
@@ -150,10 +150,10 @@ def test_the_page_escapes_every_student_text_and_loads_nothing():
     assert "<script" not in page.lower() and "<img src=x" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert not re.search(r"(src|href)=['\"](?!data:image/png;base64,)", page), "only inline PNG pictures"
-    rows = class_report.csv_rows(assignment, [assignment])
+    rows = class_marks.csv_rows(assignment, [assignment])
     status = next(r for r in rows if r["measure"] == "status")
     assert status["value"] == "needs review" and HOSTILE in status["students"]
-    formula = class_report.csv_rows(_class("x", [Mark("=1+2", "e", PASSED, 1, 1)]), [])
+    formula = class_marks.csv_rows(_class("x", [Mark("=1+2", "e", PASSED, 1, 1)]), [])
     assert all(not r["students"].startswith("=") for r in formula)  # a spreadsheet shows it as text
 
 
@@ -166,17 +166,17 @@ def test_mark_from_the_judges_verdicts():
 
     ok, bad = {"passed": True, "answered": True}, {"passed": False, "answered": True, "misconception": "mask.ignored"}
     unwritten = {"passed": False, "answered": False, "misconception": None}
-    assert class_report.mark("s", "a", cells, verdicts(ok, ok), grades).outcome == PASSED
-    assert class_report.mark("s", "a", cells, verdicts(unwritten, unwritten), grades).outcome == NOT_ANSWERED
-    failed = class_report.mark(
+    assert class_marks.mark("s", "a", cells, verdicts(ok, ok), grades).outcome == PASSED
+    assert class_marks.mark("s", "a", cells, verdicts(unwritten, unwritten), grades).outcome == NOT_ANSWERED
+    failed = class_marks.mark(
         "s", "a", cells, verdicts(bad, {"passed": False, "answered": True, "misconception": "not.an_id"}), grades
     )
     assert failed.outcome == FAILED and failed.misconceptions == ("mask.ignored", UNRECOGNISED)
-    stopped = class_report.mark(
+    stopped = class_marks.mark(
         "s", "a", cells, verdicts(ok, {"passed": False, "answered": True, "failure": "Timeout"}), grades
     )
     assert stopped.misconceptions == ("(timed out)",)
-    assert class_report.mark("s", "a", cells, {}, grades).outcome == class_report.NOT_GRADED
+    assert class_marks.mark("s", "a", cells, {}, grades).outcome == class_report.NOT_GRADED
 
 
 def test_the_benchmark_finds_every_failing_cell_by_its_verdict(tmp_path):

@@ -19,7 +19,7 @@ from course import grade_class
 from submissions import in_language, submission
 
 from autograde import class_report, report
-from autograde.class_report import misconception_table, read_assignment
+from autograde.class_marks import misconception_table, read_assignment
 from autograde.feedback import feedback
 from autograde.results import read_verdicts
 from heads_and_masks import i18n

@@ -15,8 +15,8 @@ import re
 
 import pytest
 
-from autograde import class_report, report
-from autograde.class_report import FAILED, NOT_ANSWERED, PASSED, PENDING, Assignment, Mark
+from autograde import class_marks, class_report, report
+from autograde.class_marks import FAILED, NOT_ANSWERED, PASSED, PENDING, Assignment, Mark
 from autograde.course import Course
 from autograde.grade import build_parser, report_language
 from autograde.lateness import Lateness
@@ -31,7 +31,7 @@ def _mixed_class() -> tuple[Assignment, Assignment]:
     marks = [
         Mark("ann", "causal_mask", FAILED, 0, 2, (SHARED,)),  # handed in notebooks/: English
         Mark("boris", "causal_mask", FAILED, 0, 2, (SHARED,)),  # handed in notebooks-ru/: Russian
-        Mark("chen", "causal_mask", FAILED, 1, 2, (class_report.UNRECOGNISED,)),
+        Mark("chen", "causal_mask", FAILED, 1, 2, (class_marks.UNRECOGNISED,)),
         Mark("dana", "causal_mask", PASSED, 2, 2),
         Mark("ann", "written_question", PENDING, 0, 2, written=True),
         Mark("boris", "written_question", NOT_ANSWERED, 0, 2, written=True),
@@ -99,11 +99,11 @@ def test_the_class_report_of_a_mixed_class_in_russian_counts_by_id_and_leaves_no
     with i18n.use_language("ru"):
         this, later = _mixed_class()  # read in the report's language, as read_assignment reads the late policy
         page = class_report.render_html(this, [this, later], similar_pairs=2)
-        rows = class_report.csv_rows(this, [this, later])
+        rows = class_marks.csv_rows(this, [this, later])
     assert i18n.untranslated("ru") - before == set()
     assert "<html lang='ru'>" in page and "<title>Отчёт по группе: 03_causal_mask</title>" in page
     # the mistake of the English and of the Russian notebook: one row, two students
-    assert class_report.misconception_table(this.marks_of("causal_mask"))[0] == (SHARED, ["ann", "boris"])
+    assert class_marks.misconception_table(this.marks_of("causal_mask"))[0] == (SHARED, ["ann", "boris"])
     assert re.search(rf"<code>{re.escape(SHARED)}</code></td><td>[^<]*</td><td class='n'>2</td>", page), page
     assert "Проверено без песочницы." in page and "ждёт проверки" in page and "5 часов" in page
     assert not _english_sentences(_page_text(page), KEPT), _english_sentences(_page_text(page), KEPT)

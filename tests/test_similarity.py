@@ -17,7 +17,7 @@ import pytest
 from catalog import catalogs
 from similar_classes import DISGUISES, build_class, releases, write_class
 
-from autograde import class_report, grade, similarity, similarity_scores, similarity_tokens
+from autograde import class_marks, class_report, grade, similarity, similarity_scores, similarity_tokens
 
 ASSIGNMENTS = sorted(catalogs())
 
@@ -194,7 +194,7 @@ def test_make_similarity_writes_its_report_and_lists_what_it_cannot_compare(tmp_
     flagged = sum(1 for r in rows if r["score"])
     assert class_report.similar_pairs(reports, "01_heads") == flagged  # what the class report says of it
     assert f"The last comparison flagged {flagged} pairs of answers" in class_report.render_html(
-        class_report.Assignment("01_heads", [], [], [], {}), [], flagged
+        class_marks.Assignment("01_heads", [], [], [], {}), [], flagged
     )
 
 

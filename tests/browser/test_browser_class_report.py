@@ -18,7 +18,7 @@ from labdriver import page_from_file
 from course import graded_batch
 from gallery import GALLERY_IMAGES, UPDATE_GALLERY
 
-from autograde import class_report
+from autograde import class_marks, class_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -28,7 +28,7 @@ ASSIGNMENT = "03_causal_mask"
 def test_class_report_in_chromium(browser, screenshots):
     run = graded_batch(ASSIGNMENT)
     page_path, _ = class_report.write(run.course, ASSIGNMENT)
-    report = class_report.read_assignment(run.course, ASSIGNMENT)
+    report = class_marks.read_assignment(run.course, ASSIGNMENT)
     with page_from_file(browser, page_path, 1200, 900) as page:
         assert page.evaluate("() => document.scripts.length") == 0
         pictures = page.evaluate("""() => [...document.images].map(i => ({complete: i.complete,
@@ -39,7 +39,7 @@ def test_class_report_in_chromium(browser, screenshots):
             assert picture["complete"] and picture["natural"] > 300 and picture["shown"] >= picture["natural"] - 1
         text = page.inner_text("body")
         for exercise in exercises:  # the page says what the report computed
-            top = class_report.misconception_table(report.marks_of(exercise))
+            top = class_marks.misconception_table(report.marks_of(exercise))
             if top:
                 assert top[0][0] in text
         hostile = [s for s in report.students if "<" in s]
