@@ -114,6 +114,7 @@ AHEAD_JOBS = {
     "test_attacker_earns_nothing": "test_boundary:hostile_class_graded",  # (the first test to read it)
     "test_a_ballast_earns_nothing_graded_without_root": "test_boundary:ballasts_graded_without_root",
     "test_the_course_runs_on_debians_own_python": "test_pythons:run_on_debians_python",
+    "test_a_local_user_reaches_nothing_of_a_grading_run": "test_cluster_boundary:a_local_user_attacks_a_grading_run",
 }
 
 

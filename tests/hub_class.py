@@ -70,6 +70,10 @@ class HubClass:
         return f"hmg{self.suffix}"
 
     @property
+    def student_names(self) -> list[str]:
+        return [f"hms{self.suffix}{chr(ord('a') + i)}" for i in range(self.students)]
+
+    @property
     def exchange(self) -> Path:
         return self.folder / "exchange"
 
@@ -103,7 +107,7 @@ class HubClass:
         return self
 
     def _add_roster(self) -> None:
-        names = [f"hms{self.suffix}{chr(ord('a') + i)}" for i in range(self.students)]
+        names = self.student_names
         roster = self.folder / "roster.csv"
         lms_user_ids = {name: f"lms-{secrets.token_hex(8)}" for name in names} if self.lti else {}
         with open(roster, "w", newline="") as out:
@@ -227,6 +231,8 @@ class HubClass:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=30)
         accounts = [p for p in ([self.instructor] if self.instructor else []) + self.roster]
+        # a roster that failed half way made accounts it never listed: removed by name
+        accounts += [Person(name, "") for name in self.student_names if name not in {p.name for p in self.roster}]
         uids = set()
         for person in accounts:
             with contextlib.suppress(KeyError):

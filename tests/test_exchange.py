@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -134,6 +135,14 @@ def _grade_killed_then_resumed(course: Course, env: dict[str, str]) -> tuple[dic
     return before, _instructor(course, env, *routine)
 
 
+def _at_once(work, students) -> dict:
+    """``{student: work(student)}``, every student's work begun at once, as a class's students each run their own
+    commands (each a process of its own: nbgrader's start-up, mostly, overlaps); an error is raised as it came."""
+    students = list(students)
+    with ThreadPoolExecutor(max_workers=len(students)) as pool:
+        return dict(zip(students, pool.map(work, students), strict=True))
+
+
 @pytest.fixture(scope="module")
 def exchange_class(tmp_path_factory):
     require_sandbox()
@@ -154,9 +163,10 @@ def exchange_class(tmp_path_factory):
             due = dt.datetime.fromtimestamp(started - 3600, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             released = _instructor(course, env, "release", A, "--due", due)
             assert released.returncode == 0, released.stderr[-3000:]
-            for user in users.values():
-                nbgrader_as(user, "fetch_assignment", A, COURSE, env=env)
-            for student, answer in ANSWERS.items():
+            _at_once(lambda student: nbgrader_as(users[student], "fetch_assignment", A, COURSE, env=env), users)
+
+            def hand_in(student: str) -> None:
+                answer = ANSWERS.get(student)  # (eve, off the roster, hands in what she fetched)
                 if answer is not None:  # the student's own edit: a file of theirs
                     nbformat.write(submission(A, answer), shared / f"{student}.ipynb")
                     os.chmod(shared / f"{student}.ipynb", 0o644)
@@ -165,7 +175,8 @@ def exchange_class(tmp_path_factory):
                         ["cp", str(shared / f"{student}.ipynb"), f"{home(users[student])}/{A}/{A}.ipynb"],
                     )
                 nbgrader_as(users[student], "submit", A, COURSE, env=env)
-            nbgrader_as(users["eve"], "submit", A, COURSE, env=env)
+
+            _at_once(hand_in, [*ANSWERS, "eve"])
             # alice leaves a copy of her work writable by everyone; mal forges, in the inbound every user writes to
             careless = home(users["alice"]) / "shared-with-the-class.ipynb"
             run_as(users["alice"], ["cp", str(shared / "alice.ipynb"), str(careless)])
@@ -185,10 +196,9 @@ def exchange_class(tmp_path_factory):
 
             before, graded = _grade_killed_then_resumed(course, env)
             assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
-            fetched = {
-                student: nbgrader_as(user, "fetch_feedback", A, COURSE, env=env, check=False)
-                for student, user in users.items()
-            }
+            fetched = _at_once(
+                lambda student: nbgrader_as(users[student], "fetch_feedback", A, COURSE, env=env, check=False), users
+            )
             from autograde.results import read_results
 
             yield {

@@ -37,9 +37,35 @@ MENU_ITEMS_JS = """() => [...document.querySelectorAll('.lm-Menu:not(.lm-mod-hid
 
 
 @pytest.fixture(scope="module")
-def hub_class(browser_ready):
+def hub_class(browser):
     with running_hub_class() as hub:
+        start_servers_together(browser, hub, hub.people())
         yield hub
+
+
+def log_in(page, hub: HubClass, person) -> None:
+    """Log ``person`` in on the hub's login page with their password: the hub then starts their server (if it is
+    not running) and sends the page to it."""
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("input[name=username]", person.name)
+    page.fill("input[name=password]", person.password)
+    page.click("input[type=submit], button[type=submit]")
+
+
+def start_servers_together(browser, hub: HubClass, people) -> None:
+    """Log every one of ``people`` in at once, each in a browser of their own, and wait until each page is sent to
+    its server: the hub starts the servers side by side (one login's spawn each), not one login after another.
+    The pages are closed as their lab begins to load; the tests log in again, into a server already up."""
+    contexts = []
+    try:
+        for person in people:
+            contexts.append(new_browser_context(browser))
+            log_in(contexts[-1].new_page(), hub, person)
+        for person, context in zip(people, contexts, strict=True):
+            context.pages[0].wait_for_url(re.compile(rf"/user/{person.name}/lab"), timeout=150_000, wait_until="commit")
+    finally:
+        for context in contexts:
+            context.close()
 
 
 @contextlib.contextmanager
@@ -48,10 +74,7 @@ def logged_in(browser, hub: HubClass, person):
     context = new_browser_context(browser)
     page = context.new_page()
     try:
-        page.goto(f"{hub.url}/hub/login")
-        page.fill("input[name=username]", person.name)
-        page.fill("input[name=password]", person.password)
-        page.click("input[type=submit], button[type=submit]")
+        log_in(page, hub, person)
         page.wait_for_url(re.compile(rf"/user/{person.name}/lab"), timeout=150_000)
         page.wait_for_selector(LAB_READY, timeout=120_000)
         yield page
