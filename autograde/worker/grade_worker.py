@@ -51,10 +51,10 @@ def private_course(run: RunSettings) -> Course:
             root = Path(tempfile.mkdtemp(prefix=f"hm-grading-{run['id']}-"))
             atexit.register(shutil.rmtree, root, True)
             (root / "gradebook.db").write_bytes(zlib.decompress(run["gradebook"]))
-            from ..judge import language_release  # (the judge's machinery is imported where it grades)
+            from ..adopt_release import language_release  # (the grading machinery is imported where it grades)
 
             folders = {root / "source" / run["assignment"]: run["source"]}
-            for language, files in run["releases"].items():  # release/, release-ru/: judge.language_release
+            for language, files in run["releases"].items():  # release/, release-ru/: adopt_release.language_release
                 folders[language_release(root / "release", language) / run["assignment"]] = files
             for folder, files in folders.items():
                 folder.mkdir(parents=True)
@@ -196,8 +196,9 @@ def grade_submission(run: RunSettings, job: Job) -> WorkerResult:
         run["config"],
         **{
             "Judge.key": run["key"],  # in memory: the worker writes no copy of the key on its disk
-            "Judge.release_directory": str(course.path("release")),
-            "Judge.source_directory": str(course.path("source")),
+            # where the sanitize step (AdoptRelease) and the judge find the instructor's notebooks
+            "CourseFolders.release_directory": str(course.path("release")),
+            "CourseFolders.source_directory": str(course.path("source")),
         },
     )
     started = time.monotonic()
