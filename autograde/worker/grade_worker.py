@@ -1,7 +1,7 @@
 """What a grading worker does with one submission: a Dask task, run in a worker process of the pool.
 
 ``grade_submission(run, job)`` receives everything as data (their shapes: ``run_data.RunSettings``, ``Job``,
-``WorkerResult``), never a path on the coordinator's disk:
+``WorkerResult``, each checked where it arrives: ``run_data.checked``), never a path on the coordinator's disk:
 
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
             "source" ({file name: bytes} of the assignment), "releases" ({language: {file name: bytes}}: its
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..course import Course
 from ..results import Status
-from ..run_data import Job, RunSettings, WorkerResult
+from ..run_data import Job, RunSettings, WorkerResult, checked
 
 _ROOTS: dict[str, Path] = {}  # run id -> this process's private course root for that run
 _LOCK = threading.Lock()
@@ -178,6 +178,7 @@ def grade_submission(run: RunSettings, job: Job) -> WorkerResult:
     from ..kernel import kernel_supply
     from ..collect import write_submission
 
+    run, job = checked(RunSettings, run), checked(Job, job)  # from the coordinator: refused here if misshapen
     if job.get("last"):  # among the run's last submissions: this worker expects none after it
         kernel_supply.kernel_supply().last_one()
     course = private_course(run)
