@@ -346,8 +346,8 @@ def release_language(requested: str | None) -> str:
 
 def released_folder(course: Course, assignment: str, language: str) -> Path:
     """A language's student notebooks of ``assignment``: ``notebooks/`` in English, ``notebooks-ru/`` in Russian
-    (the grader finds a submission's release the same way: judge.language_release)."""
-    from .judge import language_release
+    (the grader finds a submission's release the same way: adopt_release.language_release)."""
+    from .adopt_release import language_release
 
     return language_release(course.path("release"), language) / assignment
 

@@ -62,9 +62,9 @@ def _text(output) -> str:
 
 
 def feedback_language(nb) -> str:
-    """The language a feedback page is written in: the graded notebook's. Its metadata is its release's (the judge
-    put it there, judge.Judge.preprocess), so this is the language the submission was graded in."""
-    from .judge import submission_language
+    """The language a feedback page is written in: the graded notebook's. Its metadata is its release's (nbgrader's
+    sanitize step put it there: adopt_release.AdoptRelease), so this is the language the submission was graded in."""
+    from .adopt_release import submission_language
 
     return submission_language(nb.metadata)
 

@@ -6,8 +6,8 @@ source; and the page is often opened where no Jupyter server can serve MathJax e
 or from JupyterLab's /files/, which serves it sandboxed, with no origin to load fonts from). So the page
 carries no script for math at all: ``TypesetMath`` (a feedback preprocessor, on the copy being rendered)
 replaces each formula of a markdown cell with MathML made by ``latex2mathml``, which Chromium, Firefox
-and Safari draw natively. A student's written answer, which the judge fences so that none of its markup is
-read (``judge.as_text``), becomes literal text with its formulas typeset (``literal_with_math``).
+and Safari draw natively. A student's written answer, which the grader fences so that none of its markup is
+read (``adopt_release.as_text``), becomes literal text with its formulas typeset (``literal_with_math``).
 
 A formula is the student's text, so it is hostile: the MathML is parsed and rebuilt from an allowlist of
 presentation elements and attributes (no link, no style, no event handler, no foreign element), and text
@@ -98,8 +98,8 @@ def _typeset_text(text: str) -> str:
     return _MATH.sub(replace, text)
 
 
-# A student's written answer, as the judge leaves it in the graded notebook (judge.as_text): a fenced block,
-# so that none of its markup reaches anyone's page
+# A student's written answer, as the sanitize step leaves it in the graded notebook (adopt_release.as_text): a fenced
+# block, so that none of its markup reaches anyone's page
 _LITERAL = re.compile(r"\A(`{3,})text\n(.*)\n\1\Z", re.S)
 
 

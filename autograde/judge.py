@@ -17,8 +17,9 @@ that step's place in ``Autograde.autograde_preprocessors`` and separates the rol
 4. **The outputs are the grader's**: a test cell that passed gets the checks' own lines; one that
    failed gets an error with the checks' message. What the student's code printed while it was being
    tested is dropped. Other cells keep only what the student's own cells printed (plain text, cut
-   short); cells the instructor wrote get no outputs at all. Every cell's metadata is the release's
-   (``adopt_release``): nothing the submission says about a cell reaches the graded notebook.
+   short); cells the instructor wrote get no outputs at all. Every cell's metadata is already the release's:
+   nbgrader's sanitize step ends with ``AdoptRelease`` (adopt_release.py), which cleaned the notebook before the
+   judge starts, so nothing the submission says about a cell reaches the graded notebook.
 
 nbgrader then does the rest as usual (``SaveAutoGrades`` reads those outputs: an error scores 0).
 
@@ -34,6 +35,7 @@ Its parts, from the kernel out:
     kernel_supply.py    a worker's kernels, a fresh one per submission, the next one booting meanwhile
     wire.py             what a kernel sent, read as plain data (``decode``)
     remote_calls.py     a student's function called from a test cell, under the notebook's time budget
+    adopt_release.py    the submitted notebook cleaned first (nbgrader's sanitize step): the release's metadata
     verdicts.py         one test cell judged here, and its verdict
     judge.py            a whole notebook judged, and nbgrader's preprocessor (this module)
 """
@@ -42,17 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
-import json
-import re
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Bytes, Integer, Unicode
 
+from .adopt_release import ADOPTED, CourseFolders, notebook_key, read_once
 from .kernel.kernel_client import HARNESS, CallTimedOut, GradingStopped, kernel_limits
 from .kernel.kernel_supply import kernel_supply
 from .kernel.remote_calls import Budget
@@ -85,13 +84,6 @@ class JudgeReport:
 REPORTS: dict[tuple[str, str, str], JudgeReport] = {}  # (assignment, student, notebook) -> report
 
 
-def as_text(markdown: str) -> str:
-    """Markdown that shows ``markdown`` literally: a fenced block (no HTML, no links, no images)."""
-    longest = max((len(run) for run in re.findall(r"`+|~+", markdown)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}text\n{markdown}\n{fence}"
-
-
 def _label(cell, index: int) -> str:
     grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
     first = next((line.strip() for line in cell.source.splitlines() if line.strip() and not line.startswith("#")), "")
@@ -107,98 +99,33 @@ def instructor_tests(source: nbformat.NotebookNode) -> dict[str, str]:
     }
 
 
-@dataclasses.dataclass(frozen=True)
-class Release:
-    """The released notebook's cells by what names them: nbgrader's grade id, else the cell's id.
-
-    A cell of the submission is the instructor's only by that name, never by what it contains: a source
-    equal to a released cell's proves nothing (the student can type it anywhere, in a cell of any type)."""
-
-    by_grade_id: dict[str, nbformat.NotebookNode]
-    by_cell_id: dict[str, nbformat.NotebookNode]
-
-    @classmethod
-    def of(cls, released: nbformat.NotebookNode | None) -> Release:
-        cells = released.cells if released is not None else []
-        return cls(
-            by_grade_id={c.metadata["nbgrader"]["grade_id"]: c for c in cells if _grade_id(c)},
-            # a cell with a grade id is named by it alone: nbgrader keeps one copy of each grade id
-            by_cell_id={c["id"]: c for c in cells if c.get("id") and not _grade_id(c)},
-        )
-
-    def counterpart(self, cell) -> nbformat.NotebookNode | None:
-        """The released cell ``cell`` stands for (its grade id, else its cell id), or None: the student's own."""
-        if _grade_id(cell) in self.by_grade_id:
-            return self.by_grade_id[_grade_id(cell)]
-        released = self.by_cell_id.get(cell.get("id"))
-        return released if released is not None and not _grade_id(cell) else None
-
-
-def _grade_id(cell) -> str | None:
-    grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-    return grade_id if isinstance(grade_id, str) else None
-
-
-def _as_released(cell, released) -> bool:
-    """Whether ``cell`` is its released counterpart unchanged: the instructor's content, where the instructor put it."""
-    return released is not None and cell.cell_type == released.cell_type and cell.source == released.source
-
-
-def adopt_release(nb: nbformat.NotebookNode, release: Release) -> list[bool]:
-    """Give every cell of ``nb`` the metadata the instructor gave it, and show the student's text as text.
-
-    A cell that stands for a released cell (``Release.counterpart``) gets that cell's metadata, all of it:
-    nothing the submission says about a cell (nbgrader's flags and points, ``jupyter.source_hidden``,
-    ``collapsed``, ``transient``, tags, a verdict) reaches the graded notebook, where the formgrader, the
-    instructor's lab and the feedback page act on it. The student's own cells get none. Returns, for each
-    cell, whether it is the instructor's content unchanged (shown as it is, with no outputs)."""
-    instructors = []
-    for cell in nb.cells:
-        released = release.counterpart(cell)
-        cell.metadata = nbformat.from_dict(json.loads(json.dumps(released.metadata)) if released else {})
-        unchanged = _as_released(cell, released)
-        instructors.append(unchanged)
-        if unchanged and cell.cell_type != "code":  # its pictures too are the instructor's
-            cell.pop("attachments", None)
-            if "attachments" in released:
-                cell.attachments = nbformat.from_dict(json.loads(json.dumps(released.attachments)))
-        elif cell.cell_type in ("markdown", "raw"):  # the student's text is shown as text, never as HTML
-            if cell.cell_type == "raw":  # nbconvert would put a raw cell into the page as HTML
-                cell.cell_type = "markdown"
-                for field in ("raw_mimetype", "format"):
-                    cell.metadata.pop(field, None)
-            cell.source = as_text(cell.source)
-            cell.pop("attachments", None)
-    return instructors
-
-
 def judge_notebook(
     nb: nbformat.NotebookNode,
     *,
     tests_source: dict[str, str],
     key: bytes | None,
     context: str,
-    release: Release,
+    instructors: list[bool],
     cell_timeout: float = 60,
     budget_seconds: float = 480,
     memory_mb: int = 2048,
     assignment: str | None = None,
     language: str | None = None,
 ) -> JudgeReport:
-    """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing) in place.
+    """Judge ``nb`` (a submitted notebook after nbgrader's sanitizing, ``AdoptRelease`` its last step) in place.
 
     Which cells are tests, and what they run, comes from the instructor's notebook (``tests_source``),
     never from the submission's metadata: a cell with a test's grade id is judged here with the
     instructor's source; every other code cell is the student's and runs in the kernel, whatever its
-    metadata says. Every cell's metadata is the release's (``adopt_release``); a cell that is its released
-    counterpart unchanged is the instructor's and gets no outputs in the graded notebook. The tests run in
+    metadata says. Every cell's metadata is already the release's (``adopt_release``); a cell that is its released
+    counterpart unchanged (``instructors``, one flag a cell) is the instructor's and gets no outputs in the graded
+    notebook. The tests run in
     ``language`` (``submission_language``): their messages are the student's language, their verdicts the same.
     """
     from heads_and_masks import i18n
     from heads_and_masks.checks.core import secret_inputs
 
     report = JudgeReport(sandboxed=sandbox_available()[0])
-    instructors = adopt_release(nb, release)
     tests = []
     for index, cell in enumerate(nb.cells):
         grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -312,58 +239,12 @@ def judge_notebook(
     return report
 
 
-def _read_once(function):
-    """``function(path)`` read once per version of the file (path, size, mtime), not once per submission."""
-    cached = functools.lru_cache(maxsize=32)(lambda path, size, mtime: function(Path(path)))
-
-    @functools.wraps(function)
-    def read(path: Path):
-        stat = Path(path).stat()
-        return cached(str(path), stat.st_size, stat.st_mtime_ns)
-
-    return read
-
-
-def submission_language(metadata) -> str:
-    """The language a submission is graded in: the one its notebook's metadata names
-    (``heads_and_masks.language``, written by tools/translations.py in another language's build) if the course
-    has that language, else English. The student wrote that metadata: it only chooses among the course's
-    languages (the package's catalogs), so it can name neither a path nor a file, and it never changes what is
-    run or what a test gives: only the language of the messages and the release the submission is compared with."""
-    from heads_and_masks import i18n
-
-    chosen = metadata.get("heads_and_masks", {}) if isinstance(metadata, dict) else {}
-    named = chosen.get("language") if isinstance(chosen, dict) else None
-    return named if isinstance(named, str) and named in i18n.course_languages() else i18n.ENGLISH
-
-
-def language_release(release_directory: Path, language: str) -> Path:
-    """Where a language's student notebooks are released from: ``notebooks/`` for English, ``notebooks-ru/``
-    beside it for Russian (tools/build_notebooks.py's layout). ``language`` is one of the course's
-    (``submission_language``), never the student's text."""
-    from heads_and_masks import i18n
-
-    if language == i18n.ENGLISH:
-        return release_directory
-    return release_directory.with_name(f"{release_directory.name}-{language}")
-
-
-@_read_once
-def _release(path: Path) -> Release:
-    return Release.of(nbformat.read(path, as_version=4))  # only read: adopt_release copies what it takes
-
-
-@_read_once
-def _released_metadata(path: Path) -> dict:
-    return json.loads(json.dumps(nbformat.read(path, as_version=4).metadata))  # plain data, copied per use below
-
-
-@_read_once
+@read_once
 def _instructor_tests(path: Path) -> dict[str, str]:
     return instructor_tests(nbformat.read(path, as_version=4))
 
 
-class Judge(NbGraderPreprocessor):
+class Judge(CourseFolders):
     """nbgrader's execution step, replaced by the judge (``Autograde.autograde_preprocessors``)."""
 
     timeout = Integer(60, help="seconds for each cell and each call of a student function").tag(config=True)
@@ -371,33 +252,21 @@ class Judge(NbGraderPreprocessor):
     memory_mb = Integer(2048, help="memory of a grading kernel, MiB").tag(config=True)
     key_file = Unicode("", help="the grading key (grading_key.py); empty: the course's").tag(config=True)
     key = Bytes(b"", help="the grading key itself (a worker's, in memory); empty: key_file's").tag(config=True)
-    release_directory = Unicode("", help="where the released notebooks are (absolute)").tag(config=True)
-    source_directory = Unicode("", help="where the instructor's notebooks are (absolute)").tag(config=True)
 
     def preprocess(self, nb, resources):
         from . import grading_key
 
-        info = resources.get("nbgrader", {})
-        assignment, student, name = info.get("assignment", ""), info.get("student", ""), info.get("notebook", "")
+        assignment, student, name = notebook_key(resources)
+        adopted = ADOPTED.pop((assignment, student, name), None)
+        if adopted is None or len(adopted.instructors) != len(nb.cells):  # never judge what was not cleaned
+            raise RuntimeError(
+                f"{assignment}/{name} of {student} was not cleaned by AdoptRelease: it must end "
+                "Autograde.sanitize_preprocessors (nbgrader_config.py)"
+            )
         root = Path(self.config.CourseDirectory.get("root", REPO))
         key_file = Path(self.key_file) if self.key_file else grading_key.key_path(root)
         key = self.key or grading_key.load_or_create(key_file)  # a worker's is in memory (grade_worker.py)
-        source_dir = Path(
-            self.source_directory or Path(root) / self.config.CourseDirectory.get("source_directory", "source")
-        )
-        source = source_dir / assignment / f"{name}.ipynb"
-        tests_source = dict(_instructor_tests(source))
-        # the submission's language, read before its metadata is replaced: its messages, and its release
-        language = submission_language(nb.metadata)
-        released = language_release(Path(self.release_directory or root / "notebooks"), language)
-        release = released / assignment / f"{name}.ipynb"
-        if not release.exists():  # a language not released in this course: the English release's cells, by grade id
-            release = Path(self.release_directory or root / "notebooks") / assignment / f"{name}.ipynb"
-        if not release.exists():  # (a course that grades from its source alone): the same cells, by the same names
-            release = source
-        # The graded notebook's own metadata is the instructor's, never the submission's: tools that open it
-        # act on it (Jupytext's "formats" pairs and writes files where it says). So is each cell's (adopt_release).
-        nb.metadata = nbformat.from_dict(_released_metadata(release))
+        tests_source = dict(_instructor_tests(self.source_notebook(assignment, name)))
         code = [
             c.source
             for c in nb.cells
@@ -409,12 +278,12 @@ class Judge(NbGraderPreprocessor):
             tests_source=tests_source,
             key=key,
             context=context,
-            release=_release(release),
+            instructors=adopted.instructors,
             cell_timeout=self.timeout,
             budget_seconds=self.budget,
             memory_mb=self.memory_mb,
             assignment=assignment,
-            language=language,
+            language=adopted.language,
         )
         REPORTS[(assignment, student, name)] = report
         return nb, resources

@@ -35,6 +35,7 @@ c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_S
 c.OverwriteCells.add_missing_cells = True
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
+from autograde.adopt_release import AdoptRelease  # noqa: E402
 from autograde.feedback_filter import HideHiddenTests, SayInLanguage, SayLate, SayPending  # noqa: E402
 from autograde.feedback_math import TypesetMath  # noqa: E402
 from autograde.judge import Judge  # noqa: E402
@@ -44,10 +45,25 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPrep
 from nbgrader.preprocessors import (  # noqa: E402 - after the configuration above, as the imports before it
     AssignLatePenalties,
     CheckCellMetadata,
+    ClearOutput,
+    DeduplicateIds,
     GetGrades,
     LimitOutput,
+    OverwriteCells,
+    OverwriteKernelspec,
     SaveAutoGrades,
 )
+
+# nbgrader's own sanitizing, then the course's: the submitted notebook's metadata and every cell's become the
+# release's, and the student's text is shown as text (adopt_release.py), before the judge runs any of its code.
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    OverwriteCells,
+    CheckCellMetadata,
+    AdoptRelease,
+]
 
 # The judge replaces nbgrader's Execute: the student's code runs in a sandboxed kernel, every test
 # cell runs in the grader's own process against it (judge.py). Limits per cell and per notebook.

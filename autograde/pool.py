@@ -54,7 +54,7 @@ from .results import (
 )
 from .cluster import ALLOWED_FAILURES, dask_client, scheduler_security
 from .worker import fork_server
-from .run_data import Job, RunSettings, WorkerResult, files_of, released_notebooks, snapshot_gradebook
+from .run_data import Job, RunSettings, WorkerResult, checked, files_of, released_notebooks, snapshot_gradebook
 from .kernel.sandbox import check_kernels_can_see_the_course, forked_kernels, sandbox_available
 
 
@@ -451,7 +451,7 @@ def run_jobs(
     for future in as_completed(owner, loop=client.loop):
         student = owner.pop(future)
         try:
-            message, failure = future.result(), ""
+            message, failure = checked(WorkerResult, future.result()), ""  # a worker's: refused here if misshapen
         except KilledWorker as error:
             message, failure = None, f"died: {error}"
         except Exception as error:  # noqa: BLE001 - one submission never stops the class

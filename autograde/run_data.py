@@ -1,10 +1,16 @@
 """What a class run sends its workers besides the submissions: the gradebook as it was when the run began, and
 the files of the assignment's source and of its releases (``pool.run_jobs`` puts them in the run's settings).
+
+The shapes of what travels between the coordinator and its workers are typed dicts (plain data: Dask pickles
+it), checked where they arrive (``checked``): a field missing, one too many or of another type is refused there,
+by name, rather than found later as a KeyError deep in the grading.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import types
+import typing
 import uuid
 from pathlib import Path
 from typing import TypedDict
@@ -35,8 +41,8 @@ class Job(TypedDict):
     last: bool  # one of the run's last submissions, one per worker: no kernel is started after it
 
 
-class WorkerResult(TypedDict, total=False):
-    """What a grading task returns (statuses travel as their values, ``results.Status``)."""
+class _EveryWorkerResult(TypedDict):
+    """What every grading task returns, whatever became of its submission."""
 
     student: str
     ok: bool
@@ -46,10 +52,65 @@ class WorkerResult(TypedDict, total=False):
     judge_notes: list[str]
     judge_limits: list[str]
     judge_status: str | None
+
+
+class WorkerResult(_EveryWorkerResult, total=False):
+    """What a grading task returns (statuses travel as their values, ``results.Status``)."""
+
     failure: str  # a Status's value, when not ok
     notebooks: dict  # nbgrader's grades and comments (grade_worker.read_grades), when ok
-    timestamp: str | None
+    timestamp: str | None  # when ok
     autograded: dict[str, bytes]  # written by nbgrader, when ok
+
+
+class ShapeError(TypeError):
+    """Data that came from another process is not the shape its receiver reads (``checked``)."""
+
+
+def checked(shape: type, data: object) -> dict:
+    """``data`` itself if it has the fields of the typed dict ``shape``, no others, each of its declared type;
+    else ShapeError naming the field. For data that has just come from another process."""
+    name = shape.__name__
+    if not isinstance(data, dict):
+        raise ShapeError(f"a {name} must be a dict, not {type(data).__name__}")
+    missing = sorted(shape.__required_keys__ - data.keys())
+    extra = sorted(data.keys() - shape.__required_keys__ - shape.__optional_keys__, key=repr)
+    if missing:
+        raise ShapeError(f"a {name} lacks the {_fields(missing)}")
+    if extra:
+        raise ShapeError(f"a {name} has no {_fields(extra)}")
+    for field, hint in typing.get_type_hints(shape).items():
+        if field in data and not _fits(data[field], hint):
+            raise ShapeError(
+                f"the field {field!r} of a {name} must be {_spelled(hint)}, not {type(data[field]).__name__}"
+            )
+    return data
+
+
+def _fits(value: object, hint) -> bool:
+    """Whether ``value`` is of the type ``hint`` (the few the shapes above use), down into dicts and lists."""
+    origin, arguments = typing.get_origin(hint), typing.get_args(hint)
+    if hint is object:
+        return True
+    if hint is float:  # an int is a float here, as in the type system; a bool is not a number of seconds
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if origin in (types.UnionType, typing.Union):
+        return any(_fits(value, option) for option in arguments)
+    if origin is dict:
+        return isinstance(value, dict) and all(
+            _fits(key, arguments[0]) and _fits(item, arguments[1]) for key, item in value.items()
+        )
+    if origin is list:
+        return isinstance(value, list) and all(_fits(item, arguments[0]) for item in value)
+    return isinstance(value, hint)
+
+
+def _fields(names: list) -> str:
+    return ("field " if len(names) == 1 else "fields ") + ", ".join(map(repr, names))
+
+
+def _spelled(hint) -> str:
+    return hint.__name__ if isinstance(hint, type) and not typing.get_args(hint) else str(hint)
 
 
 def snapshot_gradebook(course: Course) -> bytes:

@@ -4,6 +4,7 @@ in place, memory, no ValueError, a float count), and every message of core.py th
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -71,6 +72,14 @@ WRONG_MASKS = [
 ]
 
 
+# several results in one (a tuple or a list): core.plain_values, as 04, 07, 02 and 08 call it
+WRONG_TUPLES = [
+    (("dq", "dk", "dv"), None, "ожидалось 3 значения (dq, dk, dv), а вернулось NoneType (не забыли `return`?)"),
+    (("out", "computed"), {"out": 0}, "ожидалось 2 значения (out, computed), а вернулось dict"),
+    (("w_q", "w_k", "w_v"), [1, 2], "ожидалось 3 значения (w_q, w_k, w_v), а вернулся list длины 2"),
+]
+
+
 def _report(check, answer) -> str:
     with pytest.raises(CheckFailed) as failure:
         check(answer)
@@ -90,6 +99,8 @@ def test_core_speaks_russian(capsys):
         reports += [(_report(check, answer), phrase) for check, answer, phrase in WRONG_MASKS]
         as_float = lambda L, g, d, n, batch=1, bytes_per_value=2: 2.0 * L * g * d * n * batch * bytes_per_value  # noqa: E731
         reports.append((_report(check_kv_cache_bytes, as_float), "если вы делили, используйте //"))
+        for names, result, phrase in WRONG_TUPLES:
+            reports.append((_report(functools.partial(core.plain_values, names=names, what="f()"), result), phrase))
         check_split_heads_errors(_split_heads)
         capsys.readouterr()
         check_split_heads_errors(_split_heads, thorough=True)  # adds no ✓ line of its own: says so in one

@@ -57,6 +57,6 @@ def test_learned_heads_checks_speak_russian(capsys):
     # the NaN of a fully masked row is named whatever the language of core's message about the warning
     assert failures[-1].misconception == "mask.fully_masked_nan", failures[-1].misconception
     assert "ключ t − 1, а не ключ t" in rules_report, rules_report
-    assert "ожидались три массива (dq, dk, dv)" in none_report, none_report
+    assert "ожидалось 3 значения (dq, dk, dv)" in none_report, none_report
     printed = capsys.readouterr().out
     assert "совпадают с эталоном и с конечными разностями" in printed and "для каждой головы" in printed, printed

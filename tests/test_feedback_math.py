@@ -74,7 +74,7 @@ def test_a_formula_that_cannot_be_read_stays_as_its_tex_in_code():
 
 def test_a_written_answer_stays_literal_text_with_its_formulas_typeset():
     from autograde.feedback_math import TypesetMath
-    from autograde.judge import as_text
+    from autograde.adopt_release import as_text
 
     answer = (
         "With $m = \\max_k s_k$ the factor $e^{-m}$ cancels <b>here</b> and [there](javascript:x).\n"

@@ -103,17 +103,31 @@ def test_every_kernel_gets_a_uid_of_its_own():
 
 
 def test_course_config_puts_the_judge_in_place_of_execute():
+    from nbgrader.converters import Autograde
     from traitlets.config.loader import PyFileConfigLoader
 
+    from autograde.adopt_release import AdoptRelease
     from autograde.judge import Judge
 
     config = PyFileConfigLoader("nbgrader_config.py", path=str(REPO / "autograde")).load_config()
     steps = config.Autograde.autograde_preprocessors
     assert steps[0] is Judge and not any(getattr(s, "__name__", "") == "Execute" for s in steps)
+    # the submitted notebook is cleaned by nbgrader's own sanitize step, all of it kept, the course's last
+    sanitizing = config.Autograde.sanitize_preprocessors
+    assert sanitizing == [*Autograde.class_traits()["sanitize_preprocessors"].default(), AdoptRelease]
     # the feedback's language first (the placeholder of a hidden test is said in it), then the hidden tests go,
     # before any step that renders the page
     assert config.GenerateFeedback.preprocessors[:2] == [SayInLanguage, HideHiddenTests]
     assert config.OverwriteCells.add_missing_cells is True
+
+
+def test_the_judge_refuses_a_notebook_the_sanitize_step_did_not_clean():
+    from autograde.judge import Judge
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('graded as it was handed in')")])
+    where = {"nbgrader": {"assignment": "00_start_here", "student": "ada", "notebook": "00_start_here"}}
+    with pytest.raises(RuntimeError, match="was not cleaned by AdoptRelease"):
+        Judge().preprocess(notebook, where)
 
 
 def test_grading_key_is_made_once_private_and_never_overwritten(tmp_path):

@@ -1,7 +1,7 @@
 """What a grading worker does with one submission: a Dask task, run in a worker process of the pool.
 
 ``grade_submission(run, job)`` receives everything as data (their shapes: ``run_data.RunSettings``, ``Job``,
-``WorkerResult``), never a path on the coordinator's disk:
+``WorkerResult``, each checked where it arrives: ``run_data.checked``), never a path on the coordinator's disk:
 
     run    {"id", "course_id", "assignment", "gradebook" (zlib of a snapshot of the course gradebook),
             "source" ({file name: bytes} of the assignment), "releases" ({language: {file name: bytes}}: its
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..course import Course
 from ..results import Status
-from ..run_data import Job, RunSettings, WorkerResult
+from ..run_data import Job, RunSettings, WorkerResult, checked
 
 _ROOTS: dict[str, Path] = {}  # run id -> this process's private course root for that run
 _LOCK = threading.Lock()
@@ -51,10 +51,10 @@ def private_course(run: RunSettings) -> Course:
             root = Path(tempfile.mkdtemp(prefix=f"hm-grading-{run['id']}-"))
             atexit.register(shutil.rmtree, root, True)
             (root / "gradebook.db").write_bytes(zlib.decompress(run["gradebook"]))
-            from ..judge import language_release  # (the judge's machinery is imported where it grades)
+            from ..adopt_release import language_release  # (the grading machinery is imported where it grades)
 
             folders = {root / "source" / run["assignment"]: run["source"]}
-            for language, files in run["releases"].items():  # release/, release-ru/: judge.language_release
+            for language, files in run["releases"].items():  # release/, release-ru/: adopt_release.language_release
                 folders[language_release(root / "release", language) / run["assignment"]] = files
             for folder, files in folders.items():
                 folder.mkdir(parents=True)
@@ -178,6 +178,7 @@ def grade_submission(run: RunSettings, job: Job) -> WorkerResult:
     from ..kernel import kernel_supply
     from ..collect import write_submission
 
+    run, job = checked(RunSettings, run), checked(Job, job)  # from the coordinator: refused here if misshapen
     if job.get("last"):  # among the run's last submissions: this worker expects none after it
         kernel_supply.kernel_supply().last_one()
     course = private_course(run)
@@ -196,8 +197,9 @@ def grade_submission(run: RunSettings, job: Job) -> WorkerResult:
         run["config"],
         **{
             "Judge.key": run["key"],  # in memory: the worker writes no copy of the key on its disk
-            "Judge.release_directory": str(course.path("release")),
-            "Judge.source_directory": str(course.path("source")),
+            # where the sanitize step (AdoptRelease) and the judge find the instructor's notebooks
+            "CourseFolders.release_directory": str(course.path("release")),
+            "CourseFolders.source_directory": str(course.path("source")),
         },
     )
     started = time.monotonic()

@@ -19,11 +19,12 @@ import numpy as np
 
 from .._answer_warnings import answer_warnings
 from .._guard import ReferenceUsedError, locked
-from ..i18n import N_, _, number, translated
+from ..i18n import N_, _, ngettext, number, translated
 from .misconceptions import MISCONCEPTIONS
 
 # Bound at import time: learner code that patches numpy afterwards does not reach these.
 _type, _isinstance, _len, _repr = builtins.type, builtins.isinstance, builtins.len, builtins.repr
+_tuple, _list = builtins.tuple, builtins.list
 _ndarray, _float64, _bool = np.ndarray, np.float64, np.bool_
 _array, _abs, _max, _isnan, _isfinite = np.array, np.abs, np.max, np.isnan, np.isfinite
 _array_equal, _issubdtype, _number, _argmax, _unravel = (
@@ -313,6 +314,39 @@ def plain_int(result, *, what: str) -> int:
             )
         )
     return int(result)
+
+
+def plain_values(result, names: tuple[str, ...], *, what: str) -> tuple | list:
+    """The learner's several results (a tuple or a list of as many as ``names``, the exercise's names for them:
+    ``("dq", "dk", "dv")``), or a failure saying what came back. Each value is checked by its own caller."""
+    __tracebackhide__ = True
+    count, listed, kind = _len(names), ", ".join(names), _type(result).__name__
+    if result is None:
+        fail(
+            ngettext(
+                "{what} should return {count} value ({names}), but it returned NoneType (did you forget the `return`?).",
+                "{what} should return {count} values ({names}), but it returned NoneType (did you forget the `return`?).",
+                count,
+            ).format(what=what, count=count, names=listed),
+            "conventions.no_return",
+        )
+    if _type(result) not in (_tuple, _list):
+        fail(
+            ngettext(
+                "{what} should return {count} value ({names}), but it returned a {kind}.",
+                "{what} should return {count} values ({names}), but it returned a {kind}.",
+                count,
+            ).format(what=what, count=count, names=listed, kind=kind)
+        )
+    if _len(result) != count:
+        fail(
+            ngettext(
+                "{what} should return {count} value ({names}), but it returned a {kind} of length {length}.",
+                "{what} should return {count} values ({names}), but it returned a {kind} of length {length}.",
+                count,
+            ).format(what=what, count=count, names=listed, kind=kind, length=_len(result))
+        )
+    return result
 
 
 def plain_float(result, *, what: str) -> float:

@@ -12,10 +12,11 @@ from ..attention import attention as reference_attention
 from ..i18n import N_, _, ngettext, number, translated
 from ..masks import causal_mask as reference_causal
 from .core import CheckFailed, call, call_count, exercise_check, expect_value_error, fail, passed, rng, secret_draws
-from .core import expect_close, expect_shape, raised_by_the_answer, plain_array, plain_bool_array, sentence
+from .core import expect_close, expect_shape, raised_by_the_answer, plain_array, plain_bool_array, plain_values
+from .core import sentence
 from .other_masks import expect_same_mask
 
-_type, _len, _isinstance = builtins.type, builtins.len, builtins.isinstance
+_type = builtins.type
 _array_equal = np.array_equal
 _DECODE_ARGUMENTS = ("q_new", "k_new", "v_new", "k_cache", "v_cache")
 
@@ -74,25 +75,7 @@ _NEW_QUERY, _ROW, _QUERY, _KEY = N_("new query"), N_("row"), N_("query"), N_("ke
 
 def _tuple_of_three(result, what):
     __tracebackhide__ = True
-    if result is None:
-        fail(
-            _(
-                "{what} should return three arrays, (out, k_cache, v_cache), but it returned NoneType "
-                "(did you forget the `return`?)"
-            ).format(what=what)
-        )
-    if _type(result) in (tuple, list) and _len(result) != 3:
-        fail(
-            _(
-                "{what} should return three arrays, (out, k_cache, v_cache), but it returned {kind} of length {length}"
-            ).format(what=what, kind=_type(result).__name__, length=_len(result))
-        )
-    if _type(result) not in (tuple, list):
-        fail(
-            _("{what} should return three arrays, (out, k_cache, v_cache), but it returned {kind}").format(
-                what=what, kind=_type(result).__name__
-            )
-        )
+    result = plain_values(result, ("out", "k_cache", "v_cache"), what=what)
     return [plain_array(r, what=f"{what}[{i}]") for i, r in enumerate(result)]
 
 

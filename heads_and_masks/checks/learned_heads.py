@@ -20,7 +20,7 @@ from ..training import attention_backward as reference_backward
 from ..training import rule_weights as reference_rule_weights
 from ..i18n import _, number
 from .core import CheckFailed, call, exercise_check, fail, passed, rng, secret_draws
-from .core import _isnan, _type, expect_close, expect_shape, plain_array, sentence
+from .core import _isnan, expect_close, expect_shape, plain_array, plain_values, sentence
 
 _NAMES = ("dq", "dk", "dv")
 
@@ -133,23 +133,7 @@ def _wrong_gradients(q, k, v, mask, dout):
 
 def _as_three(result, what):
     __tracebackhide__ = True
-    kind = _type(result).__name__
-    if result is None:
-        fail(
-            _(
-                "{what} should return three arrays (dq, dk, dv), but it returned a {kind} (did you forget the `return`?)."
-            ).format(what=what, kind=kind)
-        )
-    if _type(result) in (tuple, list) and len(result) != 3:
-        fail(
-            _("{what} should return three arrays (dq, dk, dv), but it returned a {kind} of length {length}.").format(
-                what=what, kind=kind, length=len(result)
-            )
-        )
-    if _type(result) not in (tuple, list):
-        fail(
-            _("{what} should return three arrays (dq, dk, dv), but it returned a {kind}.").format(what=what, kind=kind)
-        )
+    result = plain_values(result, _NAMES, what=what)
     return [plain_array(r, what=_("{name} of {what}").format(name=name, what=what)) for r, name in zip(result, _NAMES)]
 
 

@@ -23,9 +23,9 @@ from ..i18n import N_, _, number, translated
 from ..retrieval import head_weights, token_vectors
 from ..score_noise import exact_winning_rate, win_probability
 from .core import call, exercise_check, expect_value_error, fail, passed, rng
-from .core import expect_close, plain_array, plain_float
+from .core import expect_close, plain_array, plain_float, plain_values
 
-_type, _len, _tuple, _list = builtins.type, builtins.len, builtins.tuple, builtins.list
+_type, _len = builtins.type, builtins.len
 
 ENOUGH = 0.98  # the weight a head must put on the key its rule names
 TRIALS = 4000  # trials the checks ask of winning_rate
@@ -39,23 +39,9 @@ _HEAD_NAMES = (N_("head 0 (previous token)"), N_("head 1 (first token)"))
 def _learner_heads(retrieval_heads, n, c):
     __tracebackhide__ = True
     what = f"retrieval_heads({n}, {c})"
-    result = call(retrieval_heads, n, c, what=what)
-    if _type(result) not in (_tuple, _list) or _len(result) != 3:
-        returned = _type(result).__name__
-        if _type(result) in (_tuple, _list):
-            fail(
-                _(
-                    "{what} should return three arrays (w_q, w_k, w_v), but it returned a {type} of length {length}."
-                ).format(what=what, type=returned, length=_len(result))
-            )
-        fail(
-            _("{what} should return three arrays (w_q, w_k, w_v), but it returned {type}.").format(
-                what=what, type=returned
-            )
-        )
-    w_q, w_k, w_v = (
-        plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in enumerate(zip(result, ("w_q", "w_k", "w_v")))
-    )
+    names = ("w_q", "w_k", "w_v")
+    result = plain_values(call(retrieval_heads, n, c, what=what), names, what=what)
+    w_q, w_k, w_v = (plain_array(w, what=f"{what}[{i}] ({name})") for i, (w, name) in enumerate(zip(result, names)))
     return what, w_q, w_k, w_v
 
 

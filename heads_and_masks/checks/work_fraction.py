@@ -19,7 +19,7 @@ from ..tiled import blocked_causal_attention as _reference_blocked
 from ..tiled import tiled_computed_entries as _reference_computed
 from ..i18n import N_, _, ngettext, number, translated
 from .core import call, exercise_check, expect_value_error, fail, passed, rng
-from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int
+from .core import expect_close, expect_shape, is_close, plain_array, plain_float, plain_int, plain_values
 
 
 # Bound now: a learner's cell that replaces these later does not change how memory is measured.
@@ -292,21 +292,7 @@ def _run(blocked, q, k, v, block, label, memory_hint=""):
         memory_hint=memory_hint,
         memory_misconception="tiles.full_matrix_built" if memory_hint else None,
     )
-    kind = type(result).__name__
-    if result is None:
-        fail(
-            _(
-                "{what} should return a pair (out, computed), but it returned {kind} (did you forget the `return`?)."
-            ).format(what=what, kind=kind)
-        )
-    if type(result) in (tuple, list) and len(result) != 2:
-        fail(
-            _("{what} should return a pair (out, computed), but it returned {kind} of length {length}.").format(
-                what=what, kind=kind, length=len(result)
-            )
-        )
-    if type(result) not in (tuple, list):
-        fail(_("{what} should return a pair (out, computed), but it returned {kind}.").format(what=what, kind=kind))
+    result = plain_values(result, ("out", "computed"), what=what)
     out = plain_array(result[0], what=_("the output of {what}").format(what=what))
     computed = plain_int(result[1], what=_("the count `computed` of {what}").format(what=what))
     return what, out, computed

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import functools
 
+from .positions import made_on_first_use
+
 _ESM = """
 let count = 0;
 function render({ model, el }) {
@@ -264,12 +266,7 @@ def toggle_buttons(options, value, description: str = "", button_width: str = ""
     return _choice_class()(options, value, description=description, button_width=button_width)
 
 
-def __getattr__(name: str):
-    """``ToggleButtons``, ``OnOffButton`` and ``Dropdown`` as module names (made on first use)."""
-    if name == "ToggleButtons":
-        return _choice_class()
-    if name == "OnOffButton":
-        return _on_off_class()
-    if name == "Dropdown":
-        return _dropdown_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``ToggleButtons``, ``OnOffButton`` and ``Dropdown`` as module names (made on first use)
+__getattr__ = made_on_first_use(
+    __name__, {"ToggleButtons": _choice_class, "OnOffButton": _on_off_class, "Dropdown": _dropdown_class}
+)

@@ -2,9 +2,11 @@
 
 The browser sees ``labels`` and moves ``index``; Python sees ``value``, the position at ``index``.
 The group of buttons (choice.py) and the slider (slider.py) differ only in how a value finds its position.
+Both name their classes the same way, made on first use (``made_on_first_use``).
 """
 
 import functools
+from collections.abc import Callable
 
 
 @functools.cache
@@ -26,3 +28,15 @@ def positions_class():
             self.value = self.positions[change["new"]]
 
     return LabelledPositions
+
+
+def made_on_first_use(module: str, makers: dict[str, Callable[[], type]]) -> Callable[[str], type]:
+    """A module's ``__getattr__`` (PEP 562) that gives its widget classes by name, each made by its maker when it is
+    first asked for: importing the module makes none (in grading mode anywidget is not imported)."""
+
+    def __getattr__(name: str) -> type:
+        if name in makers:
+            return makers[name]()
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 
 from ..readable import readable_number
+from .positions import made_on_first_use
 
 # The browser side. Positions are 0 … labels.length − 1; moving the thumb sends the new position at once
 # (the course's widgets redraw in a few milliseconds, so a drag shows every step).
@@ -213,9 +214,12 @@ def selection_slider(options, value, description: str = ""):
     return _classes()[2](options, value, description=description)
 
 
-def __getattr__(name: str):
-    """``IntSlider``, ``FloatSlider`` and ``SelectionSlider`` as module names (made on first use)."""
-    classes = dict(zip(("IntSlider", "FloatSlider", "SelectionSlider"), _classes(), strict=True))
-    if name in classes:
-        return classes[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``IntSlider``, ``FloatSlider`` and ``SelectionSlider`` as module names (made on first use)
+__getattr__ = made_on_first_use(
+    __name__,
+    {
+        "IntSlider": lambda: _classes()[0],
+        "FloatSlider": lambda: _classes()[1],
+        "SelectionSlider": lambda: _classes()[2],
+    },
+)
