@@ -462,7 +462,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
             late=late,
             statuses=statuses,
             similar_pairs=similar_pairs,
-            similarity_page=f"autograde/reports/{assignment.name}-similarity.html",
+            similarity_page=f"class/reports/{assignment.name}-similarity.html",
             persisting=persistence(others),
             graded_names=", ".join(a.name for a in others),
         )

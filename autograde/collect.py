@@ -482,11 +482,11 @@ def collection(course: Course, assignment: str) -> Collection:
 
 def collect_exchange(course: Course, assignment: str) -> list[str]:
     """The latest submission of every student in the course's exchange (``course.exchange_location``), into
-    ``submitted/``; the roster of accounts is ``autograde/accounts.csv`` when there is one (``exchange.Accounts``).
+    ``submitted/``; the roster of accounts is ``class/accounts.csv`` when there is one (``exchange.Accounts``).
     ExchangeProblem (one line, what to do) when there is no inbound folder, or not the course's own."""
     inbound = open_inbound(course.exchange_root / course.course_id, course.exchange_location)
     try:
-        accounts = Accounts.read(course.root / course.runtime / "accounts.csv")
+        accounts = Accounts.read(course.runtime_root / "accounts.csv")
         setup(course, assignment)
         return from_exchange(collection(course, assignment), inbound, accounts)
     finally:
@@ -531,5 +531,5 @@ def collection_notes(course: Course, assignment: str) -> dict[str, list[str]]:
 
 
 def original_ids(course: Course) -> dict[str, str]:
-    record = course.root / course.runtime / "results" / "collection.json"
+    record = course.runtime_root / "results" / "collection.json"
     return json.loads(record.read_text()).get("ids", {}) if record.exists() else {}

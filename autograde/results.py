@@ -170,7 +170,7 @@ def write_result(course: Course, result: Result) -> None:
 
 
 def read_results(course: Course, assignment: str) -> dict[str, Result]:
-    folder = course.root / course.runtime / "results" / assignment
+    folder = course.runtime_root / "results" / assignment
     results = {}
     if folder.exists():
         for path in sorted(folder.glob("*.json")):

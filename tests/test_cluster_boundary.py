@@ -207,7 +207,7 @@ def test_a_local_user_reaches_nothing_of_a_grading_run():
             ]
 
         if report["uid"] != os.geteuid():  # the files: only another user's view says anything
-            runtime = course / "autograde"
+            runtime = course / "class"
             assert (runtime / "gradebook.db").is_file() and any((runtime / "logs").rglob("*.log")), (
                 "nothing was left to read: nothing was tested"
             )
@@ -243,4 +243,4 @@ def test_an_existing_cluster_must_speak_tls(tmp_path, address, refusal):
     )
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert refusal in refused.stderr and "docs/instructors.md" in refused.stderr, refused.stderr
-    assert "Traceback" not in refused.stderr and not (tmp_path / "autograde").exists(), refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "class").exists(), refused.stderr

@@ -180,7 +180,7 @@ def odd_class():
     pages = {
         p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback(run.course, A, release_to_students=True)
     }
-    rows = export_grades(run.course, run.course.root / "autograde" / "grades.csv", [A])
+    rows = export_grades(run.course, run.course.root / "class" / "grades.csv", [A])
     class_page = write_class_report(run.course, A)[0].read_text(encoding="utf-8")
     return run, pages, rows, class_page
 
