@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from heads_and_masks.i18n import ngettext
 
-from .collect import printable
+from .submission_files import printable
 from .course import Course, roster
 from .results import Status, pending_from_gradebook, read_results
 

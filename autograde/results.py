@@ -16,7 +16,7 @@ import json
 import os
 from pathlib import Path
 
-from .collect import printable
+from .submission_files import printable
 from .course import Course, gradebook
 from .lateness import Lateness, how_late
 

@@ -201,7 +201,7 @@ def _hand_ins(canary: Path, course_root: Path) -> dict[str, object]:
         hand_ins[f"test_cell_{flag}_{str(value).lower()}"] = tampered
     # a folder named like another student's safe id, and a submission time of the student's choosing
     hand_ins[CLASHED_ID] = submission(ASSIGNMENT, {})
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     hand_ins[safe_id(CLASHED_ID)] = student_notebook(ASSIGNMENT)
     hand_ins["backdated"] = {
@@ -230,7 +230,7 @@ def _grade_hostile_class(hand_ins: dict[str, object], scratch: Path):
 
 
 def _by_original(run, original: str):
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     return run.results[safe_id(original)]
 
@@ -583,7 +583,7 @@ def test_a_feedback_page_over_its_bound_is_a_note_and_the_next_page_is_made_all_
 
 def test_a_borrowed_id_never_replaces_a_classmate():
     run = hostile_class()[0]
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     owner = run.results[safe_id(CLASHED_ID)]
     assert _full_marks(owner), owner.line()

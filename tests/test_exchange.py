@@ -277,7 +277,7 @@ def test_the_forger_earns_nothing_and_is_named(exchange_class):
 
 
 def test_submission_time_is_not_the_students_choice(exchange_class):
-    from autograde.collect import collected_timestamp
+    from autograde.submission_files import collected_timestamp
     from autograde.course import gradebook
 
     course = exchange_class["course"]
