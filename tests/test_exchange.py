@@ -343,9 +343,9 @@ def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class)
     # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
     # graded notebooks, feedback, records, logs, the roster), were the course this repository: git commits none.
     assert (course.root / "class" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
-    assert _committable(course) == [], "an instructor's `git add -A` would commit these"
     assert not (course.root / "autograde").exists(), "the class's data is in its own folder, not the grader's"
     assert stat.S_IMODE(course.runtime_root.stat().st_mode) == 0o700, "the class's folder is the instructor's alone"
+    assert _committable(course) == [], "an instructor's `git add -A` would commit these"
 
 
 def _committable(course: Course) -> list[str]:
