@@ -87,7 +87,7 @@ bench-torch: $(STAMP)
 # e.g. /etc/jupyter/nbgrader_config.py, else /usr/local/share/nbgrader/exchange), or EXCHANGE=/path for
 # every target alike.
 ASSIGNMENT ?= 00_start_here
-# DB=<SQLAlchemy URL>: the gradebook on a database server instead of autograde/gradebook.db, for every target
+# DB=<SQLAlchemy URL>: the gradebook on a database server instead of class/gradebook.db, for every target
 # (grading, export, the formgrader of instructor-lab), e.g. DB=postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks
 ifdef DB
 export HEADS_AND_MASKS_GRADEBOOK_URL := $(DB)
@@ -111,8 +111,9 @@ grade: $(STAMP)
 feedback: $(STAMP)
 	$(GRADE) feedback $(ASSIGNMENT) --release
 
-# make export: autograde/grades.csv. FORMAT=canvas or FORMAT=moodle: the file that LMS's gradebook import
-# reads (autograde/grades-canvas.csv, ...), one column per assignment; PER_EXERCISE=1: one per exercise.
+# make export: class/grades.csv, in the class's folder (autograde/class_folder.py). FORMAT=canvas or FORMAT=moodle:
+# the file that LMS's gradebook import reads (class/grades-canvas.csv, ...), one column per assignment;
+# PER_EXERCISE=1: one per exercise.
 FORMAT ?= csv
 export: $(STAMP)
 	$(GRADE) export --format $(FORMAT) $(if $(filter 1 yes true,$(PER_EXERCISE)),--per-exercise)

@@ -2,10 +2,13 @@
 
     0. the course: its folders, the one way nbgrader is called ..........  course.py
          the released copies, told what their kernel will say ...........  kernel_language.py
+         the class's data in class/, and its move from autograde/ .......  class_folder.py
     1. collection of submissions (exchange, LMS zip, folder) ............  collect.py
+         the files of one submission, read as untrusted .................  submission_files.py
          nbgrader's exchange: where, its modes, who is who ..............  exchange.py
     2. inspection: can it be graded, what is unusual about it ...........  inspection.py  (+ scan.py)
     3. the pool: every submission graded in parallel, on Dask ...........  pool.py        (+ worker/)
+         one task per submission, each result recorded as it comes ......  run_tasks.py
          the Dask cluster and its workers' plugin .......................  cluster.py
          what the run sends its workers (gradebook, source, releases) ...  run_data.py
          each in a sandboxed kernel .....................................  kernel/sandbox.py (+ kernel_manager.py)

@@ -55,6 +55,7 @@ from .class_marks import (
     read_assignment,
     score_distribution,
 )
+from .class_folder import CLASS_FOLDER
 from .course import Course
 from .lateness import how_late, shown_time
 from .report import written_in
@@ -321,7 +322,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
             assignment.statuses.items(), key=lambda i: (order.get(i[1][0], 99), i[0])
         )
     ]
-    similarity_page = f"autograde/reports/{assignment.name}-similarity.html"
+    similarity_page = f"{CLASS_FOLDER}/reports/{assignment.name}-similarity.html"
     return (
         _template().render(
             language=written_in(),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from .class_folder import CLASS_FOLDER
 from .exchange import ExchangeLocation, ExchangeProblem, close_inbound, configured_exchange, prepare
 from .kernel_language import tell_notebooks_their_kernel
 
@@ -26,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 STEPS = ("source", "release", "submitted", "autograded", "feedback", "solution")
 EXCHANGE_COMMANDS = ("release_assignment", "release_feedback")  # nbgrader's, of those the pipeline runs
-# The gradebook's database, when it is not the SQLite file autograde/gradebook.db: a SQLAlchemy URL such as
+# The gradebook's database, when it is not the SQLite file class/gradebook.db: a SQLAlchemy URL such as
 # postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks, so that several graders (formgrader) and the autograder share one
 # database server (docs/instructors.md). Read by autograde/grade.py (every make target) and by
 # autograde/nbgrader_config.py (nbgrader's own commands, the formgrader).
@@ -114,12 +115,12 @@ class Course:
     course_id: str = "heads-and-masks"
     source: str = "solutions"
     release: str = "notebooks"
-    submitted: str = "autograde/submitted"
-    autograded: str = "autograde/autograded"
-    feedback: str = "autograde/feedback"
-    solution: str = "autograde/solution"
-    runtime: str = "autograde"  # gradebook.db, results/, reports/, work/, logs/
-    database: str | None = None  # the gradebook's SQLAlchemy URL (None: the SQLite file runtime/gradebook.db)
+    submitted: str = f"{CLASS_FOLDER}/submitted"
+    autograded: str = f"{CLASS_FOLDER}/autograded"
+    feedback: str = f"{CLASS_FOLDER}/feedback"
+    solution: str = f"{CLASS_FOLDER}/solution"
+    runtime: str = CLASS_FOLDER  # the class's folder: gradebook.db, grading-key, results/, reports/, work/, logs/
+    database: str | None = None  # the gradebook's SQLAlchemy URL (None: the SQLite file class/gradebook.db)
 
     def __post_init__(self):
         self.root = Path(self.root).resolve()
@@ -147,8 +148,13 @@ class Course:
         return self.exchange_location.root
 
     @property
+    def runtime_root(self) -> Path:
+        """The class's folder (class_folder.py): everything grading keeps of this class."""
+        return self.root / self.runtime
+
+    @property
     def gradebook_path(self) -> Path:
-        return self.root / self.runtime / "gradebook.db"
+        return self.runtime_root / "gradebook.db"
 
     @property
     def db_url(self) -> str:
@@ -173,9 +179,10 @@ class Course:
         return make_url(self.database).render_as_string(hide_password=True)
 
     def runtime_dir(self, *parts: str) -> Path:
-        folder = self.root / self.runtime / Path(*parts)
-        if not folder.is_dir():  # its top folder (logs, work, results, ...) is the instructor's alone
-            (self.root / self.runtime / parts[0]).mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder = self.runtime_root / Path(*parts)
+        if not folder.is_dir():  # the class's folder, and its top folder (logs, work, ...), are the instructor's alone
+            self.runtime_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (self.runtime_root / parts[0]).mkdir(mode=0o700, exist_ok=True)
             folder.mkdir(parents=True, exist_ok=True)
         return folder
 
@@ -184,10 +191,10 @@ class Course:
         test), the exported grades (the CSV and the LMS files), and the folders of submissions, graded notebooks,
         feedback, results, reports, logs and grading's work files (folders 0700, files 0600; nbgrader writes its
         notebooks 0644, so the folders are what hides them). On a shared JupyterHub host the course folder may be in reach of
-        every student. The grading key is made 0600 (grading_key.py)."""
-        runtime = self.root / self.runtime
-        # the gradebook's file (none when it is on a database server), the CSV, the LMS files
-        kept = [self.gradebook_path, runtime / "grades.csv", *runtime.glob("grades-*.csv")]
+        every student. The class's folder itself is made 0700; the grading key is made 0600 (grading_key.py)."""
+        runtime = self.runtime_root
+        # the class's folder, the gradebook's file (none when it is on a database server), the CSV, the LMS files
+        kept = [runtime, self.gradebook_path, runtime / "grades.csv", *runtime.glob("grades-*.csv")]
         kept += [runtime / name for name in ("results", "reports", "logs", "work")]
         kept += [self.path(step) for step in ("submitted", "autograded", "feedback", "solution")]
         for path in kept:
@@ -432,13 +439,13 @@ def roster(course: Course, assignment: str) -> list[str]:
     """Every student the course knows: in the gradebook, with a submission, graded before, or named in a note
     of the collection (e.g. an account whose only folder in the exchange was refused: the report names it)."""
     students = set(students_with_submissions(course, assignment))
-    record = course.root / course.runtime / "results" / "collection.json"
+    record = course.runtime_root / "results" / "collection.json"
     if record.exists():
         students |= set(json.loads(record.read_text()).get("notes", {}).get(assignment, {}))
     if course.has_gradebook():
         with gradebook(course) as gb:
             students |= {s.id for s in gb.students}
-    results = course.root / course.runtime / "results" / assignment
+    results = course.runtime_root / "results" / assignment
     if results.exists():
         students |= {p.stem for p in results.glob("*.json")}
     return sorted(students)

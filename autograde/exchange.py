@@ -15,7 +15,7 @@ and no student could reach the exchange).
 **Who.** A submitted folder's name (``<student>+<assignment>+<time>+<random>``) and its ``timestamp.txt``
 are written by the student and prove nothing: every user can write to ``inbound``. The Unix account that
 owns the folder is what the student cannot forge (only root can give a file away). The account is the
-student id, as nbgrader assumes, unless the course's roster ``autograde/accounts.csv`` says otherwise.
+student id, as nbgrader assumes, unless the course's roster ``class/accounts.csv`` says otherwise.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def account_name(uid: int) -> str:
 @dataclasses.dataclass
 class Accounts:
     """Which Unix account is which student. Without a roster every account is the student of its own name
-    (nbgrader's assumption); with one (``autograde/accounts.csv``, columns ``account`` and ``student_id``, the
+    (nbgrader's assumption); with one (``class/accounts.csv``, columns ``account`` and ``student_id``, the
     latter empty for the same name) only the accounts listed are students, under the id it gives."""
 
     students: dict[str, str] | None = None  # account -> student id; None: no roster

@@ -19,7 +19,7 @@ import csv
 import dataclasses
 from pathlib import Path
 
-from .collect import printable
+from .submission_files import printable
 from .course import Course, due_date, gradebook, in_gradebook, roster
 from .lateness import Lateness, late_sentence, shown_time
 from .results import (

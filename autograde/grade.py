@@ -19,7 +19,7 @@ similarity).
 Every command works on the course root (the repository, or ``--root``) with the layout of
 ``autograde/nbgrader_config.py``. The exchange is where nbgrader's configuration puts it (``Exchange.root``,
 as nbgrader's own commands find it), or ``--exchange DIR`` for every command alike. The gradebook is the
-SQLite file autograde/gradebook.db, or the database ``--db URL`` names (default: $HEADS_AND_MASKS_GRADEBOOK_URL,
+SQLite file class/gradebook.db, or the database ``--db URL`` names (default: $HEADS_AND_MASKS_GRADEBOOK_URL,
 which ``make ... DB=URL`` sets), e.g. ``postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks`` for
 several graders at once (docs/instructors.md). ``autograde`` is safe to run again: what is already graded
 from the same files is skipped, and a run that was interrupted resumes. See docs/instructors.md.
@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="URL",
         help="the gradebook's database, a SQLAlchemy URL (default: $HEADS_AND_MASKS_GRADEBOOK_URL, else the SQLite "
-        "file autograde/gradebook.db)",
+        "file class/gradebook.db)",
     )
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -130,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--per-exercise", action="store_true", help="canvas, moodle: one column per exercise, not per assignment"
     )
     export_parser.add_argument(
-        "--output", type=Path, default=None, help="default: autograde/grades.csv, autograde/grades-canvas.csv, ..."
+        "--output", type=Path, default=None, help="default: class/grades.csv, class/grades-canvas.csv, ..."
     )
 
     everything_parser = commands.add_parser("all", help="collect, autograde, feedback, export, report")
@@ -279,6 +279,7 @@ def run_command(args) -> int:
     except PasswordInURL as refused:  # said before anything connects
         raise SystemExit(f"error: {refused}") from None
     course = Course(root=args.root or REPO, exchange=args.exchange, course_id=args.course_id, database=database)
+    move_class_data(course.root)
     named = [args.assignment] if getattr(args, "assignment", None) else list(getattr(args, "assignments", None) or [])
     source = course.path("source")
     for assignment in named:  # a typo is said plainly, before any step starts
@@ -293,6 +294,20 @@ def run_command(args) -> int:
     with use_language(report_language(getattr(args, "report_language", None))):
         args.func(course, args)  # the sub-command's function (build_parser: set_defaults(func=...))
     return 0
+
+
+def move_class_data(root: Path) -> None:
+    """A course graded before the class's data had a folder of its own keeps it in ``autograde/``: moved to
+    ``class/`` on the first command (this one, or the instructor's lab), said in one line; stopped, with what
+    to do, when both places hold some of it (class_folder.py)."""
+    from autograde.class_folder import OldLayoutInTheWay, move_old_layout
+
+    try:
+        moved = move_old_layout(root)
+    except OldLayoutInTheWay as problem:
+        raise SystemExit(f"error: {problem}") from None
+    if moved:
+        print(moved)
 
 
 def setup_command(course, args) -> None:
@@ -419,7 +434,7 @@ def export_csv(course, output: Path | None, assignments: list[str] | None) -> No
     """The course's CSV (``export``, and the export step of ``all``): one column per exercise."""
     from autograde import export
 
-    output = output or course.root / course.runtime / "grades.csv"
+    output = output or course.runtime_root / "grades.csv"
     rows = export.export_grades(course, output, assignments)
     print(
         ngettext("wrote {n} row to {output}", "wrote {n} rows to {output}", len(rows)).format(
@@ -440,7 +455,7 @@ def export_command(course, args) -> None:
         export_csv(course, args.output, args.assignments or None)
         return
     name = f"grades-{args.format}" + ("-per-exercise" if args.per_exercise else "") + ".csv"
-    output = args.output or course.root / course.runtime / name
+    output = args.output or course.runtime_root / name
     rows = export.export_for_lms(course, output, args.format, args.assignments or None, args.per_exercise)
     students = len(rows) - (args.format == "canvas")  # Canvas's file starts with its row of points possible
     lms = {"canvas": "Canvas", "moodle": "Moodle"}[args.format]

@@ -7,7 +7,7 @@ drawn from ``HMAC(key, assignment / notebook / student / the submission's code /
 and even with the feedback of one submission in hand, any change to the code draws new ones.
 
 The key is made on the first ``make grade`` (32 random bytes, hex, mode 0600) at
-``autograde/grading-key`` in the course root, which git ignores, or read from the file named by
+``class/grading-key`` in the course root (the class's folder, class_folder.py), which git ignores, or read from the file named by
 ``HEADS_AND_MASKS_GRADING_KEY_FILE`` (a JupyterHub deployment keeps it in the grader's home or a
 secret volume, see docs/jupyterhub.md). It never enters a kernel: kernels get an environment built
 from nothing and see no course folder.
@@ -19,12 +19,14 @@ import os
 import secrets
 from pathlib import Path
 
+from .class_folder import CLASS_FOLDER
+
 KEY_FILE_ENV = "HEADS_AND_MASKS_GRADING_KEY_FILE"
 
 
 def key_path(course_root: Path) -> Path:
     configured = os.environ.get(KEY_FILE_ENV)
-    return Path(configured) if configured else Path(course_root) / "autograde" / "grading-key"
+    return Path(configured) if configured else Path(course_root) / CLASS_FOLDER / "grading-key"
 
 
 def load_or_create(path: Path) -> bytes:

@@ -17,7 +17,8 @@ from pathlib import Path
 import nbformat
 
 from .bounds import notebook_shape, structure_limits
-from .collect import collection_notes, read_regular
+from .collect import collection_notes
+from .submission_files import read_regular
 from .course import Course, expected_notebooks, grade_id, is_answer, is_test
 from .results import Status
 

@@ -2,10 +2,11 @@
 
     solutions/<assignment>/          the source (instructor version, with solutions and hidden tests)
     notebooks/<assignment>/          the release (student version), committed
-    autograde/submitted|autograded|feedback|solution/<student>/<assignment>/   runtime, never committed
-    autograde/gradebook.db           the gradebook, runtime, never committed (or the database server that
+    class/                           the class's folder, never committed (autograde/class_folder.py):
+    class/submitted|autograded|feedback|solution/<student>/<assignment>/
+    class/gradebook.db               the gradebook (or the database server that
                                      $HEADS_AND_MASKS_GRADEBOOK_URL names: docs/instructors.md)
-    autograde/grading-key            the instructor's secret for hidden inputs (grading_key.py), never committed
+    class/grading-key                the instructor's secret for hidden inputs (grading_key.py)
 
 Run nbgrader from this folder (``cd autograde && nbgrader ...``) or through the Makefile targets.
 """
@@ -20,15 +21,18 @@ c.CourseDirectory.course_id = "heads-and-masks"
 c.CourseDirectory.root = os.path.dirname(here)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
-c.CourseDirectory.submitted_directory = "autograde/submitted"
-c.CourseDirectory.autograded_directory = "autograde/autograded"
-c.CourseDirectory.feedback_directory = "autograde/feedback"
-c.CourseDirectory.solution_directory = "autograde/solution"
-# The gradebook: the SQLite file beside this one, or the database server the instructor named for every grader
+c.CourseDirectory.submitted_directory = "class/submitted"
+c.CourseDirectory.autograded_directory = "class/autograded"
+c.CourseDirectory.feedback_directory = "class/feedback"
+c.CourseDirectory.solution_directory = "class/solution"
+# The gradebook: the SQLite file in the class's folder, or the database server the instructor named for every grader
 # (HEADS_AND_MASKS_GRADEBOOK_URL, e.g. postgresql+psycopg://heads_grader@127.0.0.1/heads_and_masks), read as the grading commands read it.
 from autograde.course import configured_gradebook_url  # noqa: E402
 
-c.CourseDirectory.db_url = configured_gradebook_url() or "sqlite:///" + os.path.join(here, "gradebook.db")
+class_folder = os.path.join(os.path.dirname(here), "class")  # the class's folder (autograde/class_folder.py)
+c.CourseDirectory.db_url = configured_gradebook_url() or "sqlite:///" + os.path.join(class_folder, "gradebook.db")
+if not configured_gradebook_url():  # SQLite makes the file, not its folder (a fresh course: formgrader, hub roster)
+    os.makedirs(class_folder, mode=0o700, exist_ok=True)
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", ".DS_Store"]
 
 # A test cell that a student deleted is put back and judged, instead of silently scoring nothing.

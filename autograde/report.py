@@ -11,7 +11,7 @@ from __future__ import annotations
 from heads_and_masks import i18n
 from heads_and_masks.i18n import _, ngettext, number, translated
 
-from .collect import printable
+from .submission_files import printable
 from .course import Course, roster
 from .results import Status, pending_from_gradebook, read_results
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from heads_and_masks.i18n import N_, _, number, translated
 
-from .collect import printable
+from .submission_files import printable
 from .course import Course, gradebook
 from .lateness import Lateness, how_late
 
@@ -179,7 +179,7 @@ def write_result(course: Course, result: Result) -> None:
 
 
 def read_results(course: Course, assignment: str) -> dict[str, Result]:
-    folder = course.root / course.runtime / "results" / assignment
+    folder = course.runtime_root / "results" / assignment
     results = {}
     if folder.exists():
         for path in sorted(folder.glob("*.json")):

@@ -1,5 +1,5 @@
 """What a class run sends its workers besides the submissions: the gradebook as it was when the run began, and
-the files of the assignment's source and of its releases (``pool.run_jobs`` puts them in the run's settings).
+the files of the assignment's source and of its releases (``run_tasks.run_jobs`` puts them in the run's settings).
 
 The shapes of what travels between the coordinator and its workers are typed dicts (plain data: Dask pickles
 it), checked where they arrive (``checked``): a field missing, one too many or of another type is refused there,

@@ -2,7 +2,7 @@
 
 ``python -m autograde.grade similarity ASSIGNMENT`` (``make similarity``) compares every pair of submissions,
 one exercise (one graded answer cell, by its nbgrader grade id) at a time, and writes for the instructor alone
-(``autograde/reports/``, never the feedback): a CSV of the pairs above their threshold, one HTML page with
+(``class/reports/``, never the feedback): a CSV of the pairs above their threshold, one HTML page with
 those pairs side by side, and a PNG of the class's scores per exercise.
 
 What is compared is the student's own code, normalised so that the usual disguises change nothing:

@@ -118,7 +118,7 @@ def grade_class(
 
     shutil.copytree(_template_course(), root / "course", symlinks=True)
     course = Course(root=root / "course", database=database)
-    (course.root / "autograde" / "grading-key").write_text(key)
+    (course.root / "class" / "grading-key").write_text(key)
     folder = root / "handed-in"
     for student, content in submissions.items():
         target = folder / student / assignment
@@ -177,7 +177,7 @@ def _template_course() -> Path:
     from autograde.course import make_course_copy, setup
 
     course = make_course_copy(_SCRATCH / f"template-{os.getpid()}")  # (the process grading ahead has its own)
-    (course.root / "autograde").mkdir(parents=True, exist_ok=True)
+    course.runtime_dir("work")  # the class's folder, 0700, where each grading test writes its key
     for assignment in ASSIGNMENTS:
         setup(course, assignment)
     return course.root

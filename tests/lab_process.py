@@ -60,7 +60,7 @@ def copy_repository_layout(destination: Path, instructor: bool = False) -> Path:
 
 
 def instructor_lab_around(root: Path) -> None:
-    """The repository's instructor lab around a graded course's ``root`` (whose autograde/ holds its gradebook):
+    """The repository's instructor lab around a graded course's ``root`` (whose class/ holds its gradebook):
     tools/lab.py with its configuration and the instructor's formgrader data, pyproject.toml, and autograde's
     modules and templates (the course's nbgrader_config.py and its feedback page)."""
     (root / "tools").mkdir(exist_ok=True)
@@ -69,6 +69,7 @@ def instructor_lab_around(root: Path) -> None:
     shutil.copytree(REPO / "tools" / "lab_config", root / "tools" / "lab_config")
     shutil.copytree(REPO / "tools" / "instructor_lab_data", root / "tools" / "instructor_lab_data")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "autograde").mkdir(exist_ok=True)
     for module in (REPO / "autograde").glob("*.py"):
         shutil.copy(module, root / "autograde" / module.name)
     shutil.copytree(REPO / "autograde" / "templates", root / "autograde" / "templates", dirs_exist_ok=True)

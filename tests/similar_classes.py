@@ -206,7 +206,7 @@ def write_class(root: Path, test_class: TestClass) -> Course:
     released = REPO / "notebooks" / test_class.assignment
     shutil.copytree(released, root / "notebooks" / test_class.assignment)
     for student, answers in test_class.submissions.items():
-        folder = root / "autograde" / "submitted" / student / test_class.assignment
+        folder = root / "class" / "submitted" / student / test_class.assignment
         folder.mkdir(parents=True)
         for path in released.glob("*.ipynb"):
             notebook = nbformat.read(path, as_version=4)

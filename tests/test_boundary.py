@@ -201,7 +201,7 @@ def _hand_ins(canary: Path, course_root: Path) -> dict[str, object]:
         hand_ins[f"test_cell_{flag}_{str(value).lower()}"] = tampered
     # a folder named like another student's safe id, and a submission time of the student's choosing
     hand_ins[CLASHED_ID] = submission(ASSIGNMENT, {})
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     hand_ins[safe_id(CLASHED_ID)] = student_notebook(ASSIGNMENT)
     hand_ins["backdated"] = {
@@ -220,7 +220,7 @@ def _grade_hostile_class(hand_ins: dict[str, object], scratch: Path):
     from autograde.report import report as write_report
 
     feedback_files = feedback(run.course, ASSIGNMENT, release_to_students=True)
-    csv_path = run.course.root / "autograde" / "grades.csv"
+    csv_path = run.course.root / "class" / "grades.csv"
     rows = export_grades(run.course, csv_path, [ASSIGNMENT])
     report = write_report(run.course, ASSIGNMENT)
     from autograde.class_report import write as write_class_report
@@ -230,7 +230,7 @@ def _grade_hostile_class(hand_ins: dict[str, object], scratch: Path):
 
 
 def _by_original(run, original: str):
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     return run.results[safe_id(original)]
 
@@ -250,7 +250,7 @@ def _hidden_lines() -> set[str]:
 def _everything_written(run) -> str:
     """Every text the pipeline wrote for people to read: autograded notebooks, feedback, CSV, report, logs."""
     texts = []
-    for path in (run.course.root / "autograde").rglob("*"):
+    for path in run.course.runtime_root.rglob("*"):
         if (
             path.is_file()
             and path.suffix in (".ipynb", ".html", ".csv", ".txt", ".json")
@@ -316,7 +316,7 @@ def test_grader_environment_and_hidden_tests_reach_nobody(grader):
     leaked = [line for line in _hidden_lines() if line in feedback]
     assert not leaked, f"hidden tests in feedback: {leaked[:2]}"
     autograded = "\n".join(
-        p.read_text(errors="replace") for p in (run.course.root / "autograde" / "autograded").rglob("*.ipynb")
+        p.read_text(errors="replace") for p in (run.course.root / "class" / "autograded").rglob("*.ipynb")
     )
     found = run.results["hunts_the_hidden_tests"].notebook
     assert found is not None
@@ -331,11 +331,11 @@ def test_grader_environment_and_hidden_tests_reach_nobody(grader):
 
 def test_feedback_holds_only_what_the_grader_made():
     run, _, _, feedback_files, *_ = hostile_class()
-    for folder in (run.course.root / "autograde" / "feedback").glob(f"*/{ASSIGNMENT}"):
+    for folder in (run.course.root / "class" / "feedback").glob(f"*/{ASSIGNMENT}"):
         names = sorted(p.name for p in folder.iterdir())
         assert names == [f"{ASSIGNMENT}.html", "timestamp.txt"], f"{folder.parent.name}: {names}"
         assert not any(p.is_symlink() for p in folder.iterdir())
-    assert (run.course.root / "autograde" / "feedback" / f"{ASSIGNMENT}-for-lms.zip").is_file(), (
+    assert (run.course.root / "class" / "feedback" / f"{ASSIGNMENT}-for-lms.zip").is_file(), (
         "feedback of a folder collection must be released as a bundle for the LMS"
     )
 
@@ -345,7 +345,7 @@ def test_disk_holds_no_more_than_the_class_handed_in(grader):
     run = graded_by(grader)[0]
     total = sum(p.stat().st_size for p in run.course.root.rglob("*") if p.is_file() and not p.is_symlink())
     assert total < 200 * 2**20, f"the course root grew to {total / 2**20:.0f} MiB"
-    assert not any(p.is_symlink() for p in (run.course.root / "autograde").rglob("*"))
+    assert not any(p.is_symlink() for p in run.course.runtime_root.rglob("*"))
 
 
 def test_bad_hand_ins_get_their_own_status():
@@ -443,7 +443,7 @@ def test_the_graded_notebook_opened_in_the_instructors_lab_writes_nothing_else()
 
     run = hostile_class()[0]
     root = run.course.root
-    path = f"autograde/autograded/writes_raw_html/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
+    path = f"class/autograded/writes_raw_html/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
     assert "jupytext" not in nbformat.read(root / path, as_version=4).metadata
 
     def files():
@@ -461,7 +461,7 @@ def test_a_notebook_that_prints_a_lot_keeps_a_small_graded_notebook():
 
     result = run.results["prints_a_lot"]
     assert _full_marks(result), result.line()
-    graded = run.course.root / "autograde" / "autograded" / "prints_a_lot" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    graded = run.course.root / "class" / "autograded" / "prints_a_lot" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     printed = sum(len(o.get("text", "")) for c in result.notebook.cells for o in c.get("outputs", []))
     assert printed > MAX_NOTEBOOK_TEXT / 2, "the notebook should keep what it printed, up to the limit"
     assert graded.stat().st_size < 1.5 * MAX_NOTEBOOK_TEXT, f"graded notebook of {graded.stat().st_size} bytes"
@@ -549,7 +549,7 @@ def test_a_hand_in_of_many_cells_is_refused_before_any_step_spends_on_it():
     assert result.status == "invalid notebook", result.line()
     assert result.limits and result.limits[0].startswith("notebook structure:"), result.limits
     assert f"{boundary.MANY_CELLS + 16:,} cells, over the limit of {MAX_CELLS:,}" in result.limits[0], result.limits
-    assert not (run.course.root / "autograde" / "autograded" / "many_cells").exists()
+    assert not (run.course.root / "class" / "autograded" / "many_cells").exists()
     assert not [p for p in feedback_files if "many_cells" in p.parts]
     assert "many_cells: notebook structure:" in report and "without trouble" not in report, report
     assert "over the limit" in next(r["notes"] for r in rows if r["student"] == "many_cells")
@@ -583,7 +583,7 @@ def test_a_feedback_page_over_its_bound_is_a_note_and_the_next_page_is_made_all_
 
 def test_a_borrowed_id_never_replaces_a_classmate():
     run = hostile_class()[0]
-    from autograde.collect import safe_id
+    from autograde.submission_files import safe_id
 
     owner = run.results[safe_id(CLASHED_ID)]
     assert _full_marks(owner), owner.line()
@@ -835,7 +835,7 @@ def test_the_gradebook_and_the_key_are_out_of_reach(grader):
     """A kernel with the instructor's uid, told where the course is: it neither reads nor changes the
     gradebook, the grading key or the instructor's files (it raises whatever it found, for us to read)."""
     run, canary, *_ = graded_by(grader)
-    runtime = run.course.root / "autograde"
+    runtime = run.course.runtime_root
     assert (runtime / "grading-key").read_text() == TEST_KEY
     assert b"pwned" not in (runtime / "gradebook.db").read_bytes()
     found = "\n".join(

@@ -218,7 +218,7 @@ def a_local_user_attacks_a_grading_run() -> dict:
             for process in (grading, watcher):
                 if process is not None and process.poll() is None:
                     process.kill()
-        runtime = course / "autograde"  # what the run left, read as the attacker (before the home is removed)
+        runtime = course / "class"  # what the run left, read as the attacker (before the home is removed)
         return {
             "returncode": grading.returncode,
             "output": output[-3000:],
@@ -259,4 +259,4 @@ def test_an_existing_cluster_must_speak_tls(tmp_path, address, refusal):
     )
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert refusal in refused.stderr and "docs/instructors.md" in refused.stderr, refused.stderr
-    assert "Traceback" not in refused.stderr and not (tmp_path / "autograde").exists(), refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "class").exists(), refused.stderr

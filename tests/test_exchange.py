@@ -3,7 +3,7 @@
 On a machine where no folder of the exchange exists yet, the instructor (root here) releases with
 ``python -m autograde.grade release`` into the exchange that nbgrader's configuration names (a Jupyter
 configuration folder that the students' nbgrader reads too: on a hub, ``/etc/jupyter``). The course's roster
-(``autograde/accounts.csv``) gives each account its student id. Each student fetches and submits with
+(``class/accounts.csv``) gives each account its student id. Each student fetches and submits with
 nbgrader's own commands, as itself, from its own home (its own ``Exchange.cache``): alice solves it, bob hands
 it in untouched, carol answers wrongly. Then mal, who has read nbgrader's code, forges: a folder in alice's
 name, newer than her hand-in and with a submission secret of his choosing; a folder for a student who does
@@ -123,7 +123,7 @@ def _grade_killed_then_resumed(course: Course, env: dict[str, str]) -> tuple[dic
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    records = course.root / "autograde" / "results" / A
+    records = course.root / "class" / "results" / A
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and process.poll() is None:
         if any((records / f"{student}.json").exists() for student in ANSWERS):
@@ -157,9 +157,9 @@ def exchange_class(tmp_path_factory):
     course = make_course_copy(tmp_path_factory.mktemp("exchange-course"))
     try:
         with unix_users.accounts(*ANSWERS, "mal", "eve") as users:
-            (course.root / "autograde").mkdir(exist_ok=True)
+            course.runtime_dir("work")  # the class's folder, where the instructor writes the roster
             roster = "".join(f"{account},{student}\n" for student, account in users.items() if student != "eve")
-            (course.root / "autograde" / "accounts.csv").write_text("account,student_id\n" + roster)
+            (course.root / "class" / "accounts.csv").write_text("account,student_id\n" + roster)
             due = dt.datetime.fromtimestamp(started - 3600, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
             released = _instructor(course, env, "release", A, "--due", due)
             assert released.returncode == 0, released.stderr[-3000:]
@@ -287,7 +287,7 @@ def test_the_forger_earns_nothing_and_is_named(exchange_class):
 
 
 def test_submission_time_is_not_the_students_choice(exchange_class):
-    from autograde.collect import collected_timestamp
+    from autograde.submission_files import collected_timestamp
     from autograde.course import gradebook
 
     course = exchange_class["course"]
@@ -352,16 +352,18 @@ def test_an_interrupted_run_resumes_and_leaves_nothing_to_commit(exchange_class)
     ]
     # What the term left in the course (the grading key the first run made, the gradebook, the submissions,
     # graded notebooks, feedback, records, logs, the roster), were the course this repository: git commits none.
-    assert (course.root / "autograde" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
+    assert (course.root / "class" / "grading-key").is_file(), "the run made no grading key: nothing was tested"
+    assert not (course.root / "autograde").exists(), "the class's data is in its own folder, not the grader's"
+    assert stat.S_IMODE(course.runtime_root.stat().st_mode) == 0o700, "the class's folder is the instructor's alone"
     assert _committable(course) == [], "an instructor's `git add -A` would commit these"
 
 
 def _committable(course: Course) -> list[str]:
     """The files under the course's runtime folder that git would take if the course were this repository."""
-    tracked = subprocess.run(["git", "ls-files", "autograde"], cwd=REPO, capture_output=True, text=True)
+    tracked = subprocess.run(["git", "ls-files", course.runtime], cwd=REPO, capture_output=True, text=True)
     if tracked.returncode != 0:
         pytest.skip("not a git checkout: nothing says what git would commit")
-    left = sorted(str(p.relative_to(course.root)) for p in (course.root / "autograde").rglob("*") if p.is_file())
+    left = sorted(str(p.relative_to(course.root)) for p in course.runtime_root.rglob("*") if p.is_file())
     candidates = [path for path in left if path not in set(tracked.stdout.split())]
     ignored = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin"],

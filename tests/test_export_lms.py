@@ -249,7 +249,7 @@ def test_make_export_passes_the_format_to_the_command_line(course):
     assert "-m autograde.grade export --format moodle --per-exercise" in command, shown.stdout + shown.stderr
     parser = grade.build_parser()
     grade.export_command(course, parser.parse_args(["export", "--format", "canvas", A]))
-    header, rows = _read(course.root / "autograde" / "grades-canvas.csv")
+    header, rows = _read(course.root / "class" / "grades-canvas.csv")
     assert header == CANVAS_STUDENT_COLUMNS + [A] and len(rows) == 1 + len(ROSTER)
     with pytest.raises(SystemExit, match="one column per exercise"):
         grade.export_command(course, parser.parse_args(["export", "--per-exercise"]))

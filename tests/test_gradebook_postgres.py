@@ -384,7 +384,7 @@ def test_the_database_setting_reaches_every_reader_of_the_gradebook(monkeypatch)
         return Course(root=REPO, database=args.db or configured_gradebook_url())
 
     monkeypatch.delenv(GRADEBOOK_URL_VARIABLE, raising=False)
-    assert nbgrader_db_url() == graded_course().db_url == f"sqlite:///{REPO / 'autograde' / 'gradebook.db'}"
+    assert nbgrader_db_url() == graded_course().db_url == f"sqlite:///{REPO / 'class' / 'gradebook.db'}"
     assert graded_course().gradebook_in_file and graded_course("--db", url).db_url == url
 
     monkeypatch.setenv(GRADEBOOK_URL_VARIABLE, url)

@@ -94,7 +94,7 @@ def _sockets_of(process: subprocess.Popen) -> list[Path]:
 
 
 def _graded(course: Path) -> list[str]:
-    return sorted(p.stem for p in (course / "autograde" / "results" / A).glob("*.json"))
+    return sorted(p.stem for p in (course / "class" / "results" / A).glob("*.json"))
 
 
 @pytest.mark.slow
@@ -167,7 +167,7 @@ def test_a_crashed_command_leaves_nothing_in_the_temporary_folder(template, tmp_
     """The coordinating process fails half way (here: a student's record cannot be written, its folder is a file)."""
     require_sandbox()
     process, course, temporary = _start(template, tmp_path)
-    records = course / "autograde" / "results" / A
+    records = course / "class" / "results" / A
     records.parent.mkdir(parents=True, exist_ok=True)
     records.write_text("not a folder")
     code, stderr = _finish(process)

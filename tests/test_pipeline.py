@@ -94,7 +94,7 @@ def test_sandbox_command_is_an_allowlist_with_a_capped_private_scratch():
     assert f"--ro-bind /tmp/stub/heads_and_masks {REPO / 'heads_and_masks'}" in text
     assert "--bind /tmp/rt /tmp/rt" in text and command[command.index("--chdir") + 1] == "/scratch"
     assert "--reuid=123456" in text and "--nproc=32" in text and f"--fsize={8 * 2**20}" in text
-    assert str(REPO / "solutions") not in text and str(REPO / "autograde" / "gradebook.db") not in text
+    assert str(REPO / "solutions") not in text and str(REPO / "class" / "gradebook.db") not in text
 
 
 def test_every_kernel_gets_a_uid_of_its_own():
@@ -133,7 +133,7 @@ def test_the_judge_refuses_a_notebook_the_sanitize_step_did_not_clean():
 def test_grading_key_is_made_once_private_and_never_overwritten(tmp_path):
     from autograde import grading_key
 
-    path = tmp_path / "autograde" / "grading-key"
+    path = tmp_path / "class" / "grading-key"
     first = grading_key.load_or_create(path)
     assert len(first) >= 32 and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert grading_key.load_or_create(path) == first

@@ -212,7 +212,7 @@ def run_on_debians_python() -> dict:
             )
             rows = {}
             if graded.returncode == 0:
-                with open(root / "autograde" / "grades.csv", newline="", encoding="utf-8") as table:
+                with open(root / "class" / "grades.csv", newline="", encoding="utf-8") as table:
                     rows = {row["student"]: row for row in csv.DictReader(table)}
         tests.wait(timeout=600)
         said.seek(0)

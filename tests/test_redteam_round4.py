@@ -180,7 +180,7 @@ def odd_class():
     pages = {
         p.parent.parent.name: p.read_text(encoding="utf-8") for p in feedback(run.course, A, release_to_students=True)
     }
-    rows = export_grades(run.course, run.course.root / "autograde" / "grades.csv", [A])
+    rows = export_grades(run.course, run.course.root / "class" / "grades.csv", [A])
     class_page = write_class_report(run.course, A)[0].read_text(encoding="utf-8")
     return run, pages, rows, class_page
 
@@ -315,7 +315,7 @@ def test_a_thousand_folders_in_the_exchange_are_one_short_record(tmp_path):
     class report read in full. Now the first MAX_NOTES are kept and a line says how many more there were."""
     from autograde.collect import Collection, from_exchange
 
-    kept = 20  # collect.MAX_NOTES
+    kept = 20  # submission_files.MAX_NOTES
     account = __import__("pwd").getpwuid(os.getuid()).pw_name
     inbound = tmp_path / "inbound"
     inbound.mkdir()

@@ -168,7 +168,7 @@ def test_make_similarity_writes_its_report_and_lists_what_it_cannot_compare(tmp_
 
     assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
 
-    reports = course.root / "autograde" / "reports"
+    reports = course.root / "class" / "reports"
     with open(reports / "01_heads-similarity.csv", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     pairs = {(r["exercise"], frozenset((r["student"], r["other_student"]))) for r in rows if r["score"]}
@@ -212,7 +212,7 @@ def test_a_lone_surrogate_in_a_copy_leaves_the_report_whole(tmp_path):
 
     assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
 
-    reports = course.root / "autograde" / "reports"
+    reports = course.root / "class" / "reports"
     with open(reports / "01_heads-similarity.csv", encoding="utf-8") as handle:
         pairs = {frozenset((r["student"], r["other_student"])) for r in csv.DictReader(handle) if r["score"]}
     assert frozenset(("copier", "style-python_loops")) in pairs
@@ -238,7 +238,7 @@ def test_a_ring_of_six_copies_is_flagged(tmp_path):
 
     assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
 
-    with open(course.root / "autograde" / "reports" / "01_heads-similarity.csv", encoding="utf-8") as handle:
+    with open(course.root / "class" / "reports" / "01_heads-similarity.csv", encoding="utf-8") as handle:
         pairs = {frozenset((r["student"], r["other_student"])) for r in csv.DictReader(handle) if r["score"]}
     flagged = [pair for pair in pairs if pair <= ring]
     assert len(flagged) == 15, f"{len(flagged)} of the ring's 15 pairs flagged"
@@ -255,7 +255,7 @@ def test_line_separators_in_a_comment_leave_the_marks_on_the_matched_code(tmp_pa
 
     assert grade.main(["--root", str(tmp_path), "similarity", "01_heads"]) == 0
 
-    page = (course.root / "autograde" / "reports" / "01_heads-similarity.html").read_text(encoding="utf-8")
+    page = (course.root / "class" / "reports" / "01_heads-similarity.html").read_text(encoding="utf-8")
     side = page[page.index("aria-label='copier: code'") :].split("</table>")[0]
     rows = re.findall(r"<td class='line'>(\d+)</td><td class='mark'>(\w*)</td><td>(.*?)</td></tr>", side)
     marked = {code.strip() for _, mark, code in rows if mark == similarity.MATCH_MARKER}

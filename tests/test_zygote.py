@@ -222,7 +222,7 @@ def test_a_course_under_a_kernels_private_folder_is_refused_with_what_to_do(monk
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "error: /dev/shm/heads-and-masks is under /dev/shm" in refused.stderr, refused.stderr
     assert "no kernel could find the course" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
-    assert not (tmp_path / "course" / "autograde" / "results").exists(), "something was graded"
+    assert not (tmp_path / "course" / "class" / "results").exists(), "something was graded"
 
 
 def test_an_environment_made_under_umask_077_is_refused_with_what_to_do(monkeypatch, tmp_path):

@@ -224,7 +224,7 @@ def test_a_submission_cannot_print_the_graders_session_keys_into_its_feedback(tm
         run = grade_class("00_start_here", {"keys": submission("00_start_here", {"attention": attack})}, tmp_path)
         written = "\n".join(
             p.read_text(encoding="utf-8", errors="replace")
-            for p in (run.course.root / "autograde").rglob("*")
+            for p in run.course.runtime_root.rglob("*")
             if p.is_file() and p.suffix in (".ipynb", ".html", ".csv", ".txt", ".json")
         )
         assert "KEY b" in written, "the attack ran and its text reached the feedback"

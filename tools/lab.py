@@ -22,7 +22,7 @@ the English course, with a line that says so and names the languages it is built
 
 ``--instructor`` (``make instructor-lab``) starts the instructor's lab instead: every nbgrader tool,
 run from ``autograde/`` so that they use the course's configuration (docs/instructors.md). Its
-layout (open tabs, the file browser's folder) is kept in ``autograde/lab-workspaces/``, apart from the
+layout (open tabs, the file browser's folder) is kept in ``class/lab-workspaces/``, apart from the
 learner's: it never reopens a learner's notebook, nor starts that notebook's kernel.
 """
 
@@ -47,7 +47,7 @@ INSTRUCTOR_DATA = Path(__file__).resolve().parent / "instructor_lab_data"
 # The instructor's lab keeps its layout here, apart from the learner's (JupyterLab's workspaces folder, by
 # default one per user): sharing it, `make instructor-lab` reopened the learner's last notebook and started
 # its kernel. Runtime, never committed.
-INSTRUCTOR_WORKSPACES = REPO / "autograde" / "lab-workspaces"
+INSTRUCTOR_WORKSPACES = REPO / "class" / "lab-workspaces"  # in the class's folder (autograde/class_folder.py)
 
 
 def copy_assignment(source: Path, target: Path) -> None:
@@ -239,7 +239,10 @@ def refuse_a_gradebook_password() -> None:
 def main(arguments: list[str]) -> int:
     instructor = "--instructor" in arguments
     if instructor:
+        from autograde.grade import move_class_data
+
         refuse_a_gradebook_password()
+        move_class_data(REPO)  # the formgrader reads the class's folder: what an earlier layout kept elsewhere
     extra = [a for a in arguments if a != "--instructor"]
     requested = ""
     if "--language" in extra:  # --language VALUE (make passes $(LANG), which may be empty)

@@ -280,21 +280,21 @@ def gradebook_totals(hub: HubClass) -> dict[str, float]:
     """Each student's total on the assignment, as the instructor's gradebook has it (read by the test, as root)."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{hub.course / 'autograde' / 'gradebook.db'}") as book:
+    with Gradebook(f"sqlite:///{hub.course / 'class' / 'gradebook.db'}") as book:
         return {s.student.id: s.score for s in book.assignment_submissions(A)}
 
 
 def submission_id(hub: HubClass, student) -> str:
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{hub.course / 'autograde' / 'gradebook.db'}") as book:
+    with Gradebook(f"sqlite:///{hub.course / 'class' / 'gradebook.db'}") as book:
         return book.find_submission_notebook(A, A, student.name).id
 
 
 def written_score(hub: HubClass, student) -> float | None:
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{hub.course / 'autograde' / 'gradebook.db'}") as book:
+    with Gradebook(f"sqlite:///{hub.course / 'class' / 'gradebook.db'}") as book:
         return book.find_grade(WRITTEN, A, A, student.name).manual_score
 
 
@@ -408,7 +408,7 @@ def test_a_term_on_the_hub(hub_class, browser, screenshots):
     make_as(hub, hub.instructor, "export")
     expected = {full.name: 13.0, partial.name: 5.0, hostile.name: 0.0}
     assert gradebook_totals(hub) == expected
-    with open(hub.course / "autograde" / "grades.csv", newline="") as exported:
+    with open(hub.course / "class" / "grades.csv", newline="") as exported:
         rows = {row["student"]: float(row["total"]) for row in csv.DictReader(exported) if row["assignment"] == A}
     assert rows == expected, rows
     after_grading = snapshot(hub.course)

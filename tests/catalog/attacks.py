@@ -582,7 +582,7 @@ here = pathlib.Path.cwd()
 found["gradebooks"] = sorted(str(p) for parent in [here, *here.parents] for p in parent.glob("gradebook.db*"))
 found["other_submissions"] = sorted(str(p) for p in here.parent.parent.glob("*/*/*.ipynb") if here not in p.parents)
 found["root_home"] = sorted(set(os.listdir("/root")) - {".pyenv"}) if os.path.isdir("/root") else []  # the interpreter only
-found["course_root"] = sorted(glob.glob("/tmp/hm-*") + glob.glob("/work/*/autograde") + glob.glob("/work/*/solutions")
+found["course_root"] = sorted(glob.glob("/tmp/hm-*") + glob.glob("/work/*/autograde") + glob.glob("/work/*/class") + glob.glob("/work/*/solutions")
                               + glob.glob("/srv/*") + glob.glob("/home/*"))
 found["environment"] = sorted(k for k in os.environ if "CANARY" in k or "KEY" in k or "TOKEN" in k)
 print("PROBE", found)

@@ -299,13 +299,13 @@ UID_ATTACKS = {
     + """
 import glob, os
 _found = []
-for _path in ["{CANARY}", "{COURSE}/autograde/grading-key", "{COURSE}/autograde/gradebook.db",
+for _path in ["{CANARY}", "{COURSE}/class/grading-key", "{COURSE}/class/gradebook.db",
               os.path.expanduser("~/.bashrc"), "/proc/1/environ", "/proc/1/cmdline"]:
     try:
         _found.append(_path + ": " + open(_path, "rb").read(300).decode("latin-1"))
     except OSError as _error:
         _found.append(_path + ": " + type(_error).__name__)
-for _path in ["{CANARY}", "{COURSE}/autograde/gradebook.db", "{COURSE}/autograde/grading-key"]:
+for _path in ["{CANARY}", "{COURSE}/class/gradebook.db", "{COURSE}/class/grading-key"]:
     try:
         with open(_path, "a") as _handle:
             _handle.write("pwned")
