@@ -226,3 +226,15 @@ def compare(
             answers.append(answer)
         results.append(compare_exercise(exercise, answers))
     return results, listed
+
+
+@dataclasses.dataclass
+class Report:
+    assignment: str
+    exercises: list[ExerciseResult]
+    listed: list[tuple[str, str, str]]  # (student, exercise or notebook, reason)
+    n_students: int
+
+    @property
+    def flagged(self) -> list[Pair]:
+        return [pair for exercise in self.exercises for pair in exercise.flagged]

@@ -175,7 +175,7 @@ def test_make_similarity_in_russian_through_the_command(tmp_path, capsys):
     assert i18n.untranslated("ru") - before == set()
     printed = capsys.readouterr().out
     assert "01_heads: сравнено работ:" in printed and "рядом: " in printed, printed
-    reports = course.root / "autograde" / "reports"
+    reports = course.root / "class" / "reports"
     page = (reports / "01_heads-similarity.html").read_text(encoding="utf-8")
     assert "<html lang='ru'>" in page and "<title>Похожие работы: 01_heads</title>" in page
     assert "<td class='mark'>совпадение</td>" in page and "<img alt='Гистограммы оценок сходства" in page

@@ -17,7 +17,15 @@ import pytest
 from catalog import catalogs
 from similar_classes import DISGUISES, build_class, releases, write_class
 
-from autograde import class_marks, class_report, grade, similarity, similarity_scores, similarity_tokens
+from autograde import (
+    class_marks,
+    class_report,
+    grade,
+    similarity,
+    similarity_page,
+    similarity_scores,
+    similarity_tokens,
+)
 
 ASSIGNMENTS = sorted(catalogs())
 
@@ -44,8 +52,8 @@ def measure(assignments=ASSIGNMENTS, disguises=(None, *DISGUISES)) -> dict:
                     original = next(s for s in pair if s.startswith("style-"))  # the copy has as many tokens
                     source = test_class.submissions[original][result.name]
                     if (
-                        similarity.Answer.of(original, result.name, source, given[result.name]).size
-                        < similarity.MIN_TOKENS
+                        similarity_scores.Answer.of(original, result.name, source, given[result.name]).size
+                        < similarity_tokens.MIN_TOKENS
                     ):
                         counts["too short"] += 1
                         assert pair not in flagged, "an answer under MIN_TOKENS tokens is never flagged"
@@ -79,7 +87,9 @@ def test_planted_copies_are_flagged_with_their_partner(rates, disguise):
 
 
 def test_copies_of_answers_too_short_to_tell_are_not_flagged(rates):
-    print(f"\nplanted copies of answers under {similarity.MIN_TOKENS} tokens (never flagged): {rates['too short']}")
+    print(
+        f"\nplanted copies of answers under {similarity_tokens.MIN_TOKENS} tokens (never flagged): {rates['too short']}"
+    )
     assert rates["too short"] >= 1  # the catalogs have such answers: the rule is exercised
 
 
@@ -186,7 +196,7 @@ def test_make_similarity_writes_its_report_and_lists_what_it_cannot_compare(tmp_
     page = (reports / "01_heads-similarity.html").read_text(encoding="utf-8")
     (artifacts / "similarity-01_heads.html").write_text(page, encoding="utf-8")
     assert page.count("<h1>") == 1 and "<h2>What the score means, and what it does not</h2>" in page
-    assert f"<td class='mark'>{similarity.MATCH_MARKER}</td>" in page  # the marker, not only the shading
+    assert f"<td class='mark'>{similarity_page.MATCH_MARKER}</td>" in page  # the marker, not only the shading
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "<img alt='Histograms of the scores of every pair of answers of 01_heads" in page
     assert (reports / "01_heads-similarity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -258,6 +268,6 @@ def test_line_separators_in_a_comment_leave_the_marks_on_the_matched_code(tmp_pa
     page = (course.root / "class" / "reports" / "01_heads-similarity.html").read_text(encoding="utf-8")
     side = page[page.index("aria-label='copier: code'") :].split("</table>")[0]
     rows = re.findall(r"<td class='line'>(\d+)</td><td class='mark'>(\w*)</td><td>(.*?)</td></tr>", side)
-    marked = {code.strip() for _, mark, code in rows if mark == similarity.MATCH_MARKER}
+    marked = {code.strip() for _, mark, code in rows if mark == similarity_page.MATCH_MARKER}
     assert "out[s, i, t] = x[s, t, i * d:(i + 1) * d]" in marked, rows
     assert "" not in marked, f"a blank line is marked: {rows}"

@@ -15,7 +15,7 @@ from reflow import at_200_percent, reflow_problems
 from labdriver import page_from_file
 from similar_classes import build_class, write_class
 
-from autograde import similarity
+from autograde import similarity, similarity_page
 
 pytestmark = [pytest.mark.browser]
 
@@ -34,7 +34,7 @@ def test_similarity_page_in_chromium(browser, screenshots, tmp_path):
         marked = page.evaluate(
             "() => [...document.querySelectorAll('tr.match td.mark')].map(td => td.innerText.trim())"
         )
-        assert marked and set(marked) == {similarity.MATCH_MARKER}, "every shaded line says it matches, in words"
+        assert marked and set(marked) == {similarity_page.MATCH_MARKER}, "every shaded line says it matches, in words"
         assert "<em>me" in page.inner_text("body")
         assert len(report.flagged) >= len(test_class.planted)
         found = blocking(audit(page, "similarity", include=["body"]))
