@@ -28,6 +28,7 @@
        and which submissions are alike, side by side ....................  similarity.py  (+ similarity_tokens.py, similarity_scores.py, similarity_page.py)
     what one submission may cost each step (structure, output, time) ....  bounds.py
     the command line ....................................................  grade.py       (python -m autograde.grade --help)
+      its commands after grading (feedback, reports, exports) ...........  after_grading.py
     the throughput measurement (make bench) .............................  throughput.py
 
 The folders say where code runs. ``inside/`` holds what runs inside the sandbox, standard library only
