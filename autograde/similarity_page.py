@@ -2,14 +2,19 @@
 matched lines marked (in words too, not by shading alone), and the answers listed with a reason.
 
 One self-contained HTML page for the instructor alone (``class/reports/``): the picture inside, no script, a
-Content-Security-Policy that fetches nothing, and every student text escaped (``_e``). It is written in the
+Content-Security-Policy that fetches nothing, and every student text escaped: the page is laid out by
+``templates/similarity/page.html.j2``, whose environment escapes every value it writes (autoescape). It is written in the
 report's language; the comparison itself is ``similarity.py``'s.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import functools
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
 
 from heads_and_masks.i18n import N_, _, in_prose, ngettext, number, translated
 
@@ -43,19 +48,9 @@ LONG_ANSWER = 60  # lines: a longer answer shows only its matched lines, with CO
 CONTEXT = 3
 
 
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _in(tag: str, text: str) -> str:
-    """``text`` (a translated sentence or label) escaped, inside ``<tag>``: written outside the f-strings, where
-    the catalogs' extractor finds the message."""
-    return f"<{tag}>{_e(text)}</{tag}>"
-
-
-def side_html(answer: Answer, matched: set[int]) -> str:
-    """One answer as a table of lines: number, the marker on a matched line, the code. A long answer shows its
-    matched lines with CONTEXT lines around them; the lines left out are counted."""
+def side(answer: Answer, matched: set[int]) -> dict:
+    """One answer as rows of lines: number, whether it matches, the code. A long answer shows its matched lines
+    with CONTEXT lines around them; the lines left out are counted in a row of their own."""
     lines = source_lines(answer.source)
     shown = set(range(1, len(lines) + 1))
     if len(lines) > LONG_ANSWER:
@@ -66,163 +61,145 @@ def side_html(answer: Answer, matched: set[int]) -> str:
             skipped += 1
             continue
         if skipped:
-            rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
+            rows.append({"left_out": lines_left_out(skipped)})
             skipped = 0
-        marker, row_class = (_e(translated(MATCH_MARKER)), " class='match'") if n in matched else ("", "")
-        rows.append(f"<tr{row_class}><td class='line'>{n}</td><td class='mark'>{marker}</td><td>{_e(line)}</td></tr>")
+        rows.append({"n": n, "matched": n in matched, "code": line, "left_out": ""})
     if skipped:
-        rows.append(f"<tr><td></td><td></td><td class='muted'>{lines_left_out(skipped)}</td></tr>")
-    heading = f"{_e(answer.student)}: {matched_count(len(matched & set(range(1, len(lines) + 1))), len(lines))}"
-    return (
-        # a region of its own that scrolls sideways: focusable, so that a keyboard scrolls it too
-        "<div class='side' tabindex='0' role='region' aria-label='"
-        + _e(_("{student}: code").format(student=answer.student))
-        + f"'><h5>{heading}</h5><table class='code'>"
-        + "<tr>"
-        + _in("th", _("line"))
-        + _in("th", _("marker"))
-        + _in("th", _("code"))
-        + "</tr>"
-        + "".join(rows)
-        + "</table></div>"
-    )
+        rows.append({"left_out": lines_left_out(skipped)})
+    count = matched_count(len(matched & set(range(1, len(lines) + 1))), len(lines))
+    return {
+        "label": _("{student}: code").format(student=answer.student),
+        "heading": f"{answer.student}: {count}",
+        "rows": rows,
+    }
 
 
 def lines_left_out(n: int) -> str:
-    return _e(ngettext("{n} line without a match, not shown", "{n} lines without a match, not shown", n).format(n=n))
+    return ngettext("{n} line without a match, not shown", "{n} lines without a match, not shown", n).format(n=n)
 
 
 def matched_count(matched: int, total: int) -> str:
-    return _e(
-        ngettext("{n} of {total} lines matches", "{n} of {total} lines match", matched).format(n=matched, total=total)
+    return ngettext("{n} of {total} lines matches", "{n} of {total} lines match", matched).format(
+        n=matched, total=total
     )
+
+
+def page_texts(report: Report) -> dict:
+    """Every sentence, heading and label of the page, in the report's language (the template lays them out)."""
+    flagged = len(report.flagged)
+    return {
+        "title": _("Similar submissions: {assignment}").format(assignment=report.assignment),
+        "flagged": ngettext(
+            "{n} pair of answers above its threshold, among {students} submissions compared exercise by exercise.",
+            "{n} pairs of answers above their threshold, among {students} submissions compared exercise by exercise.",
+            flagged,
+        ).format(n=flagged, students=report.n_students),
+        "instructor_only": _("For the instructor only: nothing here reaches students' feedback."),
+        "meaning": _("What the score means, and what it does not"),
+        "score": _(
+            "The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of {k} tokens "
+            "of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
+            "comments, docstrings, blank lines, the course's imports and what the released cell already held) "
+            "that the other answer has too; fingerprints found in more than {common_share} of the class's "
+            "answers (and more than {common_min}) are the natural way of writing that part and are left out."
+        ).format(k=K, common_share=in_prose(f"{COMMON_SHARE:.0%}"), common_min=COMMON_MIN),
+        "listed_when": _(
+            "A pair is listed when its score reaches the larger of two figures: a floor that rises as the shorter "
+            "answer gets shorter ({floor} + 2/√tokens; never below {min_tokens} tokens: a short exercise has few "
+            "ways to be right) and the class's level for that exercise, its median score plus {spread} robust "
+            "standard deviations (from {min_class} answers on)."
+        ).format(floor=number(FLOOR), min_tokens=MIN_TOKENS, spread=number(SPREAD), min_class=MIN_CLASS),
+        "accuses_nobody": _(
+            "A listed pair is a reason to read two answers side by side, not a finding: students who worked "
+            "together as allowed, a hint given in class, or an exercise with one natural answer make answers "
+            "alike. A number accuses nobody."
+        ),
+        "scores_heading": _("The class's scores"),
+        "scores_region": _("Scores of the class, by exercise"),
+        "score_columns": [
+            _("exercise"),
+            _("answers compared"),
+            _("pairs"),
+            _("median score"),
+            _("robust spread"),
+            _("class level"),
+            _("median size (tokens)"),
+            _("pairs flagged"),
+        ],
+        "pairs_heading": _("Pairs above their threshold"),
+        # the sentence's own text escaped, and the marker in bold where the translation puts it
+        "marked": Markup.escape(
+            _("Lines that share a fingerprint with the other answer are marked {marker} (and shaded).")
+        ).format(marker=Markup("<b>{}</b>").format(translated(MATCH_MARKER))),
+        "match": translated(MATCH_MARKER),
+        "no_pair": _("No pair above its threshold."),
+        "line": _("line"),
+        "marker": _("marker"),
+        "code": _("code"),
+        "listed_heading": _("Answers listed with a reason"),
+        "listed_intro": _("Compared as far as possible; none of them stopped the comparison of the others."),
+        "student": _("student"),
+        "exercise_or_notebook": _("exercise or notebook"),
+        "reason": _("reason"),
+        "compared_in_full": _("Every answer was compared in full."),
+    }
+
+
+@functools.cache
+def _template() -> jinja2.Template:
+    """The page's template, in an environment that escapes every value it writes (autoescape)."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "similarity"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,  # a name the template uses and the page does not give: an error, not ""
+    )
+    return environment.get_template("page.html.j2")
 
 
 def render_html(report: Report, picture: bytes, alt: str) -> str:
     """The page: what the score means, the class's distribution, the flagged pairs side by side, the listed
-    answers. Self-contained (the picture inside), no script, every student text escaped."""
-    title = _("Similar submissions: {assignment}").format(assignment=report.assignment)
-    scores_heading = _("The class's scores")
-    flagged = len(report.flagged)
-    parts = [
-        f"<!DOCTYPE html><html lang='{written_in()}'><head><meta charset='utf-8'>"
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">"
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        "<p>"
-        + _e(
-            ngettext(
-                "{n} pair of answers above its threshold, among {students} submissions compared exercise by exercise.",
-                "{n} pairs of answers above their threshold, among {students} submissions compared exercise by "
-                "exercise.",
-                flagged,
-            ).format(n=flagged, students=report.n_students)
-        )
-        + " "
-        + _e(_("For the instructor only: nothing here reaches students' feedback."))
-        + "</p>",
-        _in("h2", _("What the score means, and what it does not")),
-        "<p>"
-        + _e(
-            _(
-                "The score of a pair is the share of the shorter answer's fingerprints (hashes of runs of {k} tokens "
-                "of its own code, after renaming its variables, sorting the operands of + and *, and dropping "
-                "comments, docstrings, blank lines, the course's imports and what the released cell already held) "
-                "that the other answer has too; fingerprints found in more than {common_share} of the class's "
-                "answers (and more than {common_min}) are the natural way of writing that part and are left out."
-            ).format(k=K, common_share=in_prose(f"{COMMON_SHARE:.0%}"), common_min=COMMON_MIN)
-        )
-        + " "
-        + _e(
-            _(
-                "A pair is listed when its score reaches the larger of two figures: a floor that rises as the shorter "
-                "answer gets shorter ({floor} + 2/√tokens; never below {min_tokens} tokens: a short exercise has few "
-                "ways to be right) and the class's level for that exercise, its median score plus {spread} robust "
-                "standard deviations (from {min_class} answers on)."
-            ).format(floor=number(FLOOR), min_tokens=MIN_TOKENS, spread=number(SPREAD), min_class=MIN_CLASS)
-        )
-        + "</p>",
-        "<p>"
-        + _e(
-            _(
-                "A listed pair is a reason to read two answers side by side, not a finding: students who worked "
-                "together as allowed, a hint given in class, or an exercise with one natural answer make answers "
-                "alike. A number accuses nobody."
-            )
-        )
-        + "</p>",
-        f"<h2>{_e(scores_heading)}</h2>",
-        f"<img alt='{_e(alt)}' src='data:image/png;base64,{base64.b64encode(picture).decode('ascii')}'>",
-        # a table too wide for a narrow window (or 200 % zoom) scrolls in its own box, which a keyboard can reach
-        "<div class='wide' tabindex='0' role='region' aria-label='"
-        + _e(_("Scores of the class, by exercise"))
-        + "'><table><tr>"
-        + "".join(
-            _in("th", heading)
-            for heading in (
-                _("exercise"),
-                _("answers compared"),
-                _("pairs"),
-                _("median score"),
-                _("robust spread"),
-                _("class level"),
-                _("median size (tokens)"),
-                _("pairs flagged"),
-            )
-        )
-        + "</tr>",
-    ]
+    answers. Self-contained (the picture inside), no script, every student text escaped by the template."""
+    exercises = []
     for exercise in report.exercises:
-        level = number(exercise.class_level, ".2f") if exercise.class_level else _("class too small")
-        parts.append(
-            f"<tr><td><code>{_e(exercise.name)}</code></td><td class='n'>{exercise.compared}</td>"
-            f"<td class='n'>{len(exercise.scores)}</td><td class='n'>{number(exercise.median, '.2f')}</td>"
-            f"<td class='n'>{number(exercise.deviation, '.2f')}</td><td class='n'>{_e(level)}</td>"
-            f"<td class='n'>{number(exercise.median_tokens)}</td><td class='n'>{len(exercise.flagged)}</td></tr>"
+        said = _(
+            "{student} and {other_student}: score {score}, threshold {threshold}, {size} tokens in the shorter answer"
         )
-    parts.append("</table></div>")
-    parts.append(_in("h2", _("Pairs above their threshold")))
-    parts.append(
-        "<p>"
-        + _e(_("Lines that share a fingerprint with the other answer are marked {marker} (and shaded).")).replace(
-            "{marker}", f"<b>{_e(translated(MATCH_MARKER))}</b>"
+        exercises.append(
+            {
+                "name": exercise.name,
+                "heading": _("Exercise {exercise}").format(exercise=exercise.name),
+                "compared": exercise.compared,
+                "pairs": len(exercise.scores),
+                "median": number(exercise.median, ".2f"),
+                "deviation": number(exercise.deviation, ".2f"),
+                "level": number(exercise.class_level, ".2f") if exercise.class_level else _("class too small"),
+                "median_tokens": number(exercise.median_tokens),
+                "n_flagged": len(exercise.flagged),
+                "flagged": [
+                    {
+                        "said": said.format(
+                            student=pair.a.student,
+                            other_student=pair.b.student,
+                            score=number(pair.score, ".2f"),
+                            threshold=number(pair.threshold, ".2f"),
+                            size=pair.size,
+                        ),
+                        "a": side(pair.a, pair.lines_a),
+                        "b": side(pair.b, pair.lines_b),
+                    }
+                    for pair in exercise.flagged
+                ],
+            }
         )
-        + "</p>"
+    return (
+        _template().render(
+            language=written_in(),
+            t=page_texts(report),
+            style=STYLE,
+            alt=alt,
+            picture=base64.b64encode(picture).decode("ascii"),
+            exercises=exercises,
+            listed=report.listed,
+        )
+        + "\n"
     )
-    for exercise in report.exercises:
-        heading = _("Exercise {exercise}").format(exercise=exercise.name)
-        parts.append(f"<h3 id='{_e(exercise.name)}'>{_e(heading)}</h3>")
-        if not exercise.flagged:
-            parts.append(_in("p", _("No pair above its threshold.")))
-        for pair in exercise.flagged:
-            said = _(
-                "{student} and {other_student}: score {score}, threshold {threshold}, {size} tokens in the shorter "
-                "answer"
-            ).format(
-                student=pair.a.student,
-                other_student=pair.b.student,
-                score=number(pair.score, ".2f"),
-                threshold=number(pair.threshold, ".2f"),
-                size=pair.size,
-            )
-            parts.append(
-                f"<h4>{_e(said)}</h4>"
-                f"<div class='sides'>{side_html(pair.a, pair.lines_a)}{side_html(pair.b, pair.lines_b)}</div>"
-            )
-    parts.append(_in("h2", _("Answers listed with a reason")))
-    if report.listed:
-        parts.append(_in("p", _("Compared as far as possible; none of them stopped the comparison of the others.")))
-        parts.append(
-            "<table><tr>"
-            + _in("th", _("student"))
-            + _in("th", _("exercise or notebook"))
-            + _in("th", _("reason"))
-            + "</tr>"
-        )
-        for student, exercise, reason in report.listed:
-            parts.append(f"<tr><td>{_e(student)}</td><td><code>{_e(exercise)}</code></td><td>{_e(reason)}</td></tr>")
-        parts.append("</table>")
-    else:
-        parts.append(_in("p", _("Every answer was compared in full.")))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
