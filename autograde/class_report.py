@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import base64
 import csv
-import functools
 import io
 from collections import Counter
 from pathlib import Path
 
-import jinja2
 from markupsafe import Markup
 
 from heads_and_masks.checks.misconceptions import MISCONCEPTIONS
@@ -58,7 +56,7 @@ from .class_marks import (
 from .class_folder import CLASS_FOLDER
 from .course import Course
 from .lateness import how_late, shown_time
-from .report import written_in
+from .report import page_template, written_in
 from .results import Status
 
 # ---------------------------------------------------------------------------------------------
@@ -165,17 +163,6 @@ def _students(names: list[str], limit: int = 30) -> str:
         return shown
     more = len(names) - limit
     return ngettext("{names} and {n} more", "{names} and {n} more", more).format(names=shown, n=more)
-
-
-@functools.cache
-def _template() -> jinja2.Template:
-    """The page's template, in an environment that escapes every value it writes (autoescape)."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "class_report"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,  # a name the template uses and the page does not give: an error, not ""
-    )
-    return environment.get_template("report.html.j2")
 
 
 def _html(sentence: str, **values) -> Markup:
@@ -324,7 +311,7 @@ def render_html(assignment: Assignment, others: list[Assignment], similar_pairs:
     ]
     similarity_page = f"{CLASS_FOLDER}/reports/{assignment.name}-similarity.html"
     return (
-        _template().render(
+        page_template("class_report", "report.html.j2").render(
             language=written_in(),
             a=assignment,
             t=page_texts(assignment, others, similar_pairs, similarity_page),

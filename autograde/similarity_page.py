@@ -10,15 +10,12 @@ report's language; the comparison itself is ``similarity.py``'s.
 from __future__ import annotations
 
 import base64
-import functools
-from pathlib import Path
 
-import jinja2
 from markupsafe import Markup
 
 from heads_and_masks.i18n import N_, _, in_prose, ngettext, number, translated
 
-from .report import written_in
+from .report import page_template, written_in
 from .similarity_scores import (
     Answer,
     COMMON_MIN,
@@ -145,17 +142,6 @@ def page_texts(report: Report) -> dict:
     }
 
 
-@functools.cache
-def _template() -> jinja2.Template:
-    """The page's template, in an environment that escapes every value it writes (autoescape)."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates" / "similarity"),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,  # a name the template uses and the page does not give: an error, not ""
-    )
-    return environment.get_template("page.html.j2")
-
-
 def render_html(report: Report, picture: bytes, alt: str) -> str:
     """The page: what the score means, the class's distribution, the flagged pairs side by side, the listed
     answers. Self-contained (the picture inside), no script, every student text escaped by the template."""
@@ -192,7 +178,7 @@ def render_html(report: Report, picture: bytes, alt: str) -> str:
             }
         )
     return (
-        _template().render(
+        page_template("similarity", "page.html.j2").render(
             language=written_in(),
             t=page_texts(report),
             style=STYLE,
