@@ -24,7 +24,7 @@
     5. feedback without the hidden tests ................................  feedback.py    (+ feedback_filter.py)
     6. export: the grades CSV, and the files Canvas and Moodle import ...  export.py
     7. the report, in plain words .......................................  report.py
-       and what the class misunderstood, per misconception ..............  class_report.py (+ class_marks.py)
+       and what the class misunderstood, per misconception ..............  class_report.py (+ class_marks.py, pages.py)
        and which submissions are alike, side by side ....................  similarity.py  (+ similarity_tokens.py, similarity_scores.py, similarity_page.py)
     what one submission may cost each step (structure, output, time) ....  bounds.py
     the command line ....................................................  grade.py       (python -m autograde.grade --help)

@@ -56,7 +56,7 @@ from .class_marks import (
 from .class_folder import CLASS_FOLDER
 from .course import Course
 from .lateness import how_late, shown_time
-from .report import page_template, written_in
+from .pages import page_template, written_in
 from .results import Status
 
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from heads_and_masks.i18n import N_, _, in_prose, ngettext, number, translated
 
-from .report import page_template, written_in
+from .pages import page_template, written_in
 from .similarity_scores import (
     Answer,
     COMMON_MIN,

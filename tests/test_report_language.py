@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from autograde import class_marks, class_report, report
+from autograde import class_marks, class_report, pages, report
 from autograde.class_marks import FAILED, NOT_ANSWERED, PASSED, PENDING, Assignment, Mark
 from autograde.course import Course
 from autograde.grade import build_parser, report_language
@@ -190,4 +190,4 @@ def test_a_page_says_the_language_it_is_written_in():
     """``<html lang>``: the current language where the course has it; a language without catalogs reads English."""
     for current, written in (("ru", "ru"), ("de", "en"), (None, "en")):
         with i18n.use_language(current):
-            assert report.written_in() == written
+            assert pages.written_in() == written
